@@ -1,0 +1,182 @@
+import { ConfigError, loadBackend, loadConfig, VARIABLES } from "../constructs/config";
+
+const KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHhU0xQm2c2RZkzC9M7tRrFSe0Q5sQm8l8S3ZzQxYw1a waldorf@example";
+
+async function errorFor(env: NodeJS.ProcessEnv): Promise<string> {
+  try {
+    await loadConfig(env);
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    const message = (error as Error).message;
+    expect(message).not.toContain("\n");
+    return message;
+  }
+  throw new Error(`expected ${JSON.stringify(env)} to be rejected`);
+}
+
+describe("loadConfig", () => {
+  it("returns the wiki's defaults when no TF_VAR_ is set", async () => {
+    const config = await loadConfig({});
+    expect(config).toMatchObject({
+      num_kube_nodes: 3,
+      kube_node_flavor: "m1.large",
+      external_network_name: "vlan1066",
+      base_image: "ad156007-77bb-4e32-ac97-7f8340cab73d",
+      deploy_domain_name: "kube-on-os",
+      deploy_user: "ubuntu",
+      set_root_password: false,
+      users: [],
+      public_network_cidr: "10.0.0.0/16",
+      private_network_cidr: "10.1.0.0/16",
+    });
+  });
+
+  it("never carries root_password, even when it is set", async () => {
+    const config = await loadConfig({ TF_VAR_root_password: "correct horse battery staple" });
+    expect(config).not.toHaveProperty("root_password");
+    expect(JSON.stringify(config)).not.toContain("correct horse");
+  });
+
+  it("parses numbers and bools the way Terraform converts TF_VAR_ strings", async () => {
+    const config = await loadConfig({ TF_VAR_num_kube_nodes: "5", TF_VAR_set_root_password: "true" });
+    expect(config.num_kube_nodes).toBe(5);
+    expect(config.set_root_password).toBe(true);
+    expect((await loadConfig({ TF_VAR_set_root_password: "0" })).set_root_password).toBe(false);
+    expect((await loadConfig({ TF_VAR_num_kube_nodes: "1e1" })).num_kube_nodes).toBe(10);
+  });
+
+  it("parses list and object values written in HCL syntax", async () => {
+    const config = await loadConfig({
+      TF_VAR_users: `[{ username = "waldorf", ssh_public_key = "${KEY}" }, { username = "statler", ssh_public_key = "${KEY}" }]`,
+      TF_VAR_ssh_allowed_cidrs: `["203.0.113.0/24", "198.51.100.7/32"]`,
+    });
+    expect(config.users).toEqual([
+      { username: "waldorf", ssh_public_key: KEY },
+      { username: "statler", ssh_public_key: KEY },
+    ]);
+    expect(config.ssh_allowed_cidrs).toEqual(["203.0.113.0/24", "198.51.100.7/32"]);
+  });
+
+  it("parses list and object values written in JSON syntax", async () => {
+    const config = await loadConfig({ TF_VAR_users: JSON.stringify([{ username: "waldorf", ssh_public_key: KEY }]) });
+    expect(config.users).toEqual([{ username: "waldorf", ssh_public_key: KEY }]);
+  });
+
+  it("accepts non-overlapping custom networks", async () => {
+    const config = await loadConfig({
+      TF_VAR_public_network_cidr: "192.168.0.0/24",
+      TF_VAR_private_network_cidr: "192.168.8.0/22",
+      TF_VAR_pod_cidr: "172.16.0.0/16",
+      TF_VAR_service_cidr: "172.17.0.0/24",
+    });
+    expect(config.private_network_cidr).toBe("192.168.8.0/22");
+  });
+
+  describe("rejects with one line naming the variable, the value and the rule", () => {
+    it.each([
+      [{ TF_VAR_num_kube_nodes: "abc" }, 'Invalid TF_VAR_num_kube_nodes="abc": must be a number.'],
+      [
+        { TF_VAR_num_kube_nodes: "0" },
+        'Invalid TF_VAR_num_kube_nodes="0": num_kube_nodes must be a whole number of at least 1 (the master counts).',
+      ],
+      [{ TF_VAR_num_kube_nodes: "-1" }, 'Invalid TF_VAR_num_kube_nodes="-1": num_kube_nodes must be a whole number of at least 1'],
+      [{ TF_VAR_num_kube_nodes: "2.5" }, 'Invalid TF_VAR_num_kube_nodes="2.5": num_kube_nodes must be a whole number'],
+      [{ TF_VAR_num_kube_nodes: "" }, 'Invalid TF_VAR_num_kube_nodes="": must be a number.'],
+      [{ TF_VAR_set_root_password: "yes" }, 'Invalid TF_VAR_set_root_password="yes": must be true or false.'],
+      [
+        { TF_VAR_deploy_domain_name: "my domain" },
+        'Invalid TF_VAR_deploy_domain_name="my domain": deploy_domain_name must be a lower-case DNS name',
+      ],
+      [
+        { TF_VAR_deploy_domain_name: "Example.COM" },
+        'Invalid TF_VAR_deploy_domain_name="Example.COM": deploy_domain_name must be a lower-case DNS name',
+      ],
+      [{ TF_VAR_deploy_domain_name: "-bad.example" }, "deploy_domain_name must be a lower-case DNS name"],
+      [{ TF_VAR_deploy_user: "root" }, 'Invalid TF_VAR_deploy_user="root": deploy_user must be a Linux user name other than root'],
+      [{ TF_VAR_base_image: "focal" }, 'Invalid TF_VAR_base_image="focal": base_image must be an image ID'],
+      [{ TF_VAR_kube_node_flavor: " " }, 'Invalid TF_VAR_kube_node_flavor=" ": kube_node_flavor must be a non-empty string'],
+      [{ TF_VAR_external_network_name: "" }, 'Invalid TF_VAR_external_network_name="": external_network_name must be a non-empty string'],
+      // The wiki's own example is malformed HCL.
+      [{ TF_VAR_users: '{ { username = "waldorf" }, { username = "statle" }' }, "Invalid TF_VAR_users="],
+      [{ TF_VAR_users: '{ { username = "waldorf" }, { username = "statle" }' }, "is not a valid HCL or JSON value"],
+      [
+        { TF_VAR_users: '[{ username = "waldorf" }]' },
+        "element 0 must have exactly the attributes username and ssh_public_key (has username)",
+      ],
+      [{ TF_VAR_users: '"waldorf"' }, "must be a list of objects { username = string, ssh_public_key = string }"],
+      [
+        { TF_VAR_users: '[{ username = "Waldorf", ssh_public_key = "ssh-ed25519 AAAA" }]' },
+        "users must be a list whose usernames are Linux user names",
+      ],
+      [
+        { TF_VAR_users: '[{ username = "waldorf", ssh_public_key = "not a key" }]' },
+        "users must be a list whose ssh_public_key values are single OpenSSH public key lines",
+      ],
+      [
+        { TF_VAR_users: `[{ username = "a", ssh_public_key = "${KEY}" }, { username = "a", ssh_public_key = "${KEY}" }]` },
+        "users must be a list without duplicate usernames",
+      ],
+      [{ TF_VAR_users: "[var.admins]" }, "must be a literal value without references or interpolation"],
+      [
+        { TF_VAR_ssh_allowed_cidrs: "[]" },
+        'Invalid TF_VAR_ssh_allowed_cidrs="[]": ssh_allowed_cidrs must be a list of at least 1 IPv4 networks',
+      ],
+      [{ TF_VAR_ssh_allowed_cidrs: '["10.0.0.1/8"]' }, "ssh_allowed_cidrs must be a list of at least 1 IPv4 networks in CIDR form"],
+      [{ TF_VAR_api_allowed_cidrs: '["any"]' }, "api_allowed_cidrs must be a list of IPv4 networks in CIDR form"],
+      [{ TF_VAR_api_allowed_cidrs: '"0.0.0.0/0"' }, 'Invalid TF_VAR_api_allowed_cidrs="\\"0.0.0.0/0\\"": must be a list of strings.'],
+      [{ TF_VAR_dns_nameservers: '["dns.example"]' }, "dns_nameservers must be a list of 1 to 5 IPv4 addresses"],
+      [
+        { TF_VAR_public_network_cidr: "10.0.0.0" },
+        'Invalid TF_VAR_public_network_cidr="10.0.0.0": public_network_cidr must be an IPv4 network address in CIDR form',
+      ],
+      [{ TF_VAR_public_network_cidr: "10.0.0.1/16" }, "public_network_cidr must be an IPv4 network address"],
+      [{ TF_VAR_private_network_cidr: "10.1.0.0/28" }, "prefix from /8 to /24"],
+      [
+        { TF_VAR_private_network_cidr: "10.0.0.0/16" },
+        "Invalid network layout: public_network_cidr=10.0.0.0/16 overlaps private_network_cidr=10.0.0.0/16",
+      ],
+      [
+        { TF_VAR_public_network_cidr: "10.0.0.0/8" },
+        "Invalid network layout: public_network_cidr=10.0.0.0/8 overlaps private_network_cidr=10.1.0.0/16",
+      ],
+      // microk8s' default pod network is the wiki's private network.
+      [{ TF_VAR_pod_cidr: "10.1.0.0/16" }, "Invalid network layout: private_network_cidr=10.1.0.0/16 overlaps pod_cidr=10.1.0.0/16"],
+      [{ TF_VAR_service_cidr: "10.244.0.0/24" }, "pod_cidr=10.244.0.0/16 overlaps service_cidr=10.244.0.0/24"],
+      [
+        { TF_VAR_private_network_cidr: "10.1.0.0/24", TF_VAR_num_kube_nodes: "40" },
+        "Invalid TF_VAR_num_kube_nodes=40: workers need private host numbers up to 138, beyond the static (lower) half of private_network_cidr=10.1.0.0/24",
+      ],
+    ])("%j", async (env, message) => {
+      expect(await errorFor(env)).toContain(message);
+    });
+  });
+
+  it("never echoes a rejected root_password", async () => {
+    const message = await errorFor({ TF_VAR_root_password: "hunter2" });
+    expect(message).toBe("Invalid TF_VAR_root_password=(hidden): root_password must be at least 12 characters long.");
+  });
+});
+
+describe("loadBackend", () => {
+  it("defaults to the http backend", () => {
+    expect(loadBackend({})).toBe("http");
+    expect(loadBackend({ KUBE_ON_OS_BACKEND: "local" })).toBe("local");
+  });
+
+  it("rejects an unknown backend by name", () => {
+    expect(() => loadBackend({ KUBE_ON_OS_BACKEND: "s3" })).toThrow(
+      'Invalid KUBE_ON_OS_BACKEND="s3": must be "http" (default) or "local".',
+    );
+  });
+});
+
+describe("VARIABLES", () => {
+  it("describes every variable and gives every rule a Terraform condition", () => {
+    for (const [name, spec] of Object.entries(VARIABLES)) {
+      expect(spec.description.length).toBeGreaterThan(20);
+      for (const rule of spec.rules as readonly { condition: string }[]) {
+        expect(rule.condition).toContain(name);
+      }
+    }
+  });
+});

@@ -1,0 +1,92 @@
+/**
+ * The app as a newcomer runs it: `npm run synth` (scripts/cdktf.js → cdktf synth → main.ts),
+ * `npx cdktf synth`, and main.ts directly.
+ */
+import { spawnSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+
+const ROOT = path.resolve(__dirname, "..");
+const STACK_FILE = path.join("stacks", "kube-on-os", "cdk.tf.json");
+
+function tempDir(): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), "kube-on-os-main-"));
+}
+
+/** The environment without any TF_VAR_ the developer running the tests may have set. */
+function cleanEnv(extra: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith("TF_VAR_")));
+  return { ...env, CHECKPOINT_DISABLE: "1", ...extra };
+}
+
+function run(command: string, args: string[], extra: NodeJS.ProcessEnv, cwd = ROOT) {
+  const result = spawnSync(command, args, { cwd, encoding: "utf8", env: cleanEnv(extra) });
+  return { status: result.status, output: `${result.stdout}${result.stderr}`, stderr: result.stderr };
+}
+
+function npmRunSynth(outdir: string, extra: NodeJS.ProcessEnv = {}) {
+  return run("node", [path.join(ROOT, "scripts", "cdktf.js"), "synth", "--output", outdir], extra);
+}
+
+function directSynth(cwd: string, extra: NodeJS.ProcessEnv = {}) {
+  return run(
+    "node",
+    ["--require", require.resolve("ts-node/register/transpile-only"), path.join(ROOT, "main.ts")],
+    { TS_NODE_PROJECT: path.join(ROOT, "tsconfig.json"), ...extra },
+    cwd,
+  );
+}
+
+function readStack(outdir: string): any {
+  return JSON.parse(fs.readFileSync(path.join(outdir, STACK_FILE), "utf8"));
+}
+
+describe("main.ts", () => {
+  it("writes the stack with the wiki's defaults, and `npx cdktf synth` gives the same JSON", () => {
+    const viaNpm = tempDir();
+    const viaNpx = tempDir();
+    expect(npmRunSynth(viaNpm).status).toBe(0);
+    expect(run("npx", ["cdktf", "synth", "--output", viaNpx], {}).status).toBe(0);
+    expect(readStack(viaNpx)).toEqual(readStack(viaNpm));
+    expect(readStack(viaNpm).variable.num_kube_nodes.default).toBe(3);
+  });
+
+  it("records TF_VAR_ values given to `npm run synth`, though cdktf hides TF_VAR_ from the app", () => {
+    const outdir = tempDir();
+    const result = npmRunSynth(outdir, { TF_VAR_num_kube_nodes: "4", TF_VAR_deploy_domain_name: "lab.example" });
+    expect(result.status).toBe(0);
+    const stack = readStack(outdir);
+    expect(stack.variable.num_kube_nodes.default).toBe(4);
+    expect(stack.variable.deploy_domain_name.default).toBe("lab.example");
+  });
+
+  it("fails `npm run synth` on a bad TF_VAR_ with the one-line reason, writing nothing", () => {
+    const outdir = path.join(tempDir(), "out");
+    const result = npmRunSynth(outdir, { TF_VAR_num_kube_nodes: "abc" });
+    expect(result.status).not.toBe(0);
+    expect(result.output).toContain('kube-on-os: Invalid TF_VAR_num_kube_nodes="abc": must be a number.');
+    expect(fs.existsSync(outdir)).toBe(false);
+  });
+
+  it("prints exactly one line and no stack trace when run directly with a bad value", () => {
+    const cwd = tempDir();
+    const result = directSynth(cwd, { TF_VAR_users: '[{ username = "waldorf" }]' });
+    expect(result.status).toBe(1);
+    expect(result.stderr.trim().split("\n")).toEqual([
+      'kube-on-os: Invalid TF_VAR_users="[{ username = \\"waldorf\\" }]": element 0 must have exactly the attributes username and ssh_public_key (has username).',
+    ]);
+    expect(fs.readdirSync(cwd)).toEqual([]);
+  });
+
+  it("keeps TF_VAR_root_password out of every synthesized file", () => {
+    const cwd = tempDir();
+    const secret = "Root-Password-Never-In-Json-1";
+    expect(directSynth(cwd, { TF_VAR_root_password: secret, TF_VAR_set_root_password: "true" }).status).toBe(0);
+    const files = fs.readdirSync(path.join(cwd, "cdktf.out"), { recursive: true, withFileTypes: true }).filter((f) => f.isFile());
+    expect(files.length).toBeGreaterThan(0);
+    for (const file of files) {
+      expect(fs.readFileSync(path.join(file.parentPath, file.name), "utf8")).not.toContain(secret);
+    }
+  });
+});

@@ -1,0 +1,41 @@
+import { App, Testing } from "cdktf";
+import { BackendKind, loadConfig } from "../../constructs/config";
+import { KubeOnOsStack } from "../../constructs/stack";
+
+/** Terraform JSON as the tests read it. */
+export interface TerraformJson {
+  terraform: Record<string, any>;
+  provider: Record<string, any>;
+  variable: Record<string, any>;
+  resource: Record<string, Record<string, any>>;
+  data: Record<string, Record<string, any>>;
+  output: Record<string, any>;
+}
+
+/** Builds the stack exactly as main.ts does, from an explicit environment. */
+export async function buildStack(env: NodeJS.ProcessEnv = {}, backend: BackendKind = "http"): Promise<KubeOnOsStack> {
+  const app = Testing.app();
+  return new KubeOnOsStack(app, "kube-on-os", { config: await loadConfig(env), backend });
+}
+
+export async function synthStack(env: NodeJS.ProcessEnv = {}, backend: BackendKind = "http"): Promise<TerraformJson> {
+  return JSON.parse(Testing.synth(await buildStack(env, backend)));
+}
+
+/** Synthesizes into `outdir` like `cdktf synth`, returning the stack's directory. */
+export async function synthToDir(outdir: string, env: NodeJS.ProcessEnv = {}): Promise<string> {
+  const app = new App({ outdir, skipValidation: false });
+  new KubeOnOsStack(app, "kube-on-os", { config: await loadConfig(env), backend: "http" });
+  app.synth();
+  return `${outdir}/stacks/kube-on-os`;
+}
+
+/** The single resource of `type` whose construct id is `id` (logical ids end in `_<id>_<hash>`). */
+export function resourceById(json: TerraformJson, type: string, id: string): Record<string, any> {
+  const logicalId = new RegExp(`(^|_)${id}_[0-9A-F]{8}$`);
+  const matches = Object.entries(json.resource[type] ?? {})
+    .filter(([key]) => logicalId.test(key))
+    .map(([, resource]) => resource);
+  if (matches.length !== 1) throw new Error(`expected one ${type} with id ${id}, found ${matches.length}`);
+  return matches[0];
+}

@@ -1,0 +1,178 @@
+/**
+ * L1: the synthesized JSON checked by real OpenTofu with the real OpenStack provider schema, and
+ * the variables' plan-time validations checked against the synth-time ones.
+ */
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { ConfigError, loadConfig } from "../constructs/config";
+import { synthToDir } from "./support/synth";
+import { initOffline, runTofu } from "./support/tofu";
+
+function tempDir(prefix: string): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), `kube-on-os-${prefix}-`));
+}
+
+function readJson(file: string): any {
+  return JSON.parse(fs.readFileSync(file, "utf8"));
+}
+
+function validate(stackDir: string): { valid: boolean; diagnostics: { severity: string; summary: string; detail: string }[] } {
+  initOffline(stackDir);
+  const result = runTofu(["validate", "-json"], stackDir);
+  return JSON.parse(result.stdout);
+}
+
+describe("L1: tofu validate with the real provider", () => {
+  let stackDir: string;
+
+  beforeAll(async () => {
+    stackDir = await synthToDir(tempDir("l1"));
+  });
+
+  it("initialises offline from the provider mirror", () => {
+    const init = initOffline(stackDir);
+    expect(init.stdout).toContain("terraform-provider-openstack/openstack v3.4.0");
+    const lock = fs.readFileSync(path.join(stackDir, ".terraform.lock.hcl"), "utf8");
+    expect(lock).toContain('provider "registry.opentofu.org/terraform-provider-openstack/openstack"');
+  });
+
+  it("accepts the synthesized stack", () => {
+    expect(validate(stackDir)).toMatchObject({ valid: true, diagnostics: [] });
+  });
+
+  it("accepts the stack synthesized with TF_VAR_ overrides", async () => {
+    const dir = await synthToDir(tempDir("l1-env"), {
+      TF_VAR_num_kube_nodes: "7",
+      TF_VAR_ssh_allowed_cidrs: '["203.0.113.0/24", "198.51.100.0/24"]',
+      TF_VAR_api_allowed_cidrs: "[]",
+      TF_VAR_deploy_domain_name: "prod.example.org",
+    });
+    expect(validate(dir)).toMatchObject({ valid: true });
+  });
+
+  describe("fails on a deliberately broken stack", () => {
+    function breakStack(mutate: (json: any) => void): string {
+      const dir = tempDir("l1-broken");
+      const json = readJson(path.join(stackDir, "cdk.tf.json"));
+      mutate(json);
+      fs.writeFileSync(path.join(dir, "cdk.tf.json"), JSON.stringify(json, null, 2));
+      return dir;
+    }
+
+    it("rejects an attribute the provider does not have", () => {
+      const dir = breakStack((json) => {
+        const subnet = Object.values(json.resource.openstack_networking_subnet_v2)[0] as any;
+        subnet.gateway_address = subnet.gateway_ip;
+      });
+      const result = validate(dir);
+      expect(result.valid).toBe(false);
+      expect(result.diagnostics).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({
+            severity: "error",
+            summary: "Extraneous JSON object property",
+            detail: 'No argument or block type is named "gateway_address".',
+          }),
+        ]),
+      );
+    });
+
+    it("rejects a missing required attribute", () => {
+      const dir = breakStack((json) => {
+        const rule = Object.values(json.resource.openstack_networking_secgroup_rule_v2)[0] as any;
+        delete rule.direction;
+      });
+      const result = validate(dir);
+      expect(result.valid).toBe(false);
+      expect(result.diagnostics.map((d) => d.summary)).toContain("Missing required argument");
+    });
+
+    it("rejects a value of the wrong type", () => {
+      const dir = breakStack((json) => {
+        const network = Object.values(json.resource.openstack_networking_network_v2)[0] as any;
+        network.admin_state_up = { yes: "please" };
+      });
+      const result = validate(dir);
+      expect(result.valid).toBe(false);
+      expect(result.diagnostics.map((d) => d.summary)).toContain("Incorrect attribute value type");
+    });
+  });
+});
+
+describe("L1: plan-time variable validation agrees with synth-time validation", () => {
+  let varsDir: string;
+
+  beforeAll(async () => {
+    // Only the variable blocks: planning them needs no provider and no network.
+    const stackDir = await synthToDir(tempDir("vars-src"));
+    varsDir = tempDir("vars");
+    const { variable } = readJson(path.join(stackDir, "cdk.tf.json"));
+    fs.writeFileSync(path.join(varsDir, "variables.tf.json"), JSON.stringify({ variable }, null, 2));
+    const init = runTofu(["init", "-input=false"], varsDir);
+    expect(init.status).toBe(0);
+  });
+
+  const KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHhU0xQm2c2RZkzC9M7tRrFSe0Q5sQm8l8S3ZzQxYw1a someone@example";
+  const cases: [string, string, boolean][] = [
+    ["num_kube_nodes", "1", true],
+    ["num_kube_nodes", "100", true],
+    ["num_kube_nodes", "0", false],
+    ["num_kube_nodes", "-1", false],
+    ["num_kube_nodes", "2.5", false],
+    ["deploy_domain_name", "test.kube-on-os.ecida.org", true],
+    ["deploy_domain_name", "my domain", false],
+    ["deploy_domain_name", "UPPER.example", false],
+    ["deploy_domain_name", "trailing-.example", false],
+    ["deploy_user", "ubuntu", true],
+    ["deploy_user", "root", false],
+    ["deploy_user", "9lives", false],
+    ["base_image", "ad156007-77bb-4e32-ac97-7f8340cab73d", true],
+    ["base_image", "ubuntu-focal", false],
+    ["kube_node_flavor", "m1.small", true],
+    ["kube_node_flavor", " m1.small", false],
+    ["external_network_name", "", false],
+    ["public_network_cidr", "192.168.0.0/24", true],
+    ["public_network_cidr", "192.168.0.1/24", false],
+    ["public_network_cidr", "192.168.0.0/25", false],
+    ["public_network_cidr", "300.0.0.0/16", false],
+    ["public_network_cidr", "fd00::/64", false],
+    ["pod_cidr", "172.16.0.0/12", true],
+    ["ssh_allowed_cidrs", '["0.0.0.0/0"]', true],
+    ["ssh_allowed_cidrs", '["203.0.113.7/32", "198.51.100.0/24"]', true],
+    ["ssh_allowed_cidrs", "[]", false],
+    ["ssh_allowed_cidrs", '["203.0.113.7"]', false],
+    ["api_allowed_cidrs", "[]", true],
+    ["api_allowed_cidrs", '["10.0.0.0/33"]', false],
+    ["dns_nameservers", '["9.9.9.9"]', true],
+    ["dns_nameservers", '["9.9.9"]', false],
+    ["dns_nameservers", "[]", false],
+    ["root_password", "long-enough-secret", true],
+    ["root_password", "short", false],
+    ["users", "[]", true],
+    ["users", `[{ username = "waldorf", ssh_public_key = "${KEY}" }]`, true],
+    ["users", `[{ username = "root", ssh_public_key = "${KEY}" }]`, false],
+    ["users", '[{ username = "waldorf", ssh_public_key = "AAAA" }]', false],
+    ["users", `[{ username = "a", ssh_public_key = "${KEY}" }, { username = "a", ssh_public_key = "${KEY}" }]`, false],
+  ];
+
+  it.each(cases)("TF_VAR_%s=%s accepted: %s", async (name, value, accepted) => {
+    const env = { [`TF_VAR_${name}`]: value };
+    let synthMessage: string | undefined;
+    try {
+      await loadConfig(env);
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw error;
+      synthMessage = error.message;
+    }
+    const plan = runTofu(["plan", "-input=false", "-lock=false"], varsDir, env);
+    expect({ synth: synthMessage === undefined, plan: plan.status === 0 }).toEqual({ synth: accepted, plan: accepted });
+    if (!accepted) {
+      // Both sides name the same rule: the synth message carries the plan's error_message.
+      const planMessage = plan.stderr.replace(/\s+/g, " ");
+      expect(planMessage).toContain("Invalid value for variable");
+      const rule = synthMessage?.split(": ").pop();
+      if (synthMessage?.includes(` ${name} must be `)) expect(planMessage).toContain(rule);
+    }
+  });
+});

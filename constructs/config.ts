@@ -1,0 +1,444 @@
+import { parse as parseHcl } from "@cdktf/hcl2json";
+import { Ipv4Network, networkSize, networksOverlap, parseIpv4Network } from "./cidr";
+
+/**
+ * The deployment parameters. Each one is a Terraform variable of the same name (so `TF_VAR_x`
+ * works at plan time) and is read from the same `TF_VAR_x` at synth time, validated here with
+ * the same rules, and recorded as the variable's default.
+ */
+
+/** A rule checked twice: in TypeScript at synth time and as a Terraform `validation` at plan. */
+export interface Rule<T> {
+  /** Synth-time check. */
+  readonly test: (value: T) => boolean;
+  /** The same rule as a Terraform expression over `var.<name>`. */
+  readonly condition: string;
+  /** Completes "<name> must ...". */
+  readonly mustBe: string;
+}
+
+export interface VariableSpec<T> {
+  /** Terraform type constraint. */
+  readonly type: string;
+  readonly description: string;
+  /** `undefined` means the variable has no usable default (`null`). */
+  readonly default: T | undefined;
+  readonly rules: readonly Rule<T>[];
+  /** Sensitive values are validated for plan time only, and never recorded in the JSON. */
+  readonly sensitive?: boolean;
+  /** How a TF_VAR_ string becomes a value, the way Terraform converts it for this type. */
+  readonly kind: "string" | "number" | "bool" | "complex";
+}
+
+export interface UserAccount {
+  readonly username: string;
+  readonly ssh_public_key: string;
+}
+
+/** Thrown for a bad parameter; its message is the single line a user sees. */
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "ConfigError";
+  }
+}
+
+const LINUX_USERNAME = /^[a-z_][a-z0-9_-]{0,31}$/;
+const LINUX_USERNAME_HCL = "^[a-z_][a-z0-9_-]{0,31}$";
+// An OpenSSH public key line: key type, base64 blob, optional comment.
+const SSH_KEY =
+  /^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\.com|sk-ecdsa-sha2-nistp256@openssh\.com) [A-Za-z0-9+/]+={0,3}( [^\n]*)?$/;
+const SSH_KEY_HCL =
+  "^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh[.]com|sk-ecdsa-sha2-nistp256@openssh[.]com) [A-Za-z0-9+/]+={0,3}( [^\\n]*)?$";
+const DNS_NAME = /^(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/;
+const DNS_NAME_HCL = "^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?([.][a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$";
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const UUID_HCL = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$";
+
+/** Smallest and largest prefix accepted for the networks the stack creates. */
+const MIN_SUBNET_PREFIX = 8;
+const MAX_SUBNET_PREFIX = 24;
+
+function isNetwork(value: string, minPrefix: number, maxPrefix: number): boolean {
+  const network = parseIpv4Network(value);
+  return typeof network !== "string" && network.prefixLength >= minPrefix && network.prefixLength <= maxPrefix;
+}
+
+// Terraform twin of isNetwork. try() keeps an unparsable value from turning into a function
+// error, so the user sees the rule's message instead.
+function networkCondition(ref: string, minPrefix: number, maxPrefix: number): string {
+  return (
+    `try(can(cidrnetmask(${ref})) && cidrhost(${ref}, 0) == split("/", ${ref})[0]` +
+    ` && tonumber(split("/", ${ref})[1]) >= ${minPrefix} && tonumber(split("/", ${ref})[1]) <= ${maxPrefix}, false)`
+  );
+}
+
+function subnetCidrRules(name: string): Rule<string>[] {
+  return [
+    {
+      test: (v) => isNetwork(v, MIN_SUBNET_PREFIX, MAX_SUBNET_PREFIX),
+      condition: networkCondition(`var.${name}`, MIN_SUBNET_PREFIX, MAX_SUBNET_PREFIX),
+      mustBe: `an IPv4 network address in CIDR form with a prefix from /${MIN_SUBNET_PREFIX} to /${MAX_SUBNET_PREFIX}, such as 10.0.0.0/16`,
+    },
+  ];
+}
+
+function cidrListRules(name: string, minItems: number): Rule<string[]>[] {
+  return [
+    {
+      test: (v) => v.length >= minItems && v.every((c) => isNetwork(c, 0, 32)),
+      condition: `length(var.${name}) >= ${minItems} && alltrue([for c in var.${name} : ${networkCondition("c", 0, 32)}])`,
+      mustBe: `a list of${minItems > 0 ? ` at least ${minItems}` : ""} IPv4 networks in CIDR form, such as ["203.0.113.0/24"]`,
+    },
+  ];
+}
+
+function nonEmptyString(name: string): Rule<string> {
+  return {
+    test: (v) => v.trim().length > 0 && v.trim() === v,
+    condition: `length(trimspace(var.${name})) > 0 && trimspace(var.${name}) == var.${name}`,
+    mustBe: "a non-empty string without leading or trailing spaces",
+  };
+}
+
+export const VARIABLES = {
+  num_kube_nodes: {
+    kind: "number",
+    type: "number",
+    description: "Number of Kubernetes nodes, the master included: 3 gives 1 master and 2 workers.",
+    default: 3,
+    rules: [
+      {
+        test: (v: number) => Number.isInteger(v) && v >= 1,
+        condition: "var.num_kube_nodes >= 1 && floor(var.num_kube_nodes) == var.num_kube_nodes",
+        mustBe: "a whole number of at least 1 (the master counts)",
+      },
+    ],
+  } as VariableSpec<number>,
+  kube_node_flavor: {
+    kind: "string",
+    type: "string",
+    description: "OpenStack flavor of the Kubernetes nodes (see `openstack flavor list`).",
+    default: "m1.large",
+    rules: [nonEmptyString("kube_node_flavor")],
+  } as VariableSpec<string>,
+  external_network_name: {
+    kind: "string",
+    type: "string",
+    description: "Name of the external (provider) network the router uplinks to and floating IPs come from.",
+    default: "vlan1066",
+    rules: [nonEmptyString("external_network_name")],
+  } as VariableSpec<string>,
+  base_image: {
+    kind: "string",
+    type: "string",
+    description: "ID of the Ubuntu 20.04 (focal) image every machine boots from.",
+    default: "ad156007-77bb-4e32-ac97-7f8340cab73d",
+    rules: [
+      {
+        test: (v: string) => UUID.test(v),
+        condition: `can(regex("${UUID_HCL}", var.base_image))`,
+        mustBe: "an image ID (a lower-case UUID such as ad156007-77bb-4e32-ac97-7f8340cab73d)",
+      },
+    ],
+  } as VariableSpec<string>,
+  deploy_domain_name: {
+    kind: "string",
+    type: "string",
+    description: "DNS domain appended to every machine name: the Salt master is salt.<domain>.",
+    default: "kube-on-os",
+    rules: [
+      {
+        test: (v: string) => DNS_NAME.test(v),
+        condition: `length(var.deploy_domain_name) <= 253 && can(regex("${DNS_NAME_HCL}", var.deploy_domain_name))`,
+        mustBe: "a lower-case DNS name: labels of a-z, 0-9 and '-', separated by dots, no spaces",
+      },
+    ],
+  } as VariableSpec<string>,
+  deploy_user: {
+    kind: "string",
+    type: "string",
+    description: "The image's default user, used by the provisioners to log in.",
+    default: "ubuntu",
+    rules: [
+      {
+        test: (v: string) => LINUX_USERNAME.test(v) && v !== "root",
+        condition: `can(regex("${LINUX_USERNAME_HCL}", var.deploy_user)) && var.deploy_user != "root"`,
+        mustBe: "a Linux user name other than root (lower case, starting with a letter or '_')",
+      },
+    ],
+  } as VariableSpec<string>,
+  set_root_password: {
+    kind: "bool",
+    type: "bool",
+    description: "Set root's console password to root_password on every machine (debugging only; SSH root login stays disabled).",
+    default: false,
+    rules: [],
+  } as VariableSpec<boolean>,
+  root_password: {
+    kind: "string",
+    type: "string",
+    description: "Root console password used when set_root_password is true. Plan-time only: never stored in the synthesized JSON.",
+    default: undefined,
+    sensitive: true,
+    rules: [
+      {
+        test: (v: string) => v.length >= 12,
+        condition: 'var.root_password == null || length(coalesce(var.root_password, "")) >= 12',
+        mustBe: "at least 12 characters long",
+      },
+    ],
+  } as VariableSpec<string>,
+  users: {
+    kind: "complex",
+    type: "list(object({ username = string, ssh_public_key = string }))",
+    description: "People who get an account with SSH access on every machine (created by Salt's core.users state).",
+    default: [],
+    rules: [
+      {
+        test: (v: UserAccount[]) => v.every((u) => LINUX_USERNAME.test(u.username) && u.username !== "root"),
+        condition: `alltrue([for u in var.users : can(regex("${LINUX_USERNAME_HCL}", u.username)) && u.username != "root"])`,
+        mustBe: "a list whose usernames are Linux user names other than root",
+      },
+      {
+        test: (v: UserAccount[]) => v.every((u) => SSH_KEY.test(u.ssh_public_key)),
+        condition: `alltrue([for u in var.users : can(regex("${SSH_KEY_HCL}", u.ssh_public_key))])`,
+        mustBe: "a list whose ssh_public_key values are single OpenSSH public key lines (ssh-ed25519, ssh-rsa, ecdsa-...)",
+      },
+      {
+        test: (v: UserAccount[]) => new Set(v.map((u) => u.username)).size === v.length,
+        condition: "length(distinct([for u in var.users : u.username])) == length(var.users)",
+        mustBe: "a list without duplicate usernames",
+      },
+    ],
+  } as VariableSpec<UserAccount[]>,
+  public_network_cidr: {
+    kind: "string",
+    type: "string",
+    description: "CIDR of the public network (router, bastion, Kubernetes master). Static hosts use its lower half, DHCP the upper half.",
+    default: "10.0.0.0/16",
+    rules: subnetCidrRules("public_network_cidr"),
+  } as VariableSpec<string>,
+  private_network_cidr: {
+    kind: "string",
+    type: "string",
+    description:
+      "CIDR of the private network (all machines; the bastion is its gateway). Static hosts use its lower half, DHCP the upper half.",
+    default: "10.1.0.0/16",
+    rules: subnetCidrRules("private_network_cidr"),
+  } as VariableSpec<string>,
+  pod_cidr: {
+    kind: "string",
+    type: "string",
+    description: "Kubernetes pod network. Must not overlap the public or private network (microk8s' own default, 10.1.0.0/16, does).",
+    default: "10.244.0.0/16",
+    rules: subnetCidrRules("pod_cidr"),
+  } as VariableSpec<string>,
+  service_cidr: {
+    kind: "string",
+    type: "string",
+    description: "Kubernetes service network. Must not overlap the other networks.",
+    default: "10.152.183.0/24",
+    rules: subnetCidrRules("service_cidr"),
+  } as VariableSpec<string>,
+  ssh_allowed_cidrs: {
+    kind: "complex",
+    type: "list(string)",
+    description: "Networks allowed to reach the bastion's SSH port. The provisioners connect from here too.",
+    default: ["0.0.0.0/0"],
+    rules: cidrListRules("ssh_allowed_cidrs", 1),
+  } as VariableSpec<string[]>,
+  api_allowed_cidrs: {
+    kind: "complex",
+    type: "list(string)",
+    description: "Networks allowed to reach the Kubernetes API (port 16443) on the master. Empty closes it.",
+    default: ["0.0.0.0/0"],
+    rules: cidrListRules("api_allowed_cidrs", 0),
+  } as VariableSpec<string[]>,
+  dns_nameservers: {
+    kind: "complex",
+    type: "list(string)",
+    description: "DNS servers handed out by DHCP on both networks.",
+    default: ["1.1.1.1", "1.0.0.1"],
+    rules: [
+      {
+        test: (v: string[]) =>
+          v.length >= 1 && v.length <= 5 && v.every((a) => /^\d+\.\d+\.\d+\.\d+$/.test(a) && isNetwork(`${a}/32`, 32, 32)),
+        condition: `length(var.dns_nameservers) >= 1 && length(var.dns_nameservers) <= 5 && alltrue([for a in var.dns_nameservers : ${networkCondition('format("%s/32", a)', 32, 32)}])`,
+        mustBe: "a list of 1 to 5 IPv4 addresses",
+      },
+    ],
+  } as VariableSpec<string[]>,
+} as const;
+
+export type VariableName = keyof typeof VARIABLES;
+type ValueOf<S> = S extends VariableSpec<infer T> ? T : never;
+
+/** Validated parameters. `root_password` is deliberately absent: it exists at plan time only. */
+export type KubeOnOsConfig = { readonly [K in Exclude<VariableName, "root_password">]: ValueOf<(typeof VARIABLES)[K]> };
+
+/** Which state backend the stack declares. */
+export type BackendKind = "http" | "local";
+
+export interface LoadedSettings {
+  readonly config: KubeOnOsConfig;
+  readonly backend: BackendKind;
+}
+
+/** Static host numbers within each network, by role (see docs/architecture.md). */
+export const HOSTS = {
+  publicGateway: 1,
+  bastionPublic: 10,
+  kubeMasterPublic: 11,
+  bastionPrivate: 1,
+  saltMasterPrivate: 5,
+  kubeMasterPrivate: 10,
+  firstWorkerPrivate: 100,
+} as const;
+
+function describeValue(raw: string): string {
+  return JSON.stringify(raw);
+}
+
+const NUMBER_SYNTAX = /^-?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/;
+
+/** Converts a TF_VAR_ string the way Terraform does for the variable's type. */
+async function convert(name: VariableName, spec: VariableSpec<unknown>, raw: string): Promise<unknown> {
+  const bad = (why: string) => new ConfigError(`Invalid TF_VAR_${name}=${spec.sensitive ? "(hidden)" : describeValue(raw)}: ${why}.`);
+  switch (spec.kind) {
+    case "string":
+      return raw;
+    case "number":
+      if (!NUMBER_SYNTAX.test(raw.trim())) throw bad("must be a number");
+      return Number(raw.trim());
+    case "bool":
+      // Terraform's string-to-bool conversion accepts exactly these.
+      if (raw === "true" || raw === "1") return true;
+      if (raw === "false" || raw === "0") return false;
+      throw bad("must be true or false");
+    case "complex": {
+      // Terraform parses complex TF_VAR_ values as HCL expressions (JSON is valid HCL too).
+      let parsed: Record<string, unknown>;
+      try {
+        parsed = await parseHcl(`TF_VAR_${name}`, `value = ${raw}\n`);
+      } catch (error) {
+        const detail = String(error)
+          .replace(/\s+/g, " ")
+          .replace(/^Error: /, "");
+        throw bad(`is not a valid HCL or JSON value (${detail})`);
+      }
+      const keys = Object.keys(parsed);
+      if (keys.length !== 1 || keys[0] !== "value") throw bad("must be a single value");
+      if (JSON.stringify(parsed.value).includes("${")) throw bad("must be a literal value without references or interpolation");
+      return parsed.value;
+    }
+  }
+}
+
+/** Checks that `value` has the shape of the Terraform type `spec.type`, for complex types. */
+function shapeError(name: VariableName, value: unknown): string | undefined {
+  const isStringList = (v: unknown) => Array.isArray(v) && v.every((s) => typeof s === "string");
+  if (name === "users") {
+    if (!Array.isArray(value)) return "must be a list of objects { username = string, ssh_public_key = string }";
+    for (const [i, u] of value.entries()) {
+      if (typeof u !== "object" || u === null || Array.isArray(u)) return `element ${i} must be an object { username, ssh_public_key }`;
+      const keys = Object.keys(u).sort();
+      if (keys.join(",") !== "ssh_public_key,username") {
+        return `element ${i} must have exactly the attributes username and ssh_public_key (has ${keys.join(", ") || "none"})`;
+      }
+      const user = u as Record<string, unknown>;
+      if (typeof user.username !== "string" || typeof user.ssh_public_key !== "string") {
+        return `element ${i}: username and ssh_public_key must be strings`;
+      }
+    }
+    return undefined;
+  }
+  return isStringList(value) ? undefined : "must be a list of strings";
+}
+
+function checkRules(name: VariableName, spec: VariableSpec<unknown>, value: unknown, raw: string | undefined): void {
+  const shown = spec.sensitive ? "(hidden)" : raw !== undefined ? describeValue(raw) : JSON.stringify(value);
+  if (spec.kind === "complex") {
+    const why = shapeError(name, value);
+    if (why) throw new ConfigError(`Invalid TF_VAR_${name}=${shown}: ${why}.`);
+  }
+  for (const rule of spec.rules) {
+    if (!rule.test(value)) throw new ConfigError(`Invalid TF_VAR_${name}=${shown}: ${name} must be ${rule.mustBe}.`);
+  }
+}
+
+function crossCheck(config: KubeOnOsConfig): void {
+  const networks: [VariableName, Ipv4Network][] = (
+    ["public_network_cidr", "private_network_cidr", "pod_cidr", "service_cidr"] as const
+  ).map((n) => [n, parseIpv4Network(config[n]) as Ipv4Network]);
+  for (const [i, [nameA, a]] of networks.entries()) {
+    for (const [nameB, b] of networks.slice(i + 1)) {
+      if (networksOverlap(a, b)) {
+        throw new ConfigError(`Invalid network layout: ${nameA}=${a.cidr} overlaps ${nameB}=${b.cidr}; every network must be disjoint.`);
+      }
+    }
+  }
+  // Static addresses live in the lower half of each network, DHCP in the upper half.
+  const privateNetwork = networks[1][1];
+  const lastWorkerHost = HOSTS.firstWorkerPrivate + config.num_kube_nodes - 2;
+  if (lastWorkerHost >= networkSize(privateNetwork) / 2) {
+    throw new ConfigError(
+      `Invalid TF_VAR_num_kube_nodes=${config.num_kube_nodes}: workers need private host numbers up to ${lastWorkerHost}, ` +
+        `beyond the static (lower) half of private_network_cidr=${privateNetwork.cidr}; use a larger private network or fewer nodes.`,
+    );
+  }
+}
+
+/**
+ * Reads every parameter from `TF_VAR_*` in `env`, falling back to the defaults, and validates
+ * them all. Throws ConfigError, with a one-line message, on the first bad value.
+ */
+export async function loadConfig(env: NodeJS.ProcessEnv = process.env): Promise<KubeOnOsConfig> {
+  const values: Record<string, unknown> = {};
+  for (const [name, spec] of Object.entries(VARIABLES) as [VariableName, VariableSpec<unknown>][]) {
+    const raw = env[`TF_VAR_${name}`];
+    const value = raw === undefined ? spec.default : await convert(name, spec, raw);
+    if (value !== undefined) checkRules(name, spec, value, raw);
+    if (!spec.sensitive) values[name] = value;
+  }
+  const config = values as KubeOnOsConfig;
+  crossCheck(config);
+  return config;
+}
+
+/** The backend chosen by KUBE_ON_OS_BACKEND: `http` (default, GitLab-managed state) or `local`. */
+export function loadBackend(env: NodeJS.ProcessEnv = process.env): BackendKind {
+  const raw = env.KUBE_ON_OS_BACKEND;
+  if (raw === undefined || raw === "" || raw === "http") return "http";
+  if (raw === "local") return "local";
+  throw new ConfigError(`Invalid KUBE_ON_OS_BACKEND=${describeValue(raw)}: must be "http" (default) or "local".`);
+}
+
+/**
+ * Carries TF_VAR_* past the cdktf CLI, which removes them from the app's environment;
+ * scripts/cdktf.js (behind `npm run synth|diff|deploy`) sets it to a JSON object.
+ */
+export const FORWARDED_TF_VARS = "KUBE_ON_OS_FORWARDED_TF_VARS";
+
+/** `env` plus the TF_VAR_* forwarded by scripts/cdktf.js; variables set directly win. */
+export function withForwardedTfVars(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const forwarded = env[FORWARDED_TF_VARS];
+  if (forwarded === undefined || forwarded === "") return env;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(forwarded);
+  } catch {
+    throw new ConfigError(`Invalid ${FORWARDED_TF_VARS}: must be a JSON object of TF_VAR_* strings (set by scripts/cdktf.js).`);
+  }
+  const valid =
+    typeof parsed === "object" &&
+    parsed !== null &&
+    Object.entries(parsed).every(([key, value]) => key.startsWith("TF_VAR_") && typeof value === "string");
+  if (!valid) throw new ConfigError(`Invalid ${FORWARDED_TF_VARS}: must be a JSON object of TF_VAR_* strings (set by scripts/cdktf.js).`);
+  return { ...(parsed as Record<string, string>), ...env };
+}
+
+export async function loadSettings(env: NodeJS.ProcessEnv = process.env): Promise<LoadedSettings> {
+  const withTfVars = withForwardedTfVars(env);
+  return { config: await loadConfig(withTfVars), backend: loadBackend(withTfVars) };
+}

@@ -1,0 +1,95 @@
+import { HttpBackend, LocalBackend, TerraformOutput, TerraformStack, TerraformVariable } from "cdktf";
+import { Construct } from "constructs";
+import { OpenstackProvider } from "../.gen/providers/openstack/provider";
+import { BackendKind, KubeOnOsConfig, VariableName, VariableSpec, VARIABLES } from "./config";
+import { Network } from "./network";
+
+export interface KubeOnOsStackProps {
+  /** Validated parameters; they become the Terraform variables' defaults. */
+  readonly config: KubeOnOsConfig;
+  /**
+   * `http` leaves the backend partial, for TF_HTTP_* (GitLab-managed state) to complete;
+   * `local` keeps state in a local file, for experiments.
+   * @default "http"
+   */
+  readonly backend?: BackendKind;
+}
+
+/** The HTTP methods GitLab's Terraform state API uses for locking. */
+export const HTTP_BACKEND_LOCKING = { lockMethod: "POST", unlockMethod: "DELETE" } as const;
+
+/** Everything kube-on-os deploys into one OpenStack project. */
+export class KubeOnOsStack extends TerraformStack {
+  /** One Terraform variable per parameter, by its Terraform name. */
+  readonly variables: { readonly [K in VariableName]: TerraformVariable };
+  readonly network: Network;
+
+  constructor(scope: Construct, id: string, props: KubeOnOsStackProps) {
+    super(scope, id);
+    const backend = props.backend ?? "http";
+
+    if (backend === "local") {
+      new LocalBackend(this, {});
+    } else {
+      // No address: TF_HTTP_ADDRESS, TF_HTTP_LOCK_ADDRESS, TF_HTTP_UNLOCK_ADDRESS,
+      // TF_HTTP_USERNAME and TF_HTTP_PASSWORD complete it at init time, so no state URL or
+      // credential is ever written into the synthesized JSON.
+      new HttpBackend(this, { ...HTTP_BACKEND_LOCKING } as unknown as { address: string });
+    }
+
+    // Credentials come from OS_* / OS_CLOUD (clouds.yaml) / application credentials only.
+    new OpenstackProvider(this, "openstack", {});
+
+    this.variables = Object.fromEntries(
+      (Object.entries(VARIABLES) as [VariableName, VariableSpec<unknown>][]).map(([name, spec]) => [
+        name,
+        this.declareVariable(name, spec, props.config),
+      ]),
+    ) as { [K in VariableName]: TerraformVariable };
+
+    const v = this.variables;
+    this.network = new Network(this, "Network", {
+      externalNetworkName: v.external_network_name.stringValue,
+      namePrefix: v.deploy_domain_name.stringValue,
+      publicCidr: v.public_network_cidr.stringValue,
+      privateCidr: v.private_network_cidr.stringValue,
+      dnsNameservers: v.dns_nameservers.listValue,
+      sshAllowedCidrs: v.ssh_allowed_cidrs.listValue,
+      apiAllowedCidrs: v.api_allowed_cidrs.listValue,
+    });
+
+    const outputs: [string, string, string][] = [
+      ["external_network_id", this.network.externalNetwork.id, "ID of the external network the router uplinks to."],
+      ["router_id", this.network.router.id, "ID of the cluster's router."],
+      ["public_network_id", this.network.publicNetwork.id, "ID of the public network (bastion, Kubernetes master)."],
+      ["public_subnet_id", this.network.publicSubnet.id, "ID of the public subnet."],
+      ["private_network_id", this.network.privateNetwork.id, "ID of the private network (every machine)."],
+      ["private_subnet_id", this.network.privateSubnet.id, "ID of the private subnet, whose gateway is the bastion."],
+    ];
+    for (const [name, value, description] of outputs) {
+      new TerraformOutput(this, name, { value, description });
+    }
+  }
+
+  private declareVariable(name: VariableName, spec: VariableSpec<unknown>, config: KubeOnOsConfig): TerraformVariable {
+    // Sensitive values are never recorded.
+    const value = spec.sensitive ? undefined : config[name as keyof KubeOnOsConfig];
+    const variable = new TerraformVariable(this, name, {
+      type: spec.type,
+      description: spec.description,
+      default: value,
+      nullable: value === undefined,
+      sensitive: spec.sensitive,
+      validation: spec.rules.map((rule) => ({
+        condition: `\${${rule.condition}}`,
+        errorMessage: `${name} must be ${rule.mustBe}.`,
+      })),
+    });
+    if (value === undefined) {
+      // cdktf drops a null default, which would make the variable required; an explicit null
+      // keeps it optional (root_password is only needed when set_root_password is true).
+      variable.addOverride("default", null);
+    }
+    return variable;
+  }
+}

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Installs the verification toolchain into the cache (see scripts/toolchain/lib.sh). Idempotent:
+# the first run builds and downloads (several minutes), later runs take about a second.
+source "$(dirname "${BASH_SOURCE[0]}")/toolchain/lib.sh"
+
+started=$SECONDS
+for installer in terraform python cloud-init gitlab-ci-local lint-tools; do
+  bash "$KOO_ROOT/scripts/toolchain/$installer.sh"
+done
+log "toolchain ready in $((SECONDS - started)) s (cache: $KOO_CACHE)"

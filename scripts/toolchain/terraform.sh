@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Installs OpenTofu and the providers the stack uses, all built from their Go modules, and lays
+# the providers out as a filesystem mirror so that `tofu init` works with no network at all.
+source "$(dirname "${BASH_SOURCE[0]}")/terraform-paths.sh"
+
+need go "install Go >= 1.24 (https://go.dev/doc/install, or Debian's golang-go backports)"
+
+# go_build MODULE_DIR PACKAGE OUT [LDFLAGS]: build PACKAGE with the versions pinned in the tools
+# module MODULE_DIR (go.mod + go.sum are committed, so the build is verified and reproducible).
+go_build() {
+  local module_dir=$1 package=$2 out=$3 ldflags=${4:-}
+  (cd "$module_dir" && CGO_ENABLED=0 go build -mod=readonly -trimpath -ldflags "-s -w $ldflags" -o "$out" "$package") ||
+    die "building $package failed (see the go output above)"
+}
+
+install_tofu() {
+  local dir version
+  dir=$(koo_tofu_dir)
+  version=$(koo_tofu_version)
+  is_complete "$dir" && return 0
+  fresh_dir "$dir/bin"
+  # A tofu of exactly the pinned version already on PATH is used as it is.
+  local existing
+  existing=$(command -v tofu || true)
+  if [[ -n $existing ]] && [[ $("$existing" version 2>/dev/null | head -n 1) == "OpenTofu v$version" ]]; then
+    log "OpenTofu $version: using $existing"
+    ln -s "$existing" "$dir/bin/tofu"
+  else
+    log "OpenTofu $version: building from its Go module (a few minutes, once)"
+    go_build "$KOO_TOOLCHAIN/go/tofu" github.com/opentofu/opentofu/cmd/tofu "$dir/bin/tofu" \
+      "-X github.com/opentofu/opentofu/version.dev=no"
+  fi
+  mark_complete "$dir"
+}
+
+install_openstack_provider() {
+  local stamp version target
+  stamp=$(koo_provider_stamp_dir openstack)
+  version=$(koo_openstack_version)
+  is_complete "$stamp" && return 0
+  fresh_dir "$stamp"
+  log "terraform-provider-openstack $version: building from its Go module (a minute or two, once)"
+  target="$(koo_mirror_dir)/registry.opentofu.org/terraform-provider-openstack/openstack/$version/linux_$(go_arch)"
+  fresh_dir "$target"
+  go_build "$KOO_TOOLCHAIN/go/openstack" github.com/terraform-provider-openstack/terraform-provider-openstack/v3 \
+    "$target/terraform-provider-openstack_v$version"
+  mark_complete "$stamp"
+}
+
+write_cli_config() {
+  local config
+  config=$(koo_tofu_cli_config)
+  mkdir -p "$(dirname "$config")"
+  # No "direct" block: every provider must come from the mirror, so init never reaches out.
+  cat >"$config.tmp" <<HCL
+provider_installation {
+  filesystem_mirror {
+    path = "$(koo_mirror_dir)"
+  }
+}
+HCL
+  mv "$config.tmp" "$config"
+}
+
+install_tofu
+install_openstack_provider
+write_cli_config
