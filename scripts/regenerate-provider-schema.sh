@@ -3,6 +3,7 @@
 # reader runs `tofu init` (from the local mirror) and `tofu providers schema -json`, and we keep
 # its output, pretty-printed for reviewable diffs. Run after bumping a provider in
 # scripts/toolchain/go/<provider>/go.mod and cdktf.json, then commit the JSON.
+set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/toolchain/env.sh"
 
 bash "$KOO_ROOT/scripts/toolchain/terraform.sh"

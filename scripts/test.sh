@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `npm test`: installs the verification toolchain (cached), lints, type-checks, then runs every
 # suite (jest: unit + L1 against real OpenTofu; pytest under the Salt venv) and prints totals.
+set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/toolchain/lib.sh"
 
 bash "$KOO_ROOT/scripts/toolchain.sh"
@@ -12,8 +13,9 @@ node scripts/generate-bindings.js
 log "lint: eslint, prettier, shellcheck, ruff"
 npx --no-install eslint .
 npx --no-install prettier --check --log-level warn .
-shellcheck scripts/*.sh scripts/toolchain/*.sh .ci/run
+shellcheck -x scripts/*.sh scripts/toolchain/*.sh .ci/run
 "$KOO_VENV/bin/ruff" check --quiet __tests__/salt
+"$KOO_VENV/bin/ruff" format --check --quiet __tests__/salt
 log "type check: tsc --noEmit"
 npx --no-install tsc --noEmit
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the verification toolchain into the cache (see scripts/toolchain/lib.sh). Idempotent:
 # the first run builds and downloads (several minutes), later runs take about a second.
+set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/toolchain/lib.sh"
 
 started=$SECONDS

@@ -1,15 +1,14 @@
 # shellcheck shell=bash
 # Sourced by the project's scripts: puts the cached toolchain first on PATH and points tofu at
 # the offline provider mirror. It installs nothing; scripts/toolchain.sh does that.
-source "$(dirname "${BASH_SOURCE[0]}")/terraform-paths.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/paths.sh"
 
 KOO_TOFU="$(koo_tofu_dir)/bin/tofu"
 KOO_VENV="$(koo_venv_dir)"
 KOO_CLOUD_INIT_SCHEMA="$(koo_cloud_init_dir)/bin/cloud-init-schema"
 KOO_GITLAB_CI_LOCAL="$(koo_gcl_dir)/node_modules/.bin/gitlab-ci-local"
-export KOO_TOFU KOO_VENV KOO_CLOUD_INIT_SCHEMA KOO_GITLAB_CI_LOCAL
-export PATH="$(dirname "$KOO_TOFU"):$PATH"
+PATH="$(dirname "$KOO_TOFU"):$PATH"
+export KOO_TOFU KOO_VENV KOO_CLOUD_INIT_SCHEMA KOO_GITLAB_CI_LOCAL PATH
 
 # cdktf runs this binary for `cdktf diff/deploy`; Terraform users can set it back.
 export TERRAFORM_BINARY_NAME="${TERRAFORM_BINARY_NAME:-tofu}"

@@ -5,8 +5,9 @@
 # ".complete" file written last, so an interrupted install is redone and a finished one is
 # skipped in milliseconds. The cache lives outside the work tree by default so that every clone
 # (and CI's fresh clone) shares it; set KUBE_ON_OS_CACHE to move it.
-
-set -euo pipefail
+#
+# It sets no shell options: executables set their own, and env.sh stays safe to source in an
+# interactive shell.
 
 KOO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 KOO_CACHE="${KUBE_ON_OS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kube-on-os}"

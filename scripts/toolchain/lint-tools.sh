@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Linters that come from Debian rather than npm or PyPI: shellcheck for scripts/.
+set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 if ! command -v shellcheck >/dev/null 2>&1; then

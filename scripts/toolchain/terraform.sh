@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # Installs OpenTofu and the providers the stack uses, all built from their Go modules, and lays
 # the providers out as a filesystem mirror so that `tofu init` works with no network at all.
-source "$(dirname "${BASH_SOURCE[0]}")/terraform-paths.sh"
-
-need go "install Go >= 1.24 (https://go.dev/doc/install, or Debian's golang-go backports)"
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/paths.sh"
 
 # go_build MODULE_DIR PACKAGE OUT [LDFLAGS]: build PACKAGE with the versions pinned in the tools
 # module MODULE_DIR (go.mod + go.sum are committed, so the build is verified and reproducible).
@@ -26,6 +25,7 @@ install_tofu() {
     log "OpenTofu $version: using $existing"
     ln -s "$existing" "$dir/bin/tofu"
   else
+    need go "install Go >= 1.24 (https://go.dev/doc/install); it builds OpenTofu $version"
     log "OpenTofu $version: building from its Go module (a few minutes, once)"
     go_build "$KOO_TOOLCHAIN/go/tofu" github.com/opentofu/opentofu/cmd/tofu "$dir/bin/tofu" \
       "-X github.com/opentofu/opentofu/version.dev=no"
@@ -38,6 +38,7 @@ install_openstack_provider() {
   stamp=$(koo_provider_stamp_dir openstack)
   version=$(koo_openstack_version)
   is_complete "$stamp" && return 0
+  need go "install Go >= 1.24 (https://go.dev/doc/install); it builds terraform-provider-openstack $version"
   fresh_dir "$stamp"
   log "terraform-provider-openstack $version: building from its Go module (a minute or two, once)"
   target="$(koo_mirror_dir)/registry.opentofu.org/terraform-provider-openstack/openstack/$version/linux_$(go_arch)"

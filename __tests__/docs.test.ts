@@ -1,0 +1,22 @@
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { VARIABLES } from "../constructs/config";
+
+const readme = fs.readFileSync(path.join(__dirname, "..", "README.md"), "utf8");
+
+describe("README", () => {
+  it("documents every variable with its type and default", () => {
+    for (const [name, spec] of Object.entries(VARIABLES)) {
+      const row = readme.split("\n").find((line) => new RegExp(`^\\| +\`${name}\` +\\|`).test(line));
+      expect(row).toBeDefined();
+      expect(row).toContain(`\`${spec.type}\``);
+      expect(row).toContain(spec.default === undefined ? "`null`" : `\`${JSON.stringify(spec.default)}\``);
+    }
+  });
+
+  it("gives the two setup commands and the command .ci/run calls", () => {
+    expect(readme).toContain("npm ci && npm run synth");
+    expect(readme).toContain("npm test");
+    expect(fs.readFileSync(path.join(__dirname, "..", ".ci", "run"), "utf8")).toMatch(/^npm test$/m);
+  });
+});

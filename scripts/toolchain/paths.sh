@@ -1,0 +1,36 @@
+# shellcheck shell=bash
+# Where each part of the toolchain lives in the cache, so that installers and users agree.
+# Versions of Go-built tools come from the committed Go tools modules, so bumping a go.mod is the
+# one change needed to move to a new release.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+KOO_TOOLCHAIN="$KOO_ROOT/scripts/toolchain"
+
+# go_mod_version DIR MODULE: the version of MODULE required by the tools module in DIR.
+go_mod_version() {
+  awk -v m="$2" '$1 == m { print substr($2, 2); exit }' "$KOO_TOOLCHAIN/go/$1/go.mod"
+}
+
+koo_tofu_version() { go_mod_version tofu github.com/opentofu/opentofu; }
+koo_openstack_version() { go_mod_version openstack github.com/terraform-provider-openstack/terraform-provider-openstack/v3; }
+koo_tofu_dir() { echo "$KOO_CACHE/tofu/$(koo_tofu_version)"; }
+koo_mirror_dir() { echo "$KOO_CACHE/provider-mirror"; }
+koo_provider_stamp_dir() { echo "$KOO_CACHE/providers/$1/$(koo_"$1"_version)"; }
+koo_tofu_cli_config() { echo "$KOO_CACHE/tofu.rc"; }
+
+KOO_REQUIREMENTS="$KOO_ROOT/scripts/toolchain/requirements.txt"
+KOO_CLOUD_INIT_VERSION="22.4.2-1+deb12u4"
+KOO_GCL_VERSION="4.73.0"
+
+koo_python_tag() {
+  python3 -c 'import sys; print(f"py{sys.version_info[0]}.{sys.version_info[1]}")' 2>/dev/null || echo py-missing
+}
+
+koo_venv_dir() {
+  local hash
+  hash=$(sha256sum "$KOO_REQUIREMENTS" | cut -c1-12)
+  echo "$KOO_CACHE/python/$(koo_python_tag)-$hash"
+}
+
+koo_cloud_init_dir() { echo "$KOO_CACHE/cloud-init/$KOO_CLOUD_INIT_VERSION"; }
+koo_gcl_dir() { echo "$KOO_CACHE/gitlab-ci-local/$KOO_GCL_VERSION"; }
