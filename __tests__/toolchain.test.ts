@@ -46,6 +46,19 @@ describe("toolchain", () => {
     expect(lines[0]).toContain(message);
   });
 
+  it("uses a tofu of exactly the pinned version found on PATH instead of building one", () => {
+    const bin = pathWithout(["go", "tofu"]);
+    const fake = path.join(tempDir("tofu"), "tofu");
+    fs.writeFileSync(fake, '#!/bin/sh\necho "OpenTofu v1.10.6"\n', { mode: 0o755 });
+    const cache = tempDir("cache");
+    const result = bash("bash scripts/toolchain/terraform.sh", { PATH: `${path.dirname(fake)}:${bin}`, KUBE_ON_OS_CACHE: cache });
+    expect(result.stderr).toContain(`==> OpenTofu 1.10.6: using ${fake}`);
+    expect(fs.readlinkSync(path.join(cache, "tofu", "1.10.6", "bin", "tofu"))).toBe(fake);
+    // Without Go the provider still cannot be built, and says so in one line.
+    expect(result.status).toBe(1);
+    expect(result.stderr).toMatch(/kube-on-os toolchain: 'go' is not installed; .* builds terraform-provider-openstack 3\.4\.0\n$/);
+  });
+
   it("installs nothing on a second run", () => {
     // npm test ran the installers already; this run must find every tool complete.
     const result = bash("bash scripts/toolchain.sh", {});

@@ -37,6 +37,18 @@ describe("L1: tofu validate with the real provider", () => {
     expect(lock).toContain('provider "registry.opentofu.org/terraform-provider-openstack/openstack"');
   });
 
+  it("generates the bindings from exactly the schema the mirrored provider binary reports", () => {
+    // Only the provider requirement: `providers schema` needs no backend then.
+    const dir = tempDir("schema");
+    const { required_providers } = readJson(path.join(stackDir, "cdk.tf.json")).terraform;
+    fs.writeFileSync(path.join(dir, "main.tf.json"), JSON.stringify({ terraform: { required_providers } }));
+    initOffline(dir);
+    const reported = JSON.parse(runTofu(["providers", "schema", "-json"], dir).stdout);
+    const committed = readJson(path.join(__dirname, "..", "providers", "openstack@3.4.0.json"));
+    expect(Object.keys(reported.provider_schemas)).toEqual(["registry.opentofu.org/terraform-provider-openstack/openstack"]);
+    expect(reported.provider_schemas).toEqual(committed.provider_schemas);
+  });
+
   it("accepts the synthesized stack", () => {
     expect(validate(stackDir)).toMatchObject({ valid: true, diagnostics: [] });
   });
