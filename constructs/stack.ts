@@ -1,4 +1,4 @@
-import { HttpBackend, LocalBackend, TerraformOutput, TerraformStack, TerraformVariable } from "cdktf";
+import { HttpBackend, HttpBackendConfig, LocalBackend, TerraformOutput, TerraformStack, TerraformVariable } from "cdktf";
 import { Construct } from "constructs";
 import { OpenstackProvider } from "../.gen/providers/openstack/provider";
 import { BackendKind, KubeOnOsConfig, VariableName, VariableSpec, VARIABLES } from "./config";
@@ -33,8 +33,9 @@ export class KubeOnOsStack extends TerraformStack {
     } else {
       // No address: TF_HTTP_ADDRESS, TF_HTTP_LOCK_ADDRESS, TF_HTTP_UNLOCK_ADDRESS,
       // TF_HTTP_USERNAME and TF_HTTP_PASSWORD complete it at init time, so no state URL or
-      // credential is ever written into the synthesized JSON.
-      new HttpBackend(this, { ...HTTP_BACKEND_LOCKING } as unknown as { address: string });
+      // credential is ever written into the synthesized JSON. cdktf types `address` as required
+      // although Terraform accepts a partial backend block, hence the cast.
+      new HttpBackend(this, { ...HTTP_BACKEND_LOCKING } as unknown as HttpBackendConfig);
     }
 
     // Credentials come from OS_* / OS_CLOUD (clouds.yaml) / application credentials only.
