@@ -24,7 +24,7 @@ export default tseslint.config(
     rules: {
       // cdktf constructs are created for their side effect on the tree.
       "no-new": "off",
-      "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_" }],
+      "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_", ignoreRestSiblings: true }],
     },
   },
   prettier,

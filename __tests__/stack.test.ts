@@ -55,7 +55,7 @@ describe("KubeOnOsStack", () => {
       root_password: null,
       users: [],
     });
-    expect(json.variable.root_password).toMatchObject({ sensitive: true, nullable: true });
+    expect(json.variable.root_password).toMatchObject({ sensitive: true, ephemeral: true, nullable: true });
   });
 
   it("records TF_VAR_ overrides as the variables' defaults", async () => {

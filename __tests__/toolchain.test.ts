@@ -47,13 +47,15 @@ describe("toolchain", () => {
   });
 
   it("uses a tofu of exactly the pinned version found on PATH instead of building one", () => {
+    const version = bash("source scripts/toolchain/paths.sh && koo_tofu_version", {}).stdout.trim();
+    expect(version).toMatch(/^\d+\.\d+\.\d+$/);
     const bin = pathWithout(["go", "tofu"]);
     const fake = path.join(tempDir("tofu"), "tofu");
-    fs.writeFileSync(fake, '#!/bin/sh\necho "OpenTofu v1.10.6"\n', { mode: 0o755 });
+    fs.writeFileSync(fake, `#!/bin/sh\necho "OpenTofu v${version}"\n`, { mode: 0o755 });
     const cache = tempDir("cache");
     const result = bash("bash scripts/toolchain/terraform.sh", { PATH: `${path.dirname(fake)}:${bin}`, KUBE_ON_OS_CACHE: cache });
-    expect(result.stderr).toContain(`==> OpenTofu 1.10.6: using ${fake}`);
-    expect(fs.readlinkSync(path.join(cache, "tofu", "1.10.6", "bin", "tofu"))).toBe(fake);
+    expect(result.stderr).toContain(`==> OpenTofu ${version}: using ${fake}`);
+    expect(fs.readlinkSync(path.join(cache, "tofu", version, "bin", "tofu"))).toBe(fake);
     // Without Go the provider still cannot be built, and says so in one line.
     expect(result.status).toBe(1);
     expect(result.stderr).toMatch(/kube-on-os toolchain: 'go' is not installed; .* builds terraform-provider-openstack 3\.4\.0\n$/);

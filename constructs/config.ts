@@ -26,6 +26,11 @@ export interface VariableSpec<T> {
   readonly rules: readonly Rule<T>[];
   /** Sensitive values are validated for plan time only, and never recorded in the JSON. */
   readonly sensitive?: boolean;
+  /**
+   * Ephemeral values are kept out of plan files, `tofu show -json` and state as well (OpenTofu
+   * 1.11+, Terraform 1.10+); they can feed provisioners and connections, not resource arguments.
+   */
+  readonly ephemeral?: boolean;
   /** How a TF_VAR_ string becomes a value, the way Terraform converts it for this type. */
   readonly kind: "string" | "number" | "bool" | "complex";
 }
@@ -178,9 +183,11 @@ export const VARIABLES = {
   root_password: {
     kind: "string",
     type: "string",
-    description: "Root console password used when set_root_password is true. Plan-time only: never stored in the synthesized JSON.",
+    description:
+      "Root console password used when set_root_password is true. Ephemeral: given at plan and apply, never stored in the synthesized JSON, a plan or the state.",
     default: undefined,
     sensitive: true,
+    ephemeral: true,
     rules: [
       {
         test: (v: string) => v.length >= 12,

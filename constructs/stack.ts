@@ -86,6 +86,10 @@ export class KubeOnOsStack extends TerraformStack {
         errorMessage: `${name} must be ${rule.mustBe}.`,
       })),
     });
+    if (spec.ephemeral) {
+      // cdktf 0.21 predates ephemeral input variables; the override is the only way to declare one.
+      variable.addOverride("ephemeral", true);
+    }
     if (value === undefined) {
       // cdktf drops a null default, which would make the variable required; an explicit null
       // keeps it optional (root_password is only needed when set_root_password is true).

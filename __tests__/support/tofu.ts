@@ -1,4 +1,4 @@
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 
 export interface RunResult {
   readonly status: number | null;
@@ -26,6 +26,22 @@ export function runTofu(args: string[], cwd: string, env: NodeJS.ProcessEnv = {}
   });
   if (result.error) throw result.error;
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+/**
+ * runTofu without blocking the event loop: required whenever a server tofu talks to (the
+ * OpenStack double, the state server) runs in the test's own process.
+ */
+export function runTofuAsync(args: string[], cwd: string, env: NodeJS.ProcessEnv = {}): Promise<RunResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(tofuBinary(), [...args, "-no-color"], { cwd, env: { ...process.env, TF_IN_AUTOMATION: "1", ...env } });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk) => (stdout += chunk));
+    child.stderr.on("data", (chunk) => (stderr += chunk));
+    child.on("error", reject);
+    child.on("close", (status) => resolve({ status, stdout, stderr }));
+  });
 }
 
 /** `tofu init` without a backend: offline, from the mirror, needing no state server. */

@@ -1,0 +1,252 @@
+/**
+ * L2 and L3: the synthesized stack planned, applied, re-planned and destroyed by real OpenTofu
+ * with the real OpenStack provider, against the OpenStack API double, keeping its state in the
+ * http state server through the partial http backend (TF_HTTP_*), as the pipeline does.
+ */
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { OpenStackDouble, startOpenStackDouble } from "../test/openstack-double/server";
+import { StateServer, startStateServer } from "../test/http-state/server";
+import { synthToDir } from "./support/synth";
+import { RunResult, runTofuAsync } from "./support/tofu";
+
+let double: OpenStackDouble;
+let state: StateServer;
+let stateName = 0;
+
+beforeAll(async () => {
+  double = await startOpenStackDouble();
+  state = await startStateServer({ username: "gitlab-ci-token", password: "state-password-5f1c" });
+});
+
+afterAll(async () => {
+  await double.close();
+  await state.close();
+});
+
+afterEach(() => {
+  // A request the double does not implement is a gap in the double, never something to ignore.
+  expect(double.unhandled).toEqual([]);
+});
+
+interface Workspace {
+  readonly dir: string;
+  readonly env: NodeJS.ProcessEnv;
+  readonly stateName: string;
+  tofu(args: string[], extra?: NodeJS.ProcessEnv): Promise<RunResult>;
+}
+
+/** Synthesizes the stack with `synthEnv`, and inits it against a fresh state in the state server. */
+async function workspace(synthEnv: NodeJS.ProcessEnv = {}): Promise<Workspace> {
+  const name = `kube-on-os-${++stateName}`;
+  const dir = await synthToDir(fs.mkdtempSync(path.join(os.tmpdir(), "kube-on-os-l2-")), synthEnv);
+  const env = { ...double.passwordEnv(), ...state.backendEnv(name) };
+  const tofu = (args: string[], extra: NodeJS.ProcessEnv = {}) => runTofuAsync(args, dir, { ...env, ...extra });
+  const init = await tofu(["init", "-input=false"]);
+  expect(init.stderr).toBe("");
+  expect(init.status).toBe(0);
+  return { dir, env, stateName: name, tofu };
+}
+
+async function planJson(ws: Workspace, extra: NodeJS.ProcessEnv = {}): Promise<any> {
+  const plan = await ws.tofu(["plan", "-input=false", "-out=tfplan"], extra);
+  if (plan.status !== 0) throw new Error(`tofu plan failed:\n${plan.stderr}${plan.stdout}`);
+  return JSON.parse((await ws.tofu(["show", "-json", "tfplan"])).stdout);
+}
+
+function plannedResources(plan: any): any[] {
+  return plan.planned_values.root_module.resources;
+}
+
+function countByType(resources: { type: string }[]): Record<string, number> {
+  return resources.reduce<Record<string, number>>((counts, r) => ({ ...counts, [r.type]: (counts[r.type] ?? 0) + 1 }), {});
+}
+
+function byName(resources: any[], type: string, name: string): any {
+  const found = resources.filter((r) => r.type === type && r.values.name === name);
+  expect(found).toHaveLength(1);
+  return found[0].values;
+}
+
+const NETWORK_RESOURCES = {
+  openstack_networking_network_v2: 2,
+  openstack_networking_subnet_v2: 2,
+  openstack_networking_router_v2: 1,
+  openstack_networking_router_interface_v2: 1,
+  openstack_networking_secgroup_v2: 4,
+  openstack_networking_secgroup_rule_v2: 6,
+};
+
+describe("L2: tofu plan against the OpenStack API double", () => {
+  let ws: Workspace;
+  let plan: any;
+
+  beforeAll(async () => {
+    ws = await workspace();
+    plan = await planJson(ws);
+  });
+
+  it("plans every resource of the stack, and nothing else", async () => {
+    expect(countByType(plannedResources(plan))).toEqual(NETWORK_RESOURCES);
+    expect(plan.resource_changes.every((c: any) => c.change.actions.join() === "create" || c.mode === "data")).toBe(true);
+  });
+
+  it("reads the external network by name from the API", async () => {
+    const lookups = double.requests.filter((r) => r.method === "GET" && r.url.startsWith("/network/v2.0/networks?"));
+    expect(lookups.some((r) => r.url.includes("name=vlan1066"))).toBe(true);
+    const router = plannedResources(plan).find((r: any) => r.type === "openstack_networking_router_v2");
+    expect(router.values.external_network_id).toBe(double.neutron.networks.all().find((n) => n.name === "vlan1066")?.id);
+  });
+
+  it("plans the design's gateway addresses and keeps DHCP out of the static half", async () => {
+    const resources = plannedResources(plan);
+    expect(byName(resources, "openstack_networking_subnet_v2", "kube-on-os-public")).toMatchObject({
+      cidr: "10.0.0.0/16",
+      gateway_ip: "10.0.0.1",
+      allocation_pool: [{ start: "10.0.128.0", end: "10.0.255.254" }],
+      dns_nameservers: ["1.1.1.1", "1.0.0.1"],
+    });
+    expect(byName(resources, "openstack_networking_subnet_v2", "kube-on-os-private")).toMatchObject({
+      cidr: "10.1.0.0/16",
+      gateway_ip: "10.1.0.1",
+      allocation_pool: [{ start: "10.1.128.0", end: "10.1.255.254" }],
+    });
+  });
+
+  it("applies plan-time TF_VAR_ overrides to a stack synthesized with the defaults", async () => {
+    const overridden = await planJson(ws, {
+      TF_VAR_private_network_cidr: "192.168.0.0/20",
+      TF_VAR_deploy_domain_name: "lab.example",
+      TF_VAR_ssh_allowed_cidrs: '["203.0.113.0/24", "198.51.100.0/24"]',
+    });
+    const resources = plannedResources(overridden);
+    expect(byName(resources, "openstack_networking_subnet_v2", "lab.example-private")).toMatchObject({
+      cidr: "192.168.0.0/20",
+      gateway_ip: "192.168.0.1",
+      allocation_pool: [{ start: "192.168.8.0", end: "192.168.15.254" }],
+    });
+    const ssh = resources.filter((r: any) => r.type === "openstack_networking_secgroup_rule_v2" && r.values.port_range_min === 22);
+    expect(ssh.map((r: any) => r.values.remote_ip_prefix).sort()).toEqual(["198.51.100.0/24", "203.0.113.0/24"]);
+  });
+
+  it("rejects a bad plan-time TF_VAR_ with the variable's validation message", async () => {
+    const result = await ws.tofu(["plan", "-input=false"], { TF_VAR_num_kube_nodes: "0" });
+    expect(result.status).not.toBe(0);
+    expect(result.stderr.replace(/\s+/g, " ")).toContain("num_kube_nodes must be a whole number of at least 1 (the master counts).");
+  });
+
+  it("authenticates with an application credential as well as with a password", async () => {
+    const env = double.applicationCredentialEnv();
+    const unset = Object.fromEntries(Object.keys(double.passwordEnv()).map((k) => [k, ""]));
+    const result = await ws.tofu(["plan", "-input=false", "-lock=false"], { ...unset, ...env });
+    expect(result.stderr).toBe("");
+    expect(result.status).toBe(0);
+  });
+
+  it("fails to plan with wrong credentials, naming the authentication failure", async () => {
+    const result = await ws.tofu(["plan", "-input=false", "-lock=false"], { OS_PASSWORD: "wrong" });
+    expect(result.status).not.toBe(0);
+    expect(result.stderr).toMatch(/Authentication failed|401/);
+  });
+});
+
+describe("L3: apply, re-plan with no changes, destroy", () => {
+  let ws: Workspace;
+
+  beforeAll(async () => {
+    ws = await workspace();
+  });
+
+  it("applies the stack", async () => {
+    const apply = await ws.tofu(["apply", "-auto-approve", "-input=false"]);
+    expect(apply.stderr).toBe("");
+    expect(apply.stdout).toContain("Apply complete! Resources: 16 added, 0 changed, 0 destroyed.");
+    expect(double.neutron.resourceCount()).toBeGreaterThanOrEqual(16);
+  });
+
+  it("keeps the state in the http backend, unlocked after the run", async () => {
+    const stored = state.readState(ws.stateName) as { resources: { type: string; mode: string }[] };
+    expect(countByType(stored.resources.filter((r) => r.mode === "managed"))).toEqual(NETWORK_RESOURCES);
+    expect(state.lockInfo(ws.stateName)).toBeUndefined();
+    const locks = state.requests.filter((r) => r.path === `/state/${ws.stateName}/lock`).map((r) => `${r.method} ${r.status}`);
+    expect(locks).toEqual(expect.arrayContaining(["POST 200", "DELETE 200"]));
+  });
+
+  it("re-plans with no changes (exit code 0 of -detailed-exitcode)", async () => {
+    const replan = await ws.tofu(["plan", "-detailed-exitcode", "-input=false"]);
+    expect(replan.stderr).toBe("");
+    expect(replan.status).toBe(0);
+    expect(replan.stdout).toContain("No changes.");
+  });
+
+  it("destroys everything it created, leaving the double as seeded", async () => {
+    const destroy = await ws.tofu(["destroy", "-auto-approve", "-input=false"]);
+    expect(destroy.stderr).toBe("");
+    expect(destroy.stdout).toContain("Destroy complete! Resources: 16 destroyed.");
+    expect(double.neutron.resourceCount()).toBe(0);
+    const stored = state.readState(ws.stateName) as { resources: unknown[] };
+    expect(stored.resources).toEqual([]);
+  });
+});
+
+describe("state locking", () => {
+  it("fails a second plan with the holder's lock info while the first holds the lock, and keeps the state intact", async () => {
+    const ws = await workspace();
+    expect((await ws.tofu(["apply", "-auto-approve", "-input=false"])).status).toBe(0);
+    const before = fs.readFileSync(path.join(state.dir, `${ws.stateName}.tfstate`), "utf8");
+
+    // The first plan stops at its first API call, holding the state lock.
+    const held = double.hold((method, url) => method === "GET" && url.startsWith("/network/v2.0/"));
+    const first = ws.tofu(["plan", "-input=false", "-detailed-exitcode"]);
+    await held.reached;
+
+    const holder = state.lockInfo(ws.stateName);
+    expect(holder).toMatchObject({ Operation: "OperationTypePlan" });
+    const second = await ws.tofu(["plan", "-input=false", "-lock-timeout=0s"]);
+    expect(second.status).toBe(1);
+    const message = second.stderr.replace(/\s+/g, " ");
+    expect(message).toContain("Error acquiring the state lock");
+    expect(message).toContain(`ID: ${holder?.ID}`);
+    expect(message).toContain("Operation: OperationTypePlan");
+
+    held.release();
+    const firstResult = await first;
+    expect(firstResult.status).toBe(0);
+    expect(firstResult.stdout).toContain("No changes.");
+    expect(fs.readFileSync(path.join(state.dir, `${ws.stateName}.tfstate`), "utf8")).toBe(before);
+    expect(state.lockInfo(ws.stateName)).toBeUndefined();
+    expect((await ws.tofu(["destroy", "-auto-approve", "-input=false"])).status).toBe(0);
+  });
+});
+
+describe("secrets", () => {
+  it("keeps TF_VAR_root_password out of cdktf.out, the plan, its JSON, the state and every log line", async () => {
+    const secret = "Root-Secret-Never-Written-8c2e";
+    const secretEnv = { TF_VAR_root_password: secret, TF_VAR_set_root_password: "true" };
+    const ws = await workspace(secretEnv);
+    const outputs: string[] = [];
+    const run = async (args: string[]) => {
+      const result = await ws.tofu(args, secretEnv);
+      outputs.push(result.stdout, result.stderr);
+      expect(result.status).toBe(0);
+      return result;
+    };
+    await run(["plan", "-input=false", "-out=tfplan"]);
+    outputs.push((await run(["show", "-json", "tfplan"])).stdout);
+    await run(["apply", "-auto-approve", "-input=false", "tfplan"]);
+    await run(["destroy", "-auto-approve", "-input=false"]);
+
+    const files = fs.readdirSync(path.dirname(path.dirname(ws.dir)), { recursive: true, withFileTypes: true }).filter((f) => f.isFile());
+    expect(files.map((f) => f.name)).toContain("tfplan");
+    for (const file of files) {
+      expect({ file: file.name, leaked: fs.readFileSync(path.join(file.parentPath, file.name)).includes(secret) }).toEqual({
+        file: file.name,
+        leaked: false,
+      });
+    }
+    // Counted, not shown: a failing assertion must not print the secret either.
+    expect(outputs.filter((output) => output.includes(secret)).length).toBe(0);
+    expect(fs.readFileSync(path.join(state.dir, `${ws.stateName}.tfstate`), "utf8")).not.toContain(secret);
+  });
+});

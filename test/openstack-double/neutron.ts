@@ -1,0 +1,593 @@
+import { randomBytes } from "node:crypto";
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import * as ipaddr from "ipaddr.js";
+import { ApiError, Collection, filterBy, now, Resource } from "./store";
+
+type Query = Record<string, string | string[] | undefined>;
+type Body = Record<string, Record<string, unknown>>;
+
+interface FixedIp {
+  subnet_id: string;
+  ip_address: string;
+}
+
+function toUint32(address: string): number {
+  return ipaddr.IPv4.parse(address)
+    .toByteArray()
+    .reduce((acc, byte) => acc * 256 + byte, 0);
+}
+
+function fromUint32(value: number): string {
+  return [24, 16, 8, 0].map((shift) => Math.floor(value / 2 ** shift) % 256).join(".");
+}
+
+function inCidr(address: string, cidr: string): boolean {
+  return ipaddr.IPv4.isValidFourPartDecimal(address) && ipaddr.IPv4.parse(address).match(ipaddr.IPv4.parseCIDR(cidr));
+}
+
+function macAddress(): string {
+  return ["fa", "16", "3e", ...[...randomBytes(3)].map((b) => b.toString(16).padStart(2, "0"))].join(":");
+}
+
+/**
+ * Neutron v2.0: networks, subnets, routers and their interfaces, ports with fixed IPs and
+ * allowed address pairs, floating IPs, security groups and rules. IP allocation follows Neutron:
+ * a requested fixed IP must be free (else 409 IpAddressAlreadyAllocated), others come from the
+ * subnet's allocation pools in order.
+ */
+export class Neutron {
+  readonly networks = new Collection("Network", "NetworkNotFound");
+  readonly subnets = new Collection("Subnet", "SubnetNotFound");
+  readonly routers = new Collection("Router", "RouterNotFound");
+  readonly ports = new Collection("Port", "PortNotFound");
+  readonly floatingips = new Collection("Floating IP", "FloatingIPNotFound");
+  readonly securityGroups = new Collection("Security group", "SecurityGroupNotFound");
+  readonly securityGroupRules = new Collection("Security group rule", "SecurityGroupRuleNotFound");
+
+  constructor(private readonly projectId: string) {}
+
+  /** Everything a test created; the seeded external network is not counted. */
+  resourceCount(): number {
+    const seeded = (r: Resource) => r.seeded === true;
+    return [this.networks, this.subnets, this.routers, this.ports, this.floatingips, this.securityGroups, this.securityGroupRules]
+      .map((c) => c.all().filter((r) => !seeded(r)).length)
+      .reduce((a, b) => a + b, 0);
+  }
+
+  /** Seeds the project's default security group, which Neutron creates for every project. */
+  seedDefaultSecurityGroup(): Resource {
+    const group = this.createSecurityGroup({ name: "default", description: "Default security group" });
+    for (const rule of group.security_group_rules as Resource[]) this.securityGroupRules.update(rule.id, { seeded: true });
+    return this.securityGroups.update(group.id, { seeded: true });
+  }
+
+  /** Seeds an external network with a subnet that floating IPs are allocated from. */
+  seedExternalNetwork(name: string, cidr: string): Resource {
+    const network = this.createNetwork({ name, "router:external": true, shared: true }, true);
+    this.createSubnet({ network_id: network.id, cidr, ip_version: 4, name: `${name}-subnet`, enable_dhcp: false }, true);
+    return this.networks.get(network.id);
+  }
+
+  register(app: FastifyInstance, auth: (request: FastifyRequest) => void): void {
+    const base = "/network/v2.0";
+    const crud = (plural: string, singular: string, collection: Collection, create: (body: Record<string, unknown>) => Resource) => {
+      app.get(`${base}/${plural}`, async (request) => {
+        auth(request);
+        return { [plural.replace(/-/g, "_")]: filterBy(collection.all(), request.query as Query).map((r) => this.view(r)) };
+      });
+      app.get(`${base}/${plural}/:id`, async (request) => {
+        auth(request);
+        return { [singular]: this.view(collection.get((request.params as { id: string }).id)) };
+      });
+      app.post(`${base}/${plural}`, async (request, reply) => {
+        auth(request);
+        const body = request.body as Body;
+        if (!body?.[singular]) throw new ApiError(400, "BadRequest", `Resource body required: ${singular}`);
+        return reply.code(201).send({ [singular]: this.view(create(body[singular])) });
+      });
+      app.put(`${base}/${plural}/:id`, async (request) => {
+        auth(request);
+        const { id } = request.params as { id: string };
+        const changes = (request.body as Body)?.[singular] ?? {};
+        return { [singular]: this.view(this.update(collection, id, changes)) };
+      });
+      app.delete(`${base}/${plural}/:id`, async (request, reply) => {
+        auth(request);
+        this.remove(collection, (request.params as { id: string }).id);
+        return reply.code(204).send();
+      });
+    };
+
+    crud("networks", "network", this.networks, (b) => this.createNetwork(b));
+    crud("subnets", "subnet", this.subnets, (b) => this.createSubnet(b));
+    crud("routers", "router", this.routers, (b) => this.createRouter(b));
+    crud("ports", "port", this.ports, (b) => this.createPort(b));
+    crud("floatingips", "floatingip", this.floatingips, (b) => this.createFloatingIp(b));
+    crud("security-groups", "security_group", this.securityGroups, (b) => this.createSecurityGroup(b));
+    crud("security-group-rules", "security_group_rule", this.securityGroupRules, (b) => this.createSecurityGroupRule(b));
+
+    app.put(`${base}/routers/:id/add_router_interface`, async (request) => {
+      auth(request);
+      return this.addRouterInterface((request.params as { id: string }).id, request.body as Record<string, string>);
+    });
+    app.put(`${base}/routers/:id/remove_router_interface`, async (request) => {
+      auth(request);
+      return this.removeRouterInterface((request.params as { id: string }).id, request.body as Record<string, string>);
+    });
+    app.put(`${base}/:kind/:id/tags`, async (request) => {
+      auth(request);
+      const { kind, id } = request.params as { kind: string; id: string };
+      const tags = ((request.body as { tags?: string[] })?.tags ?? []).map(String);
+      this.update(this.collectionFor(kind), id, { tags });
+      return { tags };
+    });
+  }
+
+  private collectionFor(kind: string): Collection {
+    const byKind: Record<string, Collection> = {
+      networks: this.networks,
+      subnets: this.subnets,
+      routers: this.routers,
+      ports: this.ports,
+      floatingips: this.floatingips,
+      "security-groups": this.securityGroups,
+    };
+    const collection = byKind[kind];
+    if (!collection) throw new ApiError(404, "HTTPNotFound", `The resource could not be found: ${kind}`);
+    return collection;
+  }
+
+  /** What the API shows: internal bookkeeping fields removed. */
+  private view(resource: Resource): Resource {
+    const { seeded: _seeded, ...visible } = resource;
+    return visible as Resource;
+  }
+
+  private common(kind: string, body: Record<string, unknown>): Record<string, unknown> {
+    const timestamp = now();
+    return {
+      name: "",
+      description: "",
+      tenant_id: this.projectId,
+      project_id: this.projectId,
+      tags: [],
+      created_at: timestamp,
+      updated_at: timestamp,
+      revision_number: 1,
+      ...body,
+      ...(kind === "network" || kind === "router" || kind === "port" ? { status: "ACTIVE" } : {}),
+    };
+  }
+
+  private update(collection: Collection, id: string, changes: Record<string, unknown>): Resource {
+    const current = collection.get(id);
+    const forbidden = ["id", "tenant_id", "project_id", "network_id", "cidr", "ip_version"].filter(
+      (key) => key in changes && changes[key] !== current[key],
+    );
+    if (forbidden.length > 0) throw new ApiError(400, "HTTPBadRequest", `Cannot update read-only attribute ${forbidden[0]}`);
+    const extra =
+      collection === this.ports && "fixed_ips" in changes
+        ? { fixed_ips: this.allocateFixedIps(current.network_id as string, changes.fixed_ips, id) }
+        : {};
+    if (collection === this.routers && "external_gateway_info" in changes) {
+      Object.assign(extra, { external_gateway_info: this.gatewayInfo(changes.external_gateway_info, id) });
+    }
+    return collection.update(id, {
+      ...changes,
+      ...extra,
+      updated_at: now(),
+      revision_number: (current.revision_number as number) + 1,
+    });
+  }
+
+  private remove(collection: Collection, id: string): void {
+    const item = collection.get(id);
+    if (collection === this.networks) {
+      const inUse = this.ports.all().some((p) => p.network_id === id && p.device_owner !== "network:dhcp");
+      if (inUse)
+        throw new ApiError(
+          409,
+          "NetworkInUse",
+          `Unable to complete operation on network ${id}. There are one or more ports still in use on the network.`,
+        );
+      for (const subnet of this.subnets.all().filter((s) => s.network_id === id)) this.subnets.delete(subnet.id);
+    }
+    if (collection === this.subnets) {
+      const inUse = this.ports.all().some((p) => (p.fixed_ips as FixedIp[]).some((ip) => ip.subnet_id === id));
+      if (inUse)
+        throw new ApiError(
+          409,
+          "SubnetInUse",
+          `Unable to complete operation on subnet ${id}: One or more ports have an IP allocation from this subnet.`,
+        );
+      this.update(this.networks, item.network_id as string, {
+        subnets: (this.networks.get(item.network_id as string).subnets as string[]).filter((s) => s !== id),
+      });
+    }
+    if (collection === this.routers) {
+      if (this.ports.all().some((p) => p.device_id === id && p.device_owner === "network:router_interface")) {
+        throw new ApiError(409, "RouterInUse", `Router ${id} still has ports`);
+      }
+    }
+    if (collection === this.ports && item.device_owner === "network:router_interface") {
+      throw new ApiError(
+        409,
+        "L3PortInUse",
+        `Port ${id} cannot be deleted directly via the port API: has device owner network:router_interface.`,
+      );
+    }
+    if (collection === this.securityGroups) {
+      if (this.ports.all().some((p) => (p.security_groups as string[]).includes(id))) {
+        throw new ApiError(409, "SecurityGroupInUse", `Security Group ${id} in use.`);
+      }
+      for (const rule of this.securityGroupRules.all().filter((r) => r.security_group_id === id)) this.securityGroupRules.delete(rule.id);
+    }
+    if (collection === this.securityGroupRules) {
+      const group = this.securityGroups.find(item.security_group_id as string);
+      if (group)
+        this.securityGroups.update(group.id, {
+          security_group_rules: (group.security_group_rules as Resource[]).filter((r) => r.id !== id),
+        });
+    }
+    if (collection === this.ports) {
+      for (const fip of this.floatingips.all().filter((f) => f.port_id === id)) {
+        this.floatingips.update(fip.id, { port_id: null, fixed_ip_address: null, status: "DOWN" });
+      }
+    }
+    collection.delete(id);
+  }
+
+  createNetwork(body: Record<string, unknown>, seeded = false): Resource {
+    return this.networks.add({
+      ...this.common("network", {
+        admin_state_up: true,
+        shared: false,
+        "router:external": false,
+        mtu: 1450,
+        port_security_enabled: true,
+        availability_zone_hints: [],
+        availability_zones: ["nova"],
+        ipv4_address_scope: null,
+        ipv6_address_scope: null,
+        qos_policy_id: null,
+        dns_domain: "",
+        is_default: false,
+        l2_adjacency: true,
+        ...body,
+      }),
+      subnets: [],
+      seeded,
+    });
+  }
+
+  createSubnet(body: Record<string, unknown>, seeded = false): Resource {
+    const network = this.networks.get(String(body.network_id));
+    const cidr = String(body.cidr ?? "");
+    if (!ipaddr.IPv4.isValidCIDR(cidr))
+      throw new ApiError(400, "HTTPBadRequest", `Invalid input for cidr. Reason: '${cidr}' is not a valid IP subnet.`);
+    const [address, prefix] = ipaddr.IPv4.parseCIDR(cidr);
+    const network0 = toUint32(ipaddr.IPv4.networkAddressFromCIDR(cidr).toString());
+    const size = 2 ** (32 - prefix);
+    void address;
+    const overlapping = this.subnets
+      .all()
+      .find(
+        (s) => s.network_id === network.id && (inCidr(String(s.cidr).split("/")[0], cidr) || inCidr(cidr.split("/")[0], String(s.cidr))),
+      );
+    if (overlapping)
+      throw new ApiError(
+        400,
+        "InvalidInput",
+        `Invalid input for operation: Requested subnet with cidr: ${cidr} for network: ${network.id} overlaps with another subnet.`,
+      );
+    const gateway = body.gateway_ip === undefined ? fromUint32(network0 + 1) : (body.gateway_ip as string | null);
+    if (gateway !== null && !inCidr(gateway, cidr))
+      throw new ApiError(400, "InvalidInput", `Invalid input for operation: Gateway IP ${gateway} does not belong to subnet ${cidr}.`);
+    const pools =
+      (body.allocation_pools as { start: string; end: string }[] | undefined) ??
+      [{ start: fromUint32(network0 + 1), end: fromUint32(network0 + size - 2) }].map((pool) =>
+        gateway === fromUint32(network0 + 1) ? { ...pool, start: fromUint32(network0 + 2) } : pool,
+      );
+    for (const pool of pools) {
+      if (!inCidr(pool.start, cidr) || !inCidr(pool.end, cidr) || toUint32(pool.start) > toUint32(pool.end)) {
+        throw new ApiError(
+          400,
+          "InvalidAllocationPool",
+          `The allocation pool ${pool.start}-${pool.end} spans beyond the subnet cidr ${cidr}.`,
+        );
+      }
+      if (gateway !== null && toUint32(gateway) >= toUint32(pool.start) && toUint32(gateway) <= toUint32(pool.end)) {
+        throw new ApiError(
+          409,
+          "GatewayConflictWithAllocationPools",
+          `Gateway ip ${gateway} conflicts with allocation pool ${pool.start}-${pool.end}`,
+        );
+      }
+    }
+    const subnet = this.subnets.add({
+      ...this.common("subnet", {
+        ip_version: 4,
+        enable_dhcp: true,
+        dns_nameservers: [],
+        host_routes: [],
+        ipv6_address_mode: null,
+        ipv6_ra_mode: null,
+        subnetpool_id: null,
+        segment_id: null,
+        service_types: [],
+        dns_publish_fixed_ip: false,
+        ...body,
+      }),
+      cidr,
+      gateway_ip: gateway,
+      allocation_pools: pools,
+      seeded,
+    });
+    this.networks.update(network.id, { subnets: [...(network.subnets as string[]), subnet.id] });
+    return subnet;
+  }
+
+  private usedAddresses(subnetId: string, exceptPort?: string): Set<string> {
+    const used = new Set<string>();
+    for (const port of this.ports.all()) {
+      if (port.id === exceptPort) continue;
+      for (const ip of port.fixed_ips as FixedIp[]) if (ip.subnet_id === subnetId) used.add(ip.ip_address);
+    }
+    for (const fip of this.floatingips.all()) used.add(String(fip.floating_ip_address));
+    for (const router of this.routers.all()) {
+      const info = router.external_gateway_info as { external_fixed_ips?: FixedIp[] } | null;
+      for (const ip of info?.external_fixed_ips ?? []) if (ip.subnet_id === subnetId) used.add(ip.ip_address);
+    }
+    return used;
+  }
+
+  /** The next free address from the subnet's allocation pools, or 409 when there is none. */
+  private nextFree(subnet: Resource, exceptPort?: string): string {
+    const used = this.usedAddresses(subnet.id, exceptPort);
+    for (const pool of subnet.allocation_pools as { start: string; end: string }[]) {
+      for (let n = toUint32(pool.start); n <= toUint32(pool.end); n++) {
+        const candidate = fromUint32(n);
+        if (!used.has(candidate) && candidate !== subnet.gateway_ip) return candidate;
+      }
+    }
+    throw new ApiError(409, "IpAddressGenerationFailure", `No more IP addresses available on network ${subnet.network_id}.`);
+  }
+
+  private allocateFixedIps(networkId: string, requested: unknown, exceptPort?: string): FixedIp[] {
+    const subnets = this.subnets.all().filter((s) => s.network_id === networkId);
+    const wanted = (requested as Partial<FixedIp>[] | undefined) ?? (subnets[0] ? [{ subnet_id: subnets[0].id }] : []);
+    const result: FixedIp[] = [];
+    for (const ip of wanted) {
+      const subnet = ip.subnet_id
+        ? this.subnets.get(ip.subnet_id)
+        : subnets.find((s) => ip.ip_address !== undefined && inCidr(ip.ip_address, String(s.cidr)));
+      if (!subnet || subnet.network_id !== networkId) {
+        throw new ApiError(
+          400,
+          "InvalidInput",
+          `Invalid input for operation: IP address ${ip.ip_address ?? ""} is not a valid IP for the specified subnet.`,
+        );
+      }
+      if (ip.ip_address !== undefined) {
+        if (!inCidr(ip.ip_address, String(subnet.cidr))) {
+          throw new ApiError(400, "InvalidIpForSubnet", `IP address ${ip.ip_address} is not a valid IP for the specified subnet.`);
+        }
+        const taken = this.usedAddresses(subnet.id, exceptPort).has(ip.ip_address) || result.some((r) => r.ip_address === ip.ip_address);
+        if (taken) {
+          throw new ApiError(409, "IpAddressAlreadyAllocated", `IP address ${ip.ip_address} already allocated in subnet ${subnet.id}`);
+        }
+        result.push({ subnet_id: subnet.id, ip_address: ip.ip_address });
+      } else {
+        result.push({ subnet_id: subnet.id, ip_address: this.nextFree(subnet, exceptPort) });
+      }
+    }
+    return result;
+  }
+
+  createPort(body: Record<string, unknown>): Resource {
+    const network = this.networks.get(String(body.network_id));
+    const securityGroups = (body.security_groups as string[] | undefined) ?? [this.defaultSecurityGroup().id];
+    for (const group of securityGroups) this.securityGroups.get(group);
+    return this.ports.add({
+      ...this.common("port", {
+        admin_state_up: true,
+        device_id: "",
+        device_owner: "",
+        allowed_address_pairs: [],
+        extra_dhcp_opts: [],
+        binding_vnic_type: "normal",
+        "binding:vnic_type": "normal",
+        "binding:host_id": "",
+        "binding:profile": {},
+        "binding:vif_details": {},
+        "binding:vif_type": "unbound",
+        port_security_enabled: network.port_security_enabled,
+        dns_name: "",
+        dns_assignment: [],
+        qos_policy_id: null,
+        qos_network_policy_id: null,
+        propagate_uplink_status: false,
+        mac_address: macAddress(),
+        ...body,
+      }),
+      network_id: network.id,
+      security_groups: body.port_security_enabled === false ? [] : securityGroups,
+      fixed_ips: this.allocateFixedIps(network.id, body.fixed_ips),
+    });
+  }
+
+  private gatewayInfo(info: unknown, routerId?: string) {
+    const requested = info as { network_id?: string; enable_snat?: boolean; external_fixed_ips?: FixedIp[] } | null | undefined;
+    if (!requested?.network_id) return null;
+    const network = this.networks.get(requested.network_id);
+    const subnet = this.subnets.all().find((s) => s.network_id === network.id);
+    if (!subnet) throw new ApiError(400, "BadRequest", `Bad router request: No subnets defined on external network ${network.id}.`);
+    const current = routerId ? (this.routers.find(routerId)?.external_gateway_info as { external_fixed_ips?: FixedIp[] } | null) : null;
+    return {
+      network_id: network.id,
+      enable_snat: requested.enable_snat ?? true,
+      external_fixed_ips: current?.external_fixed_ips ??
+        requested.external_fixed_ips ?? [{ subnet_id: subnet.id, ip_address: this.nextFree(subnet) }],
+    };
+  }
+
+  createRouter(body: Record<string, unknown>): Resource {
+    return this.routers.add({
+      ...this.common("router", {
+        admin_state_up: true,
+        distributed: false,
+        ha: false,
+        availability_zone_hints: [],
+        availability_zones: ["nova"],
+        routes: [],
+        flavor_id: null,
+        ...body,
+      }),
+      external_gateway_info: this.gatewayInfo(body.external_gateway_info),
+    });
+  }
+
+  private addRouterInterface(routerId: string, body: Record<string, string>) {
+    const router = this.routers.get(routerId);
+    let port: Resource;
+    if (body.subnet_id) {
+      const subnet = this.subnets.get(body.subnet_id);
+      if (!subnet.gateway_ip) throw new ApiError(400, "BadRequest", `Bad router request: Subnet ${subnet.id} does not have a gateway IP.`);
+      const attached = this.ports
+        .all()
+        .some((p) => p.device_id === routerId && (p.fixed_ips as FixedIp[]).some((ip) => ip.subnet_id === subnet.id));
+      if (attached) throw new ApiError(400, "BadRequest", `Bad router request: Router already has a port on subnet ${subnet.id}.`);
+      port = this.createPort({
+        network_id: subnet.network_id,
+        fixed_ips: [{ subnet_id: subnet.id, ip_address: subnet.gateway_ip }],
+        device_id: routerId,
+        device_owner: "network:router_interface",
+        security_groups: [],
+        port_security_enabled: false,
+      });
+    } else if (body.port_id) {
+      port = this.update(this.ports, body.port_id, { device_id: routerId, device_owner: "network:router_interface" });
+    } else {
+      throw new ApiError(400, "BadRequest", "Bad router request: Either subnet_id or port_id must be specified.");
+    }
+    const fixedIps = port.fixed_ips as FixedIp[];
+    return {
+      id: router.id,
+      tenant_id: this.projectId,
+      project_id: this.projectId,
+      port_id: port.id,
+      network_id: port.network_id,
+      subnet_id: fixedIps[0]?.subnet_id,
+      subnet_ids: fixedIps.map((ip) => ip.subnet_id),
+    };
+  }
+
+  private removeRouterInterface(routerId: string, body: Record<string, string>) {
+    this.routers.get(routerId);
+    const port = this.ports
+      .all()
+      .find(
+        (p) =>
+          p.device_id === routerId &&
+          p.device_owner === "network:router_interface" &&
+          (p.id === body.port_id || (p.fixed_ips as FixedIp[]).some((ip) => ip.subnet_id === body.subnet_id)),
+      );
+    if (!port) {
+      throw new ApiError(
+        404,
+        "RouterInterfaceNotFoundForSubnet",
+        `Router ${routerId} has no interface on subnet ${body.subnet_id ?? body.port_id}`,
+      );
+    }
+    this.ports.delete(port.id);
+    const fixedIps = port.fixed_ips as FixedIp[];
+    return {
+      id: routerId,
+      tenant_id: this.projectId,
+      port_id: port.id,
+      subnet_id: fixedIps[0]?.subnet_id,
+      subnet_ids: fixedIps.map((ip) => ip.subnet_id),
+    };
+  }
+
+  createFloatingIp(body: Record<string, unknown>): Resource {
+    const network = this.networks.get(String(body.floating_network_id));
+    if (network["router:external"] !== true)
+      throw new ApiError(400, "BadRequest", `Network ${network.id} is not a valid external network.`);
+    const subnet = this.subnets.all().find((s) => s.network_id === network.id);
+    if (!subnet) throw new ApiError(400, "BadRequest", `No subnets on external network ${network.id}.`);
+    const address = (body.floating_ip_address as string | undefined) ?? this.nextFree(subnet);
+    if (this.usedAddresses(subnet.id).has(address)) {
+      throw new ApiError(409, "IpAddressAlreadyAllocated", `IP address ${address} already allocated in subnet ${subnet.id}`);
+    }
+    const association = this.association(body.port_id as string | undefined, body.fixed_ip_address as string | undefined);
+    return this.floatingips.add({
+      ...this.common("floatingip", { dns_domain: "", dns_name: "", port_details: null, qos_policy_id: null, router_id: null, ...body }),
+      floating_network_id: network.id,
+      floating_ip_address: address,
+      ...association,
+    });
+  }
+
+  private association(portId: string | undefined | null, fixedIp: string | undefined | null) {
+    if (!portId) return { port_id: null, fixed_ip_address: null, status: "DOWN" };
+    const port = this.ports.get(portId);
+    return { port_id: port.id, fixed_ip_address: fixedIp ?? (port.fixed_ips as FixedIp[])[0]?.ip_address ?? null, status: "ACTIVE" };
+  }
+
+  private defaultSecurityGroup(): Resource {
+    return (
+      this.securityGroups.all().find((g) => g.name === "default") ??
+      this.createSecurityGroup({ name: "default", description: "Default security group" })
+    );
+  }
+
+  createSecurityGroup(body: Record<string, unknown>): Resource {
+    const group = this.securityGroups.add({
+      ...this.common("security_group", { stateful: true, shared: false, ...body }),
+      security_group_rules: [],
+    });
+    for (const ethertype of ["IPv4", "IPv6"]) {
+      this.createSecurityGroupRule({ security_group_id: group.id, direction: "egress", ethertype });
+    }
+    return this.securityGroups.get(group.id);
+  }
+
+  createSecurityGroupRule(body: Record<string, unknown>): Resource {
+    const group = this.securityGroups.get(String(body.security_group_id));
+    if (body.direction !== "ingress" && body.direction !== "egress") {
+      throw new ApiError(
+        400,
+        "HTTPBadRequest",
+        `Invalid input for direction. Reason: ${String(body.direction)} is not in ['ingress', 'egress'].`,
+      );
+    }
+    if (body.remote_group_id) this.securityGroups.get(String(body.remote_group_id));
+    const rule = this.securityGroupRules.add({
+      ...this.common("security_group_rule", {
+        protocol: null,
+        port_range_min: null,
+        port_range_max: null,
+        remote_ip_prefix: null,
+        remote_group_id: null,
+        remote_address_group_id: null,
+        normalized_cidr: null,
+        belongs_to_default_sg: false,
+        ...body,
+      }),
+      ethertype: body.ethertype ?? "IPv4",
+    });
+    const duplicate = (group.security_group_rules as Resource[]).find((r) =>
+      ["direction", "ethertype", "protocol", "port_range_min", "port_range_max", "remote_ip_prefix", "remote_group_id"].every(
+        (k) => (r[k] ?? null) === (rule[k] ?? null),
+      ),
+    );
+    if (duplicate) {
+      this.securityGroupRules.delete(rule.id);
+      throw new ApiError(409, "SecurityGroupRuleExists", `Security group rule already exists. Rule id is ${duplicate.id}.`);
+    }
+    const withNormalizedCidr = this.securityGroupRules.update(rule.id, { normalized_cidr: rule.remote_ip_prefix ?? null });
+    this.securityGroups.update(group.id, { security_group_rules: [...(group.security_group_rules as Resource[]), withNormalizedCidr] });
+    return withNormalizedCidr;
+  }
+}

@@ -1,0 +1,146 @@
+import Fastify, { FastifyError, FastifyInstance } from "fastify";
+import { defaultIdentity, Identity, Keystone } from "./keystone";
+import { Neutron } from "./neutron";
+import { ApiError } from "./store";
+
+export interface OpenStackDoubleOptions {
+  /** The external network floating IPs and router gateways come from. @default vlan1066 on 192.0.2.0/24 */
+  readonly externalNetwork?: { readonly name: string; readonly cidr: string };
+}
+
+export interface RecordedRequest {
+  readonly method: string;
+  readonly url: string;
+  readonly status: number;
+}
+
+/**
+ * A local double of the OpenStack APIs this project uses, faithful enough that the real
+ * terraform-provider-openstack runs against it unmodified. State is in memory.
+ */
+export interface OpenStackDouble {
+  readonly url: string;
+  readonly authUrl: string;
+  readonly identity: Identity;
+  readonly neutron: Neutron;
+  /** Every request, in order. */
+  readonly requests: readonly RecordedRequest[];
+  /** Requests the double does not implement; each also failed loudly with 501. */
+  readonly unhandled: readonly RecordedRequest[];
+  /**
+   * Holds every request matching `matches` until the returned function is called, so a test can
+   * keep a client mid-operation (e.g. a plan that holds the state lock).
+   */
+  hold(matches: (method: string, url: string) => boolean): { readonly reached: Promise<void>; release(): void };
+  /** OS_* variables for password authentication, as an openrc file would set them. */
+  passwordEnv(): Record<string, string>;
+  /** OS_* variables for application-credential authentication. */
+  applicationCredentialEnv(): Record<string, string>;
+  close(): Promise<void>;
+}
+
+/** Each service answers errors in its own format (see the API references). */
+function errorBody(url: string, error: ApiError): unknown {
+  if (url.startsWith("/network/")) return { NeutronError: { type: error.type, message: error.message, detail: "" } };
+  if (url.startsWith("/identity/")) return { error: { code: error.status, title: error.type, message: error.message } };
+  const key =
+    { 400: "badRequest", 401: "unauthorized", 403: "forbidden", 404: "itemNotFound", 409: "conflictingRequest" }[error.status] ??
+    "computeFault";
+  return { [key]: { code: error.status, message: error.message } };
+}
+
+export async function startOpenStackDouble(options: OpenStackDoubleOptions = {}): Promise<OpenStackDouble> {
+  const identity = defaultIdentity();
+  const requests: RecordedRequest[] = [];
+  const unhandled: RecordedRequest[] = [];
+  let baseUrl = "";
+
+  const app: FastifyInstance = Fastify({ logger: false });
+  // Clients send Content-Type: application/json on bodiless DELETEs too; an empty body is fine.
+  app.removeContentTypeParser("application/json");
+  app.addContentTypeParser("application/json", { parseAs: "string" }, (_request, body, done) => {
+    try {
+      done(null, body === "" ? undefined : JSON.parse(body as string));
+    } catch (error) {
+      done(new ApiError(400, "BadRequest", `Malformed JSON in request body: ${(error as Error).message}`), undefined);
+    }
+  });
+
+  const keystone = new Keystone(identity, () => baseUrl);
+  keystone.register(app);
+  const neutron = new Neutron(identity.project.id);
+  neutron.register(app, (request) => keystone.requireToken(request));
+  const external = options.externalNetwork ?? { name: "vlan1066", cidr: "192.0.2.0/24" };
+  neutron.seedExternalNetwork(external.name, external.cidr);
+  neutron.seedDefaultSecurityGroup();
+
+  const holds: { matches: (method: string, url: string) => boolean; gate: Promise<void>; arrived: () => void }[] = [];
+  app.addHook("onRequest", async (request) => {
+    for (const hold of holds.filter((h) => h.matches(request.method, request.url))) {
+      hold.arrived();
+      await hold.gate;
+    }
+  });
+  app.addHook("onResponse", async (request, reply) => {
+    requests.push({ method: request.method, url: request.url, status: reply.statusCode });
+  });
+  app.setErrorHandler((error: FastifyError | ApiError, request, reply) => {
+    if (error instanceof ApiError) return reply.code(error.status).send(errorBody(request.url, error));
+    const status = (error as FastifyError).statusCode ?? 500;
+    return reply.code(status).send(errorBody(request.url, new ApiError(status, "InternalError", error.message)));
+  });
+  app.setNotFoundHandler((request, reply) => {
+    unhandled.push({ method: request.method, url: request.url, status: 501 });
+    // Loud on purpose: a gap in the double must show up in the test output, not hide.
+    console.error(`openstack-double: not implemented: ${request.method} ${request.url}`);
+    return reply.code(501).send({ error: { code: 501, message: `openstack-double does not implement ${request.method} ${request.url}` } });
+  });
+
+  await app.listen({ host: "127.0.0.1", port: 0 });
+  const address = app.server.address();
+  if (address === null || typeof address === "string") throw new Error("openstack-double: no TCP address");
+  baseUrl = `http://127.0.0.1:${address.port}`;
+  const authUrl = `${baseUrl}/identity/v3`;
+  const common = { OS_AUTH_URL: authUrl, OS_REGION_NAME: identity.region, OS_INTERFACE: "public", OS_IDENTITY_API_VERSION: "3" };
+
+  return {
+    url: baseUrl,
+    authUrl,
+    identity,
+    neutron,
+    requests,
+    unhandled,
+    passwordEnv: () => ({
+      ...common,
+      OS_AUTH_TYPE: "password",
+      OS_USERNAME: identity.user.name,
+      OS_PASSWORD: identity.user.password,
+      OS_PROJECT_NAME: identity.project.name,
+      OS_PROJECT_ID: identity.project.id,
+      OS_USER_DOMAIN_NAME: identity.domain.name,
+      OS_PROJECT_DOMAIN_ID: identity.domain.id,
+    }),
+    applicationCredentialEnv: () => ({
+      ...common,
+      OS_AUTH_TYPE: "v3applicationcredential",
+      OS_APPLICATION_CREDENTIAL_ID: identity.applicationCredential.id,
+      OS_APPLICATION_CREDENTIAL_SECRET: identity.applicationCredential.secret,
+    }),
+    hold: (matches) => {
+      let release = () => {};
+      let arrived = () => {};
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      const reached = new Promise<void>((resolve) => (arrived = resolve));
+      const hold = { matches, gate, arrived };
+      holds.push(hold);
+      return {
+        reached,
+        release: () => {
+          holds.splice(holds.indexOf(hold), 1);
+          release();
+        },
+      };
+    },
+    close: () => app.close(),
+  };
+}
