@@ -130,6 +130,12 @@ describe("L2: tofu plan against the OpenStack API double", () => {
     expect(ssh.map((r: any) => r.values.remote_ip_prefix).sort()).toEqual(["198.51.100.0/24", "203.0.113.0/24"]);
   });
 
+  it.each(["3", "100"])("plans at num_kube_nodes=%s", async (nodes) => {
+    const result = await ws.tofu(["plan", "-input=false", "-lock=false"], { TF_VAR_num_kube_nodes: nodes });
+    expect(result.stderr).toBe("");
+    expect(result.status).toBe(0);
+  });
+
   it("rejects a bad plan-time TF_VAR_ with the variable's validation message", async () => {
     const result = await ws.tofu(["plan", "-input=false"], { TF_VAR_num_kube_nodes: "0" });
     expect(result.status).not.toBe(0);

@@ -139,7 +139,7 @@ export class Neutron {
 
   /** What the API shows: internal bookkeeping fields removed. */
   private view(resource: Resource): Resource {
-    const { seeded: _seeded, ...visible } = resource;
+    const { seeded: _seeded, created_by_nova: _createdByNova, ...visible } = resource;
     return visible as Resource;
   }
 
@@ -165,10 +165,16 @@ export class Neutron {
       (key) => key in changes && changes[key] !== current[key],
     );
     if (forbidden.length > 0) throw new ApiError(400, "HTTPBadRequest", `Cannot update read-only attribute ${forbidden[0]}`);
-    const extra =
-      collection === this.ports && "fixed_ips" in changes
-        ? { fixed_ips: this.allocateFixedIps(current.network_id as string, changes.fixed_ips, id) }
-        : {};
+    const extra: Record<string, unknown> = {};
+    if (collection === this.ports && "fixed_ips" in changes) {
+      extra.fixed_ips = this.allocateFixedIps(current.network_id as string, changes.fixed_ips, id);
+    }
+    if (collection === this.floatingips && "port_id" in changes) {
+      Object.assign(extra, this.association(changes.port_id as string | null, changes.fixed_ip_address as string | undefined));
+    }
+    if (collection === this.ports && "allowed_address_pairs" in changes) {
+      extra.allowed_address_pairs = this.addressPairs(changes.allowed_address_pairs, current.mac_address as string);
+    }
     if (collection === this.routers && "external_gateway_info" in changes) {
       Object.assign(extra, { external_gateway_info: this.gatewayInfo(changes.external_gateway_info, id) });
     }
@@ -384,8 +390,17 @@ export class Neutron {
     return result;
   }
 
+  /** Neutron fills in the port's own MAC for an address pair given without one. */
+  private addressPairs(pairs: unknown, mac: string): { ip_address: string; mac_address: string }[] {
+    return ((pairs as { ip_address: string; mac_address?: string }[] | undefined) ?? []).map((pair) => ({
+      ip_address: pair.ip_address,
+      mac_address: pair.mac_address ?? mac,
+    }));
+  }
+
   createPort(body: Record<string, unknown>): Resource {
     const network = this.networks.get(String(body.network_id));
+    const mac = (body.mac_address as string | undefined) ?? macAddress();
     const securityGroups = (body.security_groups as string[] | undefined) ?? [this.defaultSecurityGroup().id];
     for (const group of securityGroups) this.securityGroups.get(group);
     return this.ports.add({
@@ -407,9 +422,10 @@ export class Neutron {
         qos_policy_id: null,
         qos_network_policy_id: null,
         propagate_uplink_status: false,
-        mac_address: macAddress(),
         ...body,
       }),
+      mac_address: mac,
+      allowed_address_pairs: this.addressPairs(body.allowed_address_pairs, mac),
       network_id: network.id,
       security_groups: body.port_security_enabled === false ? [] : securityGroups,
       fixed_ips: this.allocateFixedIps(network.id, body.fixed_ips),

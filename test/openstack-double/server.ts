@@ -1,12 +1,20 @@
 import Fastify, { FastifyError, FastifyInstance } from "fastify";
+import { Cinder } from "./cinder";
+import { Glance } from "./glance";
 import { defaultIdentity, Identity, Keystone } from "./keystone";
 import { Neutron } from "./neutron";
+import { Nova } from "./nova";
 import { ApiError } from "./store";
 
 export interface OpenStackDoubleOptions {
   /** The external network floating IPs and router gateways come from. @default vlan1066 on 192.0.2.0/24 */
   readonly externalNetwork?: { readonly name: string; readonly cidr: string };
+  /** Images to seed, by id. @default the wiki's Ubuntu 20.04 image, ad156007-77bb-4e32-ac97-7f8340cab73d */
+  readonly images?: readonly { readonly id: string; readonly name: string }[];
 }
+
+/** The base image id the wiki's default `base_image` refers to. */
+export const WIKI_IMAGE = { id: "ad156007-77bb-4e32-ac97-7f8340cab73d", name: "ubuntu-20.04-focal" } as const;
 
 export interface RecordedRequest {
   readonly method: string;
@@ -23,6 +31,11 @@ export interface OpenStackDouble {
   readonly authUrl: string;
   readonly identity: Identity;
   readonly neutron: Neutron;
+  readonly nova: Nova;
+  readonly glance: Glance;
+  readonly cinder: Cinder;
+  /** Resources tests created (seeded ones excluded); 0 after a complete destroy. */
+  resourceCount(): number;
   /** Every request, in order. */
   readonly requests: readonly RecordedRequest[];
   /** Requests the double does not implement; each also failed loudly with 501. */
@@ -73,6 +86,14 @@ export async function startOpenStackDouble(options: OpenStackDoubleOptions = {})
   const external = options.externalNetwork ?? { name: "vlan1066", cidr: "192.0.2.0/24" };
   neutron.seedExternalNetwork(external.name, external.cidr);
   neutron.seedDefaultSecurityGroup();
+  const requireToken = (request: Parameters<typeof keystone.requireToken>[0]) => keystone.requireToken(request);
+  const glance = new Glance(identity.project.id);
+  for (const image of options.images ?? [WIKI_IMAGE]) glance.seedImage(image.id, image.name);
+  glance.register(app, requireToken);
+  const cinder = new Cinder(identity.project.id);
+  cinder.register(app, requireToken);
+  const nova = new Nova({ projectId: identity.project.id, userId: identity.user.id }, neutron, glance, cinder);
+  nova.register(app, requireToken);
 
   const holds: { matches: (method: string, url: string) => boolean; gate: Promise<void>; arrived: () => void }[] = [];
   app.addHook("onRequest", async (request) => {
@@ -108,6 +129,10 @@ export async function startOpenStackDouble(options: OpenStackDoubleOptions = {})
     authUrl,
     identity,
     neutron,
+    nova,
+    glance,
+    cinder,
+    resourceCount: () => neutron.resourceCount() + nova.resourceCount() + cinder.volumes.size,
     requests,
     unhandled,
     passwordEnv: () => ({

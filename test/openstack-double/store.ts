@@ -84,8 +84,13 @@ export function filterBy<T extends Resource>(
   );
 }
 
-const PAGING = ["fields", "limit", "marker", "sort_key", "sort_dir", "page_reverse"];
+const PAGING = ["fields", "limit", "marker", "sort", "sort_key", "sort_dir", "page_reverse"];
 
 export function now(): string {
   return new Date().toISOString().replace(/\.\d{3}Z$/, "Z");
+}
+
+/** Nova's *_at and Cinder's timestamps: microseconds and no zone suffix, e.g. 2026-01-02T03:04:05.000000. */
+export function nowNoZone(): string {
+  return new Date().toISOString().replace(/\.(\d{3})Z$/, ".$1000");
 }

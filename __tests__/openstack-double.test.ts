@@ -1,0 +1,133 @@
+/**
+ * The OpenStack API double itself, exercised by the real provider: the Nova, Glance and Cinder
+ * resources the machines use (instances on ports, a keypair, a server group, a volume attached
+ * with compute_volume_attach_v2, a floating IP), Neutron's 409 for a taken fixed IP, and the
+ * double's own rules (unknown ids, unknown requests).
+ */
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { OpenStackDouble, startOpenStackDouble } from "../test/openstack-double/server";
+import { RunResult, runTofuAsync } from "./support/tofu";
+
+let double: OpenStackDouble;
+
+beforeEach(async () => {
+  double = await startOpenStackDouble();
+});
+
+afterEach(async () => {
+  await double.close();
+});
+
+/** A working directory holding one fixture, initialised offline with local state. */
+async function fixture(name: string): Promise<(args: string[], env?: NodeJS.ProcessEnv) => Promise<RunResult>> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "kube-on-os-fixture-"));
+  fs.copyFileSync(path.join(__dirname, "fixtures", `${name}.tf.json`), path.join(dir, "main.tf.json"));
+  const tofu = (args: string[], env: NodeJS.ProcessEnv = {}) => runTofuAsync(args, dir, { ...double.passwordEnv(), ...env });
+  expect((await tofu(["init", "-input=false"])).status).toBe(0);
+  return tofu;
+}
+
+async function ok(result: Promise<RunResult>): Promise<RunResult> {
+  const done = await result;
+  if (done.status !== 0) throw new Error(`tofu failed (${done.status}):\n${done.stderr}${done.stdout}`);
+  return done;
+}
+
+describe("OpenStack API double", () => {
+  it("serves instances, keypairs, server groups, volumes and attachments to the real provider: apply, no-change re-plan, destroy", async () => {
+    const tofu = await fixture("compute");
+    const apply = await ok(tofu(["apply", "-auto-approve", "-input=false"]));
+    expect(apply.stdout).toContain("Apply complete! Resources: 13 added, 0 changed, 0 destroyed.");
+
+    const servers = double.nova.servers.all();
+    expect(servers.map((s) => s.status)).toEqual(["ACTIVE", "ACTIVE"]);
+    const ports = double.neutron.ports.all().filter((p) => p.device_owner === "compute:nova");
+    expect(ports.map((p) => (p.fixed_ips as { ip_address: string }[])[0].ip_address).sort()).toEqual(["10.9.0.10", "10.9.0.11"]);
+    const pairs = ports[0].allowed_address_pairs as { ip_address: string; mac_address: string }[];
+    expect(pairs.map((p) => p.ip_address).sort()).toEqual(["10.152.183.0/24", "10.244.0.0/16"]);
+    expect(pairs.every((p) => p.mac_address === ports[0].mac_address)).toBe(true);
+    const [volume] = double.cinder.volumes.all();
+    expect(volume).toMatchObject({ status: "in-use", size: 10 });
+    expect(double.nova.serverGroups.all()[0].members).toHaveLength(2);
+    const [fip] = double.neutron.floatingips.all();
+    expect(fip).toMatchObject({ status: "ACTIVE", fixed_ip_address: expect.stringMatching(/^10\.9\.0\.1[01]$/) });
+
+    const replan = await tofu(["plan", "-detailed-exitcode", "-input=false"]);
+    expect(replan.stderr).toBe("");
+    expect(replan.status).toBe(0);
+
+    expect((await ok(tofu(["destroy", "-auto-approve", "-input=false"]))).stdout).toContain("Destroy complete! Resources: 13 destroyed.");
+    expect(double.resourceCount()).toBe(0);
+    expect(double.unhandled).toEqual([]);
+  });
+
+  it("answers a second claim on a fixed IP with Neutron's 409, which the provider reports", async () => {
+    const tofu = await fixture("conflict");
+    const apply = await tofu(["apply", "-auto-approve", "-input=false"]);
+    expect(apply.status).toBe(1);
+    const message = apply.stderr.replace(/\s+/g, " ");
+    expect(message).toContain("Error creating openstack_networking_port_v2");
+    expect(message).toContain("but got 409 instead");
+    expect(message).toMatch(/Expected HTTP response code \[201[^\]]*\].* 409/);
+    expect(message).toContain("IpAddressAlreadyAllocated");
+    expect(double.neutron.ports.all()).toHaveLength(1);
+    expect(double.unhandled).toEqual([]);
+  });
+
+  it("plans 100 instances with their ports", async () => {
+    const tofu = await fixture("compute");
+    const plan = await ok(tofu(["plan", "-input=false"], { TF_VAR_node_count: "100" }));
+    // 100 ports and 100 instances, plus the 9 shared resources of the fixture.
+    expect(plan.stdout).toContain("Plan: 209 to add, 0 to change, 0 to destroy.");
+  });
+
+  describe("its own rules", () => {
+    async function token(): Promise<string> {
+      const { OS_USERNAME, OS_PASSWORD, OS_PROJECT_NAME } = double.passwordEnv();
+      const response = await fetch(`${double.authUrl}/auth/tokens`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({
+          auth: {
+            identity: {
+              methods: ["password"],
+              password: { user: { name: OS_USERNAME, password: OS_PASSWORD, domain: { name: "Default" } } },
+            },
+            scope: { project: { name: OS_PROJECT_NAME, domain: { id: "default" } } },
+          },
+        }),
+      });
+      expect(response.status).toBe(201);
+      return response.headers.get("x-subject-token") as string;
+    }
+
+    it("rejects requests without a token it issued", async () => {
+      const response = await fetch(`${double.url}/network/v2.0/networks`, { headers: { "x-auth-token": "forged" } });
+      expect(response.status).toBe(401);
+    });
+
+    it("answers an unknown id with a 404 in the service's own format", async () => {
+      const headers = { "x-auth-token": await token() };
+      const neutron = await fetch(`${double.url}/network/v2.0/networks/00000000-0000-0000-0000-000000000000`, { headers });
+      expect(neutron.status).toBe(404);
+      expect(await neutron.json()).toEqual({
+        NeutronError: { type: "NetworkNotFound", message: "Network 00000000-0000-0000-0000-000000000000 could not be found.", detail: "" },
+      });
+      const nova = await fetch(`${double.url}/compute/v2.1/servers/00000000-0000-0000-0000-000000000000`, { headers });
+      expect(nova.status).toBe(404);
+      expect(await nova.json()).toMatchObject({ itemNotFound: { code: 404 } });
+    });
+
+    it("fails loudly on a request it does not implement, and records it", async () => {
+      const errors: string[] = [];
+      const spy = jest.spyOn(console, "error").mockImplementation((line: string) => void errors.push(line));
+      const response = await fetch(`${double.url}/network/v2.0/qos/policies`, { headers: { "x-auth-token": await token() } });
+      spy.mockRestore();
+      expect(response.status).toBe(501);
+      expect(errors).toEqual(["openstack-double: not implemented: GET /network/v2.0/qos/policies"]);
+      expect(double.unhandled).toEqual([{ method: "GET", url: "/network/v2.0/qos/policies", status: 501 }]);
+    });
+  });
+});

@@ -1,0 +1,407 @@
+import { randomBytes, randomUUID } from "node:crypto";
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { Cinder } from "./cinder";
+import type { Glance } from "./glance";
+import type { Neutron } from "./neutron";
+import { ApiError, Collection, filterBy, now, nowNoZone, Resource } from "./store";
+
+type Query = Record<string, string | string[] | undefined>;
+
+interface Flavor {
+  readonly id: string;
+  readonly name: string;
+  readonly vcpus: number;
+  readonly ram: number;
+  readonly disk: number;
+}
+
+/** The flavors a test project usually has; m1.large is the wiki's default node flavor. */
+export const DEFAULT_FLAVORS: readonly Flavor[] = [
+  { id: "1", name: "m1.tiny", vcpus: 1, ram: 512, disk: 1 },
+  { id: "2", name: "m1.small", vcpus: 1, ram: 2048, disk: 20 },
+  { id: "3", name: "m1.medium", vcpus: 2, ram: 4096, disk: 40 },
+  { id: "4", name: "m1.large", vcpus: 4, ram: 8192, disk: 80 },
+];
+
+function microversion(request: FastifyRequest): [number, number] {
+  const header = request.headers["x-openstack-nova-api-version"] ?? request.headers["openstack-api-version"];
+  const match = /(\d+)\.(\d+)/.exec(String(header ?? ""));
+  return match ? [Number(match[1]), Number(match[2])] : [2, 1];
+}
+
+function atLeast(request: FastifyRequest, minor: number): boolean {
+  const [major, m] = microversion(request);
+  return major > 2 || (major === 2 && m >= minor);
+}
+
+/**
+ * Nova v2.1: servers (BUILD on their first read, then ACTIVE), flavors, keypairs, server groups
+ * and volume attachments. Servers bind the Neutron ports they are given and attach Cinder volumes.
+ */
+export class Nova {
+  readonly servers = new Collection("Instance", "itemNotFound");
+  readonly keypairs = new Collection("Keypair", "itemNotFound");
+  readonly serverGroups = new Collection("Server group", "itemNotFound");
+  private readonly flavors: Flavor[] = [...DEFAULT_FLAVORS];
+
+  constructor(
+    private readonly identity: { projectId: string; userId: string },
+    private readonly neutron: Neutron,
+    private readonly glance: Glance,
+    private readonly cinder: Cinder,
+  ) {}
+
+  resourceCount(): number {
+    return this.servers.size + this.keypairs.size + this.serverGroups.size;
+  }
+
+  register(app: FastifyInstance, auth: (request: FastifyRequest) => void): void {
+    const base = "/compute/v2.1";
+    app.get(`${base}/flavors/detail`, async (request) => {
+      auth(request);
+      return {
+        flavors: filterBy(this.flavors.map((f) => this.flavorView(f)) as Resource[], request.query as Query, [
+          "is_public",
+          "minDisk",
+          "minRam",
+        ]),
+      };
+    });
+    app.get(`${base}/flavors`, async (request) => {
+      auth(request);
+      return { flavors: this.flavors.map((f) => ({ id: f.id, name: f.name, links: [] })) };
+    });
+    app.get(`${base}/flavors/:id`, async (request) => {
+      auth(request);
+      const flavor = this.flavors.find((f) => f.id === (request.params as { id: string }).id);
+      if (!flavor) throw new ApiError(404, "itemNotFound", `Flavor ${(request.params as { id: string }).id} could not be found.`);
+      return { flavor: this.flavorView(flavor) };
+    });
+    app.get(`${base}/flavors/:id/os-extra_specs`, async (request) => {
+      auth(request);
+      return { extra_specs: {} };
+    });
+
+    app.post(`${base}/os-keypairs`, async (request) => {
+      auth(request);
+      const body = (request.body as { keypair?: { name?: string; public_key?: string; type?: string } })?.keypair;
+      if (!body?.name || !body.public_key)
+        throw new ApiError(400, "badRequest", "Keypair data is invalid: name and public_key are required.");
+      if (this.keypairs.find(body.name)) throw new ApiError(409, "conflictingRequest", `Key pair '${body.name}' already exists.`);
+      const keypair = this.keypairs.add({
+        id: body.name,
+        name: body.name,
+        public_key: body.public_key,
+        type: body.type ?? "ssh",
+        fingerprint: `${randomBytes(16)
+          .toString("hex")
+          .replace(/(..)(?!$)/g, "$1:")}`,
+        user_id: this.identity.userId,
+        created_at: nowNoZone(),
+        deleted: false,
+        deleted_at: null,
+        updated_at: null,
+      });
+      const { id: _id, created_at: _c, deleted: _d, deleted_at: _da, updated_at: _u, ...created } = keypair;
+      return { keypair: created };
+    });
+    app.get(`${base}/os-keypairs/:name`, async (request) => {
+      auth(request);
+      const { name } = request.params as { name: string };
+      const keypair = this.keypairs.find(name);
+      if (!keypair) throw new ApiError(404, "itemNotFound", `Keypair ${name} not found for user ${this.identity.userId}`);
+      return { keypair: { ...keypair, id: 1 } };
+    });
+    app.delete(`${base}/os-keypairs/:name`, async (request, reply) => {
+      auth(request);
+      const { name } = request.params as { name: string };
+      if (!this.keypairs.find(name)) throw new ApiError(404, "itemNotFound", `Keypair ${name} not found for user ${this.identity.userId}`);
+      this.keypairs.delete(name);
+      return reply.code(202).send();
+    });
+
+    app.post(`${base}/os-server-groups`, async (request) => {
+      auth(request);
+      const body = (
+        request.body as { server_group?: { name?: string; policy?: string; policies?: string[]; rules?: Record<string, unknown> } }
+      )?.server_group;
+      const policy = atLeast(request, 64) ? body?.policy : body?.policies?.[0];
+      const valid = ["affinity", "anti-affinity", "soft-affinity", "soft-anti-affinity"];
+      if (!body?.name || !policy || !valid.includes(policy))
+        throw new ApiError(400, "badRequest", `Invalid input for field/attribute policy: ${String(policy)}.`);
+      const group = this.serverGroups.add({ name: body.name, policy, rules: body.rules ?? {}, members: [], metadata: {} });
+      return { server_group: this.serverGroupView(group, request) };
+    });
+    app.get(`${base}/os-server-groups/:id`, async (request) => {
+      auth(request);
+      return { server_group: this.serverGroupView(this.serverGroups.get((request.params as { id: string }).id), request) };
+    });
+    app.get(`${base}/os-server-groups`, async (request) => {
+      auth(request);
+      return { server_groups: this.serverGroups.all().map((g) => this.serverGroupView(g, request)) };
+    });
+    app.delete(`${base}/os-server-groups/:id`, async (request, reply) => {
+      auth(request);
+      this.serverGroups.delete((request.params as { id: string }).id);
+      return reply.code(204).send();
+    });
+
+    app.post(`${base}/servers`, async (request, reply) => {
+      auth(request);
+      const body = request.body as { server?: Record<string, unknown>; "os:scheduler_hints"?: { group?: string } };
+      const server = this.createServer(body?.server ?? {}, body?.["os:scheduler_hints"]?.group);
+      return reply.code(202).send({
+        server: {
+          id: server.id,
+          links: [],
+          "OS-DCF:diskConfig": "MANUAL",
+          security_groups: server.security_groups,
+          adminPass: randomBytes(9).toString("base64"),
+        },
+      });
+    });
+    app.get(`${base}/servers/detail`, async (request) => {
+      auth(request);
+      return { servers: filterBy(this.servers.all(), request.query as Query).map((s) => this.serverView(s.id, request)) };
+    });
+    app.get(`${base}/servers/:id`, async (request) => {
+      auth(request);
+      return { server: this.serverView((request.params as { id: string }).id, request) };
+    });
+    app.put(`${base}/servers/:id`, async (request) => {
+      auth(request);
+      const { id } = request.params as { id: string };
+      const changes = (request.body as { server?: { name?: string } })?.server ?? {};
+      if (changes.name !== undefined) this.servers.update(id, { name: changes.name, updated: now() });
+      return { server: this.serverView(id, request) };
+    });
+    app.delete(`${base}/servers/:id`, async (request, reply) => {
+      auth(request);
+      this.deleteServer((request.params as { id: string }).id);
+      return reply.code(204).send();
+    });
+    app.get(`${base}/servers/:id/os-interface`, async (request) => {
+      auth(request);
+      const server = this.servers.get((request.params as { id: string }).id);
+      return {
+        interfaceAttachments: this.neutron.ports
+          .all()
+          .filter((p) => p.device_id === server.id)
+          .map((p) => ({ port_id: p.id, net_id: p.network_id, mac_addr: p.mac_address, port_state: "ACTIVE", fixed_ips: p.fixed_ips })),
+      };
+    });
+    app.get(`${base}/servers/:id/metadata`, async (request) => {
+      auth(request);
+      return { metadata: this.servers.get((request.params as { id: string }).id).metadata };
+    });
+    app.get(`${base}/servers/:id/tags`, async (request) => {
+      auth(request);
+      return { tags: this.servers.get((request.params as { id: string }).id).tags };
+    });
+
+    app.post(`${base}/servers/:id/os-volume_attachments`, async (request) => {
+      auth(request);
+      const server = this.servers.get((request.params as { id: string }).id);
+      const body = (request.body as { volumeAttachment?: { volumeId?: string; device?: string } })?.volumeAttachment;
+      if (!body?.volumeId) throw new ApiError(400, "badRequest", "Invalid input for field/attribute volumeId.");
+      if (!this.cinder.volumes.find(body.volumeId)) throw new ApiError(404, "itemNotFound", `Volume ${body.volumeId} could not be found.`);
+      const attached = server.volumes_attached as { id: string; device: string }[];
+      const device = body.device ?? `/dev/vd${String.fromCharCode("b".charCodeAt(0) + attached.length)}`;
+      this.cinder.attach(body.volumeId, server.id, device);
+      this.servers.update(server.id, { volumes_attached: [...attached, { id: body.volumeId, device }] });
+      return { volumeAttachment: { id: body.volumeId, serverId: server.id, volumeId: body.volumeId, device } };
+    });
+    app.get(`${base}/servers/:id/os-volume_attachments`, async (request) => {
+      auth(request);
+      const server = this.servers.get((request.params as { id: string }).id);
+      return {
+        volumeAttachments: (server.volumes_attached as { id: string; device: string }[]).map((v) => ({
+          id: v.id,
+          serverId: server.id,
+          volumeId: v.id,
+          device: v.device,
+        })),
+      };
+    });
+    app.get(`${base}/servers/:id/os-volume_attachments/:volumeId`, async (request) => {
+      auth(request);
+      const { id, volumeId } = request.params as { id: string; volumeId: string };
+      const server = this.servers.get(id);
+      const attachment = (server.volumes_attached as { id: string; device: string }[]).find((v) => v.id === volumeId);
+      if (!attachment) throw new ApiError(404, "itemNotFound", `Volume ${volumeId} is not attached to ${id}`);
+      return { volumeAttachment: { id: volumeId, serverId: id, volumeId, device: attachment.device } };
+    });
+    app.delete(`${base}/servers/:id/os-volume_attachments/:volumeId`, async (request, reply) => {
+      auth(request);
+      const { id, volumeId } = request.params as { id: string; volumeId: string };
+      const server = this.servers.get(id);
+      const attached = server.volumes_attached as { id: string; device: string }[];
+      if (!attached.some((v) => v.id === volumeId)) throw new ApiError(404, "itemNotFound", `Volume ${volumeId} is not attached to ${id}`);
+      this.servers.update(id, { volumes_attached: attached.filter((v) => v.id !== volumeId) });
+      this.cinder.detach(volumeId);
+      return reply.code(202).send();
+    });
+  }
+
+  private flavorView(flavor: Flavor) {
+    return {
+      id: flavor.id,
+      name: flavor.name,
+      vcpus: flavor.vcpus,
+      ram: flavor.ram,
+      disk: flavor.disk,
+      swap: "",
+      "OS-FLV-EXT-DATA:ephemeral": 0,
+      "OS-FLV-DISABLED:disabled": false,
+      "os-flavor-access:is_public": true,
+      rxtx_factor: 1.0,
+      links: [],
+    };
+  }
+
+  private serverGroupView(group: Resource, request: FastifyRequest) {
+    const common = {
+      id: group.id,
+      name: group.name,
+      members: group.members,
+      metadata: group.metadata,
+      project_id: this.identity.projectId,
+      user_id: this.identity.userId,
+    };
+    return atLeast(request, 64) ? { ...common, policy: group.policy, rules: group.rules } : { ...common, policies: [group.policy] };
+  }
+
+  private createServer(body: Record<string, unknown>, groupId?: string): Resource {
+    if (!body.name) throw new ApiError(400, "badRequest", "Invalid input for field/attribute name.");
+    const flavor = this.flavors.find((f) => f.id === String(body.flavorRef));
+    if (!flavor) throw new ApiError(400, "badRequest", `Flavor ${String(body.flavorRef)} could not be found.`);
+    if (body.imageRef) this.glance.images.get(String(body.imageRef));
+    if (body.key_name && !this.keypairs.find(String(body.key_name))) throw new ApiError(400, "badRequest", `Invalid key_name provided.`);
+    const group = groupId ? this.serverGroups.get(groupId) : undefined;
+    const id = randomUUID();
+    const networks = (body.networks as { port?: string; uuid?: string; fixed_ip?: string }[] | string | undefined) ?? [];
+    const ports: string[] = [];
+    for (const network of Array.isArray(networks) ? networks : []) {
+      if (network.port) {
+        const port = this.neutron.ports.get(network.port);
+        if (port.device_id) throw new ApiError(409, "conflictingRequest", `Port ${port.id} is still in use.`);
+        this.neutron.ports.update(port.id, {
+          device_id: id,
+          device_owner: "compute:nova",
+          "binding:host_id": "compute-1",
+          "binding:vif_type": "ovs",
+        });
+        ports.push(port.id);
+      } else if (network.uuid) {
+        const port = this.neutron.createPort({
+          network_id: network.uuid,
+          ...(network.fixed_ip ? { fixed_ips: [{ ip_address: network.fixed_ip }] } : {}),
+          device_id: id,
+          device_owner: "compute:nova",
+        });
+        this.neutron.ports.update(port.id, { created_by_nova: true });
+        ports.push(port.id);
+      }
+    }
+    const timestamp = now();
+    const server = this.servers.add({
+      id,
+      name: body.name,
+      status: "BUILD",
+      reads: 0,
+      tenant_id: this.identity.projectId,
+      user_id: this.identity.userId,
+      metadata: body.metadata ?? {},
+      image: body.imageRef ? { id: body.imageRef, links: [] } : "",
+      flavor,
+      key_name: body.key_name ?? null,
+      user_data: body.user_data ?? null,
+      security_groups: ((body.security_groups as { name: string }[] | undefined) ?? [{ name: "default" }]).map((g) => ({ name: g.name })),
+      availability_zone: body.availability_zone ?? "nova",
+      config_drive: body.config_drive === true ? "True" : "",
+      tags: body.tags ?? [],
+      volumes_attached: [],
+      ports,
+      created: timestamp,
+      updated: timestamp,
+    });
+    if (group) this.serverGroups.update(group.id, { members: [...(group.members as string[]), id] });
+    return server;
+  }
+
+  /** Nova's view of a server. The first read still shows BUILD; later reads show ACTIVE. */
+  private serverView(id: string, request: FastifyRequest): Resource {
+    const stored = this.servers.get(id);
+    const reads = (stored.reads as number) + 1;
+    const becomesActive = stored.status === "BUILD" && reads > 1;
+    const server = this.servers.update(id, {
+      reads,
+      ...(becomesActive ? { status: "ACTIVE", launched_at: nowNoZone(), updated: now() } : {}),
+    });
+    const flavor = server.flavor as Flavor;
+    const addresses: Record<string, unknown[]> = {};
+    for (const portId of server.ports as string[]) {
+      const port = this.neutron.ports.find(portId);
+      if (!port) continue;
+      const network = this.neutron.networks.get(String(port.network_id));
+      addresses[String(network.name)] = (port.fixed_ips as { ip_address: string }[]).map((ip) => ({
+        version: 4,
+        addr: ip.ip_address,
+        "OS-EXT-IPS:type": "fixed",
+        "OS-EXT-IPS-MAC:mac_addr": port.mac_address,
+      }));
+    }
+    const active = server.status === "ACTIVE";
+    return {
+      id: server.id,
+      name: server.name,
+      status: server.status,
+      tenant_id: server.tenant_id,
+      user_id: server.user_id,
+      metadata: server.metadata,
+      hostId: active ? randomBytes(28).toString("hex") : "",
+      image: server.image,
+      flavor: atLeast(request, 47)
+        ? { original_name: flavor.name, vcpus: flavor.vcpus, ram: flavor.ram, disk: flavor.disk, ephemeral: 0, swap: 0, extra_specs: {} }
+        : { id: flavor.id, links: [] },
+      created: server.created,
+      updated: server.updated,
+      addresses,
+      accessIPv4: "",
+      accessIPv6: "",
+      links: [],
+      "OS-DCF:diskConfig": "MANUAL",
+      progress: active ? 100 : 0,
+      "OS-EXT-AZ:availability_zone": server.availability_zone,
+      config_drive: server.config_drive,
+      key_name: server.key_name,
+      "OS-SRV-USG:launched_at": active ? server.launched_at : null,
+      "OS-SRV-USG:terminated_at": null,
+      "OS-EXT-STS:task_state": active ? null : "spawning",
+      "OS-EXT-STS:vm_state": active ? "active" : "building",
+      "OS-EXT-STS:power_state": active ? 1 : 0,
+      "os-extended-volumes:volumes_attached": (server.volumes_attached as { id: string }[]).map((v) => ({
+        id: v.id,
+        delete_on_termination: false,
+      })),
+      security_groups: server.security_groups,
+      ...(atLeast(request, 26) ? { tags: server.tags } : {}),
+    };
+  }
+
+  private deleteServer(id: string): void {
+    const server = this.servers.get(id);
+    for (const volume of server.volumes_attached as { id: string }[]) this.cinder.detach(volume.id);
+    for (const portId of server.ports as string[]) {
+      const port = this.neutron.ports.find(portId);
+      if (!port) continue;
+      if (port.created_by_nova) this.neutron.ports.delete(portId);
+      else this.neutron.ports.update(portId, { device_id: "", device_owner: "", "binding:host_id": "", "binding:vif_type": "unbound" });
+    }
+    for (const group of this.serverGroups.all()) {
+      if ((group.members as string[]).includes(id))
+        this.serverGroups.update(group.id, { members: (group.members as string[]).filter((m) => m !== id) });
+    }
+    this.servers.delete(id);
+  }
+}
