@@ -118,6 +118,23 @@ describe("loadConfig", () => {
       ],
       [{ TF_VAR_users: "[var.admins]" }, "must be a literal value without references or interpolation"],
       [
+        { TF_VAR_deploy_ssh_public_key: "AAAA" },
+        'Invalid TF_VAR_deploy_ssh_public_key="AAAA": deploy_ssh_public_key must be empty or a single OpenSSH public key line',
+      ],
+      [
+        { TF_VAR_deploy_ssh_public_key: KEY, TF_VAR_keypair_name: "mine" },
+        'Invalid TF_VAR_keypair_name="mine": set either deploy_ssh_public_key or keypair_name, not both.',
+      ],
+      [
+        { TF_VAR_salt_volume_size: "0" },
+        'Invalid TF_VAR_salt_volume_size="0": salt_volume_size must be a whole number of GiB from 1 to 1024.',
+      ],
+      [
+        { TF_VAR_kube_server_group_policy: "spread" },
+        "kube_server_group_policy must be one of soft-anti-affinity, anti-affinity, soft-affinity, affinity, none.",
+      ],
+      [{ TF_VAR_bastion_flavor: "" }, 'Invalid TF_VAR_bastion_flavor="": bastion_flavor must be a non-empty string'],
+      [
         { TF_VAR_ssh_allowed_cidrs: "[]" },
         'Invalid TF_VAR_ssh_allowed_cidrs="[]": ssh_allowed_cidrs must be a list of at least 1 IPv4 networks',
       ],

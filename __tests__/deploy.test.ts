@@ -69,14 +69,31 @@ function byName(resources: any[], type: string, name: string): any {
   return found[0].values;
 }
 
-const NETWORK_RESOURCES = {
-  openstack_networking_network_v2: 2,
-  openstack_networking_subnet_v2: 2,
-  openstack_networking_router_v2: 1,
-  openstack_networking_router_interface_v2: 1,
-  openstack_networking_secgroup_v2: 4,
-  openstack_networking_secgroup_rule_v2: 6,
-};
+/** Every resource the stack plans for `nodes` Kubernetes nodes (1 master + nodes - 1 workers). */
+function expectedResources(nodes: number): Record<string, number> {
+  const workers = nodes - 1;
+  return {
+    openstack_networking_network_v2: 2,
+    openstack_networking_subnet_v2: 2,
+    openstack_networking_router_v2: 1,
+    openstack_networking_router_interface_v2: 1,
+    openstack_networking_secgroup_v2: 4,
+    openstack_networking_secgroup_rule_v2: 6,
+    // bastion 2, salt master 1, k8s master 2, one per worker
+    openstack_networking_port_v2: 5 + workers,
+    openstack_networking_floatingip_v2: 2,
+    openstack_networking_floatingip_associate_v2: 2,
+    openstack_compute_instance_v2: 3 + workers,
+    openstack_compute_servergroup_v2: 1,
+    openstack_blockstorage_volume_v3: 1,
+    openstack_compute_volume_attach_v2: 1,
+  };
+}
+const TOTAL_AT_3 = Object.values(expectedResources(3)).reduce((a, b) => a + b, 0);
+
+function portAddress(resources: any[], name: string): string {
+  return byName(resources, "openstack_networking_port_v2", name).fixed_ip[0].ip_address;
+}
 
 describe("L2: tofu plan against the OpenStack API double", () => {
   let ws: Workspace;
@@ -88,7 +105,7 @@ describe("L2: tofu plan against the OpenStack API double", () => {
   });
 
   it("plans every resource of the stack, and nothing else", async () => {
-    expect(countByType(plannedResources(plan))).toEqual(NETWORK_RESOURCES);
+    expect(countByType(plannedResources(plan))).toEqual(expectedResources(3));
     expect(plan.resource_changes.every((c: any) => c.change.actions.join() === "create" || c.mode === "data")).toBe(true);
   });
 
@@ -130,10 +147,31 @@ describe("L2: tofu plan against the OpenStack API double", () => {
     expect(ssh.map((r: any) => r.values.remote_ip_prefix).sort()).toEqual(["198.51.100.0/24", "203.0.113.0/24"]);
   });
 
-  it.each(["3", "100"])("plans at num_kube_nodes=%s", async (nodes) => {
-    const result = await ws.tofu(["plan", "-input=false", "-lock=false"], { TF_VAR_num_kube_nodes: nodes });
-    expect(result.stderr).toBe("");
-    expect(result.status).toBe(0);
+  it("plans every machine at the design's fixed addresses", () => {
+    const resources = plannedResources(plan);
+    expect(portAddress(resources, "bastion.kube-on-os-public")).toBe("10.0.0.10");
+    expect(portAddress(resources, "bastion.kube-on-os-private")).toBe("10.1.0.1");
+    expect(portAddress(resources, "salt.kube-on-os-private")).toBe("10.1.0.5");
+    expect(portAddress(resources, "k8s-master.kube-on-os-public")).toBe("10.0.0.11");
+    expect(portAddress(resources, "k8s-master.kube-on-os-private")).toBe("10.1.0.10");
+    expect(portAddress(resources, "k8s-worker-0.kube-on-os-private")).toBe("10.1.0.100");
+    expect(portAddress(resources, "k8s-worker-1.kube-on-os-private")).toBe("10.1.0.101");
+    const instances = resources.filter((r: any) => r.type === "openstack_compute_instance_v2").map((r: any) => r.values.name);
+    expect(instances.sort()).toEqual([
+      "bastion.kube-on-os",
+      "k8s-master.kube-on-os",
+      "k8s-worker-0.kube-on-os",
+      "k8s-worker-1.kube-on-os",
+      "salt.kube-on-os",
+    ]);
+  });
+
+  it.each([1, 5, 10, 100])("plans num_kube_nodes=%d given only at plan time as that many nodes", async (nodes) => {
+    const resources = plannedResources(await planJson(ws, { TF_VAR_num_kube_nodes: String(nodes) }));
+    expect(countByType(resources)).toEqual(expectedResources(nodes));
+    const workers = resources.filter((r: any) => r.type === "openstack_compute_instance_v2" && r.values.name.startsWith("k8s-worker-"));
+    expect(workers).toHaveLength(nodes - 1);
+    if (nodes > 1) expect(portAddress(resources, `k8s-worker-${nodes - 2}.kube-on-os-private`)).toBe(`10.1.0.${100 + nodes - 2}`);
   });
 
   it("rejects a bad plan-time TF_VAR_ with the variable's validation message", async () => {
@@ -167,13 +205,14 @@ describe("L3: apply, re-plan with no changes, destroy", () => {
   it("applies the stack", async () => {
     const apply = await ws.tofu(["apply", "-auto-approve", "-input=false"]);
     expect(apply.stderr).toBe("");
-    expect(apply.stdout).toContain("Apply complete! Resources: 16 added, 0 changed, 0 destroyed.");
-    expect(double.neutron.resourceCount()).toBeGreaterThanOrEqual(16);
+    expect(apply.stdout).toContain(`Apply complete! Resources: ${TOTAL_AT_3} added, 0 changed, 0 destroyed.`);
+    expect(double.nova.servers.all().map((s) => s.status)).toEqual(["ACTIVE", "ACTIVE", "ACTIVE", "ACTIVE", "ACTIVE"]);
   });
 
   it("keeps the state in the http backend, unlocked after the run", async () => {
-    const stored = state.readState(ws.stateName) as { resources: { type: string; mode: string }[] };
-    expect(countByType(stored.resources.filter((r) => r.mode === "managed"))).toEqual(NETWORK_RESOURCES);
+    const stored = state.readState(ws.stateName) as { resources: { type: string; mode: string; instances: unknown[] }[] };
+    const instances = stored.resources.filter((r) => r.mode === "managed").flatMap((r) => r.instances.map(() => ({ type: r.type })));
+    expect(countByType(instances)).toEqual(expectedResources(3));
     expect(state.lockInfo(ws.stateName)).toBeUndefined();
     const locks = state.requests.filter((r) => r.path === `/state/${ws.stateName}/lock`).map((r) => `${r.method} ${r.status}`);
     expect(locks).toEqual(expect.arrayContaining(["POST 200", "DELETE 200"]));
@@ -186,11 +225,32 @@ describe("L3: apply, re-plan with no changes, destroy", () => {
     expect(replan.stdout).toContain("No changes.");
   });
 
+  it("re-creates the Salt master instance without touching its volume", async () => {
+    const volumeBefore = (await ws.tofu(["output", "-raw", "salt_volume_id"])).stdout;
+    const list = (await ws.tofu(["state", "list"])).stdout.split("\n");
+    const saltInstance = list.find((address) => address.startsWith("openstack_compute_instance_v2.SaltMaster_Instance_"));
+    expect(saltInstance).toBeDefined();
+    const serverBefore = double.nova.servers.all().find((s) => String(s.name).startsWith("salt."))?.id;
+
+    const replace = await ws.tofu(["apply", "-auto-approve", "-input=false", `-replace=${saltInstance}`]);
+    expect(replace.stderr).toBe("");
+    // The instance and its attachment are replaced; the volume is not.
+    expect(replace.stdout).toContain("Apply complete! Resources: 2 added, 0 changed, 2 destroyed.");
+    const serverAfter = double.nova.servers.all().find((s) => String(s.name).startsWith("salt."));
+    expect(serverAfter?.id).not.toBe(serverBefore);
+    expect((await ws.tofu(["output", "-raw", "salt_volume_id"])).stdout).toBe(volumeBefore);
+    expect(double.cinder.volumes.get(volumeBefore)).toMatchObject({
+      status: "in-use",
+      attachments: [expect.objectContaining({ server_id: serverAfter?.id })],
+    });
+    expect((await ws.tofu(["plan", "-detailed-exitcode", "-input=false"])).status).toBe(0);
+  });
+
   it("destroys everything it created, leaving the double as seeded", async () => {
     const destroy = await ws.tofu(["destroy", "-auto-approve", "-input=false"]);
     expect(destroy.stderr).toBe("");
-    expect(destroy.stdout).toContain("Destroy complete! Resources: 16 destroyed.");
-    expect(double.neutron.resourceCount()).toBe(0);
+    expect(destroy.stdout).toContain(`Destroy complete! Resources: ${TOTAL_AT_3} destroyed.`);
+    expect(double.resourceCount()).toBe(0);
     const stored = state.readState(ws.stateName) as { resources: unknown[] };
     expect(stored.resources).toEqual([]);
   });

@@ -91,15 +91,19 @@ describe("KubeOnOsStack", () => {
     expect(Object.values(json.data.openstack_networking_network_v2)[0].name).toBe("${var.external_network_name}");
   });
 
-  it("outputs the network ids, each described", async () => {
+  it("outputs the network ids, floating IPs, Salt volume and minion ids, each described", async () => {
     const json = await synthStack({});
     expect(Object.keys(json.output).sort()).toEqual([
+      "bastion_floating_ip",
       "external_network_id",
+      "master_floating_ip",
+      "minion_ids",
       "private_network_id",
       "private_subnet_id",
       "public_network_id",
       "public_subnet_id",
       "router_id",
+      "salt_volume_id",
     ]);
     for (const output of Object.values(json.output)) expect(output.description).toMatch(/\.$/);
   });

@@ -60,6 +60,9 @@ const DNS_NAME_HCL = "^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?([.][a-z0-9]([a-z0-9-]{
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const UUID_HCL = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$";
 
+/** Nova server group policies for the Kubernetes nodes, plus "none" for no group. */
+export const SERVER_GROUP_POLICIES = ["soft-anti-affinity", "anti-affinity", "soft-affinity", "affinity", "none"] as const;
+
 /** Smallest and largest prefix accepted for the networks the stack creates. */
 const MIN_SUBNET_PREFIX = 8;
 const MAX_SUBNET_PREFIX = 24;
@@ -219,6 +222,73 @@ export const VARIABLES = {
       },
     ],
   } as VariableSpec<UserAccount[]>,
+  deploy_ssh_public_key: {
+    kind: "string",
+    type: "string",
+    description:
+      "OpenSSH public key installed for deploy_user on every machine, as a new Nova keypair. Empty: use keypair_name, or no keypair.",
+    default: "",
+    rules: [
+      {
+        test: (v: string) => v === "" || SSH_KEY.test(v),
+        condition: `var.deploy_ssh_public_key == "" || can(regex("${SSH_KEY_HCL}", var.deploy_ssh_public_key))`,
+        mustBe: "empty or a single OpenSSH public key line (ssh-ed25519, ssh-rsa, ecdsa-...)",
+      },
+    ],
+  } as VariableSpec<string>,
+  keypair_name: {
+    kind: "string",
+    type: "string",
+    description: "Name of an existing Nova keypair for deploy_user, used when deploy_ssh_public_key is empty.",
+    default: "",
+    rules: [
+      {
+        test: (v: string) => v.trim() === v,
+        condition: "trimspace(var.keypair_name) == var.keypair_name",
+        mustBe: "a keypair name without leading or trailing spaces",
+      },
+    ],
+  } as VariableSpec<string>,
+  bastion_flavor: {
+    kind: "string",
+    type: "string",
+    description: "OpenStack flavor of the bastion.",
+    default: "m1.small",
+    rules: [nonEmptyString("bastion_flavor")],
+  } as VariableSpec<string>,
+  salt_master_flavor: {
+    kind: "string",
+    type: "string",
+    description: "OpenStack flavor of the Salt master.",
+    default: "m1.medium",
+    rules: [nonEmptyString("salt_master_flavor")],
+  } as VariableSpec<string>,
+  salt_volume_size: {
+    kind: "number",
+    type: "number",
+    description: "Size in GiB of the Salt master's persistent volume (/srv/salt and the Salt PKI).",
+    default: 10,
+    rules: [
+      {
+        test: (v: number) => Number.isInteger(v) && v >= 1 && v <= 1024,
+        condition: "var.salt_volume_size >= 1 && var.salt_volume_size <= 1024 && floor(var.salt_volume_size) == var.salt_volume_size",
+        mustBe: "a whole number of GiB from 1 to 1024",
+      },
+    ],
+  } as VariableSpec<number>,
+  kube_server_group_policy: {
+    kind: "string",
+    type: "string",
+    description: "Nova server group policy that spreads the Kubernetes nodes, or none.",
+    default: "soft-anti-affinity",
+    rules: [
+      {
+        test: (v: string) => (SERVER_GROUP_POLICIES as readonly string[]).includes(v),
+        condition: `contains(${JSON.stringify(SERVER_GROUP_POLICIES)}, var.kube_server_group_policy)`,
+        mustBe: `one of ${SERVER_GROUP_POLICIES.join(", ")}`,
+      },
+    ],
+  } as VariableSpec<string>,
   public_network_cidr: {
     kind: "string",
     type: "string",
@@ -375,6 +445,11 @@ function checkRules(name: VariableName, spec: VariableSpec<unknown>, value: unkn
 }
 
 function crossCheck(config: KubeOnOsConfig): void {
+  if (config.deploy_ssh_public_key !== "" && config.keypair_name !== "") {
+    throw new ConfigError(
+      `Invalid TF_VAR_keypair_name=${describeValue(config.keypair_name)}: set either deploy_ssh_public_key or keypair_name, not both.`,
+    );
+  }
   const networks: [VariableName, Ipv4Network][] = (
     ["public_network_cidr", "private_network_cidr", "pod_cidr", "service_cidr"] as const
   ).map((n) => [n, parseIpv4Network(config[n]) as Ipv4Network]);

@@ -54,6 +54,8 @@ export class Network extends Construct {
   readonly router: NetworkingRouterV2;
   readonly publicNetwork: NetworkingNetworkV2;
   readonly publicSubnet: NetworkingSubnetV2;
+  /** Floating IPs on the public network need this link to the router first. */
+  readonly publicRouterInterface: NetworkingRouterInterfaceV2;
   readonly privateNetwork: NetworkingNetworkV2;
   readonly privateSubnet: NetworkingSubnetV2;
   readonly securityGroups: NetworkSecurityGroups;
@@ -105,7 +107,7 @@ export class Network extends Construct {
       dnsNameservers,
       allocationPool: [dhcpPool(publicCidr)],
     });
-    new NetworkingRouterInterfaceV2(this, "PublicRouterInterface", {
+    this.publicRouterInterface = new NetworkingRouterInterfaceV2(this, "PublicRouterInterface", {
       routerId: this.router.id,
       subnetId: this.publicSubnet.id,
     });

@@ -1,8 +1,24 @@
-import { HttpBackend, HttpBackendConfig, LocalBackend, TerraformOutput, TerraformStack, TerraformVariable } from "cdktf";
+import {
+  Fn,
+  HttpBackend,
+  HttpBackendConfig,
+  LocalBackend,
+  Op,
+  TerraformCount,
+  TerraformOutput,
+  TerraformStack,
+  TerraformVariable,
+  Token,
+} from "cdktf";
 import { Construct } from "constructs";
+import { ComputeKeypairV2 } from "../.gen/providers/openstack/compute-keypair-v2";
 import { OpenstackProvider } from "../.gen/providers/openstack/provider";
+import { Bastion } from "./bastion";
 import { BackendKind, KubeOnOsConfig, VariableName, VariableSpec, VARIABLES } from "./config";
+import { KubeNodePool } from "./kube-node-pool";
+import { MachineProps, splat } from "./machine";
 import { Network } from "./network";
+import { SaltMaster } from "./salt-master";
 
 export interface KubeOnOsStackProps {
   /** Validated parameters; they become the Terraform variables' defaults. */
@@ -23,6 +39,9 @@ export class KubeOnOsStack extends TerraformStack {
   /** One Terraform variable per parameter, by its Terraform name. */
   readonly variables: { readonly [K in VariableName]: TerraformVariable };
   readonly network: Network;
+  readonly bastion: Bastion;
+  readonly saltMaster: SaltMaster;
+  readonly kubeNodes: KubeNodePool;
 
   constructor(scope: Construct, id: string, props: KubeOnOsStackProps) {
     super(scope, id);
@@ -59,6 +78,37 @@ export class KubeOnOsStack extends TerraformStack {
       apiAllowedCidrs: v.api_allowed_cidrs.listValue,
     });
 
+    // A new keypair from deploy_ssh_public_key, or the existing keypair_name, or none.
+    // (cdktf renders a falsy right operand of Op as "undefined", hence length() < 1, not == "".)
+    const keypair = new ComputeKeypairV2(this, "DeployKeypair", {
+      count: TerraformCount.of(Token.asNumber(Fn.conditional(Op.lt(Fn.lengthOf(v.deploy_ssh_public_key.stringValue), 1), 0, 1))),
+      name: `${v.deploy_domain_name.stringValue}-deploy`,
+      publicKey: v.deploy_ssh_public_key.stringValue,
+    });
+    const keyPair = Token.asString(
+      Fn.conditional(Op.gte(Fn.lengthOf(v.keypair_name.stringValue), 1), v.keypair_name.stringValue, Fn.one(splat(keypair, "name"))),
+    );
+    const machine: MachineProps = {
+      network: this.network,
+      imageId: v.base_image.stringValue,
+      domain: v.deploy_domain_name.stringValue,
+      keyPair,
+    };
+    this.bastion = new Bastion(this, "Bastion", { ...machine, flavor: v.bastion_flavor.stringValue });
+    this.saltMaster = new SaltMaster(this, "SaltMaster", {
+      ...machine,
+      flavor: v.salt_master_flavor.stringValue,
+      volumeSize: v.salt_volume_size.numberValue,
+    });
+    this.kubeNodes = new KubeNodePool(this, "KubeNodes", {
+      ...machine,
+      nodeCount: v.num_kube_nodes.numberValue,
+      flavor: v.kube_node_flavor.stringValue,
+      podCidr: v.pod_cidr.stringValue,
+      serviceCidr: v.service_cidr.stringValue,
+      serverGroupPolicy: v.kube_server_group_policy.stringValue,
+    });
+
     const outputs: [string, string, string][] = [
       ["external_network_id", this.network.externalNetwork.id, "ID of the external network the router uplinks to."],
       ["router_id", this.network.router.id, "ID of the cluster's router."],
@@ -66,10 +116,17 @@ export class KubeOnOsStack extends TerraformStack {
       ["public_subnet_id", this.network.publicSubnet.id, "ID of the public subnet."],
       ["private_network_id", this.network.privateNetwork.id, "ID of the private network (every machine)."],
       ["private_subnet_id", this.network.privateSubnet.id, "ID of the private subnet, whose gateway is the bastion."],
+      ["bastion_floating_ip", this.bastion.publicIp, "The bastion's floating IP: the SSH jump host to every machine."],
+      ["master_floating_ip", this.kubeNodes.masterFloatingIp.address, "The Kubernetes master's floating IP (API on 16443, ingress)."],
+      ["salt_volume_id", this.saltMaster.volume.id, "ID of the Salt master's persistent volume; it survives re-creating the instance."],
     ];
     for (const [name, value, description] of outputs) {
       new TerraformOutput(this, name, { value, description });
     }
+    new TerraformOutput(this, "minion_ids", {
+      description: "Salt minion ids (= FQDNs) of every machine: Salt master, bastion, Kubernetes master, workers.",
+      value: Fn.concat([[this.saltMaster.fqdn, this.bastion.fqdn, this.kubeNodes.masterFqdn], this.kubeNodes.workerFqdns]),
+    });
   }
 
   private declareVariable(name: VariableName, spec: VariableSpec<unknown>, config: KubeOnOsConfig): TerraformVariable {

@@ -1,0 +1,145 @@
+import { TerraformStack, Testing } from "cdktf";
+import { Construct } from "constructs";
+import { BlockstorageVolumeV3 } from "../.gen/providers/openstack/blockstorage-volume-v3";
+import { ComputeInstanceV2 } from "../.gen/providers/openstack/compute-instance-v2";
+import { ComputeVolumeAttachV2 } from "../.gen/providers/openstack/compute-volume-attach-v2";
+import { NetworkingFloatingipAssociateV2 } from "../.gen/providers/openstack/networking-floatingip-associate-v2";
+import { Bastion } from "../constructs/bastion";
+import { KubeNodePool, KubeNodePoolProps } from "../constructs/kube-node-pool";
+import { MachineProps } from "../constructs/machine";
+import { Network } from "../constructs/network";
+import { SaltMaster } from "../constructs/salt-master";
+
+function machineProps(scope: Construct): MachineProps {
+  const network = new Network(scope, "Network", { externalNetworkName: "vlan1066", namePrefix: "lab.example" });
+  return { network, imageId: "ad156007-77bb-4e32-ac97-7f8340cab73d", domain: "lab.example", keyPair: "deploy" };
+}
+
+function json(build: (scope: Construct, props: MachineProps) => void): any {
+  return JSON.parse(Testing.synthScope((scope) => build(scope, machineProps(scope))));
+}
+
+function resourcesOf(synthesized: any, type: string): any[] {
+  return Object.values(synthesized.resource?.[type] ?? {});
+}
+
+function port(synthesized: any, name: string): any {
+  const found = resourcesOf(synthesized, "openstack_networking_port_v2").filter((p) => p.name === name);
+  expect(found).toHaveLength(1);
+  return found[0];
+}
+
+describe("Bastion", () => {
+  const synthesized = json((scope, props) => new Bastion(scope, "Bastion", props));
+
+  it("is dual-homed at 10.0.0.10 and at the private gateway 10.1.0.1", () => {
+    expect(port(synthesized, "bastion.lab.example-public").fixed_ip[0].ip_address).toBe('${cidrhost("10.0.0.0/16", 10)}');
+    expect(port(synthesized, "bastion.lab.example-private").fixed_ip[0].ip_address).toBe('${cidrhost("10.1.0.0/16", 1)}');
+  });
+
+  it("may send the private network's traffic from its private port", () => {
+    expect(port(synthesized, "bastion.lab.example-private").allowed_address_pairs).toEqual([{ ip_address: "0.0.0.0/0" }]);
+    expect(port(synthesized, "bastion.lab.example-public").allowed_address_pairs).toEqual([]);
+  });
+
+  it("puts the public port first, keeps SSH on the bastion group, and gets a floating IP", () => {
+    const [instance] = resourcesOf(synthesized, ComputeInstanceV2.tfResourceType);
+    expect(instance).toMatchObject({ name: "bastion.lab.example", flavor_name: "m1.small", key_pair: "deploy" });
+    expect(instance.network[0].port).toMatch(/Bastion_PublicPort_/);
+    expect(port(synthesized, "bastion.lab.example-public").security_group_ids[0]).toMatch(/BastionSecurityGroup/);
+    const [association] = resourcesOf(synthesized, NetworkingFloatingipAssociateV2.tfResourceType);
+    expect(association.port_id).toMatch(/Bastion_PublicPort_/);
+    expect(association.depends_on[0]).toMatch(/PublicRouterInterface/);
+  });
+});
+
+describe("SaltMaster", () => {
+  const synthesized = json((scope, props) => new SaltMaster(scope, "SaltMaster", { ...props, volumeSize: 20 }));
+
+  it("lives at 10.1.0.5 on the private network only, in the internal and salt groups", () => {
+    const saltPort = port(synthesized, "salt.lab.example-private");
+    expect(saltPort.fixed_ip[0].ip_address).toBe('${cidrhost("10.1.0.0/16", 5)}');
+    expect(saltPort.security_group_ids).toHaveLength(2);
+    expect(resourcesOf(synthesized, "openstack_networking_port_v2")).toHaveLength(1);
+  });
+
+  it("keeps its state on a separate volume, attached rather than owned by the instance", () => {
+    expect(resourcesOf(synthesized, BlockstorageVolumeV3.tfResourceType)).toEqual([
+      expect.objectContaining({ name: "salt.lab.example-srv", size: 20 }),
+    ]);
+    const [attachment] = resourcesOf(synthesized, ComputeVolumeAttachV2.tfResourceType);
+    expect(attachment.volume_id).toMatch(/SaltMaster_Volume_/);
+    expect(attachment.instance_id).toMatch(/SaltMaster_Instance_/);
+    const [instance] = resourcesOf(synthesized, ComputeInstanceV2.tfResourceType);
+    expect(instance.block_device).toBeUndefined();
+  });
+
+  it("rejects a volume size that is not a whole number of GiB", () => {
+    expect(() => json((scope, props) => new SaltMaster(scope, "SaltMaster", { ...props, volumeSize: 0 }))).toThrow(
+      "SaltMaster: volumeSize must be a whole number of GiB, at least 1 (got 0)",
+    );
+  });
+});
+
+describe("KubeNodePool", () => {
+  const props =
+    (extra: Partial<KubeNodePoolProps> = {}) =>
+    (scope: Construct, base: MachineProps) =>
+      new KubeNodePool(scope, "KubeNodes", { ...base, nodeCount: 3, podCidr: "10.244.0.0/16", serviceCidr: "10.152.183.0/24", ...extra });
+  const synthesized = json(props());
+
+  it("puts the master on both networks at 10.0.0.11 and 10.1.0.10, behind the API group, with a floating IP", () => {
+    expect(port(synthesized, "k8s-master.lab.example-public")).toMatchObject({
+      fixed_ip: [expect.objectContaining({ ip_address: '${cidrhost("10.0.0.0/16", 11)}' })],
+      security_group_ids: [expect.stringMatching(/KubeApiSecurityGroup/)],
+    });
+    expect(port(synthesized, "k8s-master.lab.example-private").fixed_ip[0].ip_address).toBe('${cidrhost("10.1.0.0/16", 10)}');
+    const associations = resourcesOf(synthesized, NetworkingFloatingipAssociateV2.tfResourceType);
+    expect(associations.map((a) => a.port_id)).toEqual([expect.stringMatching(/KubeNodes_MasterPublicPort_/)]);
+  });
+
+  it("counts the workers from nodeCount, at 10.1.0.100 + n", () => {
+    const workerPort = port(synthesized, "k8s-worker-${count.index}.lab.example-private");
+    // Terraform computes the count, so TF_VAR_num_kube_nodes works at plan time.
+    expect(workerPort.count).toBe("${(3 - 1)}");
+    expect(workerPort.fixed_ip[0].ip_address).toBe('${cidrhost("10.1.0.0/16", (100 + count.index))}');
+    const worker = resourcesOf(synthesized, ComputeInstanceV2.tfResourceType).find((i) => i.count !== undefined);
+    expect(worker).toMatchObject({ count: "${(3 - 1)}", name: "k8s-worker-${count.index}.lab.example" });
+    expect(worker.network[0].port).toMatch(/^\$\{openstack_networking_port_v2\.KubeNodes_WorkerPort_\w+\[count\.index\]\.id\}$/);
+  });
+
+  it("lets node ports carry pod and service traffic", () => {
+    for (const name of ["k8s-master.lab.example-private", "k8s-worker-${count.index}.lab.example-private"]) {
+      expect(port(synthesized, name).allowed_address_pairs).toEqual([{ ip_address: "10.244.0.0/16" }, { ip_address: "10.152.183.0/24" }]);
+    }
+  });
+
+  it("spreads the nodes with a server group, which 'none' leaves out", () => {
+    const [group] = resourcesOf(synthesized, "openstack_compute_servergroup_v2");
+    expect(group).toMatchObject({ policies: ["soft-anti-affinity"], count: '${("soft-anti-affinity" == "none") ? 0 : 1}' });
+    for (const instance of resourcesOf(synthesized, ComputeInstanceV2.tfResourceType)) {
+      expect(instance.scheduler_hints[0].group).toMatch(
+        /^\$\{one\(openstack_compute_servergroup_v2\.KubeNodes_ServerGroup_\w+\[\*\]\.id\)\}$/,
+      );
+    }
+    const none = json(props({ serverGroupPolicy: "none" }));
+    expect(resourcesOf(none, "openstack_compute_servergroup_v2")[0].count).toBe('${("none" == "none") ? 0 : 1}');
+  });
+
+  it.each([
+    [{ nodeCount: 0 }, "KubeNodePool: nodeCount must be a whole number of at least 1 (got 0)"],
+    [
+      { serverGroupPolicy: "spread" },
+      'KubeNodePool: serverGroupPolicy must be one of soft-anti-affinity, anti-affinity, soft-affinity, affinity, none (got "spread")',
+    ],
+  ])("rejects %j", (extra, message) => {
+    expect(() => json(props(extra))).toThrow(message);
+  });
+
+  it("exposes the worker FQDNs as a Terraform list", () => {
+    const stack = new TerraformStack(Testing.app(), "t");
+    const pool = props()(stack, machineProps(stack));
+    expect(pool.workerFqdns).toHaveLength(1);
+    expect(pool.masterFqdn).toBe("k8s-master.lab.example");
+  });
+});

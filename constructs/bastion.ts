@@ -1,0 +1,70 @@
+import { Construct } from "constructs";
+import { ComputeInstanceV2 } from "../.gen/providers/openstack/compute-instance-v2";
+import { NetworkingFloatingipAssociateV2 } from "../.gen/providers/openstack/networking-floatingip-associate-v2";
+import { NetworkingFloatingipV2 } from "../.gen/providers/openstack/networking-floatingip-v2";
+import { NetworkingPortV2 } from "../.gen/providers/openstack/networking-port-v2";
+import { HOSTS } from "./config";
+import { fixedPort, fqdn, MachineProps } from "./machine";
+
+export interface BastionProps extends MachineProps {
+  /** @default Bastion.DEFAULT_FLAVOR */
+  readonly flavor?: string;
+}
+
+/**
+ * The dual-homed jump and NAT host: a public port with a floating IP for SSH from the allowed
+ * networks, and a private port that is the private network's gateway.
+ */
+export class Bastion extends Construct {
+  static readonly DEFAULT_FLAVOR = "m1.small";
+  static readonly HOST = "bastion";
+
+  readonly instance: ComputeInstanceV2;
+  readonly publicPort: NetworkingPortV2;
+  readonly privatePort: NetworkingPortV2;
+  readonly floatingIp: NetworkingFloatingipV2;
+  /** The SSH jump host every provisioner connects through. */
+  readonly publicIp: string;
+  readonly fqdn: string;
+
+  constructor(scope: Construct, id: string, props: BastionProps) {
+    super(scope, id);
+    const flavor = props.flavor ?? Bastion.DEFAULT_FLAVOR;
+    const { network } = props;
+    this.fqdn = fqdn(Bastion.HOST, props.domain);
+
+    this.publicPort = fixedPort(this, "PublicPort", {
+      name: `${this.fqdn}-public`,
+      network: network.publicNetwork,
+      subnet: network.publicSubnet,
+      address: network.publicAddress(HOSTS.bastionPublic),
+      securityGroups: [network.securityGroups.bastion],
+    });
+    // It forwards the private network's traffic, whose source addresses are not its own.
+    this.privatePort = fixedPort(this, "PrivatePort", {
+      name: `${this.fqdn}-private`,
+      network: network.privateNetwork,
+      subnet: network.privateSubnet,
+      address: network.privateAddress(HOSTS.bastionPrivate),
+      securityGroups: [network.securityGroups.internal],
+      allowedAddressPairs: ["0.0.0.0/0"],
+    });
+
+    this.instance = new ComputeInstanceV2(this, "Instance", {
+      name: this.fqdn,
+      imageId: props.imageId,
+      flavorName: flavor,
+      keyPair: props.keyPair,
+      // The public port comes first so that the default route stays on the public network.
+      network: [{ port: this.publicPort.id }, { port: this.privatePort.id }],
+    });
+
+    this.floatingIp = new NetworkingFloatingipV2(this, "FloatingIp", { pool: network.externalNetwork.name });
+    new NetworkingFloatingipAssociateV2(this, "FloatingIpAssociation", {
+      floatingIp: this.floatingIp.address,
+      portId: this.publicPort.id,
+      dependsOn: [network.publicRouterInterface],
+    });
+    this.publicIp = this.floatingIp.address;
+  }
+}

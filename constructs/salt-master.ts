@@ -1,0 +1,69 @@
+import { Token } from "cdktf";
+import { Construct } from "constructs";
+import { BlockstorageVolumeV3 } from "../.gen/providers/openstack/blockstorage-volume-v3";
+import { ComputeInstanceV2 } from "../.gen/providers/openstack/compute-instance-v2";
+import { ComputeVolumeAttachV2 } from "../.gen/providers/openstack/compute-volume-attach-v2";
+import { NetworkingPortV2 } from "../.gen/providers/openstack/networking-port-v2";
+import { HOSTS } from "./config";
+import { fixedPort, fqdn, MachineProps } from "./machine";
+
+export interface SaltMasterProps extends MachineProps {
+  /** @default SaltMaster.DEFAULT_FLAVOR */
+  readonly flavor?: string;
+  /** Size of the persistent Salt volume in GiB. @default SaltMaster.DEFAULT_VOLUME_SIZE */
+  readonly volumeSize?: number;
+}
+
+/**
+ * The Salt master on the private network, with a Cinder volume for /srv/salt and the Salt PKI.
+ * The volume is its own resource, attached separately, so that re-creating the instance keeps
+ * the minion keys and the state tree.
+ */
+export class SaltMaster extends Construct {
+  static readonly DEFAULT_FLAVOR = "m1.medium";
+  static readonly DEFAULT_VOLUME_SIZE = 10;
+  static readonly HOST = "salt";
+
+  readonly instance: ComputeInstanceV2;
+  readonly port: NetworkingPortV2;
+  readonly volume: BlockstorageVolumeV3;
+  readonly volumeAttachment: ComputeVolumeAttachV2;
+  readonly privateIp: string;
+  readonly fqdn: string;
+
+  constructor(scope: Construct, id: string, props: SaltMasterProps) {
+    super(scope, id);
+    const flavor = props.flavor ?? SaltMaster.DEFAULT_FLAVOR;
+    const volumeSize = props.volumeSize ?? SaltMaster.DEFAULT_VOLUME_SIZE;
+    if (!Token.isUnresolved(volumeSize) && !(Number.isInteger(volumeSize) && volumeSize >= 1)) {
+      throw new Error(`SaltMaster: volumeSize must be a whole number of GiB, at least 1 (got ${volumeSize})`);
+    }
+    const { network } = props;
+    this.fqdn = fqdn(SaltMaster.HOST, props.domain);
+    this.privateIp = network.privateAddress(HOSTS.saltMasterPrivate);
+
+    this.port = fixedPort(this, "Port", {
+      name: `${this.fqdn}-private`,
+      network: network.privateNetwork,
+      subnet: network.privateSubnet,
+      address: this.privateIp,
+      securityGroups: [network.securityGroups.internal, network.securityGroups.saltMaster],
+    });
+    this.volume = new BlockstorageVolumeV3(this, "Volume", {
+      name: `${this.fqdn}-srv`,
+      description: "Salt state tree, pillar and PKI; outlives the instance",
+      size: volumeSize,
+    });
+    this.instance = new ComputeInstanceV2(this, "Instance", {
+      name: this.fqdn,
+      imageId: props.imageId,
+      flavorName: flavor,
+      keyPair: props.keyPair,
+      network: [{ port: this.port.id }],
+    });
+    this.volumeAttachment = new ComputeVolumeAttachV2(this, "VolumeAttachment", {
+      instanceId: this.instance.id,
+      volumeId: this.volume.id,
+    });
+  }
+}
