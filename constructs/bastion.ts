@@ -1,10 +1,9 @@
 import { Construct } from "constructs";
 import { ComputeInstanceV2 } from "../.gen/providers/openstack/compute-instance-v2";
-import { NetworkingFloatingipAssociateV2 } from "../.gen/providers/openstack/networking-floatingip-associate-v2";
 import { NetworkingFloatingipV2 } from "../.gen/providers/openstack/networking-floatingip-v2";
 import { NetworkingPortV2 } from "../.gen/providers/openstack/networking-port-v2";
 import { HOSTS } from "./config";
-import { fixedPort, fqdn, MachineProps } from "./machine";
+import { fixedPort, floatingIpFor, fqdn, MachineProps } from "./machine";
 
 export interface BastionProps extends MachineProps {
   /** @default Bastion.DEFAULT_FLAVOR */
@@ -59,12 +58,7 @@ export class Bastion extends Construct {
       network: [{ port: this.publicPort.id }, { port: this.privatePort.id }],
     });
 
-    this.floatingIp = new NetworkingFloatingipV2(this, "FloatingIp", { pool: network.externalNetwork.name });
-    new NetworkingFloatingipAssociateV2(this, "FloatingIpAssociation", {
-      floatingIp: this.floatingIp.address,
-      portId: this.publicPort.id,
-      dependsOn: [network.publicRouterInterface],
-    });
+    this.floatingIp = floatingIpFor(this, "FloatingIp", network, this.publicPort);
     this.publicIp = this.floatingIp.address;
   }
 }

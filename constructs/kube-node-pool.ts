@@ -2,11 +2,10 @@ import { Fn, Op, TerraformCount, Token } from "cdktf";
 import { Construct } from "constructs";
 import { ComputeInstanceV2 } from "../.gen/providers/openstack/compute-instance-v2";
 import { ComputeServergroupV2 } from "../.gen/providers/openstack/compute-servergroup-v2";
-import { NetworkingFloatingipAssociateV2 } from "../.gen/providers/openstack/networking-floatingip-associate-v2";
 import { NetworkingFloatingipV2 } from "../.gen/providers/openstack/networking-floatingip-v2";
 import { NetworkingPortV2 } from "../.gen/providers/openstack/networking-port-v2";
 import { HOSTS, SERVER_GROUP_POLICIES } from "./config";
-import { atCountIndex, fixedPort, fqdn, MachineProps, splat } from "./machine";
+import { atCountIndex, fixedPort, floatingIpFor, fqdn, MachineProps, splat } from "./machine";
 
 export interface KubeNodePoolProps extends MachineProps {
   /** Nodes including the master (node 0); a token keeps TF_VAR_num_kube_nodes working at plan time. */
@@ -87,12 +86,7 @@ export class KubeNodePool extends Construct {
       network: [{ port: this.masterPublicPort.id }, { port: this.masterPrivatePort.id }],
       schedulerHints,
     });
-    this.masterFloatingIp = new NetworkingFloatingipV2(this, "MasterFloatingIp", { pool: network.externalNetwork.name });
-    new NetworkingFloatingipAssociateV2(this, "MasterFloatingIpAssociation", {
-      floatingIp: this.masterFloatingIp.address,
-      portId: this.masterPublicPort.id,
-      dependsOn: [network.publicRouterInterface],
-    });
+    this.masterFloatingIp = floatingIpFor(this, "MasterFloatingIp", network, this.masterPublicPort);
 
     const workerCount = Token.asNumber(Op.sub(props.nodeCount, 1));
     const portCount = TerraformCount.of(workerCount);

@@ -1,5 +1,7 @@
 import { ref, TerraformCount, TerraformResource, TerraformStack, Token } from "cdktf";
 import { Construct } from "constructs";
+import { NetworkingFloatingipAssociateV2 } from "../.gen/providers/openstack/networking-floatingip-associate-v2";
+import { NetworkingFloatingipV2 } from "../.gen/providers/openstack/networking-floatingip-v2";
 import { NetworkingNetworkV2 } from "../.gen/providers/openstack/networking-network-v2";
 import { NetworkingPortV2 } from "../.gen/providers/openstack/networking-port-v2";
 import { NetworkingSecgroupV2 } from "../.gen/providers/openstack/networking-secgroup-v2";
@@ -45,6 +47,20 @@ export function fixedPort(scope: Construct, id: string, options: FixedPortOption
     securityGroupIds: options.securityGroups.map((group) => group.id),
     allowedAddressPairs: (options.allowedAddressPairs ?? []).map((ipAddress) => ({ ipAddress })),
   });
+}
+
+/**
+ * A floating IP from the external network, associated with a public port. The association waits
+ * for the router interface: Neutron refuses a floating IP for a subnet the router cannot reach.
+ */
+export function floatingIpFor(scope: Construct, id: string, network: Network, port: NetworkingPortV2): NetworkingFloatingipV2 {
+  const floatingIp = new NetworkingFloatingipV2(scope, id, { pool: network.externalNetwork.name });
+  new NetworkingFloatingipAssociateV2(scope, `${id}Association`, {
+    floatingIp: floatingIp.address,
+    portId: port.id,
+    dependsOn: [network.publicRouterInterface],
+  });
+  return floatingIp;
 }
 
 /**

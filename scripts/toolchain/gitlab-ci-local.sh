@@ -4,13 +4,7 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/paths.sh"
 
-if ! command -v rsync >/dev/null 2>&1; then
-  need apt-get "install rsync with your package manager"
-  log "rsync: installing Debian's package"
-  run_apt install -y -qq rsync >/dev/null 2>&1 ||
-    { run_apt update -qq >/dev/null 2>&1 && run_apt install -y -qq rsync >/dev/null; } ||
-    die "could not install rsync with apt-get; install it by hand"
-fi
+ensure_command rsync rsync
 
 dir=$(koo_gcl_dir)
 is_complete "$dir" && exit 0

@@ -61,3 +61,15 @@ run_apt() {
     die "apt-get needs root; run 'sudo apt-get $*' once, then retry"
   fi
 }
+
+# ensure_command COMMAND PACKAGE: installs Debian's PACKAGE when COMMAND is missing, refreshing the
+# package lists only if the first attempt fails.
+ensure_command() {
+  local command=$1 package=$2
+  command -v "$command" >/dev/null 2>&1 && return 0
+  need apt-get "install $package with your package manager"
+  log "$package: installing Debian's package"
+  run_apt install -y -qq "$package" >/dev/null 2>&1 ||
+    { run_apt update -qq >/dev/null 2>&1 && run_apt install -y -qq "$package" >/dev/null; } ||
+    die "could not install $package with apt-get; install it by hand"
+}
