@@ -1,4 +1,4 @@
-import { TerraformStack, Testing } from "cdktf";
+import { Fn, TerraformStack, Testing, Token } from "cdktf";
 import { Construct } from "constructs";
 import { BlockstorageVolumeV3 } from "../.gen/providers/openstack/blockstorage-volume-v3";
 import { ComputeInstanceV2 } from "../.gen/providers/openstack/compute-instance-v2";
@@ -12,7 +12,19 @@ import { SaltMaster } from "../constructs/salt-master";
 
 function machineProps(scope: Construct): MachineProps {
   const network = new Network(scope, "Network", { externalNetworkName: "vlan1066", namePrefix: "lab.example" });
-  return { network, imageId: "ad156007-77bb-4e32-ac97-7f8340cab73d", domain: "lab.example", keyPair: "deploy" };
+  return {
+    network,
+    imageId: "ad156007-77bb-4e32-ac97-7f8340cab73d",
+    domain: "lab.example",
+    keyPair: "deploy",
+    bootstrap: {
+      dnsNameservers: ["9.9.9.9"],
+      saltMasterIp: "10.1.0.5",
+      saltMasterFqdn: "salt.lab.example",
+      rootPasswordUsers: Token.asString(Fn.tolist([])),
+      privateCidr: "10.1.0.0/16",
+    },
+  };
 }
 
 function json(build: (scope: Construct, props: MachineProps) => void): any {
@@ -40,6 +52,12 @@ describe("Bastion", () => {
   it("may send the private network's traffic from its private port", () => {
     expect(port(synthesized, "bastion.lab.example-private").allowed_address_pairs).toEqual([{ ip_address: "0.0.0.0/0" }]);
     expect(port(synthesized, "bastion.lab.example-public").allowed_address_pairs).toEqual([]);
+  });
+
+  it("boots with the bastion's cloud-config", () => {
+    const [instance] = resourcesOf(synthesized, ComputeInstanceV2.tfResourceType);
+    expect(instance.user_data).toMatch(/^#cloud-config\n# kube-on-os bastion:/);
+    expect(instance.user_data).toContain("/usr/local/sbin/kube-on-os-nat");
   });
 
   it("puts the public port first, keeps SSH on the bastion group, and gets a floating IP", () => {
@@ -74,6 +92,12 @@ describe("SaltMaster", () => {
     expect(instance.block_device).toBeUndefined();
   });
 
+  it("boots with the Salt master's cloud-config, which prepares the volume", () => {
+    const [instance] = resourcesOf(synthesized, ComputeInstanceV2.tfResourceType);
+    expect(instance.user_data).toMatch(/^#cloud-config\n# kube-on-os salt-master:/);
+    expect(instance.user_data).toContain("/usr/local/sbin/kube-on-os-salt-volume");
+  });
+
   it("rejects a volume size that is not a whole number of GiB", () => {
     expect(() => json((scope, props) => new SaltMaster(scope, "SaltMaster", { ...props, volumeSize: 0 }))).toThrow(
       "SaltMaster: volumeSize must be a whole number of GiB, at least 1 (got 0)",
@@ -106,6 +130,11 @@ describe("KubeNodePool", () => {
     const worker = resourcesOf(synthesized, ComputeInstanceV2.tfResourceType).find((i) => i.count !== undefined);
     expect(worker).toMatchObject({ count: "${(3 - 1)}", name: "k8s-worker-${count.index}.lab.example" });
     expect(worker.network[0].port).toMatch(/^\$\{openstack_networking_port_v2\.KubeNodes_WorkerPort_\w+\[count\.index\]\.id\}$/);
+  });
+
+  it("names each worker's cloud-config after its own index", () => {
+    const worker = resourcesOf(synthesized, ComputeInstanceV2.tfResourceType).find((i) => i.count !== undefined);
+    expect(worker.user_data).toContain('hostname: ${jsonencode("k8s-worker-${tostring(count.index)}")}');
   });
 
   it("lets node ports carry pod and service traffic", () => {

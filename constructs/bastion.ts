@@ -3,7 +3,7 @@ import { ComputeInstanceV2 } from "../.gen/providers/openstack/compute-instance-
 import { NetworkingFloatingipV2 } from "../.gen/providers/openstack/networking-floatingip-v2";
 import { NetworkingPortV2 } from "../.gen/providers/openstack/networking-port-v2";
 import { HOSTS } from "./config";
-import { fixedPort, floatingIpFor, fqdn, MachineProps } from "./machine";
+import { fixedPort, floatingIpFor, fqdn, MachineProps, userDataFor } from "./machine";
 
 export interface BastionProps extends MachineProps {
   /** @default Bastion.DEFAULT_FLAVOR */
@@ -54,6 +54,11 @@ export class Bastion extends Construct {
       imageId: props.imageId,
       flavorName: flavor,
       keyPair: props.keyPair,
+      userData: userDataFor(
+        "bastion",
+        { hostname: Bastion.HOST, fqdn: this.fqdn, privateIp: network.privateAddress(HOSTS.bastionPrivate), dualHomed: true },
+        props.bootstrap,
+      ),
       // The public port comes first so that the default route stays on the public network.
       network: [{ port: this.publicPort.id }, { port: this.privatePort.id }],
     });

@@ -199,6 +199,21 @@ export const VARIABLES = {
       },
     ],
   } as VariableSpec<string>,
+  root_password_hash: {
+    kind: "string",
+    type: "string",
+    description:
+      "Recommended form of the root console password: a crypt(3) hash (e.g. from `openssl passwd -6`), set through cloud-init when set_root_password is true.",
+    default: undefined,
+    sensitive: true,
+    rules: [
+      {
+        test: (v: string) => /^\$(5|6|y|2b)\$\S+$/.test(v),
+        condition: 'var.root_password_hash == null || can(regex("^[$](5|6|y|2b)[$][^[:space:]]+$", var.root_password_hash))',
+        mustBe: "a crypt(3) SHA-512, SHA-256, yescrypt or bcrypt hash such as $6$salt$... (or unset)",
+      },
+    ],
+  } as VariableSpec<string>,
   users: {
     kind: "complex",
     type: "list(object({ username = string, ssh_public_key = string }))",

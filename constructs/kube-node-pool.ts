@@ -5,7 +5,7 @@ import { ComputeServergroupV2 } from "../.gen/providers/openstack/compute-server
 import { NetworkingFloatingipV2 } from "../.gen/providers/openstack/networking-floatingip-v2";
 import { NetworkingPortV2 } from "../.gen/providers/openstack/networking-port-v2";
 import { HOSTS, SERVER_GROUP_POLICIES } from "./config";
-import { atCountIndex, fixedPort, floatingIpFor, fqdn, MachineProps, splat } from "./machine";
+import { atCountIndex, fixedPort, floatingIpFor, fqdn, MachineProps, splat, userDataFor } from "./machine";
 
 export interface KubeNodePoolProps extends MachineProps {
   /** Nodes including the master (node 0); a token keeps TF_VAR_num_kube_nodes working at plan time. */
@@ -82,6 +82,16 @@ export class KubeNodePool extends Construct {
       imageId: props.imageId,
       flavorName: flavor,
       keyPair: props.keyPair,
+      userData: userDataFor(
+        "salt-minion",
+        {
+          hostname: KubeNodePool.MASTER_HOST,
+          fqdn: this.masterFqdn,
+          privateIp: network.privateAddress(HOSTS.kubeMasterPrivate),
+          dualHomed: true,
+        },
+        props.bootstrap,
+      ),
       // Public first: the default route stays on the public network.
       network: [{ port: this.masterPublicPort.id }, { port: this.masterPrivatePort.id }],
       schedulerHints,
@@ -100,8 +110,20 @@ export class KubeNodePool extends Construct {
       securityGroups: [network.securityGroups.internal],
       allowedAddressPairs: podTraffic,
     });
+    const instanceCount = TerraformCount.of(workerCount);
+    const workerHost = `${KubeNodePool.WORKER_HOST}-${Fn.tostring(instanceCount.index)}`;
     this.workers = new ComputeInstanceV2(this, "Worker", {
-      count: TerraformCount.of(workerCount),
+      count: instanceCount,
+      userData: userDataFor(
+        "salt-minion",
+        {
+          hostname: workerHost,
+          fqdn: fqdn(workerHost, domain),
+          privateIp: network.privateAddress(Token.asNumber(Op.add(HOSTS.firstWorkerPrivate, instanceCount.index))),
+          dualHomed: false,
+        },
+        props.bootstrap,
+      ),
       name: workerName,
       imageId: props.imageId,
       flavorName: flavor,

@@ -1,4 +1,4 @@
-import { ref, TerraformCount, TerraformResource, TerraformStack, Token } from "cdktf";
+import { Fn, ref, TerraformCount, TerraformResource, TerraformStack, Token } from "cdktf";
 import { Construct } from "constructs";
 import { NetworkingFloatingipAssociateV2 } from "../.gen/providers/openstack/networking-floatingip-associate-v2";
 import { NetworkingFloatingipV2 } from "../.gen/providers/openstack/networking-floatingip-v2";
@@ -6,6 +6,7 @@ import { NetworkingNetworkV2 } from "../.gen/providers/openstack/networking-netw
 import { NetworkingPortV2 } from "../.gen/providers/openstack/networking-port-v2";
 import { NetworkingSecgroupV2 } from "../.gen/providers/openstack/networking-secgroup-v2";
 import { NetworkingSubnetV2 } from "../.gen/providers/openstack/networking-subnet-v2";
+import { CloudInitRole, renderCloudInit } from "./cloud-init";
 import { Network } from "./network";
 
 /** What every machine construct needs besides its own role. */
@@ -17,6 +18,76 @@ export interface MachineProps {
   readonly domain: string;
   /** Nova keypair for the deploy user. @default - none: access comes from cloud-init and Salt */
   readonly keyPair?: string;
+  /** What every machine's cloud-init needs to know about the deployment. */
+  readonly bootstrap: BootstrapSettings;
+}
+
+/** Deployment-wide values for the cloud-init of every role. Strings may be tokens. */
+export interface BootstrapSettings {
+  readonly dnsNameservers: string[];
+  readonly saltMasterIp: string;
+  readonly saltMasterFqdn: string;
+  /** cloud-init chpasswd `users`, as a Terraform list expression (empty: root keeps no password). */
+  readonly rootPasswordUsers: string;
+  readonly privateCidr: string;
+}
+
+/**
+ * The Salt release every machine installs from the Salt Project's packages; the same as the
+ * toolchain's (scripts/toolchain/requirements.txt), so the states are tested with what runs.
+ */
+export const SALT_VERSION = "3007.15";
+/** Interface names on the Ubuntu 20.04 cloud image: Nova attaches the public port first. */
+export const PUBLIC_INTERFACE = "ens3";
+export const PRIVATE_INTERFACE = "ens4";
+/** The Salt master's volume: the first disk Nova attaches to a virtio instance. */
+export const SALT_VOLUME_DEVICE = "/dev/vdb";
+
+/**
+ * A dual-homed host takes DHCP routes and DNS only from its public interface, so its default
+ * route stays on the public network; the private network is reached through the on-link route.
+ */
+export const DUAL_HOMED_NETPLAN = [
+  "network:",
+  "  version: 2",
+  "  ethernets:",
+  `    ${PRIVATE_INTERFACE}:`,
+  "      dhcp4: true",
+  "      dhcp4-overrides:",
+  "        use-routes: false",
+  "        use-dns: false",
+  "",
+].join("\n");
+
+export interface HostIdentity {
+  readonly hostname: string;
+  readonly fqdn: string;
+  readonly privateIp: string;
+  readonly dualHomed: boolean;
+}
+
+/** A machine's user_data: the role's template filled with its identity and the deployment's values. */
+export function userDataFor(role: CloudInitRole, host: HostIdentity, bootstrap: BootstrapSettings): string {
+  const env: Record<string, string> = {
+    KOO_ROLE: role,
+    KOO_SALT_VERSION: SALT_VERSION,
+    KOO_SALT_MASTER: bootstrap.saltMasterIp,
+    KOO_PRIVATE_CIDR: bootstrap.privateCidr,
+    KOO_PUBLIC_INTERFACE: PUBLIC_INTERFACE,
+    KOO_SALT_DEVICE: SALT_VOLUME_DEVICE,
+  };
+  return renderCloudInit(role, {
+    hostname: host.hostname,
+    fqdn: host.fqdn,
+    saltMasterIp: bootstrap.saltMasterIp,
+    resolvConf: `${Fn.join("\n", Fn.formatlist("nameserver %s", [bootstrap.dnsNameservers]))}\n`,
+    etcHosts: `127.0.0.1 localhost\n${host.privateIp} ${host.fqdn} ${host.hostname}\n${bootstrap.saltMasterIp} ${bootstrap.saltMasterFqdn} salt\n`,
+    bootstrapEnv: Object.entries(env)
+      .map(([key, value]) => `${key}=${value}\n`)
+      .join(""),
+    rootPasswordUsers: bootstrap.rootPasswordUsers,
+    netplan: host.dualHomed ? DUAL_HOMED_NETPLAN : undefined,
+  });
 }
 
 /** `<host>.<domain>`: hostname, FQDN, OpenStack name and Salt minion id at once. */

@@ -5,7 +5,7 @@ import { ComputeInstanceV2 } from "../.gen/providers/openstack/compute-instance-
 import { ComputeVolumeAttachV2 } from "../.gen/providers/openstack/compute-volume-attach-v2";
 import { NetworkingPortV2 } from "../.gen/providers/openstack/networking-port-v2";
 import { HOSTS } from "./config";
-import { fixedPort, fqdn, MachineProps } from "./machine";
+import { fixedPort, fqdn, MachineProps, userDataFor } from "./machine";
 
 export interface SaltMasterProps extends MachineProps {
   /** @default SaltMaster.DEFAULT_FLAVOR */
@@ -59,6 +59,11 @@ export class SaltMaster extends Construct {
       imageId: props.imageId,
       flavorName: flavor,
       keyPair: props.keyPair,
+      userData: userDataFor(
+        "salt-master",
+        { hostname: SaltMaster.HOST, fqdn: this.fqdn, privateIp: this.privateIp, dualHomed: false },
+        props.bootstrap,
+      ),
       network: [{ port: this.port.id }],
     });
     this.volumeAttachment = new ComputeVolumeAttachV2(this, "VolumeAttachment", {

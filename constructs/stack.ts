@@ -5,6 +5,7 @@ import {
   LocalBackend,
   Op,
   TerraformCount,
+  TerraformLocal,
   TerraformOutput,
   TerraformStack,
   TerraformVariable,
@@ -14,9 +15,9 @@ import { Construct } from "constructs";
 import { ComputeKeypairV2 } from "../.gen/providers/openstack/compute-keypair-v2";
 import { OpenstackProvider } from "../.gen/providers/openstack/provider";
 import { Bastion } from "./bastion";
-import { BackendKind, KubeOnOsConfig, VariableName, VariableSpec, VARIABLES } from "./config";
+import { BackendKind, HOSTS, KubeOnOsConfig, VariableName, VariableSpec, VARIABLES } from "./config";
 import { KubeNodePool } from "./kube-node-pool";
-import { MachineProps, splat } from "./machine";
+import { fqdn, MachineProps, splat } from "./machine";
 import { Network } from "./network";
 import { SaltMaster } from "./salt-master";
 
@@ -88,11 +89,25 @@ export class KubeOnOsStack extends TerraformStack {
     const keyPair = Token.asString(
       Fn.conditional(Op.gte(Fn.lengthOf(v.keypair_name.stringValue), 1), v.keypair_name.stringValue, Fn.one(splat(keypair, "name"))),
     );
+    // Root gets a console password only from a hash, and only when asked to. The plaintext
+    // root_password is ephemeral, so it can never be part of user_data.
+    const rootPasswordUsers = new TerraformLocal(
+      this,
+      "root_password_users",
+      '${var.set_root_password && var.root_password_hash != null ? [{ name = "root", password = var.root_password_hash, type = "hash" }] : []}',
+    );
     const machine: MachineProps = {
       network: this.network,
       imageId: v.base_image.stringValue,
       domain: v.deploy_domain_name.stringValue,
       keyPair,
+      bootstrap: {
+        dnsNameservers: v.dns_nameservers.listValue,
+        saltMasterIp: this.network.privateAddress(HOSTS.saltMasterPrivate),
+        saltMasterFqdn: fqdn(SaltMaster.HOST, v.deploy_domain_name.stringValue),
+        rootPasswordUsers: rootPasswordUsers.asString,
+        privateCidr: v.private_network_cidr.stringValue,
+      },
     };
     this.bastion = new Bastion(this, "Bastion", { ...machine, flavor: v.bastion_flavor.stringValue });
     this.saltMaster = new SaltMaster(this, "SaltMaster", {

@@ -13,7 +13,7 @@ node scripts/generate-bindings.js
 log "lint: eslint, prettier, shellcheck, ruff"
 npx --no-install eslint .
 npx --no-install prettier --check --log-level warn .
-shellcheck -x scripts/*.sh scripts/toolchain/*.sh .ci/run
+shellcheck -x scripts/*.sh scripts/toolchain/*.sh templates/cloud-init/files/*.sh .ci/run
 "$KOO_VENV/bin/ruff" check --quiet __tests__/salt
 "$KOO_VENV/bin/ruff" format --check --quiet __tests__/salt
 log "type check: tsc --noEmit"
