@@ -209,6 +209,26 @@ describe("L3: apply, re-plan with no changes, destroy", () => {
     expect(double.nova.servers.all().map((s) => s.status)).toEqual(["ACTIVE", "ACTIVE", "ACTIVE", "ACTIVE", "ACTIVE"]);
   });
 
+  it("outputs an ssh config through the bastion, the kubeconfig command and the minion ids", async () => {
+    const outputs = JSON.parse((await ws.tofu(["output", "-json"])).stdout);
+    const bastionIp = outputs.bastion_floating_ip.value;
+    expect(outputs.ssh_config.value).toContain(`Host bastion.kube-on-os\n  HostName ${bastionIp}\n  User ubuntu\n`);
+    expect(outputs.ssh_config.value).toContain(
+      "Host k8s-worker-1.kube-on-os\n  HostName 10.1.0.101\n  User ubuntu\n  ProxyJump bastion.kube-on-os\n",
+    );
+    expect(outputs.ssh_config.value).toContain("Host salt.kube-on-os\n  HostName 10.1.0.5\n");
+    expect(outputs.kubeconfig_command.value).toBe(
+      `ssh -J ubuntu@${bastionIp} ubuntu@10.1.0.10 sudo microk8s config | sed 's#server: https://[^:]*:#server: https://${outputs.master_floating_ip.value}:#' > kubeconfig`,
+    );
+    expect(outputs.minion_ids.value).toEqual([
+      "salt.kube-on-os",
+      "bastion.kube-on-os",
+      "k8s-master.kube-on-os",
+      "k8s-worker-0.kube-on-os",
+      "k8s-worker-1.kube-on-os",
+    ]);
+  });
+
   it("keeps the state in the http backend, unlocked after the run", async () => {
     const stored = state.readState(ws.stateName) as { resources: { type: string; mode: string; instances: unknown[] }[] };
     const instances = stored.resources.filter((r) => r.mode === "managed").flatMap((r) => r.instances.map(() => ({ type: r.type })));

@@ -91,11 +91,12 @@ describe("KubeOnOsStack", () => {
     expect(Object.values(json.data.openstack_networking_network_v2)[0].name).toBe("${var.external_network_name}");
   });
 
-  it("outputs the network ids, floating IPs, Salt volume and minion ids, each described", async () => {
+  it("outputs the network ids, floating IPs, Salt volume, ssh config, kubeconfig command and minion ids, each described", async () => {
     const json = await synthStack({});
     expect(Object.keys(json.output).sort()).toEqual([
       "bastion_floating_ip",
       "external_network_id",
+      "kubeconfig_command",
       "master_floating_ip",
       "minion_ids",
       "private_network_id",
@@ -104,6 +105,7 @@ describe("KubeOnOsStack", () => {
       "public_subnet_id",
       "router_id",
       "salt_volume_id",
+      "ssh_config",
     ]);
     for (const output of Object.values(json.output)) expect(output.description).toMatch(/\.$/);
   });

@@ -138,9 +138,44 @@ export class KubeOnOsStack extends TerraformStack {
     for (const [name, value, description] of outputs) {
       new TerraformOutput(this, name, { value, description });
     }
+    // Lists and format strings are built with format()/formatlist() rather than interpolated
+    // TypeScript strings: cdktf cannot nest a token-bearing string inside a function call.
+    const user = v.deploy_user.stringValue;
+    const domain = v.deploy_domain_name.stringValue;
+    const jump = `${user}@${this.bastion.publicIp}`;
+    const masterPrivateIp = this.network.privateAddress(HOSTS.kubeMasterPrivate);
+    const privateHosts = Fn.concat([
+      Fn.formatlist("%s.%s", [[SaltMaster.HOST, KubeNodePool.MASTER_HOST], domain]),
+      this.kubeNodes.workerFqdns,
+    ]);
+    const privateIps = Fn.concat([[this.saltMaster.privateIp, masterPrivateIp], splat(this.kubeNodes.workers, "access_ip_v4")]);
+    new TerraformOutput(this, "ssh_config", {
+      description: "An ~/.ssh/config snippet that reaches every machine by its FQDN, through the bastion.",
+      value: Fn.join("", [
+        `Host ${this.bastion.fqdn}\n  HostName ${this.bastion.publicIp}\n  User ${user}\n`,
+        Fn.join(
+          "",
+          Fn.formatlist("Host %s\n  HostName %s\n  User %s\n  ProxyJump %s\n", [
+            privateHosts,
+            privateIps,
+            user,
+            Fn.format("%s.%s", [Bastion.HOST, domain]),
+          ]),
+        ),
+      ]),
+    });
+    new TerraformOutput(this, "kubeconfig_command", {
+      description: "Fetches the cluster's kubeconfig through the bastion, pointed at the master's floating IP.",
+      value:
+        `ssh -J ${jump} ${user}@${masterPrivateIp} sudo microk8s config` +
+        ` | sed 's#server: https://[^:]*:#server: https://${this.kubeNodes.masterFloatingIp.address}:#' > kubeconfig`,
+    });
     new TerraformOutput(this, "minion_ids", {
       description: "Salt minion ids (= FQDNs) of every machine: Salt master, bastion, Kubernetes master, workers.",
-      value: Fn.concat([[this.saltMaster.fqdn, this.bastion.fqdn, this.kubeNodes.masterFqdn], this.kubeNodes.workerFqdns]),
+      value: Fn.concat([
+        Fn.formatlist("%s.%s", [[SaltMaster.HOST, Bastion.HOST, KubeNodePool.MASTER_HOST], domain]),
+        this.kubeNodes.workerFqdns,
+      ]),
     });
   }
 
