@@ -79,6 +79,15 @@ describe("main.ts", () => {
     expect(fs.readdirSync(cwd)).toEqual([]);
   });
 
+  it("synthesizes the same JSON from the compiled JavaScript (npm run build), as npm run bench uses it", () => {
+    expect(run(path.join(ROOT, "node_modules", ".bin", "tsc"), [], {}).status).toBe(0);
+    const compiled = tempDir();
+    const interpreted = tempDir();
+    expect(run("node", [path.join(ROOT, "build", "main.js")], {}, compiled).status).toBe(0);
+    expect(directSynth(interpreted).status).toBe(0);
+    expect(readStack(path.join(compiled, "cdktf.out"))).toEqual(readStack(path.join(interpreted, "cdktf.out")));
+  });
+
   it("keeps TF_VAR_root_password out of every synthesized file", () => {
     const cwd = tempDir();
     const secret = "Root-Password-Never-In-Json-1";

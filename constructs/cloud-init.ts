@@ -29,7 +29,16 @@ export interface CloudInitValues {
   readonly timezone?: string;
 }
 
-export const TEMPLATE_DIR = path.join(__dirname, "..", "templates", "cloud-init");
+/** templates/cloud-init in the project root, from constructs/ or from the compiled build/constructs/. */
+function findTemplateDir(): string {
+  for (let dir = __dirname; dir !== path.dirname(dir); dir = path.dirname(dir)) {
+    const candidate = path.join(dir, "templates", "cloud-init");
+    if (fs.existsSync(candidate)) return candidate;
+  }
+  throw new Error(`cloud-init: no templates/cloud-init above ${__dirname}`);
+}
+
+export const TEMPLATE_DIR = findTemplateDir();
 export const DEFAULT_TIMEZONE = "Etc/UTC";
 
 /**
