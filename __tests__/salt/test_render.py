@@ -1,0 +1,261 @@
+"""
+L4: the real Salt renders every role's highstate from our salt/ and pillar/, with a pillar that
+Terraform's data produced, in a masterless minion confined to a temporary directory.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+VENV_BIN = Path(sys.executable).parent
+DOMAIN = "lab.example"
+KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHhU0xQm2c2RZkzC9M7tRrFSe0Q5sQm8l8S3ZzQxYw1a waldorf@example"
+
+
+def synthesized_variables(tmp_path_factory) -> dict:
+    """The stack's variable defaults, synthesized by main.ts with these TF_VAR_ values."""
+    cwd = tmp_path_factory.mktemp("synth")
+    env = {
+        **os.environ,
+        "TF_VAR_deploy_domain_name": DOMAIN,
+        "TF_VAR_users": json.dumps([{"username": "waldorf", "ssh_public_key": KEY}]),
+        "TF_VAR_num_kube_nodes": "3",
+        "TS_NODE_PROJECT": str(ROOT / "tsconfig.json"),
+    }
+    register = subprocess.run(
+        ["node", "-p", "require.resolve('ts-node/register/transpile-only')"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    subprocess.run(
+        ["node", "--require", register, str(ROOT / "main.ts")], cwd=cwd, env=env, check=True, capture_output=True
+    )
+    stack = json.loads((cwd / "cdktf.out" / "stacks" / "kube-on-os" / "cdk.tf.json").read_text())
+    return {name: spec.get("default") for name, spec in stack["variable"].items()}
+
+
+def from_terraform(variables: dict) -> dict:
+    """The _from_terraform pillar in the shape of pillar/_from_terraform.sls.example."""
+    return {
+        "users": variables["users"],
+        "mine_functions": {"network.ip_addrs": {"cidr": variables["private_network_cidr"]}},
+        "network": {
+            "domain": variables["deploy_domain_name"],
+            "public_cidr": variables["public_network_cidr"],
+            "private_cidr": variables["private_network_cidr"],
+            "external_gateway": "10.0.0.1",
+        },
+        "core": {"nameservers": variables["dns_nameservers"]},
+        "microk8s": {
+            "master": f"k8s-master.{variables['deploy_domain_name']}",
+            "allowed_csr_ip": "203.0.113.10",
+            "pod_cidr": variables["pod_cidr"],
+            "service_cidr": variables["service_cidr"],
+            "expected_nodes": variables["num_kube_nodes"],
+        },
+    }
+
+
+@pytest.fixture(scope="session")
+def pillar_data(tmp_path_factory) -> dict:
+    return from_terraform(synthesized_variables(tmp_path_factory))
+
+
+class Minion:
+    """A masterless minion with our salt/ tree and a copy of pillar/ plus _from_terraform.sls."""
+
+    def __init__(
+        self, root: Path, minion_id: str, pillar: dict, grains: dict | None = None, extra_pillar: dict | None = None
+    ):
+        self.root = root
+        self.pillar_root = root / "pillar"
+        shutil.copytree(ROOT / "pillar", self.pillar_root)
+        (self.pillar_root / "_from_terraform.sls").write_text(yaml.safe_dump(pillar))
+        for relative, content in (extra_pillar or {}).items():
+            target = self.pillar_root / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(yaml.safe_dump(content))
+        self.config_dir = root / "etc"
+        self.config_dir.mkdir()
+        config = {
+            "id": minion_id,
+            "file_client": "local",
+            "root_dir": str(root),
+            "cachedir": str(root / "cache"),
+            "pki_dir": str(root / "pki"),
+            "sock_dir": str(root / "sock"),
+            "log_file": str(root / "minion.log"),
+            "file_roots": {"base": [str(ROOT / "salt")]},
+            "pillar_roots": {"base": [str(self.pillar_root)]},
+            "grains": grains or {},
+        }
+        (self.config_dir / "minion").write_text(yaml.safe_dump(config))
+
+    def call(self, *args: str):
+        result = subprocess.run(
+            [str(VENV_BIN / "salt-call"), "--local", f"--config-dir={self.config_dir}", "--out=json", *args],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=300,
+        )
+        assert result.returncode == 0, f"salt-call {' '.join(args)} failed:\n{result.stderr}{result.stdout}"
+        return json.loads(result.stdout)["local"]
+
+    def highstate(self) -> dict:
+        self.call("saltutil.sync_all")
+        return self.call("state.show_highstate")
+
+
+ROLES = {
+    "salt": {"core", "salt_master"},
+    "bastion": {"core", "bastion"},
+    "k8s-master": {"core", "microk8s", "microk8s.master"},
+    "k8s-worker-0": {"core", "microk8s", "microk8s.joined"},
+}
+BASTION_GRAINS = {"ip4_interfaces": {"lo": ["127.0.0.1"], "ens4": ["10.1.0.1"], "ens3": ["10.0.0.10"]}}
+
+
+def sls_of(highstate: dict) -> set[str]:
+    return {state["__sls__"] for state in highstate.values()}
+
+
+def args_of(state: dict, function: str) -> dict:
+    """The keyword arguments of a state's function, as one dict."""
+    module = function.split(".")[0]
+    merged: dict = {}
+    for item in state[module]:
+        if isinstance(item, dict):
+            merged.update(item)
+    return merged
+
+
+def roles_of(highstate: dict) -> set[str]:
+    """The top.sls entries a highstate came from: core.* is core, microk8s' parts are microk8s."""
+    parts = {
+        "core.": "core",
+        "bastion.": "bastion",
+        "microk8s.install": "microk8s",
+        "microk8s.certificates": "microk8s",
+        "microk8s.addons": "microk8s",
+    }
+    return {next((role for prefix, role in parts.items() if sls.startswith(prefix)), sls) for sls in sls_of(highstate)}
+
+
+@pytest.mark.parametrize("host", sorted(ROLES))
+def test_each_role_renders_exactly_its_states(tmp_path, pillar_data, host):
+    minion = Minion(tmp_path, f"{host}.{DOMAIN}", pillar_data, grains=BASTION_GRAINS if host == "bastion" else None)
+    assert roles_of(minion.highstate()) == ROLES[host]
+
+
+def test_orchestration_runs_master_then_bastion_and_k8s_master_then_batched_workers_then_a_check(tmp_path, pillar_data):
+    minion = Minion(tmp_path, f"salt.{DOMAIN}", pillar_data)
+    orch = minion.call("state.show_sls", "orch.deploy")
+    order = [
+        "orch-deploy-salt-state-salt-master",
+        "orch-deploy-salt-function-sync-all",
+        "orch-deploy-salt-state-bastion-and-master",
+        "orch-deploy-salt-function-mine-update",
+        "orch-deploy-salt-state-workers",
+        "orch-deploy-salt-function-cluster-check",
+    ]
+    assert sorted(orch) == sorted(order)
+    for before, after in itertools.pairwise(order):
+        requisites = [r for item in orch[after]["salt"] if isinstance(item, dict) for r in item.get("require", [])]
+        assert {"salt": before} in requisites, f"{after} must require {before}"
+    workers = args_of(orch["orch-deploy-salt-state-workers"], "salt.state")
+    assert workers["batch"] == "25%"
+    assert args_of(orch["orch-deploy-salt-function-cluster-check"], "salt.function")["arg"] == [3]
+
+
+def test_core_renders_the_wiki_states_on_every_machine(tmp_path, pillar_data):
+    highstate = Minion(tmp_path, f"k8s-worker-0.{DOMAIN}", pillar_data).highstate()
+    assert {s for s in sls_of(highstate) if s.startswith("core.")} == {
+        f"core.{name}"
+        for name in ["sysctl", "locale", "motd", "sshd", "resolv", "hosts", "packages", "minion", "users"]
+    }
+    assert args_of(highstate["core-locale-locale-system"], "locale.system")["name"] == "C.UTF-8"
+    assert args_of(highstate["core-resolv-file-managed"], "file.managed")["context"] == {
+        "nameservers": ["1.1.1.1", "1.0.0.1"]
+    }
+    user = args_of(highstate["core-users-ssh-auth-present-waldorf"], "ssh_auth.present")
+    assert user["names"] == [KEY]
+    sshd = args_of(highstate["core-sshd-service-running"], "service.running")
+    assert sshd["reload"] is True
+    assert {"file": "core-sshd-file-managed-config"} in sshd["watch"]
+
+
+def test_sshd_config_forbids_root_and_password_logins():
+    config = (ROOT / "salt" / "core" / "files" / "sshd_config.jinja").read_text().splitlines()
+    assert "PermitRootLogin no" in config
+    assert "PasswordAuthentication no" in config
+
+
+def test_bastion_masquerades_the_private_network_out_of_the_public_interface(tmp_path, pillar_data):
+    # ens4 is listed before ens3 on purpose: the interface is found by address, not by order.
+    highstate = Minion(tmp_path, f"bastion.{DOMAIN}", pillar_data, grains=BASTION_GRAINS).highstate()
+    rule = args_of(highstate["bastion-iptables-iptables-append-masquerade"], "iptables.append")
+    assert rule["source"] == "10.1.0.0/16"
+    assert rule["out-interface"] == "ens3"
+    assert rule["jump"] == "MASQUERADE"
+    assert rule["table"] == "nat"
+    assert {"sls": "bastion.sysctl"} in rule["require"]
+    assert args_of(highstate["bastion-sysctl-sysctl-present-net.ipv4.ip_forward"], "sysctl.present")["value"] == 1
+
+
+def test_microk8s_uses_the_pillar_networks_and_the_floating_ip(tmp_path, pillar_data):
+    highstate = Minion(tmp_path, f"k8s-master.{DOMAIN}", pillar_data).highstate()
+    launch = args_of(highstate["microk8s-install-file-managed-launch-config"], "file.managed")
+    assert launch["context"] == {"pod_cidr": "10.244.0.0/16", "service_cidr": "10.152.183.0/24"}
+    san = args_of(highstate["microk8s-certificates-file-replace-csr-san"], "file.replace")
+    assert san["repl"] == "IP.99 = 203.0.113.10"
+    enabled = {
+        args_of(s, "microk8s.addon_enabled")["name"]
+        for i, s in highstate.items()
+        if i.startswith("microk8s-addons-microk8s-addon-enabled-")
+    }
+    assert enabled == {"dns", "hostpath-storage", "helm3", "ha-cluster", "observability"}
+    assert "microk8s-addons-microk8s-addon-disabled-registry" in highstate
+
+
+def test_workers_join_the_master_from_the_pillar(tmp_path, pillar_data):
+    highstate = Minion(tmp_path, f"k8s-worker-0.{DOMAIN}", pillar_data).highstate()
+    joined = args_of(highstate["microk8s-joined-microk8s-cluster-joined"], "microk8s.cluster_joined")
+    assert joined["master"] == f"k8s-master.{DOMAIN}"
+
+
+LAYERS = [
+    "_from_terraform.sls",
+    "environments/defaults.sls",
+    f"environments/{DOMAIN.replace('.', '_')}.sls",
+    "minions/defaults/k8s-worker-0.sls",
+    f"minions/{DOMAIN.replace('.', '_')}/k8s-worker-0.sls",
+]
+
+
+@pytest.mark.parametrize("winner", range(len(LAYERS)))
+def test_each_pillar_layer_overrides_the_earlier_ones(tmp_path, pillar_data, winner):
+    # Every layer up to `winner` sets the key; the most specific of them must win.
+    pillar = {**pillar_data, "probe": {"layer": LAYERS[0]}}
+    extra = {layer: {"probe": {"layer": layer}} for layer in LAYERS[1 : winner + 1]}
+    minion = Minion(tmp_path, f"k8s-worker-0.{DOMAIN}", pillar, extra_pillar=extra)
+    assert minion.call("pillar.get", "probe:layer") == LAYERS[winner]
+
+
+def test_missing_layers_are_fine_and_terraform_values_arrive(tmp_path, pillar_data):
+    items = Minion(tmp_path, f"salt.{DOMAIN}", pillar_data).call("pillar.items")
+    assert items["network"]["private_cidr"] == "10.1.0.0/16"
+    assert items["mine_functions"]["network.ip_addrs"] == {"cidr": "10.1.0.0/16"}
+    assert items["orchestration"]["worker_batch"] == "25%"

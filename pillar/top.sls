@@ -1,0 +1,21 @@
+{#-
+  Layers, general to specific; later ones override earlier ones:
+    _from_terraform, environments/defaults, environments/<domain>,
+    minions/defaults/<host>, minions/<domain>/<host>
+  The minion id is split at its first dot into host and domain. SLS names cannot contain dots,
+  so the domain's dots become underscores in file names: environments/lab_example_org.sls.
+#}
+{%- set host, _, domain = grains["id"].partition(".") %}
+{%- set domain_sls = domain | replace(".", "_") %}
+base:
+  '*':
+    - _from_terraform
+    - environments.defaults
+{%- if domain_sls %}
+    - environments.{{ domain_sls }}
+{%- endif %}
+    - minions.defaults.{{ host }}
+{%- if domain_sls %}
+    - minions.{{ domain_sls }}.{{ host }}
+{%- endif %}
+    - ignore_missing: true

@@ -1,0 +1,4 @@
+include:
+  - bastion.sysctl
+  - bastion.iptables
+  - bastion.fail2ban

@@ -1,0 +1,10 @@
+include:
+  - core.sysctl
+  - core.locale
+  - core.motd
+  - core.sshd
+  - core.resolv
+  - core.hosts
+  - core.packages
+  - core.minion
+  - core.users

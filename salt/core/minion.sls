@@ -1,0 +1,4 @@
+core-minion-service-running:
+  service.running:
+    - name: salt-minion
+    - enable: true

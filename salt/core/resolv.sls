@@ -1,0 +1,10 @@
+{%- from "core/map.jinja" import core with context %}
+
+core-resolv-file-managed:
+  file.managed:
+    - name: /etc/resolv.conf
+    - follow_symlinks: false
+    - source: salt://core/files/resolv.conf.jinja
+    - template: jinja
+    - context:
+        nameservers: {{ core.nameservers | json }}

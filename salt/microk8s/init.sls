@@ -1,0 +1,4 @@
+include:
+  - microk8s.install
+  - microk8s.certificates
+  - microk8s.addons

@@ -1,0 +1,25 @@
+{%- from "microk8s/map.jinja" import microk8s with context %}
+
+# The launch configuration is read when the snap installs: pod and service networks must not
+# be microk8s' own default (10.1.0.0/16 collides with the private network).
+microk8s-install-file-managed-launch-config:
+  file.managed:
+    - name: /var/snap/microk8s/common/.microk8s.yaml
+    - makedirs: true
+    - source: salt://microk8s/files/launch-config.yaml.jinja
+    - template: jinja
+    - context:
+        pod_cidr: {{ microk8s.pod_cidr }}
+        service_cidr: {{ microk8s.service_cidr }}
+
+microk8s-install-cmd-run-snap:
+  cmd.run:
+    - name: snap install microk8s --classic --channel={{ microk8s.channel }}
+    - unless: snap list microk8s
+    - require:
+      - file: microk8s-install-file-managed-launch-config
+
+microk8s-install-microk8s-running:
+  microk8s.running:
+    - require:
+      - cmd: microk8s-install-cmd-run-snap

@@ -1,0 +1,50 @@
+{#-
+  salt-run state.orchestrate orch.deploy: the Salt master first, then the bastion and the
+  Kubernetes master together, then every worker in batches, then a cluster check. The chain has
+  the same length at any number of nodes.
+#}
+{%- set batch = salt["pillar.get"]("orchestration:worker_batch", "25%") %}
+
+orch-deploy-salt-state-salt-master:
+  salt.state:
+    - tgt: "salt.*"
+    - highstate: true
+
+orch-deploy-salt-function-sync-all:
+  salt.function:
+    - name: saltutil.sync_all
+    - tgt: "*"
+    - require:
+      - salt: orch-deploy-salt-state-salt-master
+
+orch-deploy-salt-state-bastion-and-master:
+  salt.state:
+    - tgt: "bastion.* or k8s-master.*"
+    - tgt_type: compound
+    - highstate: true
+    - require:
+      - salt: orch-deploy-salt-function-sync-all
+
+orch-deploy-salt-function-mine-update:
+  salt.function:
+    - name: mine.update
+    - tgt: "*"
+    - require:
+      - salt: orch-deploy-salt-state-bastion-and-master
+
+orch-deploy-salt-state-workers:
+  salt.state:
+    - tgt: "k8s-worker-*"
+    - highstate: true
+    - batch: {{ batch | json }}
+    - require:
+      - salt: orch-deploy-salt-function-mine-update
+
+orch-deploy-salt-function-cluster-check:
+  salt.function:
+    - name: microk8s.cluster_check
+    - tgt: "k8s-master.*"
+    - arg:
+      - {{ salt["pillar.get"]("microk8s:expected_nodes", 1) }}
+    - require:
+      - salt: orch-deploy-salt-state-workers
