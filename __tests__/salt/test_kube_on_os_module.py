@@ -1,0 +1,53 @@
+"""Unit tests of salt/_modules/kube_on_os.py with Salt's dunders patched, as Salt's own tests do."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+from salt.exceptions import CommandExecutionError
+
+MODULE_PATH = Path(__file__).resolve().parents[2] / "salt" / "_modules" / "kube_on_os.py"
+
+
+@pytest.fixture
+def kube_on_os():
+    spec = importlib.util.spec_from_file_location("kube_on_os", MODULE_PATH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_hosts_file_names_every_minion_at_its_first_private_address_sorted(kube_on_os):
+    mine = {
+        "k8s-worker-0.lab.example": ["10.1.0.100"],
+        "bastion.lab.example": ["10.1.0.1", "10.1.0.2"],
+        "lost.lab.example": [],
+    }
+    kube_on_os.__salt__ = {
+        "mine.get": lambda target, function: mine if (target, function) == ("*", "network.ip_addrs") else {}
+    }
+    assert kube_on_os.hosts_file() == (
+        "127.0.0.1 localhost\n"
+        "::1 localhost ip6-localhost ip6-loopback\n"
+        "10.1.0.1 bastion.lab.example bastion\n"
+        "10.1.0.100 k8s-worker-0.lab.example k8s-worker-0\n"
+    )
+
+
+def test_hosts_file_without_mine_data_keeps_localhost(kube_on_os):
+    kube_on_os.__salt__ = {"mine.get": lambda *_: None}
+    assert kube_on_os.hosts_file() == "127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n"
+
+
+def test_interface_in_finds_the_interface_by_address_not_order(kube_on_os):
+    kube_on_os.__grains__ = {"ip4_interfaces": {"ens3": ["10.1.0.1"], "ens4": ["10.0.0.10"], "lo": ["127.0.0.1"]}}
+    assert kube_on_os.interface_in("10.0.0.0/16") == "ens4"
+    assert kube_on_os.interface_in("10.1.0.0/16") == "ens3"
+
+
+def test_interface_in_fails_rather_than_guessing(kube_on_os):
+    kube_on_os.__grains__ = {"ip4_interfaces": {"lo": ["127.0.0.1"]}}
+    with pytest.raises(CommandExecutionError, match=r"no interface has an address in 10\.0\.0\.0/16"):
+        kube_on_os.interface_in("10.0.0.0/16")
