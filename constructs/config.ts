@@ -366,8 +366,11 @@ export const VARIABLES = {
 export type VariableName = keyof typeof VARIABLES;
 type ValueOf<S> = S extends VariableSpec<infer T> ? T : never;
 
-/** Validated parameters. `root_password` is deliberately absent: it exists at plan time only. */
-export type KubeOnOsConfig = { readonly [K in Exclude<VariableName, "root_password">]: ValueOf<(typeof VARIABLES)[K]> };
+/** The sensitive variables: validated when given, never recorded, absent from KubeOnOsConfig. */
+type SecretName = "root_password" | "root_password_hash";
+
+/** Validated parameters. The secrets are deliberately absent: they exist at plan time only. */
+export type KubeOnOsConfig = { readonly [K in Exclude<VariableName, SecretName>]: ValueOf<(typeof VARIABLES)[K]> };
 
 /** Which state backend the stack declares. */
 export type BackendKind = "http" | "local";
