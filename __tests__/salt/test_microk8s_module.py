@@ -197,3 +197,50 @@ def test_the_salt_loader_loads_the_package_as_one_module(tmp_path):
     assert status["running"] is True
     assert [n["role"] for n in status["high_availability"]["nodes"]] == ["voter", "voter", "voter", "standby"]
     assert call("microk8s.addon_status", "dns") == "enabled"
+
+
+def test_addon_enabled_through_the_real_loader_changes_once_then_nothing(tmp_path):
+    """state.single microk8s.addon_enabled twice against a stateful fake microk8s."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "microk8s").symlink_to(Path(__file__).parent / "fake_microk8s.py")
+    state_dir = tmp_path / "fake"
+    state_dir.mkdir()
+    config = tmp_path / "etc"
+    config.mkdir()
+    (config / "minion").write_text(
+        yaml.safe_dump(
+            {
+                "id": "k8s-master.lab.example",
+                "file_client": "local",
+                "root_dir": str(tmp_path),
+                "cachedir": str(tmp_path / "cache"),
+                "pki_dir": str(tmp_path / "pki"),
+                "sock_dir": str(tmp_path / "sock"),
+                "log_file": str(tmp_path / "minion.log"),
+                "file_roots": {"base": [str(ROOT / "salt")]},
+            }
+        )
+    )
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path), "FAKE_MICROK8S_DIR": str(state_dir)}
+
+    def call(*args):
+        result = subprocess.run(
+            [str(VENV_BIN / "salt-call"), "--local", f"--config-dir={config}", "--out=json", *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=False,
+            timeout=120,
+        )
+        assert result.returncode == 0, result.stderr + result.stdout
+        return json.loads(result.stdout)["local"]
+
+    call("saltutil.sync_all")
+    first = next(iter(call("state.single", "microk8s.addon_enabled", "dns").values()))
+    assert first["result"] is True
+    assert first["changes"] == {"dns": {"old": "disabled", "new": "enabled"}}
+    second = next(iter(call("state.single", "microk8s.addon_enabled", "dns").values()))
+    assert second["result"] is True
+    assert second["changes"] == {}
+    assert (state_dir / "calls.log").read_text().count("enable dns\n") == 1

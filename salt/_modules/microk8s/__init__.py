@@ -54,6 +54,11 @@ def is_running() -> bool:
         return False
 
 
+def start() -> str:
+    """Starts microk8s. CLI Example: ``salt '*' microk8s.start``"""
+    return _cmd("start")
+
+
 def wait_ready(timeout: int = 300) -> bool:
     """Blocks until microk8s is ready or ``timeout`` seconds pass (``status --wait-ready``)."""
     _cmd("status", "--wait-ready", "--timeout", str(timeout), timeout=timeout + 30)
