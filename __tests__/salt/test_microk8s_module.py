@@ -9,17 +9,15 @@ from __future__ import annotations
 import importlib
 import json
 import stat
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from conftest import ROOT, LocalMinion
 from salt.exceptions import CommandExecutionError
 
-ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).parent / "fixtures" / "microk8s"
-VENV_BIN = Path(sys.executable).parent
 
 
 @pytest.fixture
@@ -162,35 +160,8 @@ def test_the_salt_loader_loads_the_package_as_one_module(tmp_path):
     fake = bin_dir / "microk8s"
     fake.write_text(f"#!/bin/sh\ncat '{FIXTURES / 'status-ha.yaml'}'\n")
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
-    config = tmp_path / "etc"
-    config.mkdir()
-    (config / "minion").write_text(
-        yaml.safe_dump(
-            {
-                "id": "k8s-master.lab.example",
-                "file_client": "local",
-                "root_dir": str(tmp_path),
-                "cachedir": str(tmp_path / "cache"),
-                "pki_dir": str(tmp_path / "pki"),
-                "sock_dir": str(tmp_path / "sock"),
-                "log_file": str(tmp_path / "minion.log"),
-                "file_roots": {"base": [str(ROOT / "salt")]},
-            }
-        )
-    )
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path)}
-
-    def call(*args):
-        result = subprocess.run(
-            [str(VENV_BIN / "salt-call"), "--local", f"--config-dir={config}", "--out=json", *args],
-            capture_output=True,
-            text=True,
-            env=env,
-            check=False,
-            timeout=120,
-        )
-        assert result.returncode == 0, result.stderr + result.stdout
-        return json.loads(result.stdout)["local"]
+    call = LocalMinion(tmp_path, "k8s-master.lab.example", file_root=ROOT / "salt", env=env).call
 
     call("saltutil.sync_modules")
     status = call("microk8s.status")
@@ -206,35 +177,8 @@ def test_addon_enabled_through_the_real_loader_changes_once_then_nothing(tmp_pat
     (bin_dir / "microk8s").symlink_to(Path(__file__).parent / "fake_microk8s.py")
     state_dir = tmp_path / "fake"
     state_dir.mkdir()
-    config = tmp_path / "etc"
-    config.mkdir()
-    (config / "minion").write_text(
-        yaml.safe_dump(
-            {
-                "id": "k8s-master.lab.example",
-                "file_client": "local",
-                "root_dir": str(tmp_path),
-                "cachedir": str(tmp_path / "cache"),
-                "pki_dir": str(tmp_path / "pki"),
-                "sock_dir": str(tmp_path / "sock"),
-                "log_file": str(tmp_path / "minion.log"),
-                "file_roots": {"base": [str(ROOT / "salt")]},
-            }
-        )
-    )
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path), "FAKE_MICROK8S_DIR": str(state_dir)}
-
-    def call(*args):
-        result = subprocess.run(
-            [str(VENV_BIN / "salt-call"), "--local", f"--config-dir={config}", "--out=json", *args],
-            capture_output=True,
-            text=True,
-            env=env,
-            check=False,
-            timeout=120,
-        )
-        assert result.returncode == 0, result.stderr + result.stdout
-        return json.loads(result.stdout)["local"]
+    call = LocalMinion(tmp_path, "k8s-master.lab.example", file_root=ROOT / "salt", env=env).call
 
     call("saltutil.sync_all")
     first = next(iter(call("state.single", "microk8s.addon_enabled", "dns").values()))

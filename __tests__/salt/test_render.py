@@ -11,14 +11,12 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from conftest import ROOT, LocalMinion
 
-ROOT = Path(__file__).resolve().parents[2]
-VENV_BIN = Path(sys.executable).parent
 DOMAIN = "lab.example"
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHhU0xQm2c2RZkzC9M7tRrFSe0Q5sQm8l8S3ZzQxYw1a waldorf@example"
 
@@ -74,46 +72,20 @@ def pillar_data(tmp_path_factory) -> dict:
     return from_terraform(synthesized_variables(tmp_path_factory))
 
 
-class Minion:
+class Minion(LocalMinion):
     """A masterless minion with our salt/ tree and a copy of pillar/ plus _from_terraform.sls."""
 
     def __init__(
         self, root: Path, minion_id: str, pillar: dict, grains: dict | None = None, extra_pillar: dict | None = None
     ):
-        self.root = root
-        self.pillar_root = root / "pillar"
-        shutil.copytree(ROOT / "pillar", self.pillar_root)
-        (self.pillar_root / "_from_terraform.sls").write_text(yaml.safe_dump(pillar))
+        pillar_root = root / "pillar"
+        shutil.copytree(ROOT / "pillar", pillar_root)
+        (pillar_root / "_from_terraform.sls").write_text(yaml.safe_dump(pillar))
         for relative, content in (extra_pillar or {}).items():
-            target = self.pillar_root / relative
+            target = pillar_root / relative
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(yaml.safe_dump(content))
-        self.config_dir = root / "etc"
-        self.config_dir.mkdir()
-        config = {
-            "id": minion_id,
-            "file_client": "local",
-            "root_dir": str(root),
-            "cachedir": str(root / "cache"),
-            "pki_dir": str(root / "pki"),
-            "sock_dir": str(root / "sock"),
-            "log_file": str(root / "minion.log"),
-            "file_roots": {"base": [str(ROOT / "salt")]},
-            "pillar_roots": {"base": [str(self.pillar_root)]},
-            "grains": grains or {},
-        }
-        (self.config_dir / "minion").write_text(yaml.safe_dump(config))
-
-    def call(self, *args: str):
-        result = subprocess.run(
-            [str(VENV_BIN / "salt-call"), "--local", f"--config-dir={self.config_dir}", "--out=json", *args],
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=300,
-        )
-        assert result.returncode == 0, f"salt-call {' '.join(args)} failed:\n{result.stderr}{result.stdout}"
-        return json.loads(result.stdout)["local"]
+        super().__init__(root, minion_id, file_root=ROOT / "salt", pillar_root=pillar_root, grains=grains)
 
     def highstate(self) -> dict:
         self.call("saltutil.sync_all")
