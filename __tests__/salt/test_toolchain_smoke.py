@@ -7,6 +7,7 @@ import re
 import subprocess
 from pathlib import Path
 
+import pytest
 import salt.version
 
 REQUIREMENTS = Path(__file__).resolve().parents[2] / "scripts" / "toolchain" / "requirements.txt"
@@ -56,7 +57,14 @@ def test_cloud_init_accepts_a_valid_cloud_config(tmp_path: Path) -> None:
     assert "Valid cloud-config" in result.stdout
 
 
-def test_cloud_init_rejects_a_wrongly_typed_key(tmp_path: Path) -> None:
-    result = cloud_init_schema("#cloud-config\nruncmd: 5\n", tmp_path)
+@pytest.mark.parametrize(
+    ("config", "error"),
+    [
+        ("runcmd: 5", "runcmd: 5 is not of type 'array'"),
+        ("write_files: [{path: 1, content: x}]", "write_files.0.path: 1 is not of type 'string'"),
+    ],
+)
+def test_cloud_init_rejects_a_wrongly_typed_key(config: str, error: str, tmp_path: Path) -> None:
+    result = cloud_init_schema(f"#cloud-config\n{config}\n", tmp_path)
     assert result.returncode != 0
-    assert "runcmd: 5 is not of type 'array'" in result.stdout + result.stderr
+    assert error in result.stdout + result.stderr

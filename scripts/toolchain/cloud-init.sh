@@ -21,7 +21,7 @@ chmod 0777 "$download"
 if ! (cd "$download" && apt-get download -qq "cloud-init=$KOO_CLOUD_INIT_VERSION" 2>/dev/null); then
   run_apt update -qq >/dev/null 2>&1 || true
   (cd "$download" && apt-get download -qq "cloud-init=$KOO_CLOUD_INIT_VERSION") ||
-    die "apt-get could not download cloud-init $KOO_CLOUD_INIT_VERSION"
+    die "apt-get could not download cloud-init $KOO_CLOUD_INIT_VERSION; if Debian has replaced it, set KOO_CLOUD_INIT_VERSION in scripts/toolchain/paths.sh to the version 'apt-cache policy cloud-init' shows"
 fi
 dpkg -x "$download"/cloud-init_*.deb "$dir/root"
 

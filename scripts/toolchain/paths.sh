@@ -26,11 +26,18 @@ koo_python_tag() {
   python3 -c 'import sys; print(f"py{sys.version_info[0]}.{sys.version_info[1]}")' 2>/dev/null || echo py-missing
 }
 
+koo_salt_version() {
+  sed -n 's/^salt==//p' "$KOO_REQUIREMENTS"
+}
+
+# The hash of requirements.txt makes any change to a pin a new venv; the Salt and Python versions
+# are there for people reading the cache.
 koo_venv_dir() {
   local hash
   hash=$(sha256sum "$KOO_REQUIREMENTS" | cut -c1-12)
-  echo "$KOO_CACHE/python/$(koo_python_tag)-$hash"
+  echo "$KOO_CACHE/python/salt-$(koo_salt_version)-$(koo_python_tag)-$hash"
 }
 
-koo_cloud_init_dir() { echo "$KOO_CACHE/cloud-init/$KOO_CLOUD_INIT_VERSION"; }
+# The validator's wrapper runs on one venv's Python, so each venv gets its own copy (a few MB).
+koo_cloud_init_dir() { echo "$KOO_CACHE/cloud-init/$KOO_CLOUD_INIT_VERSION/$(basename "$(koo_venv_dir)")"; }
 koo_gcl_dir() { echo "$KOO_CACHE/gitlab-ci-local/$KOO_GCL_VERSION"; }
