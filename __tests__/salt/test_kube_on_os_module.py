@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
+from conftest import load_module
 from salt.exceptions import CommandExecutionError
 
 MODULE_PATH = Path(__file__).resolve().parents[2] / "salt" / "_modules" / "kube_on_os.py"
@@ -13,9 +13,7 @@ MODULE_PATH = Path(__file__).resolve().parents[2] / "salt" / "_modules" / "kube_
 
 @pytest.fixture
 def kube_on_os():
-    spec = importlib.util.spec_from_file_location("kube_on_os", MODULE_PATH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_module("kube_on_os", MODULE_PATH)
     return module
 
 

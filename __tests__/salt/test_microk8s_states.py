@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
+from conftest import load_module
 from salt.exceptions import CommandExecutionError
 
 STATE_PATH = Path(__file__).resolve().parents[2] / "salt" / "_states" / "microk8s.py"
@@ -13,9 +13,7 @@ STATE_PATH = Path(__file__).resolve().parents[2] / "salt" / "_states" / "microk8
 
 @pytest.fixture
 def states():
-    spec = importlib.util.spec_from_file_location("microk8s_states", STATE_PATH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_module("microk8s_states", STATE_PATH)
     module.__opts__ = {"test": False}
     return module
 
