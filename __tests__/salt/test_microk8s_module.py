@@ -1,7 +1,7 @@
 """
-The microk8s execution module: unit tests with __salt__ patched and real-shaped microk8s output
-(fixtures/microk8s/, see its README for where each shape comes from), and the real Salt loader
-loading the package as one virtual module against a fake microk8s binary.
+The microk8s execution module: unit tests with __salt__/__opts__ patched over real-shaped
+microk8s output (fixtures/microk8s/, see its README for where each shape comes from) or over the
+fake microk8s (fake_microk8s.py), and the real Salt loader loading the package as one module.
 """
 
 from __future__ import annotations
@@ -14,10 +14,22 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import ROOT, LocalMinion
+from conftest import ROOT, FakeMicrok8s, LocalMinion
 from salt.exceptions import CommandExecutionError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "microk8s"
+MASTER = "k8s-master.lab.example"
+CP_JOINER = "k8s-worker-0.lab.example"
+WORKER = "k8s-worker-1.lab.example"
+PILLAR = {
+    "master": MASTER,
+    "nodes": [
+        {"id": MASTER, "address": "10.1.0.10"},
+        {"id": CP_JOINER, "address": "10.1.0.100"},
+        {"id": WORKER, "address": "10.1.0.101"},
+    ],
+    "control_plane": [MASTER, CP_JOINER],
+}
 
 
 @pytest.fixture
@@ -34,7 +46,7 @@ def fake_cli(outputs: dict[tuple[str, ...], dict]):
     """A cmd.run_all that answers known argument lists and records every call."""
     calls = []
 
-    def run_all(cmd, python_shell=True, timeout=None, ignore_retcode=False):
+    def run_all(cmd, python_shell=True, timeout=None, ignore_retcode=False, log_callback=None):
         assert python_shell is False, "microk8s must be called with an argument list, not a shell string"
         assert timeout, "every microk8s call needs a timeout"
         calls.append(tuple(cmd))
@@ -48,13 +60,23 @@ def ok(stdout: str) -> dict:
     return {"retcode": 0, "stdout": stdout, "stderr": ""}
 
 
+def fixture(name: str) -> str:
+    return (FIXTURES / name).read_text()
+
+
 STATUS = ("status", "--format", "yaml")
+NO_LOCK = {"config.get": lambda key, default=None: default, "file.file_exists": lambda path: False}
+
+
+def with_status(text: str, retcode: int = 0, **extra) -> dict:
+    return {"cmd.run_all": fake_cli({STATUS: {"retcode": retcode, "stdout": text, "stderr": ""}}), **NO_LOCK, **extra}
 
 
 def test_status_parses_ha_nodes_roles_and_addons(microk8s):
-    microk8s.__salt__ = {"cmd.run_all": fake_cli({STATUS: ok((FIXTURES / "status-ha.yaml").read_text())})}
+    microk8s.__salt__ = with_status(fixture("status-ha.yaml"))
     status = microk8s.status()
     assert status["running"] is True
+    assert status["worker"] is False
     assert status["high_availability"] == {
         "enabled": True,
         "nodes": [
@@ -70,18 +92,19 @@ def test_status_parses_ha_nodes_roles_and_addons(microk8s):
 
 
 def test_status_without_ha_has_no_nodes(microk8s):
-    microk8s.__salt__ = {"cmd.run_all": fake_cli({STATUS: ok((FIXTURES / "status-single.yaml").read_text())})}
+    microk8s.__salt__ = with_status(fixture("status-single.yaml"))
     assert microk8s.status()["high_availability"] == {"enabled": False, "nodes": []}
     assert microk8s.addons()["hostpath-storage"]["status"] == "enabled"
 
 
 def test_a_stopped_microk8s_prints_invalid_yaml_which_still_parses_as_not_running(microk8s):
-    text = (FIXTURES / "status-not-running.yaml").read_text()
+    text = fixture("status-not-running.yaml")
     with pytest.raises(yaml.YAMLError):
         yaml.safe_load(text)
-    microk8s.__salt__ = {"cmd.run_all": fake_cli({STATUS: ok(text)})}
+    microk8s.__salt__ = with_status(text)
     assert microk8s.status() == {
         "running": False,
+        "worker": False,
         "high_availability": {"enabled": False, "nodes": []},
         "addons": {},
         "message": "microk8s is not running. Use microk8s inspect for a deeper inspection.",
@@ -89,8 +112,41 @@ def test_a_stopped_microk8s_prints_invalid_yaml_which_still_parses_as_not_runnin
     assert microk8s.is_running() is False
 
 
+def test_a_worker_node_has_no_status_and_is_running_by_its_service(microk8s):
+    services = []
+    microk8s.__salt__ = with_status(
+        fixture("status-worker.txt"),
+        retcode=1,
+        **{"file.file_exists": lambda path: path.endswith("/var/lock/clustered.lock")},
+        **{"service.status": lambda name: services.append(name) or True},
+    )
+    assert microk8s.status() == {
+        "running": None,
+        "worker": True,
+        "high_availability": {"enabled": False, "nodes": []},
+        "addons": {},
+        "message": "This MicroK8s deployment is acting as a node in a cluster. Please use the master node.",
+    }
+    assert microk8s.is_worker() is True
+    assert microk8s.is_running() is True
+    assert services == ["snap.microk8s.daemon-kubelite"]
+    assert microk8s.membership() == {"role": "worker", "members": []}
+
+
+@pytest.mark.parametrize(
+    ("fixture_name", "role", "members"),
+    [
+        ("status-single.yaml", "standalone", []),
+        ("status-ha.yaml", "control-plane", ["10.1.0.10", "10.1.0.100", "10.1.0.101", "10.1.0.102"]),
+    ],
+)
+def test_membership_tells_a_standalone_node_from_a_control_plane_member(microk8s, fixture_name, role, members):
+    microk8s.__salt__ = with_status(fixture(fixture_name))
+    assert microk8s.membership() == {"role": role, "members": members}
+
+
 def test_an_unknown_addon_is_an_error_not_disabled(microk8s):
-    microk8s.__salt__ = {"cmd.run_all": fake_cli({STATUS: ok((FIXTURES / "status-single.yaml").read_text())})}
+    microk8s.__salt__ = with_status(fixture("status-single.yaml"))
     with pytest.raises(CommandExecutionError, match="microk8s has no addon named 'nope'"):
         microk8s.addon_status("nope")
 
@@ -104,48 +160,324 @@ def test_enable_passes_addon_arguments_in_microk8s_syntax(microk8s):
 
 def test_add_node_issues_a_single_use_token_by_default_and_parses_json(microk8s):
     args = ("add-node", "--format", "json", "--token-ttl", "-1")
-    microk8s.__salt__ = {"cmd.run_all": fake_cli({args: ok((FIXTURES / "add-node.json").read_text())})}
-    assert microk8s.add_node() == json.loads((FIXTURES / "add-node.json").read_text())
+    microk8s.__salt__ = {"cmd.run_all": fake_cli({args: ok(fixture("add-node.json"))})}
+    assert microk8s.add_node() == json.loads(fixture("add-node.json"))
 
 
-def test_a_failing_command_raises_with_microk8s_message(microk8s):
-    message = (FIXTURES / "error-already-known.txt").read_text()
-    join = ("join", "10.1.0.10:25000/abc/def", "--worker")
-    microk8s.__salt__ = {"cmd.run_all": fake_cli({join: {"retcode": 1, "stdout": message, "stderr": ""}})}
-    with pytest.raises(CommandExecutionError, match="already known to dqlite") as raised:
-        microk8s.join("10.1.0.10:25000/abc/def", worker=True)
-    assert importlib.import_module("microk8s._ha").classify_error(str(raised.value)) == "already-known"
+def test_a_failing_join_raises_with_microk8s_message_and_never_shows_the_token(microk8s):
+    url = "10.1.0.10:25000/2f1f9b8e0c7d4a3b9e6f5d4c3b2a1908/6c1f2e3d4b5a"
+    join = ("join", url, "--worker")
+    microk8s.__salt__ = {"cmd.run_all": fake_cli({join: {"retcode": 6, "stdout": fixture("error-already-known.txt")}})}
+    with pytest.raises(CommandExecutionError) as raised:
+        microk8s.join(url, worker=True)
+    assert str(raised.value) == (
+        "microk8s join 10.1.0.10:25000/<token> --worker failed: Contacting cluster at 10.1.0.10\n"
+        "Connection failed. the joining node (10.1.0.100) is already known to dqlite (504)."
+    )
+
+
+def test_commands_are_logged_through_the_redacting_callback(microk8s, tmp_path):
+    node = FakeMicrok8s(tmp_path, tmp_path / "cluster")
+    microk8s.__salt__ = node.salt_functions()
+    issued = microk8s.add_node()
+    token = issued["token"].split("/")[0]
+    with pytest.raises(CommandExecutionError) as raised:
+        microk8s.join(issued["urls"][0])
+    assert node.logged == ["microk8s add-node --format json --token-ttl -1", "microk8s join 10.1.0.10:25000/<token>"]
+    assert token not in str(raised.value)
 
 
 @pytest.mark.parametrize(
-    ("fixture", "kind"),
+    ("fixture_name", "kind", "action"),
     [
-        ("error-already-known.txt", "already-known"),
-        ("error-invalid-token.txt", "invalid-token"),
-        ("error-not-running.txt", "not-running"),
+        ("error-invalid-token.txt", "invalid-token", "renew"),
+        ("error-already-known.txt", "already-known", "renew"),
+        ("error-hostname-unresolved.txt", "hostname-unresolved", "renew"),
+        ("error-unreachable.txt", "unreachable", "wait"),
+        ("error-not-running.txt", "not-running", "wait"),
+        ("status-worker.txt", "other", "fail"),
     ],
 )
-def test_join_errors_are_classified(microk8s, fixture, kind):
-    assert importlib.import_module("microk8s._ha").classify_error((FIXTURES / fixture).read_text()) == kind
+def test_join_errors_are_classified_with_what_to_do(microk8s, fixture_name, kind, action):
+    assert microk8s.classify_error(fixture(fixture_name)) == {"kind": kind, "action": action}
 
 
-def test_extra_san_is_added_once_and_replaced_when_it_changes(microk8s):
-    files = {"/var/snap/microk8s/current/certs/csr.conf.template": "[ alt_names ]\nDNS.1 = kubernetes\n#MOREIPS\n"}
-    microk8s.__salt__ = {"file.read": files.__getitem__, "file.write": files.__setitem__}
+def test_extra_san_is_added_once_and_replaced_when_it_changes(microk8s, tmp_path):
+    node = FakeMicrok8s(tmp_path, tmp_path / "cluster")
+    microk8s.__salt__ = node.salt_functions()
     assert microk8s.config_set_extra_san("203.0.113.10") == {"changed": True, "san": "IP.99 = 203.0.113.10"}
     assert microk8s.config_set_extra_san("203.0.113.10") == {"changed": False, "san": "IP.99 = 203.0.113.10"}
     assert microk8s.config_set_extra_san("203.0.113.11") == {"changed": True, "san": "IP.99 = 203.0.113.11"}
-    template = files["/var/snap/microk8s/current/certs/csr.conf.template"]
+    template = (node.home / "certs" / "csr.conf.template").read_text()
     assert template.count("IP.99") == 1
     assert "#MOREIPS" in template
 
 
-def test_cluster_check_fails_when_nodes_are_missing(microk8s):
-    nodes = "k8s-master   Ready    <none>   5m   v1.28.3\nk8s-worker-0   NotReady   <none>   1m   v1.28.3\n"
-    microk8s.__salt__ = {"cmd.run_all": fake_cli({("kubectl", "get", "nodes", "--no-headers"): ok(nodes)})}
+def test_nodes_and_the_cluster_check_read_kubectl(microk8s):
+    kubectl = ("kubectl", "get", "nodes", "-o", "json")
+    microk8s.__salt__ = {
+        "cmd.run_all": fake_cli({kubectl: ok(fixture("kubectl-nodes.json"))}),
+        "pillar.get": lambda key, default=None: PILLAR if key == "microk8s" else default,
+    }
+    assert microk8s.nodes() == [
+        {"name": "k8s-master", "address": "10.1.0.10", "ready": True},
+        {"name": "k8s-worker-0", "address": "10.1.0.100", "ready": False},
+    ]
     assert microk8s.cluster_check(1) == {"ready": ["k8s-master"], "expected": 1}
-    with pytest.raises(CommandExecutionError, match="only 1 of 2 nodes are Ready: k8s-master"):
-        microk8s.cluster_check(2)
+    with pytest.raises(CommandExecutionError, match=r"^only 1 of 3 nodes are Ready: k8s-master$"):
+        microk8s.cluster_check()
+
+
+def roles_of(microk8s, settings: dict) -> dict:
+    microk8s.__salt__ = {"pillar.get": lambda key, default=None: settings if key == "microk8s" else default}
+    return microk8s.node_roles()
+
+
+def nodes(count: int) -> list[dict]:
+    return [{"id": f"n{i}", "address": f"10.1.0.{10 + i}"} for i in range(count)]
+
+
+def test_the_first_three_nodes_are_the_default_control_plane(microk8s):
+    assert roles_of(microk8s, {"nodes": nodes(5)}) == {
+        "master": "n0",
+        "control_plane": ["n0", "n1", "n2"],
+        "workers": ["n3", "n4"],
+        "joiners": {"n1": False, "n2": False, "n3": True, "n4": True},
+        "addresses": {f"n{i}": f"10.1.0.{10 + i}" for i in range(5)},
+    }
+    assert roles_of(microk8s, {"nodes": nodes(2)})["workers"] == []
+
+
+def test_the_pillar_may_name_the_control_plane_and_its_size(microk8s):
+    explicit = roles_of(microk8s, {"nodes": nodes(4), "master": "n2", "control_plane": ["n3", "n2"]})
+    assert (explicit["control_plane"], explicit["workers"]) == (["n2", "n3"], ["n0", "n1"])
+    assert roles_of(microk8s, {"nodes": nodes(4), "control_plane_size": 1})["workers"] == ["n1", "n2", "n3"]
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({}, r"pillar microk8s:nodes must list every Kubernetes node as \{id, address\}, got None"),
+        ({"nodes": [{"id": "n0"}]}, r"pillar microk8s:nodes entries need an id and an address, got \{'id': 'n0'\}"),
+        (
+            {"nodes": [{"id": "n0", "address": "ten"}]},
+            r"pillar microk8s:nodes addresses must be IP addresses, got 'ten'",
+        ),
+        ({"nodes": nodes(1) * 2}, r"pillar microk8s:nodes ids must be unique, got 'n0'"),
+        (
+            {"nodes": [*nodes(1), {"id": "n1", "address": "10.1.0.10"}]},
+            r"pillar microk8s:nodes addresses must be unique, got '10.1.0.10'",
+        ),
+        ({"nodes": nodes(2), "control_plane": ["n0", "x"]}, r"microk8s:control_plane may only name ids .*got \['x'\]"),
+        ({"nodes": nodes(4), "master": "n3"}, r"pillar microk8s:master must be one of the control plane .*got 'n3'"),
+        ({"nodes": nodes(2), "control_plane_size": 0}, r"microk8s:control_plane_size must be .* at least 1, got 0"),
+    ],
+)
+def test_a_bad_pillar_names_the_key_and_the_value(microk8s, settings, message):
+    with pytest.raises(CommandExecutionError, match=message):
+        roles_of(microk8s, settings)
+
+
+def test_the_token_file_tells_single_use_from_expiring_tokens(microk8s):
+    ha = importlib.import_module("microk8s._ha")
+    tokens = ha.parse_cluster_tokens(fixture("cluster-tokens.txt"))
+    assert tokens == {"2f1f9b8e0c7d4a3b9e6f5d4c3b2a1908": None, "9a8b7c6d5e4f30211f2e3d4c5b6a7980": 1700003600}
+    assert ha.token_is_live("2f1f9b8e0c7d4a3b9e6f5d4c3b2a1908", tokens, now=2e9)
+    assert ha.token_is_live("9a8b7c6d5e4f30211f2e3d4c5b6a7980", tokens, now=1700000000)
+    # Expiring within the margin counts as spent: a joiner could not use it in time.
+    assert not ha.token_is_live("9a8b7c6d5e4f30211f2e3d4c5b6a7980", tokens, now=1700003500)
+    assert not ha.token_is_live("unknown", tokens, now=0)
+
+
+def test_the_join_url_on_the_masters_private_address_is_preferred(microk8s):
+    ha = importlib.import_module("microk8s._ha")
+    urls = json.loads(fixture("add-node.json"))["urls"]
+    assert ha.url_for(urls, "10.0.0.11") == urls[1]
+    assert ha.url_for(urls, "192.0.2.1") == urls[0]
+    with pytest.raises(CommandExecutionError, match="without any URL"):
+        ha.url_for([], "10.1.0.10")
+
+
+class Cluster:
+    """The fake master and its two joiners, with the master's module dunders."""
+
+    def __init__(self, microk8s, root: Path):
+        self.module = microk8s
+        self.master = FakeMicrok8s(root / "master", root / "cluster", "10.1.0.10", "k8s-master")
+        self.cp_joiner = FakeMicrok8s(root / "cp", root / "cluster", "10.1.0.100", "k8s-worker-0")
+        self.worker = FakeMicrok8s(root / "worker", root / "cluster", "10.1.0.101", "k8s-worker-1")
+        self.calls: list = []
+        self.cachedir = root / "cache"
+
+    def as_master(self, minion_id: str = MASTER, pillar: dict | None = None):
+        settings = pillar or {"microk8s": PILLAR}
+
+        def pillar_get(key, default=None):
+            node = settings
+            for part in key.split(":"):
+                if not isinstance(node, dict) or part not in node:
+                    return default
+                node = node[part]
+            return node
+
+        self.module.__opts__ = {"id": minion_id, "cachedir": str(self.cachedir)}
+        self.module.__salt__ = self.master.salt_functions(
+            **{
+                "pillar.get": pillar_get,
+                "mine.update": lambda: self.calls.append("mine.update"),
+                "state.sls": lambda sls, queue=False: (
+                    self.calls.append(("state.sls", sls, queue)) or {"file_|-core-hosts": {"result": True}}
+                ),
+            }
+        )
+        return self.module
+
+    def ledger(self) -> dict:
+        return json.loads((self.cachedir / "kube-on-os" / "microk8s-join-tokens.json").read_text())
+
+
+def test_the_master_issues_one_token_per_pending_joiner_and_publishes_no_raw_token(microk8s, tmp_path):
+    cluster = Cluster(microk8s, tmp_path)
+    master = cluster.as_master()
+    assert master.join_tokens() == {}
+    assert master.pending_joiners() == [CP_JOINER, WORKER]
+    assert master.join_token_plan() == {"issue": [CP_JOINER, WORKER], "withdraw": [], "serials": {}}
+
+    assert master.issue_join_tokens([CP_JOINER, WORKER]) == {CP_JOINER: 1, WORKER: 1}
+    published = master.join_tokens()
+    assert set(published) == {CP_JOINER, WORKER}
+    assert published[WORKER]["worker"] is True and published[CP_JOINER]["worker"] is False
+    assert published[WORKER]["expires"] is None
+    assert published[WORKER]["urls"][0].startswith("10.1.0.10:25000/")
+    assert "token" not in published[WORKER]
+    assert published[WORKER]["urls"] != published[CP_JOINER]["urls"]
+    ledger_file = cluster.cachedir / "kube-on-os" / "microk8s-join-tokens.json"
+    assert stat.S_IMODE(ledger_file.stat().st_mode) == 0o600
+    # Both tokens are live single-use lines in microk8s' own token file.
+    tokens = (cluster.master.home / "credentials" / "cluster-tokens.txt").read_text().splitlines()
+    assert sorted(tokens) == sorted(entry["token"] for entry in cluster.ledger()["tokens"].values())
+    assert master.join_token_plan() == {"issue": [], "withdraw": [], "serials": {CP_JOINER: 1, WORKER: 1}}
+
+
+def test_a_joined_node_has_its_token_withdrawn_and_a_spent_one_is_reissued(microk8s, tmp_path):
+    cluster = Cluster(microk8s, tmp_path)
+    master = cluster.as_master()
+    master.issue_join_tokens([CP_JOINER, WORKER])
+    urls = master.join_tokens()
+    assert cluster.cp_joiner.run("join", urls[CP_JOINER]["urls"][0]).returncode == 0
+    # The worker's token is spent by a failed attempt: the master's name lookup refuses it.
+    (cluster.master.home / "etc-hosts").write_text("10.1.0.10 k8s-master\n")
+    failed = cluster.worker.run("join", urls[WORKER]["urls"][0], "--worker")
+    assert failed.returncode == 6
+    assert master.classify_error(failed.stdout)["kind"] == "hostname-unresolved"
+    assert master.join_token_plan() == {
+        "issue": [WORKER],
+        "withdraw": [CP_JOINER],
+        "serials": {CP_JOINER: 1, WORKER: 1},
+    }
+    assert master.issue_join_tokens([WORKER], [CP_JOINER]) == {WORKER: 2, CP_JOINER: None}
+    assert set(master.join_tokens()) == {WORKER}
+
+
+def test_issuing_for_an_unexpected_minion_is_refused(microk8s, tmp_path):
+    master = Cluster(microk8s, tmp_path).as_master()
+    with pytest.raises(
+        CommandExecutionError, match=r"not expected joiners according to pillar microk8s:nodes: \['x'\]"
+    ):
+        master.issue_join_tokens(["x"])
+
+
+def test_renewal_after_an_invalid_token_issues_a_newer_one_once(microk8s, tmp_path):
+    cluster = Cluster(microk8s, tmp_path)
+    master = cluster.as_master()
+    master.issue_join_tokens([WORKER])
+    renewed = master.renew_join_token(WORKER, "invalid-token", serial=1)
+    assert renewed == {"joiner": WORKER, "renewed": True, "forgot": False, "hosts": False, "serial": 2}
+    assert cluster.calls == ["mine.update"]
+    # The same report arriving twice (two events for serial 1) renews once.
+    assert master.renew_join_token(WORKER, "invalid-token", serial=1) == {
+        "joiner": WORKER,
+        "renewed": False,
+        "forgot": False,
+        "hosts": False,
+        "serial": 2,
+    }
+    assert master.join_tokens()[WORKER]["serial"] == 2
+
+
+def test_renewal_for_a_rebuilt_node_forgets_its_member_at_the_pillar_address(microk8s, tmp_path):
+    cluster = Cluster(microk8s, tmp_path)
+    master = cluster.as_master()
+    master.issue_join_tokens([CP_JOINER])
+    assert cluster.cp_joiner.run("join", master.join_tokens()[CP_JOINER]["urls"][0]).returncode == 0
+    # The node is rebuilt: a fresh $SNAP_DATA, while dqlite still lists its address.
+    for path in sorted(cluster.cp_joiner.home.rglob("*"), reverse=True):
+        path.unlink() if path.is_file() else path.rmdir()
+    master.issue_join_tokens([CP_JOINER])
+    refused = cluster.cp_joiner.run("join", master.join_tokens()[CP_JOINER]["urls"][0])
+    assert master.classify_error(refused.stdout)["kind"] == "already-known"
+    renewed = master.renew_join_token(CP_JOINER, "already-known", serial=2)
+    assert renewed == {"joiner": CP_JOINER, "renewed": True, "forgot": True, "hosts": False, "serial": 3}
+    assert "10.1.0.100:19001" not in json.dumps(master.members())
+    assert cluster.cp_joiner.run("join", master.join_tokens()[CP_JOINER]["urls"][0]).returncode == 0
+
+
+def test_renewal_after_a_name_lookup_failure_refreshes_the_masters_hosts_file(microk8s, tmp_path):
+    cluster = Cluster(microk8s, tmp_path)
+    master = cluster.as_master()
+    master.issue_join_tokens([WORKER])
+    renewed = master.renew_join_token(WORKER, "hostname-unresolved", serial=1)
+    assert renewed == {"joiner": WORKER, "renewed": True, "forgot": False, "hosts": True, "serial": 2}
+    assert cluster.calls == [("state.sls", "core.hosts", True), "mine.update"]
+
+
+@pytest.mark.parametrize(
+    ("minion_id", "joiner", "reason", "message"),
+    [
+        (CP_JOINER, WORKER, "invalid-token", rf"{CP_JOINER} is not the microk8s master \({MASTER}\)"),
+        (MASTER, "intruder.lab.example", "invalid-token", "intruder.lab.example is not an expected joiner"),
+        (
+            MASTER,
+            WORKER,
+            "unreachable",
+            "a token is only renewed after invalid-token, already-known, hostname-unresolved",
+        ),
+    ],
+)
+def test_renewal_refuses_what_it_must_not_do(microk8s, tmp_path, minion_id, joiner, reason, message):
+    cluster = Cluster(microk8s, tmp_path)
+    master = cluster.as_master(minion_id)
+    with pytest.raises(CommandExecutionError, match=message):
+        master.renew_join_token(joiner, reason, serial=1)
+    assert cluster.calls == []
+    assert not (cluster.master.home / "credentials" / "cluster-tokens.txt").exists()
+
+
+def test_a_joiner_reads_its_own_token_from_the_mine_and_asks_for_renewal_by_event(microk8s):
+    published = {
+        MASTER: {WORKER: {"urls": ["10.0.0.11:25000/t/c", "10.1.0.10:25000/t/c"], "serial": 4, "worker": True}}
+    }
+    events = []
+    microk8s.__opts__ = {"id": WORKER}
+    microk8s.__salt__ = {
+        "mine.get": lambda target, function: (
+            published if (target, function) == (MASTER, "microk8s.join_tokens") else {}
+        ),
+        "mine.update": lambda: events.append("mine.update"),
+        "event.send": lambda tag, data: events.append((tag, data)) or True,
+    }
+    assert microk8s.published_token(MASTER, "10.1.0.10") == {"url": "10.1.0.10:25000/t/c", "serial": 4, "worker": True}
+    microk8s.__opts__ = {"id": CP_JOINER}
+    assert microk8s.published_token(MASTER, "10.1.0.10") is None
+
+    assert microk8s.request_token_renewal(MASTER, "invalid-token", 4) is True
+    assert microk8s.request_token_renewal(MASTER, "hostname-unresolved", 5) is True
+    tag = "kube-on-os/microk8s/join-token/renew"
+    assert events == [
+        (tag, {"master": MASTER, "reason": "invalid-token", "serial": 4}),
+        "mine.update",
+        (tag, {"master": MASTER, "reason": "hostname-unresolved", "serial": 5}),
+    ]
 
 
 def test_virtual_refuses_without_the_binary(microk8s, monkeypatch):
@@ -172,13 +504,8 @@ def test_the_salt_loader_loads_the_package_as_one_module(tmp_path):
 
 def test_addon_enabled_through_the_real_loader_changes_once_then_nothing(tmp_path):
     """state.single microk8s.addon_enabled twice against a stateful fake microk8s."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "microk8s").symlink_to(Path(__file__).parent / "fake_microk8s.py")
-    state_dir = tmp_path / "fake"
-    state_dir.mkdir()
-    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path), "FAKE_MICROK8S_DIR": str(state_dir)}
-    call = LocalMinion(tmp_path, "k8s-master.lab.example", file_root=ROOT / "salt", env=env).call
+    node = FakeMicrok8s(tmp_path / "node", tmp_path / "cluster")
+    call = LocalMinion(tmp_path, "k8s-master.lab.example", file_root=ROOT / "salt", env=node.env).call
 
     call("saltutil.sync_all")
     first = next(iter(call("state.single", "microk8s.addon_enabled", "dns").values()))
@@ -187,4 +514,4 @@ def test_addon_enabled_through_the_real_loader_changes_once_then_nothing(tmp_pat
     second = next(iter(call("state.single", "microk8s.addon_enabled", "dns").values()))
     assert second["result"] is True
     assert second["changes"] == {}
-    assert (state_dir / "calls.log").read_text().count("enable dns\n") == 1
+    assert (node.home / "calls.log").read_text().count("enable dns\n") == 1

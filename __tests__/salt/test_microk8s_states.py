@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import importlib
+import sys
 from pathlib import Path
 
 import pytest
-from conftest import load_module
+from conftest import ROOT, load_module
 from salt.exceptions import CommandExecutionError
 
-STATE_PATH = Path(__file__).resolve().parents[2] / "salt" / "_states" / "microk8s.py"
+STATE_PATH = ROOT / "salt" / "_states" / "microk8s.py"
+FIXTURES = Path(__file__).parent / "fixtures" / "microk8s"
+MASTER = "k8s-master.lab.example"
+ME = "k8s-worker-1.lab.example"
 
 
 @pytest.fixture
@@ -21,8 +26,9 @@ def states():
 class Node:
     """A microk8s node as the execution module reports it, recording what the states do."""
 
-    def __init__(self, running=True, addons=None, fail=None):
+    def __init__(self, running=True, addons=None, fail=None, worker=False):
         self.running = running
+        self.worker = worker
         self.addons = dict(addons or {})
         self.fail = fail
         self.actions = []
@@ -50,8 +56,9 @@ class Node:
         return {
             "microk8s.status": lambda: {},
             "microk8s.is_running": lambda: self.running,
+            "microk8s.is_worker": lambda: self.worker,
             "microk8s.start": start,
-            "microk8s.wait_ready": lambda timeout: True,
+            "microk8s.wait_ready": lambda timeout: self.actions.append(("wait_ready", timeout)) or True,
             "microk8s.addon_status": addon_status,
             "microk8s.enable": enable,
             "microk8s.disable": disable,
@@ -93,6 +100,13 @@ def test_running_predicts_in_test_mode_and_starts_otherwise(states):
         "changes": {"running": {"old": False, "new": True}},
         "comment": "microk8s started",
     }
+    assert node.actions == [("start",), ("wait_ready", 300)]
+
+
+def test_running_on_a_worker_does_not_wait_for_a_status_it_cannot_have(states):
+    node = Node(running=False, worker=True)
+    use(states, node)
+    assert states.running()["comment"] == "microk8s started"
     assert node.actions == [("start",)]
 
 
@@ -160,3 +174,364 @@ def test_virtual_needs_the_execution_module(states):
     )
     states.__salt__ = {"microk8s.status": lambda: {}}
     assert states.__virtual__() == "microk8s"
+
+
+# join_tokens_published, on the master
+
+
+class Master:
+    """The master's execution functions as join_tokens_published uses them."""
+
+    def __init__(self, plan, published=None, current=None, minion_id=MASTER, fail=None):
+        self.plan = plan
+        self.published = published if published is not None else {}
+        self.current = current if current is not None else {}
+        self.minion_id = minion_id
+        self.fail = fail
+        self.actions = []
+
+    def functions(self):
+        def issue(joiners, withdraw, ttl):
+            self.actions.append(("issue", joiners, withdraw, ttl))
+            if self.fail:
+                raise CommandExecutionError(self.fail)
+            return {**{j: 7 for j in joiners}, **{j: None for j in withdraw}}
+
+        return {
+            "microk8s.node_roles": lambda: {"master": MASTER},
+            "microk8s.join_token_plan": lambda: self.plan,
+            "microk8s.join_tokens": lambda: self.current,
+            "microk8s.issue_join_tokens": issue,
+            "mine.get": lambda target, function: {target: self.published} if function == "microk8s.join_tokens" else {},
+            "mine.update": lambda: self.actions.append(("mine.update",)),
+        }
+
+
+def on_master(states, master, test=False):
+    states.__salt__ = master.functions()
+    states.__opts__ = {"test": test, "id": master.minion_id}
+
+
+PUBLISHED = {ME: {"urls": ["10.1.0.10:25000/t/c"], "serial": 6, "worker": True, "expires": None}}
+
+
+def test_tokens_already_issued_and_published_change_nothing(states):
+    master = Master({"issue": [], "withdraw": [], "serials": {ME: 6}}, published=PUBLISHED, current=PUBLISHED)
+    for test in (False, True):
+        on_master(states, master, test)
+        assert states.join_tokens_published("tokens") == {
+            "name": "tokens",
+            "result": True,
+            "changes": {},
+            "comment": "every pending joiner holds a live, published join token",
+        }
+    assert master.actions == []
+
+
+def test_tokens_are_predicted_in_test_mode_then_issued_withdrawn_and_published(states):
+    plan = {"issue": [ME], "withdraw": ["k8s-worker-0.lab.example"], "serials": {ME: 6, "k8s-worker-0.lab.example": 2}}
+    master = Master(plan)
+    on_master(states, master, test=True)
+    assert states.join_tokens_published("tokens", ttl=600) == {
+        "name": "tokens",
+        "result": None,
+        "changes": {
+            "tokens": {
+                "old": {ME: 6, "k8s-worker-0.lab.example": 2},
+                "new": {ME: "new token", "k8s-worker-0.lab.example": None},
+            }
+        },
+        "comment": "join tokens would be issued and published",
+    }
+    assert master.actions == []
+    on_master(states, master)
+    assert states.join_tokens_published("tokens", ttl=600) == {
+        "name": "tokens",
+        "result": True,
+        "changes": {
+            "tokens": {
+                "old": {ME: 6, "k8s-worker-0.lab.example": 2},
+                "new": {ME: 7, "k8s-worker-0.lab.example": None},
+            }
+        },
+        "comment": "join tokens issued and published",
+    }
+    assert master.actions == [("issue", [ME], ["k8s-worker-0.lab.example"], 600), ("mine.update",)]
+
+
+def test_tokens_missing_from_the_mine_are_published_again(states):
+    master = Master({"issue": [], "withdraw": [], "serials": {ME: 6}}, published={}, current=PUBLISHED)
+    on_master(states, master)
+    assert states.join_tokens_published("tokens") == {
+        "name": "tokens",
+        "result": True,
+        "changes": {"mine": {"old": "stale", "new": "published"}},
+        "comment": "join tokens issued and published",
+    }
+    assert master.actions == [("mine.update",)]
+
+
+def test_only_the_master_issues_tokens_and_failures_are_reported(states):
+    on_master(states, Master({}, minion_id=ME))
+    assert states.join_tokens_published("tokens") == {
+        "name": "tokens",
+        "result": False,
+        "changes": {},
+        "comment": f"only the microk8s master ({MASTER}) issues join tokens, not {ME}",
+    }
+    master = Master({"issue": [ME], "withdraw": [], "serials": {}}, fail="microk8s add-node failed: not running")
+    on_master(states, master)
+    assert states.join_tokens_published("tokens") == {
+        "name": "tokens",
+        "result": False,
+        "changes": {},
+        "comment": "join tokens could not be issued: microk8s add-node failed: not running",
+    }
+
+
+# cluster_joined, on a joiner
+
+
+@pytest.fixture
+def classify():
+    """The execution module's real classification, as the state reaches it through __salt__."""
+    sys.path.insert(0, str(ROOT / "salt" / "_modules"))
+    try:
+        yield importlib.import_module("microk8s").classify_error
+    finally:
+        sys.path.pop(0)
+        for name in [n for n in sys.modules if n == "microk8s" or n.startswith("microk8s.")]:
+            del sys.modules[name]
+
+
+def error(fixture: str) -> CommandExecutionError:
+    return CommandExecutionError(f"microk8s join 10.1.0.10:25000/<token> failed: {(FIXTURES / fixture).read_text()}")
+
+
+class Joiner:
+    """
+    A joining node and, behind the mine, its master: ``outcomes`` are what each microk8s join
+    does (None joins; an exception fails). A renewal request makes the master publish the next
+    serial after ``renew_after`` more mine reads, as the reactor would.
+    """
+
+    def __init__(self, classify, outcomes, role="standalone", members=(), published=True, renew_after=0):
+        self.classify = classify
+        self.outcomes = list(outcomes)
+        self.role = role
+        self.members = list(members)
+        self.serial = 1 if published else None
+        self.renew_after = renew_after
+        self.pending_renewal = None
+        self.actions = []
+
+    def functions(self):
+        def membership():
+            return {"role": self.role, "members": self.members}
+
+        def published_token(master, master_address):
+            assert (master, master_address) == (MASTER, "10.1.0.10")
+            if self.pending_renewal is not None:
+                if self.pending_renewal == 0:
+                    self.serial += 1
+                    self.pending_renewal = None
+                else:
+                    self.pending_renewal -= 1
+            if self.serial is None:
+                return None
+            return {"url": f"10.1.0.10:25000/token-{self.serial}/c", "serial": self.serial, "worker": True}
+
+        def join(url, worker):
+            self.actions.append(("join", url, worker))
+            outcome = self.outcomes.pop(0)
+            if outcome is not None:
+                raise outcome
+            self.role = "worker" if worker else "control-plane"
+            self.members = [] if worker else ["10.1.0.10", "10.1.0.101"]
+
+        def request_token_renewal(master, reason, serial):
+            self.actions.append(("renew", reason, serial))
+            self.pending_renewal = self.renew_after
+
+        return {
+            "microk8s.membership": membership,
+            "microk8s.published_token": published_token,
+            "microk8s.join": join,
+            "microk8s.classify_error": self.classify,
+            "microk8s.request_token_renewal": request_token_renewal,
+        }
+
+
+@pytest.fixture
+def sleeps(monkeypatch, states):
+    waited = []
+    monkeypatch.setattr(states.time, "sleep", waited.append)
+    return waited
+
+
+def join_as(states, joiner, test=False, **kwargs):
+    states.__salt__ = joiner.functions()
+    states.__opts__ = {"test": test, "id": ME}
+    return states.cluster_joined("join", MASTER, **{"master_address": "10.1.0.10", "worker": True, **kwargs})
+
+
+JOINED = {
+    "name": "join",
+    "result": True,
+    "changes": {"cluster": {"old": "standalone", "new": f"worker of {MASTER}"}},
+    "comment": f"joined {MASTER} as worker",
+}
+
+
+def test_an_already_joined_node_changes_nothing_in_test_mode_too(states, classify, sleeps):
+    for test in (False, True):
+        worker = Joiner(classify, [], role="worker")
+        assert join_as(states, worker, test) == {
+            "name": "join",
+            "result": True,
+            "changes": {},
+            "comment": f"already joined {MASTER} as worker",
+        }
+        voter = Joiner(classify, [], role="control-plane", members=["10.1.0.10", "10.1.0.100"])
+        assert join_as(states, voter, test, worker=False)["comment"] == f"already joined {MASTER} as control-plane"
+        assert worker.actions == voter.actions == []
+
+
+def test_test_mode_predicts_the_join(states, classify, sleeps):
+    joiner = Joiner(classify, [])
+    assert join_as(states, joiner, test=True) == {
+        "name": "join",
+        "result": None,
+        "changes": {"cluster": {"old": "standalone", "new": f"worker of {MASTER}"}},
+        "comment": f"would join {MASTER} as worker",
+    }
+    assert joiner.actions == []
+
+
+def test_a_node_of_another_cluster_is_not_pulled_out_of_it(states, classify, sleeps):
+    joiner = Joiner(classify, [], role="control-plane", members=["10.9.0.1", "10.9.0.2"])
+    assert join_as(states, joiner) == {
+        "name": "join",
+        "result": False,
+        "changes": {},
+        "comment": f"this node is already a control-plane of another cluster (10.9.0.1, 10.9.0.2); "
+        f"run microk8s leave on it before it can join {MASTER} as worker",
+    }
+    assert joiner.actions == []
+
+
+def test_a_first_try_join_reports_old_and_new(states, classify, sleeps):
+    joiner = Joiner(classify, [None])
+    assert join_as(states, joiner) == JOINED
+    assert joiner.actions == [("join", "10.1.0.10:25000/token-1/c", True)]
+    assert sleeps == []
+
+
+@pytest.mark.parametrize(
+    "fixture", ["error-invalid-token.txt", "error-already-known.txt", "error-hostname-unresolved.txt"]
+)
+def test_a_spent_token_is_renewed_through_the_master_and_the_join_retried(states, classify, sleeps, fixture):
+    # The failed attempt consumed the single-use token (or it expired): retrying it cannot work.
+    joiner = Joiner(classify, [error(fixture), None], renew_after=1)
+    assert join_as(states, joiner) == JOINED
+    kind = classify((FIXTURES / fixture).read_text())["kind"]
+    assert joiner.actions == [
+        ("join", "10.1.0.10:25000/token-1/c", True),
+        ("renew", kind, 1),
+        ("join", "10.1.0.10:25000/token-2/c", True),
+    ]
+    # One wait while the master had not renewed yet, then one with the new token.
+    assert sleeps == [5, 10]
+
+
+@pytest.mark.parametrize("fixture", ["error-unreachable.txt", "error-not-running.txt"])
+def test_an_unready_master_is_waited_for_with_growing_bounded_backoff(states, classify, sleeps, fixture):
+    joiner = Joiner(classify, [error(fixture)] * 5 + [None])
+    assert join_as(states, joiner, interval=5, max_interval=30) == JOINED
+    assert [a[0] for a in joiner.actions] == ["join"] * 6
+    assert sleeps == [5, 10, 20, 30, 30]
+
+
+def test_a_master_that_never_publishes_a_token_fails_clearly_after_the_attempts(states, classify, sleeps):
+    joiner = Joiner(classify, [], published=False)
+    assert join_as(states, joiner, attempts=4, interval=2, max_interval=5) == {
+        "name": "join",
+        "result": False,
+        "changes": {},
+        "comment": f"not joined to {MASTER} after 4 attempts; last: {MASTER} has published no join token "
+        "for this node (is its highstate done?)",
+    }
+    assert sleeps == [2, 4, 5]
+
+
+def test_a_renewal_that_never_comes_fails_clearly(states, classify, sleeps):
+    joiner = Joiner(classify, [error("error-invalid-token.txt")], renew_after=99)
+    assert join_as(states, joiner, attempts=3) == {
+        "name": "join",
+        "result": False,
+        "changes": {},
+        "comment": f"not joined to {MASTER} after 3 attempts; last: {MASTER} has not renewed spent join token #1",
+    }
+    assert joiner.actions == [("join", "10.1.0.10:25000/token-1/c", True), ("renew", "invalid-token", 1)]
+
+
+def test_an_error_retrying_cannot_fix_fails_at_once(states, classify, sleeps):
+    refusal = CommandExecutionError("microk8s join failed: not possible to join. This is not an HA MicroK8s cluster")
+    joiner = Joiner(classify, [refusal])
+    result = join_as(states, joiner)
+    assert result == {
+        "name": "join",
+        "result": False,
+        "changes": {},
+        "comment": f"joining {MASTER} failed (other), retrying cannot help: {refusal}",
+    }
+    assert sleeps == []
+
+
+def test_a_join_that_succeeds_without_membership_is_a_failure(states, classify, sleeps):
+    joiner = Joiner(classify, [None])
+    functions = joiner.functions()
+    functions["microk8s.join"] = lambda url, worker: None
+    states.__salt__ = functions
+    states.__opts__ = {"test": False, "id": ME}
+    assert states.cluster_joined("join", MASTER, master_address="10.1.0.10", worker=True) == {
+        "name": "join",
+        "result": False,
+        "changes": {},
+        "comment": "microk8s join reported success, but this node is standalone ([])",
+    }
+
+
+ROLES = {
+    "master": MASTER,
+    "joiners": {"k8s-worker-0.lab.example": False, ME: True},
+    "addresses": {MASTER: "10.1.0.10", "k8s-worker-0.lab.example": "10.1.0.100", ME: "10.1.0.101"},
+}
+
+
+def test_role_and_master_address_come_from_the_pillar_when_not_given(states, classify, sleeps):
+    joiner = Joiner(classify, [None])
+    states.__salt__ = {**joiner.functions(), "microk8s.node_roles": lambda: ROLES}
+    states.__opts__ = {"test": False, "id": ME}
+    assert states.cluster_joined("join", MASTER) == JOINED
+    assert joiner.actions == [("join", "10.1.0.10:25000/token-1/c", True)]
+
+
+@pytest.mark.parametrize(
+    ("minion_id", "master", "comment"),
+    [
+        ("stranger.lab.example", MASTER, "stranger.lab.example is not a joiner in pillar microk8s:nodes"),
+        (ME, "other-master.lab.example", f"pillar microk8s:master is {MASTER}, not other-master.lab.example"),
+    ],
+)
+def test_a_node_the_pillar_does_not_expect_does_not_join(states, classify, sleeps, minion_id, master, comment):
+    joiner = Joiner(classify, [None])
+    states.__salt__ = {**joiner.functions(), "microk8s.node_roles": lambda: ROLES}
+    states.__opts__ = {"test": False, "id": minion_id}
+    assert states.cluster_joined("join", master) == {
+        "name": "join",
+        "result": False,
+        "changes": {},
+        "comment": f"this node's role is unknown: {comment}",
+    }
+    assert joiner.actions == []

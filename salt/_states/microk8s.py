@@ -7,7 +7,11 @@ mode it reports ``result=None`` with the changes it would make; otherwise it act
 
 from __future__ import annotations
 
+import time
+
 from salt.exceptions import CommandExecutionError
+
+MINE_FUNCTION = "microk8s.join_tokens"
 
 __virtualname__ = "microk8s"
 
@@ -41,7 +45,9 @@ def running(name: str = "microk8s", timeout: int = 300) -> dict:
         return ret
     try:
         __salt__["microk8s.start"]()
-        __salt__["microk8s.wait_ready"](timeout)
+        # A worker has no status of its own to wait on; the control plane reports its readiness.
+        if not __salt__["microk8s.is_worker"]():
+            __salt__["microk8s.wait_ready"](timeout)
     except CommandExecutionError as error:
         ret["comment"] = f"microk8s could not be started: {error}"
         return ret
@@ -95,3 +101,167 @@ def addon_enabled(name: str, args: list[str] | None = None) -> dict:
 def addon_disabled(name: str) -> dict:
     """Ensures an addon is disabled."""
     return _addon(name, "disabled", None)
+
+
+def join_tokens_published(name: str, ttl: int = -1) -> dict:
+    """
+    On the master: every expected joiner (pillar ``microk8s:nodes``) that is not in the cluster
+    yet holds a live join token of its own, and the tokens are published through the mine.
+    Tokens of joiners that have joined (or left the pillar) are withdrawn. ``ttl=-1`` makes
+    each token single-use; a positive ttl makes it reusable for that many seconds. Changes show
+    token serials, never the tokens.
+
+    .. code-block:: yaml
+
+        microk8s-master-microk8s-join-tokens-published:
+          microk8s.join_tokens_published:
+            - ttl: -1
+    """
+    ret = _ret(name)
+    me = __opts__["id"]
+    try:
+        master = __salt__["microk8s.node_roles"]()["master"]
+        if master != me:
+            ret["comment"] = f"only the microk8s master ({master}) issues join tokens, not {me}"
+            return ret
+        plan = __salt__["microk8s.join_token_plan"]()
+        published = (__salt__["mine.get"](me, MINE_FUNCTION) or {}).get(me) or {}
+        stale_mine = published != __salt__["microk8s.join_tokens"]()
+    except CommandExecutionError as error:
+        ret["comment"] = f"join tokens cannot be checked: {error}"
+        return ret
+    affected = [*plan["issue"], *plan["withdraw"]]
+    if not affected and not stale_mine:
+        ret.update(result=True, comment="every pending joiner holds a live, published join token")
+        return ret
+    old = {joiner: plan["serials"].get(joiner) for joiner in affected}
+    if __opts__["test"]:
+        new = {**{j: "new token" for j in plan["issue"]}, **{j: None for j in plan["withdraw"]}}
+        changes = {"tokens": {"old": old, "new": new}} if affected else {"mine": {"old": "stale", "new": "published"}}
+        ret.update(result=None, changes=changes, comment="join tokens would be issued and published")
+        return ret
+    try:
+        new = __salt__["microk8s.issue_join_tokens"](plan["issue"], plan["withdraw"], ttl) if affected else {}
+        __salt__["mine.update"]()
+    except CommandExecutionError as error:
+        ret["comment"] = f"join tokens could not be issued: {error}"
+        return ret
+    changes = {"tokens": {"old": old, "new": new}} if affected else {"mine": {"old": "stale", "new": "published"}}
+    ret.update(result=True, changes=changes, comment="join tokens issued and published")
+    return ret
+
+
+def _joined(membership: dict, worker: bool, master_address: str | None) -> bool:
+    if worker:
+        return membership["role"] == "worker"
+    return membership["role"] == "control-plane" and (master_address is None or master_address in membership["members"])
+
+
+def _join(master: str, master_address: str | None, worker: bool, attempts: int, interval: float, max_interval: float):
+    """
+    Joins with this node's published token, at most ``attempts`` times, waiting ``interval``
+    seconds before the second, twice as long before each next one, never more than
+    ``max_interval``. A spent token (consumed by a failed attempt, expired, refused because the
+    node was rebuilt or its name did not resolve) is renewed through the master; an unready
+    master is waited for. Returns None on success, else why it gave up.
+    """
+    delay = interval
+    renewing = None  # the serial of the token reported spent, until a newer one is published
+    last = "no attempt was made"
+    for attempt in range(1, attempts + 1):
+        if attempt > 1:
+            time.sleep(delay)
+            delay = min(delay * 2, max_interval)
+        token = __salt__["microk8s.published_token"](master, master_address)
+        if token is None:
+            last = f"{master} has published no join token for this node (is its highstate done?)"
+            continue
+        if renewing is not None and token["serial"] <= renewing:
+            last = f"{master} has not renewed spent join token #{renewing}"
+            continue
+        try:
+            __salt__["microk8s.join"](token["url"], worker)
+            return None
+        except CommandExecutionError as error:
+            last = str(error)
+            verdict = __salt__["microk8s.classify_error"](last)
+        if verdict["action"] == "fail":
+            return f"joining {master} failed ({verdict['kind']}), retrying cannot help: {last}"
+        if verdict["action"] == "renew":
+            __salt__["microk8s.request_token_renewal"](master, verdict["kind"], token["serial"])
+            renewing = token["serial"]
+    return f"not joined to {master} after {attempts} attempts; last: {last}"
+
+
+def _role_in_pillar(master: str, worker: bool | None, master_address: str | None) -> tuple[bool, str]:
+    """This node's role and the master's address, as the pillar (microk8s:nodes) has them."""
+    roles = __salt__["microk8s.node_roles"]()
+    me = __opts__["id"]
+    if roles["master"] != master:
+        raise CommandExecutionError(f"pillar microk8s:master is {roles['master']}, not {master}")
+    if me not in roles["joiners"]:
+        raise CommandExecutionError(f"{me} is not a joiner in pillar microk8s:nodes")
+    return (roles["joiners"][me] if worker is None else worker), (master_address or roles["addresses"][master])
+
+
+def cluster_joined(
+    name: str,
+    master: str,
+    master_address: str | None = None,
+    worker: bool | None = None,
+    attempts: int = 8,
+    interval: float = 5,
+    max_interval: float = 60,
+) -> dict:
+    """
+    Ensures this node has joined the cluster of ``master`` (its minion id), as a worker or as a
+    control-plane voter, with the join token the master published for this node in the mine.
+    ``master_address`` picks the master's URL on the private network and confirms control-plane
+    membership. Left out, ``worker`` and ``master_address`` come from the pillar
+    (``microk8s.node_roles``: the first three nodes are the control plane by default).
+    Retries are bounded: ``attempts`` joins with exponential backoff from ``interval`` to
+    ``max_interval`` seconds, then a failure saying why.
+
+    .. code-block:: yaml
+
+        microk8s-joined-microk8s-cluster-joined:
+          microk8s.cluster_joined:
+            - master: k8s-master.kube-on-os
+    """
+    ret = _ret(name)
+    try:
+        if worker is None or master_address is None:
+            worker, master_address = _role_in_pillar(master, worker, master_address)
+    except CommandExecutionError as error:
+        ret["comment"] = f"this node's role is unknown: {error}"
+        return ret
+    try:
+        before = __salt__["microk8s.membership"]()
+    except CommandExecutionError as error:
+        ret["comment"] = f"cannot tell whether this node is in a cluster: {error}"
+        return ret
+    wanted = "worker" if worker else "control-plane"
+    if _joined(before, worker, master_address):
+        ret.update(result=True, comment=f"already joined {master} as {wanted}")
+        return ret
+    if before["role"] != "standalone":
+        members = ", ".join(before["members"]) or "its control plane"
+        ret["comment"] = (
+            f"this node is already a {before['role']} of another cluster ({members}); "
+            f"run microk8s leave on it before it can join {master} as {wanted}"
+        )
+        return ret
+    changes = {"cluster": {"old": "standalone", "new": f"{wanted} of {master}"}}
+    if __opts__["test"]:
+        ret.update(result=None, changes=changes, comment=f"would join {master} as {wanted}")
+        return ret
+    failure = _join(master, master_address, worker, attempts, interval, max_interval)
+    if failure:
+        ret["comment"] = failure
+        return ret
+    after = __salt__["microk8s.membership"]()
+    if not _joined(after, worker, master_address):
+        ret["comment"] = f"microk8s join reported success, but this node is {after['role']} ({after['members']})"
+        return ret
+    ret.update(result=True, changes=changes, comment=f"joined {master} as {wanted}")
+    return ret

@@ -1,10 +1,26 @@
 """Constants shared by the microk8s execution module's parts."""
 
 BINARY = "microk8s"
-SNAP_CURRENT = "/var/snap/microk8s/current"
-CSR_TEMPLATE = f"{SNAP_CURRENT}/certs/csr.conf.template"
+# $SNAP_DATA of the microk8s snap; the minion option ``microk8s.snap_data`` overrides it.
+SNAP_DATA = "/var/snap/microk8s/current"
+SNAP_DATA_OPTION = "microk8s.snap_data"
+# Paths below $SNAP_DATA, as microk8s' own scripts name them.
+CSR_TEMPLATE = "certs/csr.conf.template"
+CLUSTER_TOKENS = "credentials/cluster-tokens.txt"
+# Created by `microk8s join --worker` (join.py mark_worker_node); status refuses to run there.
+WORKER_LOCK = "var/lock/clustered.lock"
 # The marker microk8s' csr.conf.template carries where extra IP SANs may go.
 CSR_MARKER = "#MOREIPS"
 DEFAULT_TIMEOUT = 300
 # Single-use tokens, as microk8s itself defaults to (add-node --token-ttl -1).
 SINGLE_USE_TTL = -1
+# A token expiring sooner than this is renewed rather than published.
+TOKEN_EXPIRY_MARGIN = 120
+# microk8s HA needs at least three voters; the first three nodes are the default control plane.
+CONTROL_PLANE_SIZE = 3
+# The join protocol: the mine function the master publishes tokens through, and the event tag
+# a joiner fires when its token has to be renewed (salt_master's reactor listens for it).
+MINE_FUNCTION = "microk8s.join_tokens"
+RENEW_TAG = "kube-on-os/microk8s/join-token/renew"
+# Where the master keeps the tokens it issued (below the minion's cachedir, mode 0600).
+LEDGER = "kube-on-os/microk8s-join-tokens.json"

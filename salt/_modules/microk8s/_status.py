@@ -6,15 +6,28 @@ import yaml
 from salt.exceptions import CommandExecutionError
 
 NOT_RUNNING = "microk8s is not running"
+# What status prints (exit 1) on a node that joined as a worker: only the control plane knows.
+WORKER_NODE = "acting as a node in a cluster"
 
 
-def _not_running(message: str) -> dict:
-    return {"running": False, "high_availability": {"enabled": False, "nodes": []}, "addons": {}, "message": message}
+def _without_status(running: bool | None, message: str, worker: bool = False) -> dict:
+    return {
+        "running": running,
+        "worker": worker,
+        "high_availability": {"enabled": False, "nodes": []},
+        "addons": {},
+        "message": message,
+    }
+
+
+def worker_node(message: str) -> dict:
+    """The status of a worker node, where microk8s refuses to report one: running is unknown."""
+    return _without_status(None, " ".join(message.split()), worker=True)
 
 
 def parse(text: str) -> dict:
     """
-    ``{"running": bool, "high_availability": {"enabled": bool, "nodes": [{"address", "role"}]},
+    ``{"running": bool, "worker": False, "high_availability": {"enabled": bool, "nodes": [{"address", "role"}]},
     "addons": {name: {"status", "description", "version"}}, "message": str | None}``
 
     A stopped microk8s prints its message one column off, which is not valid YAML; that case is
@@ -25,7 +38,7 @@ def parse(text: str) -> dict:
     except yaml.YAMLError as error:
         for line in text.splitlines():
             if NOT_RUNNING in line:
-                return _not_running(line.split("message:", 1)[-1].strip())
+                return _without_status(False, line.split("message:", 1)[-1].strip())
         raise CommandExecutionError(f"unparsable microk8s status: {error}") from error
     if not isinstance(raw, dict):
         raise CommandExecutionError(f"unexpected microk8s status: {text[:200]!r}")
@@ -42,6 +55,7 @@ def parse(text: str) -> dict:
     }
     return {
         "running": running,
+        "worker": False,
         "high_availability": {"enabled": ha.get("enabled") is True, "nodes": nodes},
         "addons": addons,
         "message": (raw.get("microk8s") or {}).get("message"),
