@@ -1,9 +1,7 @@
 # Defaults for every deployment; _from_terraform provides the deployment's own values first,
 # so only keys Terraform does not know belong here.
-# network.ip_addrs (limited to the private network) comes with _from_terraform, which knows it.
-mine_functions:
-  microk8s.join_token:
-    mine_function: microk8s.add_node
+# network.ip_addrs (limited to the private network) comes with _from_terraform, which knows it;
+# the master's join tokens with minions/defaults/k8s-master.
 
 orchestration:
   worker_batch: 25%

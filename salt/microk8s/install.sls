@@ -16,6 +16,8 @@ microk8s-install-cmd-run-snap:
   cmd.run:
     - name: snap install microk8s --classic --channel={{ microk8s.channel }}
     - unless: snap list microk8s
+    # The microk8s execution and state modules load only once the binary exists.
+    - reload_modules: true
     - require:
       - file: microk8s-install-file-managed-launch-config
 

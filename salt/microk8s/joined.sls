@@ -1,8 +1,20 @@
+{#-
+  Joins the master's cluster with the token it published for this node. Control plane or
+  worker comes from the pillar (microk8s:nodes, :control_plane) when the state runs: the
+  microk8s module that knows the rule only loads once the snap is installed.
+  The master must resolve this node's name, so core.hosts runs first.
+#}
+{%- from "microk8s/map.jinja" import microk8s with context %}
 include:
+  - core.hosts
   - microk8s
 
 microk8s-joined-microk8s-cluster-joined:
   microk8s.cluster_joined:
     - master: {{ salt["pillar.get"]("microk8s:master") }}
+    - attempts: {{ microk8s.join.attempts }}
+    - interval: {{ microk8s.join.interval }}
+    - max_interval: {{ microk8s.join.max_interval }}
     - require:
+      - sls: core.hosts
       - sls: microk8s

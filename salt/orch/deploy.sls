@@ -1,7 +1,9 @@
 {#-
-  salt-run state.orchestrate orch.deploy: the Salt master first, then the bastion and the
-  Kubernetes master together, then every worker in batches, then a cluster check. The chain has
-  the same length at any number of nodes.
+  salt-run state.orchestrate orch.deploy: the Salt master first; then every minion syncs the
+  custom modules, reads the fresh pillar and publishes its addresses to the mine, so core.hosts
+  on the Kubernetes master names every joiner; then the bastion and the Kubernetes master
+  (which issues and publishes the join tokens) together; then every worker in batches; then a
+  cluster check against microk8s:nodes. The chain has the same length at any number of nodes.
 #}
 {%- set batch = salt["pillar.get"]("orchestration:worker_batch", "25%") %}
 
@@ -17,11 +19,12 @@ orch-deploy-salt-function-sync-all:
     - require:
       - salt: orch-deploy-salt-state-salt-master
 
-orch-deploy-salt-state-bastion-and-master:
-  salt.state:
-    - tgt: "bastion.* or k8s-master.*"
-    - tgt_type: compound
-    - highstate: true
+orch-deploy-salt-function-refresh-pillar:
+  salt.function:
+    - name: saltutil.refresh_pillar
+    - tgt: "*"
+    - kwarg:
+        wait: true
     - require:
       - salt: orch-deploy-salt-function-sync-all
 
@@ -30,7 +33,15 @@ orch-deploy-salt-function-mine-update:
     - name: mine.update
     - tgt: "*"
     - require:
-      - salt: orch-deploy-salt-state-bastion-and-master
+      - salt: orch-deploy-salt-function-refresh-pillar
+
+orch-deploy-salt-state-bastion-and-master:
+  salt.state:
+    - tgt: "bastion.* or k8s-master.*"
+    - tgt_type: compound
+    - highstate: true
+    - require:
+      - salt: orch-deploy-salt-function-mine-update
 
 orch-deploy-salt-state-workers:
   salt.state:
@@ -38,13 +49,11 @@ orch-deploy-salt-state-workers:
     - highstate: true
     - batch: {{ batch | json }}
     - require:
-      - salt: orch-deploy-salt-function-mine-update
+      - salt: orch-deploy-salt-state-bastion-and-master
 
 orch-deploy-salt-function-cluster-check:
   salt.function:
     - name: microk8s.cluster_check
     - tgt: "k8s-master.*"
-    - arg:
-      - {{ salt["pillar.get"]("microk8s:expected_nodes", 1) }}
     - require:
       - salt: orch-deploy-salt-state-workers
