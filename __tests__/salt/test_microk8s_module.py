@@ -431,6 +431,28 @@ def test_renewal_after_a_name_lookup_failure_refreshes_the_masters_hosts_file(mi
     assert cluster.calls == [("state.sls", "core.hosts", True), "mine.update"]
 
 
+def test_a_joiner_without_a_published_token_gets_one_unless_it_holds_a_live_one(microk8s, tmp_path):
+    cluster = Cluster(microk8s, tmp_path)
+    master = cluster.as_master()
+    assert master.renew_join_token(WORKER, "no-token", serial=0) == {
+        "joiner": WORKER,
+        "renewed": True,
+        "forgot": False,
+        "hosts": False,
+        "serial": 1,
+    }
+    # Asked again while that token is live: it is only published again.
+    assert master.renew_join_token(WORKER, "no-token", serial=0) == {
+        "joiner": WORKER,
+        "renewed": False,
+        "forgot": False,
+        "hosts": False,
+        "serial": 1,
+    }
+    assert cluster.calls == ["mine.update", "mine.update"]
+    assert len((cluster.master.home / "credentials" / "cluster-tokens.txt").read_text().splitlines()) == 1
+
+
 @pytest.mark.parametrize(
     ("minion_id", "joiner", "reason", "message"),
     [

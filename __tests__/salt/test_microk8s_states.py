@@ -333,7 +333,7 @@ class Joiner:
             assert (master, master_address) == (MASTER, "10.1.0.10")
             if self.pending_renewal is not None:
                 if self.pending_renewal == 0:
-                    self.serial += 1
+                    self.serial = (self.serial or 0) + 1
                     self.pending_renewal = None
                 else:
                     self.pending_renewal -= 1
@@ -453,7 +453,7 @@ def test_an_unready_master_is_waited_for_with_growing_bounded_backoff(states, cl
 
 
 def test_a_master_that_never_publishes_a_token_fails_clearly_after_the_attempts(states, classify, sleeps):
-    joiner = Joiner(classify, [], published=False)
+    joiner = Joiner(classify, [], published=False, renew_after=99)
     assert join_as(states, joiner, attempts=4, interval=2, max_interval=5) == {
         "name": "join",
         "result": False,
@@ -462,6 +462,19 @@ def test_a_master_that_never_publishes_a_token_fails_clearly_after_the_attempts(
         "for this node (is its highstate done?)",
     }
     assert sleeps == [2, 4, 5]
+    assert joiner.actions == [("renew", "no-token", 0)]
+
+
+def test_a_rebuilt_node_asks_for_a_token_then_has_its_stale_member_forgotten(states, classify, sleeps):
+    # The master counts the rebuilt node's address as joined, so it published nothing for it.
+    joiner = Joiner(classify, [error("error-already-known.txt"), None], published=False)
+    assert join_as(states, joiner) == JOINED
+    assert joiner.actions == [
+        ("renew", "no-token", 0),
+        ("join", "10.1.0.10:25000/token-1/c", True),
+        ("renew", "already-known", 1),
+        ("join", "10.1.0.10:25000/token-2/c", True),
+    ]
 
 
 def test_a_renewal_that_never_comes_fails_clearly(states, classify, sleeps):

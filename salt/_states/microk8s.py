@@ -161,12 +161,13 @@ def _join(master: str, master_address: str | None, worker: bool, attempts: int, 
     """
     Joins with this node's published token, at most ``attempts`` times, waiting ``interval``
     seconds before the second, twice as long before each next one, never more than
-    ``max_interval``. A spent token (consumed by a failed attempt, expired, refused because the
-    node was rebuilt or its name did not resolve) is renewed through the master; an unready
-    master is waited for. Returns None on success, else why it gave up.
+    ``max_interval``. A missing token is asked for once; a spent token (consumed by a failed
+    attempt, expired, refused because the node was rebuilt or its name did not resolve) is
+    renewed through the master; an unready master is waited for. Returns None on success, else why it gave up.
     """
     delay = interval
     renewing = None  # the serial of the token reported spent, until a newer one is published
+    asked = False  # whether the master was asked for a token it had not published
     last = "no attempt was made"
     for attempt in range(1, attempts + 1):
         if attempt > 1:
@@ -175,6 +176,9 @@ def _join(master: str, master_address: str | None, worker: bool, attempts: int, 
         token = __salt__["microk8s.published_token"](master, master_address)
         if token is None:
             last = f"{master} has published no join token for this node (is its highstate done?)"
+            if not asked:
+                __salt__["microk8s.request_token_renewal"](master, "no-token", 0)
+                asked = True
             continue
         if renewing is not None and token["serial"] <= renewing:
             last = f"{master} has not renewed spent join token #{renewing}"

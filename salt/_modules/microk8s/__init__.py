@@ -352,16 +352,19 @@ def issue_join_tokens(joiners: list[str], withdraw: list[str] | None = None, ttl
 def renew_join_token(joiner: str, reason: str, serial: int | None = None) -> dict:
     """
     Called on the master (by the Salt master's reactor, with the minion id that fired the
-    event) when ``joiner``'s token failed for ``reason`` (a join error kind):
+    event) when ``joiner`` has no usable token, for ``reason``:
 
+    - ``no-token``: none is published for it (a rebuilt node the master counts as joined); a
+      token is issued unless it holds a live one, which is published again;
     - ``already-known``: the joiner was rebuilt; its old dqlite member, found at the joiner's
       pillar address (never an address the event names), is removed first;
     - ``hostname-unresolved``: the master's /etc/hosts (``core.hosts``, from the mine) is
       refreshed first;
-    - then a new token is issued and published, since microk8s consumed the failed one.
+    - after those and ``invalid-token``, a new token is issued, since microk8s consumed the
+      failed one (or it expired).
 
-    A request for a ``serial`` older than the current token is a duplicate: nothing happens.
-    Returns ``{"joiner", "serial", "renewed", "forgot", "hosts"}``.
+    A failure report for a ``serial`` older than the current token is a duplicate: nothing
+    happens. Returns ``{"joiner", "serial", "renewed", "forgot", "hosts"}``.
     """
     roles = node_roles()
     if __opts__["id"] != roles["master"]:
@@ -369,22 +372,28 @@ def renew_join_token(joiner: str, reason: str, serial: int | None = None) -> dic
     if joiner not in roles["joiners"]:
         raise CommandExecutionError(f"{joiner} is not an expected joiner according to pillar microk8s:nodes")
     ha = _sub("_ha")
-    if reason not in ha.RENEWABLE:
-        raise CommandExecutionError(f"a token is only renewed after {', '.join(ha.RENEWABLE)}, not {reason!r}")
+    if reason not in (*ha.RENEWABLE, ha.MISSING):
+        raise CommandExecutionError(
+            f"a token is only renewed after {', '.join(ha.RENEWABLE)} or {ha.MISSING}, not {reason!r}"
+        )
     result = {"joiner": joiner, "renewed": False, "forgot": False, "hosts": False}
     with _ledger() as ledger:
         current = ledger["tokens"].get(joiner)
-        if current and serial is not None and current["serial"] > int(serial):
-            return {**result, "serial": current["serial"]}
-        if reason == "already-known":
-            result["forgot"] = _forget(roles["addresses"][joiner])
-        if reason == "hostname-unresolved":
-            refreshed = __salt__["state.sls"]("core.hosts", queue=True)
-            result["hosts"] = all(state.get("result") for state in (refreshed or {}).values())
-        ttl = __salt__["pillar.get"]("microk8s:join:token_ttl", _sub("_constants").SINGLE_USE_TTL)
-        result["serial"] = _issue(ledger, joiner, roles["joiners"][joiner], int(ttl))["serial"]
-        result["renewed"] = True
-    __salt__["mine.update"]()
+        if reason == ha.MISSING:
+            renew = not (current and ha.token_is_live(current["token"], _live_tokens(), time.time()))
+        else:
+            renew = not (current and serial is not None and current["serial"] > int(serial))
+        if renew:
+            if reason == "already-known":
+                result["forgot"] = _forget(roles["addresses"][joiner])
+            if reason == "hostname-unresolved":
+                refreshed = __salt__["state.sls"]("core.hosts", queue=True)
+                result["hosts"] = all(state.get("result") for state in (refreshed or {}).values())
+            ttl = __salt__["pillar.get"]("microk8s:join:token_ttl", _sub("_constants").SINGLE_USE_TTL)
+            current = _issue(ledger, joiner, roles["joiners"][joiner], int(ttl))
+        result.update(serial=current["serial"], renewed=renew)
+    if renew or reason == ha.MISSING:
+        __salt__["mine.update"]()
     return result
 
 

@@ -39,6 +39,9 @@ _ERROR_KINDS = (
 )
 # Failures that consumed the joiner's token and need the master to issue a new one.
 RENEWABLE = ("invalid-token", "already-known", "hostname-unresolved")
+# What else a joiner may ask the master for: a token when none is published for it (a rebuilt
+# node, whose old address the master still counts as joined).
+MISSING = "no-token"
 # Failures that go away by waiting for the master.
 TRANSIENT = ("unreachable", "not-running")
 
