@@ -227,7 +227,7 @@ def cluster_check(expected_nodes: int | None = None) -> dict:
     ``{"ready": [names], "expected": N}``.
     """
     expected = int(expected_nodes) if expected_nodes is not None else len(node_roles()["addresses"])
-    ready = [node["name"] for node in nodes() if node["ready"]]
+    ready = sorted(node["name"] for node in nodes() if node["ready"])
     if len(ready) < expected:
         raise CommandExecutionError(f"only {len(ready)} of {expected} nodes are Ready: {', '.join(ready) or 'none'}")
     return {"ready": ready, "expected": expected}

@@ -1,0 +1,164 @@
+"""
+A real Salt master with real minions, all on 127.0.0.1, each minion confined to a temporary
+directory and driving its own fake microk8s node (FakeMicrok8s). The master runs the project's
+salt_master/files/master.conf (with its reactor), serving salt/ behind an overlay of test SLS
+and a copy of pillar/ with a _from_terraform.sls of the test's own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import yaml
+from conftest import ROOT, VENV_BIN, FakeMicrok8s
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _daemon_paths(root: Path, name: str) -> dict:
+    return {
+        "root_dir": str(root),
+        "pki_dir": str(root / "pki"),
+        "cachedir": str(root / "cache"),
+        "sock_dir": str(root / "sock"),
+        "pidfile": str(root / f"{name}.pid"),
+        "log_file": str(root / f"{name}.log"),
+        "log_level_logfile": "info",
+        "user": "root",
+    }
+
+
+class SaltCluster:
+    """``nodes``: minion id → (address, hostname) of its fake microk8s node."""
+
+    def __init__(self, root: Path, nodes: dict[str, tuple[str, str]], pillar: dict, overlay: dict[str, str]):
+        self.root = root
+        self.ports = {"publish_port": _free_port(), "ret_port": _free_port()}
+        self.overlay = root / "overlay"
+        for relative, text in overlay.items():
+            (self.overlay / relative).parent.mkdir(parents=True, exist_ok=True)
+            (self.overlay / relative).write_text(text)
+        self.pillar_root = root / "pillar"
+        shutil.copytree(ROOT / "pillar", self.pillar_root)
+        (self.pillar_root / "_from_terraform.sls").write_text(yaml.safe_dump(pillar))
+        self.fakes = {
+            minion_id: FakeMicrok8s(root / minion_id, root / "fake-cluster", address, hostname)
+            for minion_id, (address, hostname) in nodes.items()
+        }
+        self.processes: list[subprocess.Popen] = []
+        self.master_dir = root / "master"
+
+    def _write(self, directory: Path, name: str, config: dict) -> Path:
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / name).write_text(yaml.safe_dump(config))
+        return directory
+
+    def start(self) -> None:
+        master = yaml.safe_load((ROOT / "salt" / "salt_master" / "files" / "master.conf").read_text())
+        master.update(
+            _daemon_paths(self.master_dir, "master"),
+            interface="127.0.0.1",
+            file_roots={"base": [str(self.overlay), str(ROOT / "salt")]},
+            pillar_roots={"base": [str(self.pillar_root)]},
+            worker_threads=3,
+            **self.ports,
+        )
+        self._write(self.master_dir, "master", master)
+        self._spawn("salt-master", self.master_dir, None)
+        for minion_id, fake in self.fakes.items():
+            directory = self.root / minion_id / "etc"
+            config = {
+                **_daemon_paths(self.root / minion_id, "minion"),
+                "id": minion_id,
+                "master": "127.0.0.1",
+                "master_port": self.ports["ret_port"],
+                "publish_port": self.ports["publish_port"],
+                "acceptance_wait_time": 1,
+                "random_reauth_delay": 0,
+                # The microk8s module reads $SNAP_DATA here; the test pillar's mine reads the address.
+                "microk8s.snap_data": str(fake.home),
+                "fake_ip_addrs": [fake.address],
+            }
+            self._write(directory, "minion", config)
+            self._spawn("salt-minion", directory, {**fake.env, "HOME": str(self.root / minion_id)})
+        self._accept(list(self.fakes))
+
+    def _spawn(self, daemon: str, config_dir: Path, env: dict | None) -> None:
+        log = (config_dir / f"{daemon}.out").open("w")
+        self.processes.append(
+            subprocess.Popen(
+                [str(VENV_BIN / daemon), f"--config-dir={config_dir}", "--log-level=quiet"],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                # Its own process group: the daemons fork workers that must end with them.
+                start_new_session=True,
+            )
+        )
+
+    def _accept(self, minion_ids: list[str], timeout: float = 90) -> None:
+        """Accept exactly the expected keys as they arrive, then wait until each minion answers."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            keys = json.loads(self._run("salt-key", "--list=pre", "--out=json").stdout or "{}")
+            for minion_id in set(keys.get("minions_pre", [])) & set(minion_ids):
+                self._run("salt-key", "--yes", f"--accept={minion_id}")
+            pinged = self.salt("*", "test.ping", timeout=5)
+            if all(pinged.get(minion_id) is True for minion_id in minion_ids):
+                return
+            time.sleep(1)
+        raise AssertionError(f"minions did not come up in {timeout} s:\n{self.logs()}")
+
+    def _run(self, command: str, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [str(VENV_BIN / command), f"--config-dir={self.master_dir}", *args],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=timeout,
+        )
+
+    def salt(self, target: str, function: str, *args: str, tgt_type: str = "glob", timeout: int = 120) -> dict:
+        """``salt TARGET FUNCTION ARGS`` as JSON: ``{minion_id: return}``; tgt_type glob or list."""
+        flags = {"glob": [], "list": ["--list"]}[tgt_type]
+        result = self._run("salt", f"--timeout={timeout}", "--out=json", "--static", *flags, target, function, *args)
+        if result.stderr.strip() and not result.stdout.strip():
+            raise AssertionError(f"salt {target} {function} failed: {result.stderr}")
+        # Before any key is accepted, salt says "No minions matched" ahead of its JSON.
+        document = result.stdout[result.stdout.find("{") :] if "{" in result.stdout else "{}"
+        return json.loads(document)
+
+    def state(self, target: str, sls: str, tgt_type: str = "glob") -> dict:
+        """``state.sls`` on the target: ``{minion_id: {state_id: return}}``, one id per state."""
+        returns = self.salt(target, "state.sls", sls, tgt_type=tgt_type, timeout=300)
+        return {
+            minion: {key.split("_|-")[1]: value for key, value in states.items()} for minion, states in returns.items()
+        }
+
+    def logs(self) -> str:
+        return "\n".join(f"== {p}\n{p.read_text()[-3000:]}" for p in self.root.rglob("*.log"))
+
+    def stop(self) -> None:
+        """SIGTERM to every daemon's process group, SIGKILL to what is left after 10 s."""
+        for process in self.processes:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        for process in self.processes:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=max(0.1, deadline - time.monotonic()))
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()

@@ -1,0 +1,188 @@
+"""
+The microk8s join protocol end to end: a real Salt master (with the project's master.conf and
+its reactor) and real minions on 127.0.0.1 run the real microk8s.master and microk8s.joined
+SLS, the real modules, the real mine with its ACL and the real reactor, against fake microk8s
+nodes that spend single-use tokens the way the cluster agent does.
+
+Only two SLS are replaced, through an overlay in front of salt/: microk8s/init.sls (it would
+install the snap) and core/hosts.sls (it would write this machine's /etc/hosts; the overlay
+writes the same kube_on_os.hosts_file into the fake master's stand-in for it).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from salt_cluster import SaltCluster
+
+DOMAIN = "lab.example"
+MASTER = f"k8s-master.{DOMAIN}"
+VOTER = f"k8s-worker-0.{DOMAIN}"
+WORKER = f"k8s-worker-1.{DOMAIN}"
+BASTION = f"bastion.{DOMAIN}"
+NODES = {
+    MASTER: ("10.1.0.10", "k8s-master"),
+    VOTER: ("10.1.0.100", "k8s-worker-0"),
+    WORKER: ("10.1.0.101", "k8s-worker-1"),
+    BASTION: ("10.1.0.1", "bastion"),
+}
+PILLAR = {
+    # The fake nodes all live on this machine: their private addresses come from the minion
+    # config instead of the interfaces, everything else about the mine is real.
+    "mine_functions": {"network.ip_addrs": [{"mine_function": "config.get"}, "fake_ip_addrs"]},
+    "microk8s": {
+        "master": MASTER,
+        "nodes": [{"id": node, "address": NODES[node][0]} for node in (MASTER, VOTER, WORKER)],
+        "control_plane": [MASTER, VOTER],
+        "join": {"attempts": 8, "interval": 1, "max_interval": 2},
+    },
+}
+OVERLAY = {
+    "microk8s/init.sls": "microk8s-test-installed:\n  test.succeed_without_changes: []\n",
+    "core/hosts.sls": (
+        "core-hosts-file-managed:\n"
+        "  file.managed:\n"
+        '    - name: {{ salt["config.get"]("microk8s.snap_data") }}/etc-hosts\n'
+        "    - makedirs: true\n"
+        '    - contents: {{ salt["kube_on_os.hosts_file"]() | json }}\n'
+    ),
+}
+JOINERS = f"{VOTER},{WORKER}"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    salt_cluster = SaltCluster(tmp_path_factory.mktemp("salt-cluster"), NODES, PILLAR, OVERLAY)
+    # The bastion has no microk8s: it only proves who may read the tokens from the mine.
+    salt_cluster.fakes[BASTION].bin.joinpath("microk8s").unlink()
+    try:
+        salt_cluster.start()
+        yield salt_cluster
+    finally:
+        salt_cluster.stop()
+
+
+@pytest.fixture
+def fresh(cluster):
+    """Every fake node as new, no tokens issued, the mine empty; then the orchestration's prelude."""
+    for fake in cluster.fakes.values():
+        shutil.rmtree(fake.home, ignore_errors=True)
+        if (fake.bin / "microk8s").exists():
+            fake.run("status", "--format", "yaml")
+    shutil.rmtree(cluster.root / MASTER / "cache" / "kube-on-os", ignore_errors=True)
+    cluster.salt("*", "mine.flush")
+    for function in ("saltutil.sync_all", "saltutil.refresh_pillar", "mine.update"):
+        returns = cluster.salt("*", function)
+        assert set(returns) == set(NODES), f"{function}: {returns}\n{cluster.logs()}"
+    return cluster
+
+
+def only(returns: dict, minion: str, state_id: str) -> dict:
+    assert isinstance(returns.get(minion), dict), f"{minion} did not run its states: {returns.get(minion)}"
+    return returns[minion][state_id]
+
+
+def joins(cluster, minion: str) -> list[str]:
+    """The join URLs a node used, from its fake microk8s' own call log."""
+    log = cluster.fakes[minion].home / "calls.log"
+    return [line.split()[1] for line in log.read_text().splitlines() if line.startswith("join ")]
+
+
+def database(cluster) -> dict:
+    return json.loads((cluster.fakes[MASTER].home / "cluster.json").read_text())
+
+
+def publish_tokens(cluster) -> dict:
+    published = only(cluster.state(MASTER, "microk8s.master"), MASTER, "microk8s-master-microk8s-join-tokens-published")
+    assert published["result"] is True, published
+    return published
+
+
+def test_two_nodes_join_in_parallel_each_with_its_own_single_use_token(fresh):
+    cluster = fresh
+    assert publish_tokens(cluster)["changes"] == {
+        "tokens": {"old": {VOTER: None, WORKER: None}, "new": {VOTER: 1, WORKER: 1}}
+    }
+    # The mine serves the tokens to the Kubernetes nodes only.
+    assert cluster.salt(BASTION, "mine.get", MASTER, "microk8s.join_tokens") == {BASTION: {}}
+    seen = cluster.salt(WORKER, "mine.get", MASTER, "microk8s.join_tokens")[WORKER][MASTER]
+    assert sorted(seen) == [VOTER, WORKER]
+
+    joined = cluster.state(JOINERS, "microk8s.joined", tgt_type="list")
+    for minion, role in ((VOTER, "control-plane"), (WORKER, "worker")):
+        state = only(joined, minion, "microk8s-joined-microk8s-cluster-joined")
+        assert state["result"] is True, state["comment"]
+        assert state["changes"] == {"cluster": {"old": "standalone", "new": f"{role} of {MASTER}"}}
+    assert [m["address"] for m in database(cluster)["members"]] == ["10.1.0.10:19001", "10.1.0.100:19001"]
+    assert sorted(n["name"] for n in database(cluster)["nodes"]) == ["k8s-master", "k8s-worker-0", "k8s-worker-1"]
+    assert (cluster.fakes[WORKER].home / "var/lock/clustered.lock").exists()
+    # One attempt each, with different tokens, both spent: nothing is left to join with.
+    assert len(joins(cluster, VOTER)) == len(joins(cluster, WORKER)) == 1
+    assert joins(cluster, VOTER)[0].split("/")[1] != joins(cluster, WORKER)[0].split("/")[1]
+    assert (cluster.fakes[MASTER].home / "credentials/cluster-tokens.txt").read_text() == ""
+
+    again = cluster.state(JOINERS, "microk8s.joined", tgt_type="list")
+    for minion in (VOTER, WORKER):
+        assert only(again, minion, "microk8s-joined-microk8s-cluster-joined")["changes"] == {}
+    assert publish_tokens(cluster)["changes"] == {
+        "tokens": {"old": {VOTER: 1, WORKER: 1}, "new": {VOTER: None, WORKER: None}}
+    }
+    assert publish_tokens(cluster)["changes"] == {}
+    assert cluster.salt(MASTER, "microk8s.cluster_check")[MASTER] == {
+        "ready": ["k8s-master", "k8s-worker-0", "k8s-worker-1"],
+        "expected": 3,
+    }
+    # Commands, job returns and state results are logged at info; no token is among them.
+    tokens = [url.split("/")[1] for url in joins(cluster, VOTER) + joins(cluster, WORKER)]
+    logs = {path: path.read_text() for path in cluster.root.rglob("*.log") if "snap_data" not in path.parts}
+    assert sum("Executing command microk8s" in text for text in logs.values()) == 3
+    assert {path.name: [t for t in tokens if t in text] for path, text in logs.items()} == {
+        path.name: [] for path in logs
+    }
+
+
+def test_a_token_spent_by_a_failed_join_is_renewed_through_the_reactor(fresh):
+    cluster = fresh
+    publish_tokens(cluster)
+    # The master cannot resolve the worker yet: the attempt fails and spends the token.
+    (cluster.fakes[MASTER].home / "etc-hosts").write_text("10.1.0.10 k8s-master.lab.example k8s-master\n")
+    joined = cluster.state(WORKER, "microk8s.joined")
+    state = only(joined, WORKER, "microk8s-joined-microk8s-cluster-joined")
+    assert state["result"] is True, state["comment"]
+    first, second = joins(cluster, WORKER)
+    assert first != second
+    ledger = cluster.salt(MASTER, "microk8s.join_tokens")[MASTER]
+    assert ledger[WORKER]["serial"] == 2
+    # The reactor's renewal refreshed the master's hosts file from the mine first.
+    hosts = (cluster.fakes[MASTER].home / "etc-hosts").read_text()
+    assert "10.1.0.101 k8s-worker-1.lab.example k8s-worker-1" in hosts.splitlines()
+
+
+def test_a_rebuilt_control_plane_node_rejoins_after_its_stale_member_is_removed(fresh):
+    cluster = fresh
+    publish_tokens(cluster)
+    assert only(cluster.state(VOTER, "microk8s.joined"), VOTER, "microk8s-joined-microk8s-cluster-joined")["result"]
+    publish_tokens(cluster)  # withdraws the spent token: the master counts the node as joined
+    # Rebuilt with the same name and address: a fresh microk8s the master still lists in dqlite.
+    shutil.rmtree(cluster.fakes[VOTER].home)
+    state = only(cluster.state(VOTER, "microk8s.joined"), VOTER, "microk8s-joined-microk8s-cluster-joined")
+    assert state["result"] is True, state["comment"]
+    assert state["changes"] == {"cluster": {"old": "standalone", "new": f"control-plane of {MASTER}"}}
+    # Asked for a token, was refused as already known, had its member removed, joined.
+    assert len(joins(cluster, VOTER)) == 2
+    assert [m["address"] for m in database(cluster)["members"]] == ["10.1.0.10:19001", "10.1.0.100:19001"]
+
+
+def test_joiners_give_up_clearly_when_the_master_never_becomes_ready(fresh):
+    cluster = fresh
+    publish_tokens(cluster)
+    assert cluster.fakes[MASTER].run("stop").returncode == 0
+    state = only(cluster.state(WORKER, "microk8s.joined"), WORKER, "microk8s-joined-microk8s-cluster-joined")
+    assert state["result"] is False
+    assert state["comment"].startswith(
+        f"not joined to {MASTER} after 8 attempts; last: microk8s join 10.1.0.10:25000/<token>"
+    )
+    assert "Connection refused" in state["comment"]
+    assert len(joins(cluster, WORKER)) == 8
