@@ -211,6 +211,50 @@ def test_extra_san_is_added_once_and_replaced_when_it_changes(microk8s, tmp_path
     template = (node.home / "certs" / "csr.conf.template").read_text()
     assert template.count("IP.99") == 1
     assert "#MOREIPS" in template
+    assert microk8s.extra_san() == "203.0.113.11"
+
+
+def test_a_template_without_the_marker_is_an_error_not_a_guess(microk8s, tmp_path):
+    node = FakeMicrok8s(tmp_path, tmp_path / "cluster")
+    (node.home / "certs" / "csr.conf.template").write_text("[ alt_names ]\nDNS.1 = kubernetes\n")
+    microk8s.__salt__ = node.salt_functions()
+    assert microk8s.extra_san() is None
+    with pytest.raises(CommandExecutionError, match=r"csr\.conf\.template has no #MOREIPS marker to add a SAN at"):
+        microk8s.config_set_extra_san("203.0.113.10")
+
+
+@pytest.mark.parametrize(
+    ("call", "argv", "timeout"),
+    [
+        (lambda m: m.start(), ("start",), 300),
+        (lambda m: m.wait_ready(60), ("status", "--wait-ready", "--timeout", "60"), 90),
+        (lambda m: m.disable("registry"), ("disable", "registry"), 300),
+        (lambda m: m.leave(), ("leave",), 300),
+        (lambda m: m.remove_node("10.1.0.100"), ("remove-node", "10.1.0.100"), 300),
+        (lambda m: m.remove_node("10.1.0.100", force=True), ("remove-node", "10.1.0.100", "--force"), 300),
+        (lambda m: m.refresh_certs(), ("refresh-certs", "--cert", "server.crt"), 300),
+        (lambda m: m.join("10.1.0.10:25000/t/c"), ("join", "10.1.0.10:25000/t/c"), 600),
+    ],
+)
+def test_each_cli_wrapper_runs_one_argument_list_with_a_timeout(microk8s, call, argv, timeout):
+    seen = []
+
+    def run_all(cmd, python_shell=True, timeout=None, ignore_retcode=False, log_callback=None):
+        seen.append((tuple(cmd), python_shell, timeout, ignore_retcode, log_callback))
+        return ok("done")
+
+    microk8s.__salt__ = {"cmd.run_all": run_all}
+    result = call(microk8s)
+    assert result == (True if argv[0] == "status" else "done")
+    assert seen == [(("microk8s", *argv), False, timeout, True, importlib.import_module("microk8s._ha").redact)]
+
+
+def test_add_node_passes_a_chosen_token_and_ttl(microk8s):
+    args = ("add-node", "--format", "json", "--token-ttl", "600", "--token", "a" * 32)
+    cli = fake_cli({args: ok(fixture("add-node.json"))})
+    microk8s.__salt__ = {"cmd.run_all": cli}
+    assert microk8s.add_node(token="a" * 32, ttl=600)["urls"][0].startswith("10.1.0.10:25000/")
+    assert cli.calls == [("microk8s", *args)]
 
 
 def test_nodes_and_the_cluster_check_read_kubectl(microk8s):

@@ -176,6 +176,68 @@ def test_virtual_needs_the_execution_module(states):
     assert states.__virtual__() == "microk8s"
 
 
+# extra_san
+
+
+def san_node(current, fail=None):
+    calls = []
+
+    def set_san(address):
+        calls.append(address)
+        if fail:
+            raise CommandExecutionError(fail)
+        return {"changed": True, "san": f"IP.99 = {address}"}
+
+    return calls, {"microk8s.extra_san": lambda: current, "microk8s.config_set_extra_san": set_san}
+
+
+def test_extra_san_already_set_changes_nothing_in_test_mode_too(states):
+    calls, functions = san_node("203.0.113.10")
+    for test in (False, True):
+        states.__salt__, states.__opts__ = functions, {"test": test}
+        assert states.extra_san("203.0.113.10") == {
+            "name": "203.0.113.10",
+            "result": True,
+            "changes": {},
+            "comment": "203.0.113.10 is already the extra SAN",
+        }
+    assert calls == []
+
+
+def test_extra_san_is_predicted_then_replaced(states):
+    calls, functions = san_node("203.0.113.9")
+    states.__salt__, states.__opts__ = functions, {"test": True}
+    assert states.extra_san("203.0.113.10") == {
+        "name": "203.0.113.10",
+        "result": None,
+        "changes": {"extra_san": {"old": "203.0.113.9", "new": "203.0.113.10"}},
+        "comment": "203.0.113.10 would become the extra SAN",
+    }
+    assert calls == []
+    states.__opts__ = {"test": False}
+    assert states.extra_san("203.0.113.10") == {
+        "name": "203.0.113.10",
+        "result": True,
+        "changes": {"extra_san": {"old": "203.0.113.9", "new": "203.0.113.10"}},
+        "comment": "203.0.113.10 is the extra SAN",
+    }
+    assert calls == ["203.0.113.10"]
+
+
+NO_MARKER = "csr.conf.template has no #MOREIPS marker to add a SAN at"
+
+
+def test_extra_san_failures_are_reported(states):
+    _, functions = san_node(None, fail=NO_MARKER)
+    states.__salt__, states.__opts__ = functions, {"test": False}
+    assert states.extra_san("203.0.113.10") == {
+        "name": "203.0.113.10",
+        "result": False,
+        "changes": {},
+        "comment": f"203.0.113.10 could not be set as the extra SAN: {NO_MARKER}",
+    }
+
+
 # join_tokens_published, on the master
 
 

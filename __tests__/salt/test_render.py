@@ -199,8 +199,10 @@ def test_microk8s_uses_the_pillar_networks_and_the_floating_ip(tmp_path, pillar_
     highstate = Minion(tmp_path, f"k8s-master.{DOMAIN}", pillar_data).highstate()
     launch = args_of(highstate["microk8s-install-file-managed-launch-config"], "file.managed")
     assert launch["context"] == {"pod_cidr": "10.244.0.0/16", "service_cidr": "10.152.183.0/24"}
-    san = args_of(highstate["microk8s-certificates-file-replace-csr-san"], "file.replace")
-    assert san["repl"] == "IP.99 = 203.0.113.10"
+    san = args_of(highstate["microk8s-certificates-microk8s-extra-san"], "microk8s.extra_san")
+    assert san["name"] == "203.0.113.10"
+    refresh = args_of(highstate["microk8s-certificates-cmd-run-refresh"], "cmd.run")
+    assert refresh["onchanges"] == [{"microk8s": "microk8s-certificates-microk8s-extra-san"}]
     enabled = {
         args_of(s, "microk8s.addon_enabled")["name"]
         for i, s in highstate.items()

@@ -103,6 +103,40 @@ def addon_disabled(name: str) -> dict:
     return _addon(name, "disabled", None)
 
 
+def extra_san(name: str) -> dict:
+    """
+    Ensures the API server certificate's template lists ``name`` (an IP address, e.g. the
+    master's floating IP) as its extra SAN, replacing an older one. Watch it to refresh the
+    certificate.
+
+    .. code-block:: yaml
+
+        microk8s-certificates-microk8s-extra-san:
+          microk8s.extra_san:
+            - name: 203.0.113.10
+    """
+    ret = _ret(name)
+    try:
+        current = __salt__["microk8s.extra_san"]()
+    except CommandExecutionError as error:
+        ret["comment"] = f"the certificate template cannot be read: {error}"
+        return ret
+    if current == name:
+        ret.update(result=True, comment=f"{name} is already the extra SAN")
+        return ret
+    changes = {"extra_san": {"old": current, "new": name}}
+    if __opts__["test"]:
+        ret.update(result=None, changes=changes, comment=f"{name} would become the extra SAN")
+        return ret
+    try:
+        __salt__["microk8s.config_set_extra_san"](name)
+    except CommandExecutionError as error:
+        ret["comment"] = f"{name} could not be set as the extra SAN: {error}"
+        return ret
+    ret.update(result=True, changes=changes, comment=f"{name} is the extra SAN")
+    return ret
+
+
 def join_tokens_published(name: str, ttl: int = -1) -> dict:
     """
     On the master: every expected joiner (pillar ``microk8s:nodes``) that is not in the cluster

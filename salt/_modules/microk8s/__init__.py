@@ -189,10 +189,17 @@ def refresh_certs(cert: str = "server.crt") -> str:
     return _cmd("refresh-certs", "--cert", cert)
 
 
+def extra_san() -> str | None:
+    """The extra IP SAN (``IP.99``) in csr.conf.template, or None. CLI Example: ``salt '*' microk8s.extra_san``"""
+    text = __salt__["file.read"](_snap_path(_sub("_constants").CSR_TEMPLATE))
+    match = re.search(r"^IP\.99 = (.*)$", text, re.MULTILINE)
+    return match.group(1).strip() if match else None
+
+
 def config_set_extra_san(address: str) -> dict:
     """
-    Puts ``address`` into csr.conf.template as an extra IP SAN, idempotently.
-    Returns ``{"changed": bool, "san": "IP.99 = <address>"}``.
+    Puts ``address`` into csr.conf.template as an extra IP SAN, idempotently, keeping the
+    marker so a later address replaces it. Returns ``{"changed": bool, "san": "IP.99 = <address>"}``.
     """
     line = f"IP.99 = {address}"
     constants = _sub("_constants")
