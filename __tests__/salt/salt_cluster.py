@@ -8,6 +8,7 @@ and a copy of pillar/ with a _from_terraform.sls of the test's own.
 from __future__ import annotations
 
 import contextlib
+import getpass
 import json
 import os
 import shutil
@@ -36,7 +37,7 @@ def _daemon_paths(root: Path, name: str) -> dict:
         "pidfile": str(root / f"{name}.pid"),
         "log_file": str(root / f"{name}.log"),
         "log_level_logfile": "info",
-        "user": "root",
+        "user": getpass.getuser(),
     }
 
 
