@@ -11,6 +11,8 @@ import time
 
 from salt.exceptions import CommandExecutionError
 
+# The execution module's _constants.MINE_FUNCTION: Salt loads state modules apart from the
+# execution module's package, so they cannot import it.
 MINE_FUNCTION = "microk8s.join_tokens"
 
 __virtualname__ = "microk8s"

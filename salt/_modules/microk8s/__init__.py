@@ -248,21 +248,24 @@ def _ledger_path() -> str:
 
 
 @contextlib.contextmanager
-def _ledger():
+def _ledger(write: bool = True):
     """
     The issued tokens, ``{"tokens": {joiner: entry}, "serials": {joiner: n}}``, locked for the
-    duration: the highstate and reactor-run renewals may touch it at the same time.
+    duration (the highstate and reactor-run renewals may touch it at the same time) and saved
+    afterwards unless ``write`` is False.
     """
     path = _ledger_path()
     os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
     with open(f"{path}.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+        fcntl.flock(lock, fcntl.LOCK_EX if write else fcntl.LOCK_SH)
         try:
             with open(path) as existing:
                 ledger = json.load(existing)
         except FileNotFoundError:
             ledger = {"tokens": {}, "serials": {}}
         yield ledger
+        if not write:
+            return
         fd = os.open(f"{path}.new", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as new:
             json.dump(ledger, new, indent=1, sort_keys=True)
@@ -289,7 +292,7 @@ def join_tokens() -> dict:
     """
     if not os.path.exists(_ledger_path()):
         return {}
-    with _ledger() as ledger:
+    with _ledger(write=False) as ledger:
         return {joiner: _published(entry) for joiner, entry in ledger["tokens"].items()}
 
 
@@ -326,7 +329,7 @@ def join_token_plan() -> dict:
     now = time.time()
     if not os.path.exists(_ledger_path()):
         return {"issue": pending, "withdraw": [], "serials": {}}
-    with _ledger() as ledger:
+    with _ledger(write=False) as ledger:
         held = ledger["tokens"]
         return {
             "issue": [
