@@ -171,10 +171,13 @@ def join_tokens_published(name: str, ttl: int = -1) -> dict:
         ret.update(result=True, comment="every pending joiner holds a live, published join token")
         return ret
     old = {joiner: plan["serials"].get(joiner) for joiner in affected}
+
+    def changes(new: dict) -> dict:
+        return {"tokens": {"old": old, "new": new}} if affected else {"mine": {"old": "stale", "new": "published"}}
+
     if __opts__["test"]:
-        new = {**{j: "new token" for j in plan["issue"]}, **{j: None for j in plan["withdraw"]}}
-        changes = {"tokens": {"old": old, "new": new}} if affected else {"mine": {"old": "stale", "new": "published"}}
-        ret.update(result=None, changes=changes, comment="join tokens would be issued and published")
+        predicted = {**{j: "new token" for j in plan["issue"]}, **{j: None for j in plan["withdraw"]}}
+        ret.update(result=None, changes=changes(predicted), comment="join tokens would be issued and published")
         return ret
     try:
         new = __salt__["microk8s.issue_join_tokens"](plan["issue"], plan["withdraw"], ttl) if affected else {}
@@ -182,8 +185,7 @@ def join_tokens_published(name: str, ttl: int = -1) -> dict:
     except CommandExecutionError as error:
         ret["comment"] = f"join tokens could not be issued: {error}"
         return ret
-    changes = {"tokens": {"old": old, "new": new}} if affected else {"mine": {"old": "stale", "new": "published"}}
-    ret.update(result=True, changes=changes, comment="join tokens issued and published")
+    ret.update(result=True, changes=changes(new), comment="join tokens issued and published")
     return ret
 
 

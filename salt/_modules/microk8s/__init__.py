@@ -172,6 +172,11 @@ def nodes() -> list[dict]:
     return result
 
 
+def _member_hosts() -> list[str]:
+    """The addresses of the dqlite members, without their port."""
+    return [member["address"].rsplit(":", 1)[0] for member in members()]
+
+
 def membership() -> dict:
     """
     How this node takes part in a cluster: ``{"role": "worker" | "control-plane" | "standalone",
@@ -180,7 +185,7 @@ def membership() -> dict:
     """
     if is_worker():
         return {"role": "worker", "members": []}
-    addresses = [node["address"].rsplit(":", 1)[0] for node in members()]
+    addresses = _member_hosts()
     return {"role": "control-plane" if len(addresses) > 1 else "standalone", "members": addresses}
 
 
@@ -255,6 +260,10 @@ def _ledger(write: bool = True):
     afterwards unless ``write`` is False.
     """
     path = _ledger_path()
+    if not write and not os.path.exists(path):
+        # Nothing issued yet: a reader neither locks nor creates anything.
+        yield {"tokens": {}, "serials": {}}
+        return
     os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
     with open(f"{path}.lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX if write else fcntl.LOCK_SH)
@@ -290,8 +299,6 @@ def join_tokens() -> dict:
     "expires"}}``, the tokens this master issued and not yet withdrawn. The URLs carry the
     tokens; the pillar limits who may read them from the mine.
     """
-    if not os.path.exists(_ledger_path()):
-        return {}
     with _ledger(write=False) as ledger:
         return {joiner: _published(entry) for joiner, entry in ledger["tokens"].items()}
 
@@ -313,7 +320,7 @@ def _issue(ledger: dict, joiner: str, worker: bool, ttl: int) -> dict:
 def pending_joiners() -> list[str]:
     """The expected joiners (pillar) whose address the cluster does not know yet, in order."""
     roles = node_roles()
-    known = {member["address"].rsplit(":", 1)[0] for member in members()}
+    known = set(_member_hosts())
     known.update(node["address"] for node in nodes() if node["address"])
     return [joiner for joiner in roles["joiners"] if roles["addresses"][joiner] not in known]
 
@@ -327,8 +334,6 @@ def join_token_plan() -> dict:
     pending = pending_joiners()
     live = _live_tokens()
     now = time.time()
-    if not os.path.exists(_ledger_path()):
-        return {"issue": pending, "withdraw": [], "serials": {}}
     with _ledger(write=False) as ledger:
         held = ledger["tokens"]
         return {
@@ -413,12 +418,12 @@ def _forget(address: str) -> bool:
     when the node is in dqlite but not in Kubernetes, even after removing it, so the outcome is
     judged by the members afterwards.
     """
-    if not any(m["address"].startswith(f"{address}:") for m in members()):
+    if address not in _member_hosts():
         return False
     try:
         remove_node(address, force=True)
     except CommandExecutionError:
-        if any(m["address"].startswith(f"{address}:") for m in members()):
+        if address in _member_hosts():
             raise
     return True
 
