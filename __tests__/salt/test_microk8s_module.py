@@ -9,7 +9,6 @@ from __future__ import annotations
 import importlib
 import json
 import stat
-import sys
 from pathlib import Path
 
 import pytest
@@ -30,16 +29,6 @@ PILLAR = {
     ],
     "control_plane": [MASTER, CP_JOINER],
 }
-
-
-@pytest.fixture
-def microk8s(monkeypatch):
-    """The package imported as Salt would name it, with its dunders patched per test."""
-    monkeypatch.syspath_prepend(str(ROOT / "salt" / "_modules"))
-    module = importlib.import_module("microk8s")
-    yield module
-    for name in [n for n in sys.modules if n == "microk8s" or n.startswith("microk8s.")]:
-        del sys.modules[name]
 
 
 def fake_cli(outputs: dict[tuple[str, ...], dict]):

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
-import sys
 from pathlib import Path
 
 import pytest
@@ -355,15 +353,9 @@ def test_only_the_master_issues_tokens_and_failures_are_reported(states):
 
 
 @pytest.fixture
-def classify():
+def classify(microk8s):
     """The execution module's real classification, as the state reaches it through __salt__."""
-    sys.path.insert(0, str(ROOT / "salt" / "_modules"))
-    try:
-        yield importlib.import_module("microk8s").classify_error
-    finally:
-        sys.path.pop(0)
-        for name in [n for n in sys.modules if n == "microk8s" or n.startswith("microk8s.")]:
-            del sys.modules[name]
+    return microk8s.classify_error
 
 
 def error(fixture: str) -> CommandExecutionError:
