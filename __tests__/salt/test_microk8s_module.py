@@ -570,3 +570,23 @@ def test_addon_enabled_through_the_real_loader_changes_once_then_nothing(tmp_pat
     assert second["result"] is True
     assert second["changes"] == {}
     assert (node.home / "calls.log").read_text().count("enable dns\n") == 1
+
+
+def test_forget_node_removes_a_departed_worker_or_control_plane_node_once(microk8s, tmp_path):
+    cluster = Cluster(microk8s, tmp_path)
+    master = cluster.as_master()
+    master.issue_join_tokens([CP_JOINER, WORKER])
+    urls = master.join_tokens()
+    assert cluster.cp_joiner.run("join", urls[CP_JOINER]["urls"][0]).returncode == 0
+    assert cluster.worker.run("join", urls[WORKER]["urls"][0], "--worker").returncode == 0
+    assert {node["address"] for node in master.nodes()} == {"10.1.0.10", "10.1.0.100", "10.1.0.101"}
+
+    # A worker is only a Kubernetes node; a control-plane node is a dqlite member as well.
+    assert master.forget_node("10.1.0.101") is True
+    assert {node["address"] for node in master.nodes()} == {"10.1.0.10", "10.1.0.100"}
+    assert master.forget_node("10.1.0.100") is True
+    assert "10.1.0.100:19001" not in json.dumps(master.members())
+    assert {node["address"] for node in master.nodes()} == {"10.1.0.10"}
+    # Removing again (a retried destroy) finds nothing.
+    assert master.forget_node("10.1.0.101") is False
+    assert master.forget_node("10.1.0.100") is False

@@ -412,6 +412,21 @@ def renew_join_token(joiner: str, reason: str, serial: int | None = None) -> dic
     return result
 
 
+def forget_node(address: str) -> bool:
+    """
+    Removes the node at private ``address`` from the cluster, whether it is a dqlite member
+    (control plane) or only a Kubernetes node (worker): the scale-down of a departed node,
+    run on the master before its machine is deleted. True if something was removed, False if
+    the cluster knew no node there. CLI Example: ``salt k8s-master.* microk8s.forget_node 10.1.0.102``
+    """
+    if _forget(address):
+        return True
+    names = [node["name"] for node in nodes() if node["address"] == address]
+    for name in names:
+        remove_node(name, force=True)
+    return bool(names)
+
+
 def _forget(address: str) -> bool:
     """
     Removes the dqlite member (and Kubernetes node) at ``address``. microk8s' remove-node exits 1
