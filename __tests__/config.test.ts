@@ -143,6 +143,19 @@ describe("loadConfig", () => {
       [{ TF_VAR_api_allowed_cidrs: '"0.0.0.0/0"' }, 'Invalid TF_VAR_api_allowed_cidrs="\\"0.0.0.0/0\\"": must be a list of strings.'],
       [{ TF_VAR_dns_nameservers: '["dns.example"]' }, "dns_nameservers must be a list of 1 to 5 IPv4 addresses"],
       [
+        { TF_VAR_ssh_host_keys: '{ salt = "ssh-ed25519 AAAA" }' },
+        'Invalid TF_VAR_ssh_host_keys="{ salt = \\"ssh-ed25519 AAAA\\" }": ssh_host_keys must be a map whose keys are bastion or salt_master.',
+      ],
+      [
+        { TF_VAR_ssh_host_keys: '{ bastion = "not a key" }' },
+        "ssh_host_keys must be a map whose values are single OpenSSH public key lines",
+      ],
+      [
+        { TF_VAR_ssh_host_keys: '["ssh-ed25519 AAAA"]' },
+        'Invalid TF_VAR_ssh_host_keys="[\\"ssh-ed25519 AAAA\\"]": must be a map of strings',
+      ],
+      [{ TF_VAR_run_provisioners: "yes" }, 'Invalid TF_VAR_run_provisioners="yes": must be true or false.'],
+      [
         { TF_VAR_public_network_cidr: "10.0.0.0" },
         'Invalid TF_VAR_public_network_cidr="10.0.0.0": public_network_cidr must be an IPv4 network address in CIDR form',
       ],

@@ -60,6 +60,9 @@ const DNS_NAME_HCL = "^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?([.][a-z0-9]([a-z0-9-]{
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const UUID_HCL = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$";
 
+/** The hosts the provisioners log in to, as keys of ssh_host_keys. */
+export const SSH_HOST_ROLES = ["bastion", "salt_master"] as const;
+
 /** Nova server group policies for the Kubernetes nodes, plus "none" for no group. */
 export const SERVER_GROUP_POLICIES = ["soft-anti-affinity", "anti-affinity", "soft-affinity", "affinity", "none"] as const;
 
@@ -361,6 +364,33 @@ export const VARIABLES = {
       },
     ],
   } as VariableSpec<string[]>,
+  run_provisioners: {
+    kind: "bool",
+    type: "bool",
+    description:
+      "Run the provisioning chain (wait for cloud-init, sync Salt, accept minion keys, orchestrate) through the bastion. false creates the machines only (tests against an API double, or configuring them by other means).",
+    default: true,
+    rules: [],
+  } as VariableSpec<boolean>,
+  ssh_host_keys: {
+    kind: "complex",
+    type: "map(string)",
+    description:
+      "Known SSH host keys (or signing CA keys) of the hosts the provisioners log in to, by role: bastion, salt_master. A role without a key is not checked.",
+    default: {},
+    rules: [
+      {
+        test: (v: Record<string, string>) => Object.keys(v).every((role) => (SSH_HOST_ROLES as readonly string[]).includes(role)),
+        condition: `alltrue([for role in keys(var.ssh_host_keys) : contains(${JSON.stringify(SSH_HOST_ROLES)}, role)])`,
+        mustBe: `a map whose keys are ${SSH_HOST_ROLES.join(" or ")}`,
+      },
+      {
+        test: (v: Record<string, string>) => Object.values(v).every((key) => SSH_KEY.test(key)),
+        condition: `alltrue([for key in values(var.ssh_host_keys) : can(regex("${SSH_KEY_HCL}", key))])`,
+        mustBe: "a map whose values are single OpenSSH public key lines (ssh-ed25519, ecdsa-..., ssh-rsa)",
+      },
+    ],
+  } as VariableSpec<Record<string, string>>,
 } as const;
 
 export type VariableName = keyof typeof VARIABLES;
@@ -447,6 +477,11 @@ function shapeError(name: VariableName, value: unknown): string | undefined {
       }
     }
     return undefined;
+  }
+  if (name === "ssh_host_keys") {
+    const isStringMap =
+      typeof value === "object" && value !== null && !Array.isArray(value) && Object.values(value).every((v) => typeof v === "string");
+    return isStringMap ? undefined : 'must be a map of strings, such as { bastion = "ssh-ed25519 AAAA..." }';
   }
   return isStringList(value) ? undefined : "must be a list of strings";
 }
