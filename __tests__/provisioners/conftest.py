@@ -1,0 +1,119 @@
+"""
+The provisioner scripts under test, run with bash against fake salt, salt-key, salt-run,
+cloud-init and hostname programs (fakes/) that come first on PATH and share one JSON state.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PROVISIONERS = ROOT / "provisioners"
+FAKES = Path(__file__).parent / "fakes"
+FIXTURES = Path(__file__).parent / "fixtures"
+PROGRAMS = {
+    "salt": "fake_salt.py",
+    "salt-key": "fake_salt_key.py",
+    "salt-run": "fake_salt_run.py",
+    "cloud-init": "fake_cloud_init.py",
+    "hostname": "fake_hostname.py",
+}
+HOST = "salt.lab.example.org"
+
+
+def lines(text: str) -> list[str]:
+    """Output lines with the countdown in progress lines blanked: "(12 s left)" → "(N s left)"."""
+    return [re.sub(r"\(\d+ s left\)", "(N s left)", line) for line in text.splitlines()]
+
+
+class Fakes:
+    """The fake programs' bin/, their state (``state``), and the log of every call they got."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.bin = root / "bin"
+        self.bin.mkdir(parents=True)
+        for name, script in PROGRAMS.items():
+            (self.bin / name).symlink_to(FAKES / script)
+        self.state_file = root / "state.json"
+        self.log_file = root / "calls.jsonl"
+        self.log_file.touch()
+        self.write({"hostname": HOST})
+        self.env = {
+            **os.environ,
+            "PATH": f"{self.bin}:{os.environ['PATH']}",
+            "FAKE_SALT_STATE": str(self.state_file),
+            "FAKE_SALT_LOG": str(self.log_file),
+            "TMPDIR": str(root),
+        }
+
+    def write(self, state: dict) -> None:
+        self.state_file.write_text(json.dumps(state))
+
+    def update(self, **changes) -> None:
+        self.write({**self.read(), **changes})
+
+    def read(self) -> dict:
+        return json.loads(self.state_file.read_text())
+
+    def calls(self, program: str | None = None) -> list[list[str]]:
+        """Every call's argv, program name first; only ``program``'s when given, without the name."""
+        calls = [json.loads(line) for line in self.log_file.read_text().splitlines()]
+        return calls if program is None else [call[1:] for call in calls if call[0] == program]
+
+    def run(self, script: str, *args: str, env: dict | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            ["bash", str(PROVISIONERS / script), *args],
+            env={**self.env, **(env or {})},
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+
+    def popen(self, script: str, *args: str, env: dict | None = None, session: bool = False) -> subprocess.Popen:
+        """The script running, its output on pipes; ``session``: in a process group of its own."""
+        return subprocess.Popen(
+            ["bash", str(PROVISIONERS / script), *args],
+            env={**self.env, **(env or {})},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=session,
+        )
+
+    def leftover_processes(self, timeout: float = 5) -> list[str]:
+        """Processes still running from under this fake's directory (readers, fakes), after a grace."""
+        return leftover_processes(str(self.root), timeout=timeout)
+
+
+def leftover_processes(*markers: str, timeout: float = 5) -> list[str]:
+    """Command lines of live processes that mention every marker, once none is left or at the timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        alive = []
+        for proc in Path("/proc").iterdir():
+            if not proc.name.isdigit():
+                continue
+            try:
+                cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+                zombie = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+            except OSError:
+                continue
+            if all(marker in cmdline for marker in markers) and not zombie:
+                alive.append(cmdline)
+        if not alive or time.monotonic() > deadline:
+            return alive
+        time.sleep(0.1)
+
+
+@pytest.fixture
+def fakes(tmp_path: Path) -> Fakes:
+    return Fakes(tmp_path / "fakes")

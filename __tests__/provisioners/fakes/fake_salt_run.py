@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""
+salt-run, three runners over the fake event bus (fakestate.bus_path):
+
+- ``event.send TAG``: appends TAG to the bus.
+- ``state.event pretty=False tagmatch=EXPR``: prints the bus lines that arrive after it has
+  subscribed and whose tag matches EXPR the way Salt's expr_match does, as
+  "<tag>\\t<json>", until killed. "state_event": {"subscribe_delay": s} delays the subscription
+  (events sent before are lost, as on the real bus); {"crash": true} makes it fail at once.
+  Each one records its pid in state-event.pids beside the state file.
+- ``state.orchestrate SLS --out=json``: "state_orchestrate" says what happens:
+  {"events_file": captured state.event lines to put on the bus first, "hold_until": a path
+  that must exist before it returns, "stdout_file" or "stdout", "stderr", "exit"}.
+"""
+
+import fnmatch
+import json
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+from fakestate import bus_path, fire_event, log_invocation, state, state_path
+
+log_invocation("salt-run")
+positional = [argument for argument in sys.argv[1:] if not argument.startswith("--")]
+runner, arguments = positional[0], positional[1:]
+keywords = dict(argument.split("=", 1) for argument in arguments if "=" in argument)
+with state() as current:
+    config = current.get(runner.replace(".", "_"), {})
+
+
+def expr_match(tag: str, expression: str) -> bool:
+    """salt/utils/stringutils.py expr_match: a glob first, then an anchored regular expression."""
+    if fnmatch.fnmatch(tag, expression):
+        return True
+    try:
+        return re.match(rf"\A{expression}\Z", tag) is not None
+    except re.error:
+        return False
+
+
+if runner == "event.send":
+    fire_event(arguments[0], {"_stamp": "2026-01-01T00:00:00.000000"})
+    print("True")
+elif runner == "state.event":
+    with state_path().with_name("state-event.pids").open("a") as pids:
+        pids.write(f"{os.getpid()}\n")
+    if config.get("crash"):
+        sys.exit("Exception occurred in runner state.event: Traceback (most recent call last):\n...")
+    time.sleep(config.get("subscribe_delay", 0))
+    bus = bus_path()
+    offset = bus.stat().st_size if bus.exists() else 0
+    pending = ""
+    while True:
+        if bus.exists():
+            with bus.open() as stream:
+                stream.seek(offset)
+                pending += stream.read()
+                offset = stream.tell()
+            *lines, pending = pending.split("\n")
+            for line in lines:
+                if expr_match(line.partition("\t")[0], keywords.get("tagmatch", "*")):
+                    print(line, flush=True)
+        time.sleep(0.05)
+elif runner == "state.orchestrate":
+    if config.get("events_file"):
+        for line in Path(config["events_file"]).read_text().splitlines():
+            tag, _, payload = line.partition("\t")
+            fire_event(tag, payload)
+            time.sleep(0.02)
+    if config.get("hold_until"):
+        deadline = time.monotonic() + 20
+        while not Path(config["hold_until"]).exists():
+            if time.monotonic() > deadline:
+                sys.exit(f"fake salt-run: {config['hold_until']} never appeared")
+            time.sleep(0.05)
+    if config.get("stdout_file"):
+        sys.stdout.write(Path(config["stdout_file"]).read_text())
+    elif "stdout" in config:
+        sys.stdout.write(config["stdout"] if isinstance(config["stdout"], str) else json.dumps(config["stdout"]))
+    sys.stderr.write(config.get("stderr", ""))
+    sys.exit(config.get("exit", 0))
+else:
+    sys.exit(f"fake salt-run: unsupported runner {runner}")

@@ -1,0 +1,139 @@
+"""
+The real Salt for the provisioner tests: SaltCluster from __tests__/salt (a salt-master and
+salt-minions on 127.0.0.1, each minion in its own directory) serving a few test orchestrations,
+and a bin/ of salt, salt-key and salt-run wrappers that point the real commands at its master
+configuration and log every call, for the scripts under test to find first on PATH.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+DOMAIN = "lab.example"
+MASTER = f"k8s-master.{DOMAIN}"
+WORKER = f"k8s-worker-0.{DOMAIN}"
+NODES = {MASTER: ("10.1.0.10", "k8s-master"), WORKER: ("10.1.0.100", "k8s-worker-0")}
+
+# Shaped like orch/deploy.sls: module sync first, then states per role, then a cluster check.
+# The failing one fails in three ways: a minion state, a function that raises, and a step that
+# never runs because its requisite failed.
+OVERLAY = {
+    "orch/koo_test_succeeded.sls": """
+orch-test-salt-function-sync-all:
+  salt.function:
+    - name: saltutil.sync_all
+    - tgt: "*"
+
+orch-test-salt-state-all:
+  salt.state:
+    - tgt: "*"
+    - sls: koo_test.ok
+    - require:
+      - salt: orch-test-salt-function-sync-all
+""",
+    "orch/koo_test_failed.sls": """
+orch-test-salt-function-sync-all:
+  salt.function:
+    - name: saltutil.sync_all
+    - tgt: "*"
+
+orch-test-salt-state-master:
+  salt.state:
+    - tgt: "k8s-master.*"
+    - sls: koo_test.ok
+    - require:
+      - salt: orch-test-salt-function-sync-all
+
+orch-test-salt-state-workers:
+  salt.state:
+    - tgt: "k8s-worker-*"
+    - sls: koo_test.join
+    - require:
+      - salt: orch-test-salt-state-master
+
+orch-test-salt-function-cluster-check:
+  salt.function:
+    - name: test.exception
+    - tgt: "k8s-master.*"
+    - arg:
+      - "cluster check failed: k8s-worker-0.lab.example is NotReady"
+    - require:
+      - salt: orch-test-salt-function-sync-all
+
+orch-test-salt-function-after-workers:
+  salt.function:
+    - name: test.true
+    - tgt: "k8s-master.*"
+    - require:
+      - salt: orch-test-salt-state-workers
+""",
+    "koo_test/ok.sls": """
+koo-test-ok-test-succeed_with_changes:
+  test.succeed_with_changes: []
+
+koo-test-ok-test-succeed_without_changes:
+  test.succeed_without_changes: []
+""",
+    "koo_test/join.sls": """
+koo-test-join-test-succeed_with_changes:
+  test.succeed_with_changes: []
+
+microk8s-joined-microk8s-cluster_joined:
+  test.fail_without_changes:
+    - comment: "join failed: the master refused the token (HTTP 500)\\nretried 8 times"
+""",
+}
+
+
+# What orchestrate.sh prints for them: per-host lines (in event order, which may vary) and the
+# failure message.
+SUCCEEDED_LINES = [
+    "[k8s-worker-0.lab.example] saltutil.sync_all: ok",
+    "[k8s-master.lab.example] saltutil.sync_all: ok",
+    "[k8s-worker-0.lab.example] state.sls: 2 states, 1 changed, 0 failed",
+    "[k8s-master.lab.example] state.sls: 2 states, 1 changed, 0 failed",
+]
+FAILED_LINES = [
+    "[k8s-master.lab.example] saltutil.sync_all: ok",
+    "[k8s-worker-0.lab.example] saltutil.sync_all: ok",
+    "[k8s-master.lab.example] state.sls: 2 states, 1 changed, 0 failed",
+    "[k8s-worker-0.lab.example] state.sls: 2 states, 1 changed, 1 failed: microk8s-joined-microk8s-cluster_joined",
+    "[k8s-master.lab.example] test.exception: failed (retcode 1): "
+    "Exception: cluster check failed: k8s-worker-0.lab.example is NotReady",
+]
+FAILED_MESSAGE = (
+    "orchestration orch.koo_test_failed failed: "
+    "orch-test-salt-state-workers: k8s-worker-0.lab.example: microk8s-joined-microk8s-cluster_joined "
+    "(join failed: the master refused the token (HTTP 500)); "
+    "orch-test-salt-function-cluster-check: k8s-master.lab.example: "
+    "Exception: cluster check failed: k8s-worker-0.lab.example is NotReady; "
+    "not run because a requisite failed: orch-test-salt-function-after-workers"
+)
+
+
+def import_salt_cluster():
+    """
+    __tests__/salt/salt_cluster.py. It imports its neighbour conftest.py as ``conftest``, which
+    this package's conftest never claims (it is ``provisioners.conftest``).
+    """
+    salt_tests = str(ROOT / "__tests__" / "salt")
+    if salt_tests not in sys.path:
+        sys.path.append(salt_tests)
+    return importlib.import_module("salt_cluster")
+
+
+def write_wrappers(bin_dir: Path, master_dir: Path, log: Path) -> None:
+    """salt, salt-key and salt-run in bin_dir: the venv's real ones, with the cluster's config."""
+    venv_bin = Path(sys.executable).parent
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    for command in ("salt", "salt-key", "salt-run"):
+        wrapper = bin_dir / command
+        wrapper.write_text(
+            "#!/bin/sh\n"
+            f"printf '%s\\n' \"{command} $*\" >>'{log}'\n"
+            f"exec '{venv_bin / command}' --config-dir='{master_dir}' \"$@\"\n"
+        )
+        wrapper.chmod(0o755)

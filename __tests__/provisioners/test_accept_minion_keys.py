@@ -1,0 +1,164 @@
+"""accept-minion-keys.sh [--timeout S] [--interval S] ID..., against fake salt-key and salt."""
+
+from __future__ import annotations
+
+import pytest
+
+from .conftest import lines
+
+DOMAIN = "lab.example.org"
+SALT, BASTION, MASTER = f"salt.{DOMAIN}", f"bastion.{DOMAIN}", f"k8s-master.{DOMAIN}"
+WORKER0, WORKER1, INTRUDER = f"k8s-worker-0.{DOMAIN}", f"k8s-worker-1.{DOMAIN}", f"intruder.{DOMAIN}"
+EXPECTED = [SALT, BASTION, MASTER, WORKER0]
+FAST = ["--timeout", "20", "--interval", "1"]
+
+
+def keys(accepted=(), pending=(), rejected=(), denied=()) -> dict:
+    return {
+        "minions": list(accepted),
+        "minions_pre": list(pending),
+        "minions_rejected": list(rejected),
+        "minions_denied": list(denied),
+    }
+
+
+def everyone_answers(ids, from_call: int = 1) -> dict:
+    return dict.fromkeys(ids, from_call)
+
+
+def accepts(fakes) -> list[list[str]]:
+    return [call for call in fakes.calls("salt-key") if call != ["--list=all", "--out=json"]]
+
+
+def test_accepts_late_keys_one_by_one_and_waits_for_every_minion_to_answer(fakes):
+    fakes.update(
+        keys=keys(accepted=[SALT], pending=[BASTION]),
+        # The master's key arrives at the second poll, the worker's (and a stranger's) at the third.
+        arrivals={"2": {"minions_pre": [MASTER]}, "3": {"minions_pre": [WORKER0, INTRUDER]}},
+        ping={SALT: 1, BASTION: 1, MASTER: 1, WORKER0: 2},
+    )
+    result = fakes.run("accept-minion-keys.sh", *FAST, *EXPECTED)
+    assert result.returncode == 0, result.stderr
+    assert lines(result.stdout) == [
+        f"accepted minion key: {BASTION}",
+        f"waiting for 2 of 4 minion keys: {MASTER}, {WORKER0} (N s left)",
+        f"accepted minion key: {MASTER}",
+        f"waiting for 1 of 4 minion keys: {WORKER0} (N s left)",
+        f"accepted minion key: {WORKER0}",
+        f"unexpected minion key left pending: {INTRUDER}",
+        "all 4 minion keys accepted",
+        f"waiting for 1 of 4 minions to answer test.ping: {WORKER0} (N s left)",
+        "all 4 minions answer test.ping",
+    ]
+    assert accepts(fakes) == [
+        ["-y", f"--accept={BASTION}"],
+        ["-y", f"--accept={MASTER}"],
+        ["-y", f"--accept={WORKER0}"],
+    ]
+    assert fakes.read()["keys"]["minions_pre"] == [INTRUDER]
+    target = ",".join(EXPECTED)
+    assert fakes.calls("salt") == [["--out=json", "--static", "--timeout=10", "--list", target, "test.ping"]] * 2
+
+
+def test_an_unexpected_key_is_reported_once_and_never_accepted(fakes):
+    fakes.update(
+        keys=keys(accepted=[SALT], pending=[INTRUDER]),
+        arrivals={"3": {"minions_pre": [BASTION]}},
+        ping=everyone_answers([SALT, BASTION]),
+    )
+    result = fakes.run("accept-minion-keys.sh", *FAST, SALT, BASTION)
+    assert result.returncode == 0, result.stderr
+    assert lines(result.stdout).count(f"unexpected minion key left pending: {INTRUDER}") == 1
+    assert accepts(fakes) == [["-y", f"--accept={BASTION}"]]
+    assert fakes.read()["keys"]["minions_pre"] == [INTRUDER]
+
+
+@pytest.mark.parametrize(
+    ("state", "message"),
+    [
+        (
+            keys(accepted=[SALT, WORKER0], denied=[WORKER0]),
+            f"minion key of {WORKER0} is denied: the minion presented a different key while its old one is accepted "
+            f"(a rebuilt machine?); if the machine is genuine, run 'salt-key -y --delete={WORKER0}' on "
+            f"salt.lab.example.org, restart salt-minion on {WORKER0} and apply again",
+        ),
+        (
+            keys(accepted=[SALT], rejected=[WORKER0]),
+            f"minion key of {WORKER0} is rejected on salt.lab.example.org; if the machine is genuine, run "
+            f"'salt-key -y --delete={WORKER0}' on salt.lab.example.org, restart salt-minion on {WORKER0} "
+            "and apply again",
+        ),
+    ],
+    ids=["denied", "rejected"],
+)
+def test_a_denied_or_rejected_expected_key_fails_at_once(fakes, state, message):
+    fakes.update(keys=state)
+    result = fakes.run("accept-minion-keys.sh", *FAST, SALT, WORKER0)
+    assert (result.returncode, result.stdout, result.stderr) == (1, "", message + "\n")
+    assert accepts(fakes) == []
+    assert len(fakes.calls("salt-key")) == 1
+
+
+def test_times_out_naming_the_missing_keys(fakes):
+    fakes.update(keys=keys(accepted=[SALT]), ping=everyone_answers(EXPECTED))
+    result = fakes.run("accept-minion-keys.sh", "--timeout=2", "--interval=1", SALT, WORKER0, WORKER1)
+    assert result.returncode == 1
+    assert result.stderr == f"timed out after 2 s waiting for minion keys: {WORKER0}, {WORKER1}\n"
+    assert set(lines(result.stdout)) == {f"waiting for 2 of 3 minion keys: {WORKER0}, {WORKER1} (N s left)"}
+    assert fakes.calls("salt") == []
+
+
+def test_times_out_naming_the_minions_that_do_not_answer(fakes):
+    fakes.update(keys=keys(accepted=[SALT, WORKER0]), ping={SALT: 1})
+    result = fakes.run("accept-minion-keys.sh", "--timeout", "2", "--interval", "1", SALT, WORKER0)
+    assert result.returncode == 1
+    assert result.stderr == f"timed out after 2 s waiting for minions to answer test.ping: {WORKER0}\n"
+    assert lines(result.stdout)[:2] == [
+        "all 2 minion keys accepted",
+        f"waiting for 1 of 2 minions to answer test.ping: {WORKER0} (N s left)",
+    ]
+
+
+def test_a_failing_salt_is_waited_out_and_named_in_the_timeout(fakes):
+    timed_out = "Salt request timed out. The master is not responding. You may need to run your command with `--async`"
+    fakes.update(keys=keys(accepted=[SALT]), salt_error=timed_out)
+    result = fakes.run("accept-minion-keys.sh", "--timeout", "1", "--interval", "1", SALT)
+    assert result.returncode == 1
+    assert result.stderr == f"timed out after 1 s waiting for minions to answer test.ping: {SALT} (salt: {timed_out})\n"
+    assert len(fakes.calls("salt")) >= 1
+
+
+def test_a_failing_salt_key_is_an_error(fakes):
+    fakes.update(salt_key_error="[ERROR   ] Unable to read /etc/salt/pki/master: Permission denied")
+    result = fakes.run("accept-minion-keys.sh", *FAST, SALT)
+    assert result.returncode == 1
+    assert result.stderr == (
+        "salt-key --list=all failed on salt.lab.example.org: "
+        "[ERROR   ] Unable to read /etc/salt/pki/master: Permission denied\n"
+    )
+
+
+USAGE = "usage: accept-minion-keys.sh [--timeout SECONDS] [--interval SECONDS] MINION_ID...\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ((), "no minion ids given"),
+        (("--timeout", "0", SALT), '--timeout must be a positive whole number of seconds, got "0"'),
+        (("--interval=soon", SALT), '--interval must be a positive whole number of seconds, got "soon"'),
+        (("--timeout",), "--timeout needs a value"),
+        (("--accept-all", SALT), "unknown option --accept-all"),
+        (("k8s-*.lab.example.org",), 'minion id "k8s-*.lab.example.org" is not a lower-case DNS name'),
+        (("K8s-Master.lab.example.org",), 'minion id "K8s-Master.lab.example.org" is not a lower-case DNS name'),
+        ((f"{SALT},{BASTION}",), f'minion id "{SALT},{BASTION}" is not a lower-case DNS name'),
+        (("-bad.lab.example.org",), "unknown option -bad.lab.example.org"),
+        (("--", "-bad.lab.example.org"), 'minion id "-bad.lab.example.org" is not a lower-case DNS name'),
+        (("bad..example.org",), 'minion id "bad..example.org" is not a lower-case DNS name'),
+        ((SALT, SALT), f"minion id {SALT} is given twice"),
+    ],
+)
+def test_usage_errors(fakes, args, message):
+    result = fakes.run("accept-minion-keys.sh", *args)
+    assert (result.returncode, result.stderr) == (2, f"accept-minion-keys.sh: {message}\n{USAGE}")
+    assert fakes.calls("salt-key") == []

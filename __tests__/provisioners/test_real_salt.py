@@ -1,0 +1,118 @@
+"""
+accept-minion-keys.sh and orchestrate.sh against a real Salt 3007 master and real minions on
+127.0.0.1 (SaltCluster from __tests__/salt), through wrappers that point salt, salt-key and
+salt-run at that master: the real key lists, the real test.ping output, the real state.event
+stream and the real orchestrate runner's JSON. About 40 s.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import time
+
+import pytest
+
+from .conftest import PROVISIONERS, leftover_processes
+from .real_salt import (
+    DOMAIN,
+    FAILED_LINES,
+    FAILED_MESSAGE,
+    MASTER,
+    NODES,
+    OVERLAY,
+    SUCCEEDED_LINES,
+    WORKER,
+    import_salt_cluster,
+    write_wrappers,
+)
+
+INTRUDER = f"intruder.{DOMAIN}"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    salt_cluster = import_salt_cluster()
+
+    class PendingKeysCluster(salt_cluster.SaltCluster):
+        """Leaves every minion key pending: accepting them is the job of the script under test."""
+
+        def _accept(self, minion_ids, timeout=90):
+            pass
+
+    root = tmp_path_factory.mktemp("salt-cluster")
+    cluster = PendingKeysCluster(root, {**NODES, INTRUDER: ("10.1.0.99", "intruder")}, {}, OVERLAY)
+    cluster.bin = root / "wrappers"
+    cluster.calls = root / "calls.log"
+    write_wrappers(cluster.bin, cluster.master_dir, cluster.calls)
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def run(cluster, script: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["bash", str(PROVISIONERS / script), *args],
+        env={**os.environ, "PATH": f"{cluster.bin}:{os.environ['PATH']}"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def key_lists(cluster) -> dict:
+    output = subprocess.run(
+        [str(cluster.bin / "salt-key"), "--list=all", "--out=json"], capture_output=True, text=True, check=True
+    )
+    return json.loads(output.stdout)
+
+
+@pytest.fixture(scope="module")
+def accepted(cluster):
+    """accept-minion-keys.sh for the master and the worker, once every minion has asked."""
+    deadline = time.monotonic() + 60
+    while set(key_lists(cluster).get("minions_pre", [])) != {MASTER, WORKER, INTRUDER}:
+        assert time.monotonic() < deadline, f"minion keys did not arrive: {key_lists(cluster)}\n{cluster.logs()}"
+        time.sleep(0.5)
+    return run(cluster, "accept-minion-keys.sh", "--timeout", "120", "--interval", "1", MASTER, WORKER)
+
+
+def test_accepts_exactly_the_expected_keys_and_waits_for_their_answers(cluster, accepted):
+    assert accepted.returncode == 0, accepted.stderr + accepted.stdout
+    output = accepted.stdout.splitlines()
+    assert output[:4] == [
+        f"accepted minion key: {MASTER}",
+        f"accepted minion key: {WORKER}",
+        f"unexpected minion key left pending: {INTRUDER}",
+        "all 2 minion keys accepted",
+    ]
+    assert output[-1] == "all 2 minions answer test.ping"
+    key_calls = [line for line in cluster.calls.read_text().splitlines() if line.startswith("salt-key -y")]
+    assert key_calls == [f"salt-key -y --accept={MASTER}", f"salt-key -y --accept={WORKER}"]
+    keys = key_lists(cluster)
+    assert (sorted(keys["minions"]), keys["minions_pre"]) == ([MASTER, WORKER], [INTRUDER])
+
+
+def test_a_real_orchestration_streams_per_host_lines_and_succeeds(cluster, accepted):
+    result = run(cluster, "orchestrate.sh", "orch.koo_test_succeeded")
+    assert result.returncode == 0, result.stderr
+    output = result.stdout.splitlines()
+    assert re.fullmatch(r"orchestration orch\.koo_test_succeeded started on \S+", output[0])
+    assert sorted(output[1:-1]) == sorted(SUCCEEDED_LINES)
+    assert re.fullmatch(
+        r"orchestration orch\.koo_test_succeeded succeeded in \d+ s: 2 steps, 2 states changed on 2 minions",
+        output[-1],
+    )
+    assert leftover_processes(str(cluster.master_dir), "state.event") == [], "state.event outlived the script"
+
+
+def test_a_real_failed_orchestration_names_steps_minions_and_states(cluster, accepted):
+    result = run(cluster, "orchestrate.sh", "orch.koo_test_failed")
+    assert result.returncode == 1
+    assert sorted(result.stdout.splitlines()[1:]) == sorted(FAILED_LINES)
+    assert result.stderr == FAILED_MESSAGE + "\n"

@@ -1,0 +1,169 @@
+"""
+provisioners/salt_output.py, the reader of Salt's JSON, over output captured from a real Salt
+3007 master and minions (fixtures/) and the shapes Salt's source documents.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import sys
+
+import pytest
+
+from .conftest import FIXTURES, PROVISIONERS
+
+
+def load_salt_output():
+    """The helper imported by path, leaving no __pycache__ in provisioners/ for Terraform to upload."""
+    spec = importlib.util.spec_from_file_location("salt_output", PROVISIONERS / "salt_output.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.dont_write_bytecode, saved = True, sys.dont_write_bytecode
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.dont_write_bytecode = saved
+    return module
+
+
+salt_output = load_salt_output()
+
+SALT_KEY = json.dumps(
+    {
+        "minions": ["k8s-master.lab.example", "k8s-worker-0.lab.example"],
+        "minions_pre": ["intruder.lab.example", "k8s-worker-1.lab.example"],
+        "minions_rejected": ["k8s-worker-2.lab.example"],
+        "minions_denied": ["k8s-worker-0.lab.example"],
+    },
+    indent=4,
+)
+
+
+def events(outcome: str) -> list[tuple[str, dict]]:
+    pairs = [line.split("\t", 1) for line in (FIXTURES / f"state-event-{outcome}.txt").read_text().splitlines()]
+    return [(tag, json.loads(payload)) for tag, payload in pairs]
+
+
+def test_parses_with_the_python_of_ubuntu_20_04():
+    ast.parse((PROVISIONERS / "salt_output.py").read_text(), feature_version=(3, 8))
+
+
+def test_finds_the_json_after_salts_notices():
+    text = "No minions matched the target. No command was sent, no jid was assigned.\n{}\n"
+    assert salt_output.json_documents(text) == [{}]
+    assert salt_output.json_documents('[ERROR   ] {not json}\n{\n    "a": true\n}\n') == [{"a": True}]
+    assert salt_output.json_documents("Salt request timed out.\n") == []
+
+
+def test_key_status_puts_denied_first_and_lists_unexpected_pending_keys():
+    expected = ["k8s-master.lab.example", "k8s-worker-0.lab.example", "k8s-worker-1.lab.example"]
+    assert salt_output.key_status([*expected, "k8s-worker-2.lab.example", "gone.lab.example"], SALT_KEY) == [
+        "accepted k8s-master.lab.example",
+        "denied k8s-worker-0.lab.example",
+        "pending k8s-worker-1.lab.example",
+        "rejected k8s-worker-2.lab.example",
+        "absent gone.lab.example",
+        "unexpected intruder.lab.example",
+    ]
+
+
+def test_key_status_reads_lists_salt_key_left_out_as_empty_and_rejects_no_json():
+    assert salt_output.key_status(["a.example"], '{"minions": []}') == ["absent a.example"]
+    with pytest.raises(ValueError, match="no JSON"):
+        salt_output.key_status(["a.example"], "")
+
+
+def test_only_true_is_an_answer_to_test_ping():
+    text = json.dumps({"a.example": True, "b.example": False, "c.example": "Minion did not return. [No response]"})
+    assert salt_output.answered(["a.example", "b.example", "c.example", "d.example"], text) == ["a.example"]
+
+
+@pytest.mark.parametrize(
+    ("text", "result"),
+    [
+        ('{"m.example": true}', "removed"),
+        ('{"m.example": false}', "absent"),
+        ("No minions matched the target. No command was sent, no jid was assigned.\n{}\n", "no-answer"),
+        ('{"m.example": "ERROR: remove-node failed\\nsecond line"}', "error ERROR: remove-node failed"),
+        ('{"m.example": 3}', "error 3"),
+    ],
+)
+def test_forget_node_results(text, result):
+    assert salt_output.forget_node("m.example", text) == result
+
+
+def test_one_line_takes_a_tracebacks_last_line_and_caps_the_length():
+    traceback = "The minion function caused an exception: Traceback (most recent call last):\n  File x\nKeyError: 'a'\n"
+    assert salt_output.one_line(traceback) == "KeyError: 'a'"
+    assert salt_output.one_line("\n first \nsecond") == "first"
+    assert salt_output.one_line(["one\ntwo", "three"]) == "one; three"
+    assert salt_output.one_line("x" * 400) == "x" * 297 + "..."
+    assert salt_output.one_line("") == "(no message)"
+
+
+def test_job_return_lines_from_real_state_event_output():
+    lines = [salt_output.job_return_line(tag, data) for tag, data in events("failed")]
+    assert lines == [
+        "[k8s-master.lab.example] saltutil.sync_all: ok",
+        "[k8s-worker-0.lab.example] saltutil.sync_all: ok",
+        "[k8s-master.lab.example] state.sls: 2 states, 1 changed, 0 failed",
+        "[k8s-worker-0.lab.example] state.sls: 2 states, 1 changed, 1 failed: microk8s-joined-microk8s-cluster_joined",
+        "[k8s-master.lab.example] test.exception: failed (retcode 1): "
+        "Exception: cluster check failed: k8s-worker-0.lab.example is NotReady",
+    ]
+
+
+def test_job_return_lines_skip_housekeeping_and_report_render_errors():
+    tag = "salt/job/20260101000000000000/ret/k8s-worker-0.lab.example"
+    ping = {"id": "k8s-worker-0.lab.example", "fun": "test.ping", "return": True, "retcode": 0, "success": True}
+    assert salt_output.job_return_line(tag, ping) is None
+    assert salt_output.job_return_line(tag, {**ping, "fun": "saltutil.find_job", "return": {}}) is None
+    assert salt_output.job_return_line("salt/run/20260101000000000000/ret", ping) is None
+    render_error = {
+        **ping,
+        "fun": "state.highstate",
+        "return": ["Rendering SLS 'base:microk8s.joined' failed: Jinja variable 'dict object' has no attribute 'x'"],
+        "retcode": 1,
+        "success": False,
+    }
+    assert salt_output.job_return_line(tag, render_error) == (
+        "[k8s-worker-0.lab.example] state.highstate: failed: "
+        "Rendering SLS 'base:microk8s.joined' failed: Jinja variable 'dict object' has no attribute 'x'"
+    )
+
+
+def test_orchestration_summaries_from_real_salt_run_output():
+    succeeded = (FIXTURES / "orchestrate-succeeded.out").read_text()
+    failed = (FIXTURES / "orchestrate-failed.out").read_text()
+    assert salt_output.orchestration("orch.x", "12", succeeded) == (
+        0,
+        "orchestration orch.x succeeded in 12 s: 2 steps, 2 states changed on 2 minions",
+    )
+    code, message = salt_output.orchestration("orch.x", "12", failed)
+    assert code == 1
+    assert message.startswith("orchestration orch.x failed: orch-test-salt-state-workers: k8s-worker-0.lab.example: ")
+
+
+def test_orchestration_reports_a_minion_that_did_not_return_and_a_bare_retcode():
+    step = {
+        "salt_|-orch-deploy-salt-state-workers_|-orch-deploy-salt-state-workers_|-state": {
+            "result": False,
+            "comment": "Run failed on minions: k8s-worker-1.lab.example.org\nMinion k8s-worker-1... did not return",
+            "changes": {"out": "highstate", "ret": {"k8s-worker-1.lab.example.org": False}},
+            "__id__": "orch-deploy-salt-state-workers",
+            "__run_num__": 0,
+        }
+    }
+    document = json.dumps({"data": {"salt_master": step}, "outputter": "highstate", "retcode": 1})
+    assert salt_output.orchestration("orch.deploy", "1", document) == (
+        1,
+        "orchestration orch.deploy failed: orch-deploy-salt-state-workers: k8s-worker-1.lab.example.org: "
+        "no state result (the minion did not return)",
+    )
+    quiet = json.dumps({"data": {"salt_master": {}}, "outputter": "highstate", "retcode": 2})
+    assert salt_output.orchestration("orch.deploy", "1", quiet) == (
+        1,
+        "orchestration orch.deploy failed: salt-run returned retcode 2",
+    )
+    assert salt_output.orchestration("orch.deploy", "1", "Salt request timed out.\n")[0] == 3

@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# Accepts the keys of exactly the expected minions on the Salt master, as root, as they arrive,
+# then waits until every one of them answers test.ping. Each phase may take --timeout seconds.
+#
+# Keys are accepted one id at a time, never with --accept-all: a key from any other machine is
+# reported and left pending for an operator. An expected id whose key was rejected, or denied
+# (the same id came back with a different key, e.g. a rebuilt machine), fails at once: only an
+# operator can tell a rebuilt machine from an impostor.
+set -euo pipefail
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+KOO_USAGE="accept-minion-keys.sh [--timeout SECONDS] [--interval SECONDS] MINION_ID..."
+
+timeout=900
+interval=5
+ids=()
+while (($#)); do
+  case $1 in
+    --timeout | --interval)
+      [[ $# -ge 2 ]] || koo_usage_error "$1 needs a value"
+      if [[ $1 == --timeout ]]; then timeout=$2; else interval=$2; fi
+      shift 2
+      ;;
+    --timeout=*)
+      timeout=${1#*=}
+      shift
+      ;;
+    --interval=*)
+      interval=${1#*=}
+      shift
+      ;;
+    --)
+      shift
+      ids+=("$@")
+      break
+      ;;
+    -*) koo_usage_error "unknown option $1" ;;
+    *)
+      ids+=("$1")
+      shift
+      ;;
+  esac
+done
+koo_is_positive_int "$timeout" || koo_usage_error "--timeout must be a positive whole number of seconds, got \"$timeout\""
+koo_is_positive_int "$interval" || koo_usage_error "--interval must be a positive whole number of seconds, got \"$interval\""
+[[ ${#ids[@]} -gt 0 ]] || koo_usage_error "no minion ids given"
+declare -A seen=()
+for id in "${ids[@]}"; do
+  koo_is_dns_name "$id" || koo_usage_error "minion id \"$id\" is not a lower-case DNS name"
+  [[ -z ${seen[$id]:-} ]] || koo_usage_error "minion id $id is given twice"
+  seen[$id]=1
+done
+
+host=$(koo_host)
+work=$(mktemp -d)
+trap 'rm -rf -- "$work"' EXIT
+
+# fix_hint ID: the operator's way out for a key that only a person may trust.
+fix_hint() {
+  echo "if the machine is genuine, run 'salt-key -y --delete=$1' on $host, restart salt-minion on $1 and apply again"
+}
+
+# read_key_status: "<status> <id>" lines for the expected ids into $work/status (salt_output.py).
+read_key_status() {
+  salt-key --list=all --out=json >"$work/keys.json" 2>"$work/keys.err" ||
+    koo_die 1 "salt-key --list=all failed on $host: $(koo_first_line "$(cat "$work/keys.err")")"
+  "${KOO_SALT_OUTPUT[@]}" key-status "${ids[@]}" <"$work/keys.json" >"$work/status" 2>/dev/null ||
+    koo_die 1 "salt-key --list=all printed no key lists on $host: $(koo_first_line "$(cat "$work/keys.json")")"
+}
+
+# accept_key ID: accepts exactly ID; false when its key is no longer pending.
+accept_key() {
+  local id=$1 output accepted
+  output=$(salt-key -y --accept="$id" 2>&1) || koo_die 1 "salt-key --accept=$id failed on $host: $(koo_first_line "$output")"
+  accepted=$(sed -n 's/^Key for minion \(.*\) accepted\.$/\1/p' <<<"$output")
+  [[ -n $accepted ]] || return 1
+  [[ $accepted == "$id" ]] || koo_die 1 "salt-key --accept=$id accepted other keys on $host: ${accepted//$'\n'/, }"
+  echo "accepted minion key: $id"
+}
+
+# The deadline is per phase: keys first, then test.ping.
+seconds_left() {
+  echo $((deadline - SECONDS > 0 ? deadline - SECONDS : 0))
+}
+
+pause() {
+  local left
+  left=$(seconds_left)
+  sleep $((interval < left ? interval : left))
+}
+
+declare -A reported=()
+deadline=$((SECONDS + timeout))
+while :; do
+  read_key_status
+  waiting=()
+  while read -r status id; do
+    case $status in
+      denied) koo_die 1 "minion key of $id is denied: the minion presented a different key while its old one is accepted (a rebuilt machine?); $(fix_hint "$id")" ;;
+      rejected) koo_die 1 "minion key of $id is rejected on $host; $(fix_hint "$id")" ;;
+      accepted) ;;
+      pending) accept_key "$id" || waiting+=("$id") ;;
+      absent) waiting+=("$id") ;;
+      unexpected)
+        if [[ -z ${reported[$id]:-} ]]; then
+          echo "unexpected minion key left pending: $id"
+          reported[$id]=1
+        fi
+        ;;
+    esac
+  done <"$work/status"
+  [[ ${#waiting[@]} -gt 0 ]] || break
+  if ((SECONDS >= deadline)); then
+    koo_die 1 "timed out after $timeout s waiting for minion keys: $(koo_join ", " "${waiting[@]}")"
+  fi
+  echo "waiting for ${#waiting[@]} of ${#ids[@]} minion keys: $(koo_join ", " "${waiting[@]}") ($(seconds_left) s left)"
+  pause
+done
+echo "all ${#ids[@]} minion keys accepted"
+
+targets=$(koo_join , "${ids[@]}")
+deadline=$((SECONDS + timeout))
+while :; do
+  # salt exits non-zero when a minion does not answer; its JSON still holds those that did.
+  salt --out=json --static --timeout=10 --list "$targets" test.ping >"$work/ping.json" 2>"$work/ping.err" || true
+  "${KOO_SALT_OUTPUT[@]}" answered "${ids[@]}" <"$work/ping.json" >"$work/answered"
+  silent=()
+  for id in "${ids[@]}"; do
+    grep -qxF -- "$id" "$work/answered" || silent+=("$id")
+  done
+  [[ ${#silent[@]} -gt 0 ]] || break
+  reason=$(koo_first_line "$(cat "$work/ping.err")")
+  if ((SECONDS >= deadline)); then
+    koo_die 1 "timed out after $timeout s waiting for minions to answer test.ping: $(koo_join ", " "${silent[@]}")${reason:+ (salt: $reason)}"
+  fi
+  echo "waiting for ${#silent[@]} of ${#ids[@]} minions to answer test.ping: $(koo_join ", " "${silent[@]}") ($(seconds_left) s left)"
+  pause
+done
+echo "all ${#ids[@]} minions answer test.ping"

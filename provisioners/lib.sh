@@ -1,0 +1,90 @@
+# shellcheck shell=bash
+# Sourced by the provisioner scripts: one-line messages and the argument checks they share.
+# Terraform uploads this directory to $HOME/.kube-on-os/bin/ and runs each script with bash, so
+# nothing here relies on the executable bit.
+
+KOO_PROVISIONERS="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+KOO_SCRIPT="$(basename "${BASH_SOURCE[1]:-$0}")"
+# The JSON helpers run on the host's own python3 (3.8 on Ubuntu 20.04), never Salt's onedir one.
+# shellcheck disable=SC2034  # used by the scripts that source this file
+KOO_SALT_OUTPUT=(python3 "$KOO_PROVISIONERS/salt_output.py")
+
+# Errors go to stderr as one self-explanatory line; only usage errors name the script.
+koo_error() {
+  echo "$*" >&2
+}
+
+# koo_die CODE MESSAGE: exit 1 is a failure of the task, exit 2 a usage error.
+koo_die() {
+  local code=$1
+  shift
+  koo_error "$@"
+  exit "$code"
+}
+
+koo_usage_error() {
+  koo_error "$KOO_SCRIPT: $1"
+  echo "usage: $KOO_USAGE" >&2
+  exit 2
+}
+
+koo_is_positive_int() {
+  [[ $1 =~ ^[1-9][0-9]{0,8}$ ]]
+}
+
+# Salt minion ids here are lower-case DNS names; that also keeps them free of the glob characters
+# salt-key would expand and of the commas a Salt list target splits on.
+koo_is_dns_name() {
+  local name=$1 label
+  [[ ${#name} -le 253 && $name =~ ^[a-z0-9.-]+$ && $name != *..* && $name != .* && $name != *. ]] || return 1
+  local -a labels
+  IFS=. read -r -a labels <<<"$name"
+  for label in "${labels[@]}"; do
+    [[ ${#label} -le 63 && $label =~ ^[a-z0-9]([a-z0-9-]*[a-z0-9])?$ ]] || return 1
+  done
+}
+
+koo_is_ipv4() {
+  local address=$1 octet
+  [[ $address =~ ^[0-9]{1,3}(\.[0-9]{1,3}){3}$ ]] || return 1
+  local -a octets
+  IFS=. read -r -a octets <<<"$address"
+  for octet in "${octets[@]}"; do
+    [[ $octet =~ ^(0|[1-9][0-9]*)$ && $octet -le 255 ]] || return 1
+  done
+}
+
+# The name this machine is known by in messages: its FQDN, or its short name when that fails.
+koo_host() {
+  hostname -f 2>/dev/null || hostname
+}
+
+# koo_join SEPARATOR WORD...: the words joined by SEPARATOR.
+koo_join() {
+  local separator=$1 joined="" word
+  shift
+  for word in "$@"; do
+    joined+=${joined:+$separator}$word
+  done
+  echo "$joined"
+}
+
+# koo_first_line TEXT: the first non-empty line, for one-line messages out of multi-line output.
+koo_first_line() {
+  local line
+  while IFS= read -r line; do
+    if [[ -n ${line//[[:space:]]/} ]]; then
+      echo "$line"
+      return
+    fi
+  done <<<"$1"
+}
+
+# koo_last_line TEXT: the last non-empty line, which is where a traceback names its error.
+koo_last_line() {
+  local line last=""
+  while IFS= read -r line; do
+    [[ -z ${line//[[:space:]]/} ]] || last=$line
+  done <<<"$1"
+  echo "$last"
+}

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Runs `salt-run state.orchestrate SLS` (default orch.deploy) on the Salt master, as root, and
+# prints one line per minion job return while it runs, read from the master's event bus with
+# `salt-run state.event`. Ends with one line: the summary, or every failing step and minion state.
+set -euo pipefail
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+KOO_USAGE="orchestrate.sh [SLS]"
+
+[[ $# -le 1 ]] || koo_usage_error "expected at most one argument, got $#"
+sls=${1:-orch.deploy}
+[[ $sls =~ ^[A-Za-z0-9_][A-Za-z0-9_-]*(\.[A-Za-z0-9_][A-Za-z0-9_-]*)*$ ]] || koo_usage_error "SLS must be an SLS name like orch.deploy, got \"$sls\""
+host=$(koo_host)
+ready_timeout=${KOO_EVENT_READY_TIMEOUT:-30}
+koo_is_positive_int "$ready_timeout" ||
+  koo_usage_error "KOO_EVENT_READY_TIMEOUT must be a positive whole number of seconds, got \"$ready_timeout\""
+
+work=$(mktemp -d)
+reader=""
+stop_reader() {
+  if [[ -n $reader ]]; then
+    kill -TERM "$reader" 2>/dev/null || true
+    wait "$reader" 2>/dev/null || true
+    reader=""
+  fi
+}
+cleanup() {
+  stop_reader
+  rm -rf -- "$work"
+}
+trap cleanup EXIT
+# A signal ends the script through its EXIT trap, which stops the reader.
+trap 'exit 129' HUP
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# wait_for CONDITION_COMMAND TENTHS: polls ten times a second for TENTHS tenths of a second.
+wait_for() {
+  local tries=$2
+  until "$1"; do
+    ((tries-- > 0)) || return 1
+    sleep 0.1
+  done
+}
+is_ready() { [[ -e $work/ready ]]; }
+reader_gone() { ! kill -0 "$reader" 2>/dev/null; }
+
+# The reader (salt_output.py events) runs state.event and prints a line per minion job return.
+# Its own tags, unique to this run, mark when it is listening and when it has seen everything.
+nonce="$$-$RANDOM$RANDOM"
+ready_tag="kube-on-os/orchestrate/ready/$nonce"
+done_tag="kube-on-os/orchestrate/done/$nonce"
+"${KOO_SALT_OUTPUT[@]}" events --ready-tag "$ready_tag" --done-tag "$done_tag" --ready-file "$work/ready" -- \
+  salt-run state.event pretty=False "tagmatch=(salt/job/[0-9]+/ret/.+|kube-on-os/orchestrate/(ready|done)/$nonce)" &
+reader=$!
+
+# An event sent before state.event has subscribed is lost, so the ready tag is repeated until the
+# reader has seen it.
+ready_deadline=$((SECONDS + ready_timeout))
+until is_ready; do
+  if ((SECONDS >= ready_deadline)) || reader_gone; then
+    koo_error "warning: no progress stream from salt-run state.event on $host after $ready_timeout s; orchestrating without per-host lines"
+    stop_reader
+    break
+  fi
+  salt-run event.send "$ready_tag" >/dev/null 2>&1 || true
+  wait_for is_ready 5 || true
+done
+
+echo "orchestration $sls started on $host"
+started=$SECONDS
+status=0
+salt-run state.orchestrate "$sls" --out=json >"$work/result.json" 2>"$work/stderr" || status=$?
+elapsed=$((SECONDS - started))
+
+# Every minion return is on the bus before the orchestration returns; the done tag comes after
+# them, so the reader has printed them all once it exits.
+if [[ -n $reader ]]; then
+  salt-run event.send "$done_tag" >/dev/null 2>&1 || true
+  wait_for reader_gone 100 || true
+  stop_reader
+fi
+
+summary_status=0
+summary=$("${KOO_SALT_OUTPUT[@]}" orchestration "$sls" "$elapsed" "$work/result.json") || summary_status=$?
+case $summary_status in
+  0)
+    [[ $status -eq 0 ]] || koo_die 1 "orchestration $sls failed: salt-run exited $status although every step succeeded"
+    echo "$summary"
+    ;;
+  1)
+    koo_die 1 "$summary"
+    ;;
+  *)
+    # No result at all: salt-run itself failed (master down, bad arguments); its stderr says why.
+    sed 's/^/salt-run: /' "$work/stderr" | tail -n 20 >&2
+    reason=$(koo_last_line "$(cat "$work/stderr")")
+    koo_die 1 "orchestration $sls failed: salt-run exited $status without a result${reason:+: $reason}"
+    ;;
+esac

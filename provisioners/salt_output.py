@@ -1,0 +1,352 @@
+#!/usr/bin/env python3
+"""
+Reads Salt 3007's JSON output for the provisioner scripts and turns it into one-line messages.
+
+It runs on the host's system python3 (3.8 on Ubuntu 20.04) with the standard library only: the
+onedir Salt packages keep their own Python to themselves, and no Salt module is needed to read
+JSON. Every subcommand reads what one Salt command printed:
+
+  key-status ID...      stdin: salt-key --list=all --out=json. Prints "<status> <id>" per ID,
+                        status one of denied, rejected, accepted, pending, absent; then
+                        "unexpected <id>" for every pending key that is not an ID.
+  answered ID...        stdin: salt --out=json --static --list IDS test.ping. Prints the IDs that
+                        answered True, one per line.
+  forget-node MINION    stdin: salt --out=json --static MINION microk8s.forget_node ADDRESS.
+                        Prints "removed", "absent", "no-answer" or "error <first line>".
+  orchestration SLS SECONDS FILE
+                        FILE: salt-run state.orchestrate SLS --out=json. Prints one summary line;
+                        exits 0 on success, 1 on failure, 3 when FILE holds no result.
+  events --ready-tag TAG --done-tag TAG --ready-file FILE -- COMMAND...
+                        Runs COMMAND (salt-run state.event pretty=False tagmatch=...) and prints
+                        one line per minion job return until it sees the done tag, its parent
+                        exits, or it is terminated. Touches FILE on seeing the ready tag.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import select
+import signal
+import subprocess
+import sys
+from typing import Any
+
+# Salt-key's JSON names its lists after the pki directories (salt/key.py, Key.ACC and friends).
+# A denied key is a second key for an id that already has one, so it is checked first.
+KEY_STATUSES = (
+    ("denied", "minions_denied"),
+    ("rejected", "minions_rejected"),
+    ("accepted", "minions"),
+    ("pending", "minions_pre"),
+)
+
+# `salt --static` pings its targets before every job (it runs as a 100% batch) and LocalClient
+# polls running jobs with saltutil.find_job: neither is progress worth a line.
+HOUSEKEEPING_FUNCTIONS = {"test.ping", "saltutil.find_job"}
+
+JOB_RETURN_TAG = re.compile(r"^salt/job/[0-9]+/ret/(?P<minion>[^/]+)$")
+FAILED_MINIONS = re.compile(r"failed on minions: (?P<minions>[^\s,]+(?:, [^\s,]+)*)")
+REQUISITE_FAILED = "One or more requisite failed"
+
+
+def json_documents(text: str) -> list[Any]:
+    """Every JSON document that starts a line: Salt prints notices like "No minions matched" first."""
+    decoder = json.JSONDecoder()
+    documents = []
+    position = 0
+    while position < len(text):
+        if text[position] in "{[" and (position == 0 or text[position - 1] == "\n"):
+            try:
+                document, end = decoder.raw_decode(text, position)
+            except ValueError:
+                pass
+            else:
+                documents.append(document)
+                position = end
+                continue
+        newline = text.find("\n", position)
+        if newline < 0:
+            break
+        position = newline + 1
+    return documents
+
+
+def last_object(text: str) -> dict | None:
+    objects = [document for document in json_documents(text) if isinstance(document, dict)]
+    return objects[-1] if objects else None
+
+
+def one_line(value: Any, limit: int = 300) -> str:
+    """The line that explains a multi-line error: a traceback's last line, otherwise the first."""
+    if isinstance(value, (list, tuple)):
+        value = "; ".join(one_line(item, limit) for item in value if item)
+    text = value if isinstance(value, str) else json.dumps(value)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if not lines:
+        return "(no message)"
+    line = lines[-1] if "Traceback (most recent call last)" in text else lines[0]
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def state_id(key: str, state: dict) -> str:
+    """A state return key reads module_|-id_|-name_|-function; people know the state by its id."""
+    parts = key.split("_|-")
+    return str(state.get("__id__") or (parts[1] if len(parts) == 4 else key))
+
+
+def ordered_states(states: dict) -> list[tuple[str, dict]]:
+    items = [(key, value) for key, value in states.items() if isinstance(value, dict)]
+    return sorted(items, key=lambda item: item[1].get("__run_num__", 0))
+
+
+def changed_count(states: dict) -> int:
+    return sum(1 for _, state in ordered_states(states) if state.get("changes"))
+
+
+def failing_states(states: dict) -> list[str]:
+    return [
+        f"{state_id(key, state)} ({one_line(state.get('comment', ''))})"
+        for key, state in ordered_states(states)
+        if state.get("result") is False
+    ]
+
+
+# --- salt-key, test.ping, microk8s.forget_node -------------------------------------------------
+
+
+def key_status(expected: list[str], text: str) -> list[str]:
+    keys = last_object(text)
+    if keys is None:
+        raise ValueError("salt-key printed no JSON")
+    lines = []
+    for minion in expected:
+        status = next((name for name, listed in KEY_STATUSES if minion in keys.get(listed, [])), "absent")
+        lines.append(f"{status} {minion}")
+    lines.extend(f"unexpected {minion}" for minion in keys.get("minions_pre", []) if minion not in expected)
+    return lines
+
+
+def answered(expected: list[str], text: str) -> list[str]:
+    returns = last_object(text) or {}
+    return [minion for minion in expected if returns.get(minion) is True]
+
+
+def forget_node(minion: str, text: str) -> str:
+    returns = last_object(text) or {}
+    if minion not in returns:
+        return "no-answer"
+    value = returns[minion]
+    if value is True:
+        return "removed"
+    if value is False:
+        return "absent"
+    return f"error {one_line(value)}"
+
+
+# --- state.event ------------------------------------------------------------------------------
+
+
+def job_return_line(tag: str, data: dict) -> str | None:
+    """One line for a minion's job return event, or None for housekeeping jobs."""
+    match = JOB_RETURN_TAG.match(tag)
+    if not match:
+        return None
+    minion = data.get("id") or match.group("minion")
+    function = str(data.get("fun", "?"))
+    if function in HOUSEKEEPING_FUNCTIONS:
+        return None
+    result = data.get("return")
+    if function.startswith("state.") and isinstance(result, dict):
+        states = ordered_states(result)
+        changed = changed_count(result)
+        failed = [state_id(key, state) for key, state in states if state.get("result") is False]
+        line = f"[{minion}] {function}: {plural(len(states), 'state')}, {changed} changed, {len(failed)} failed"
+        return f"{line}: {', '.join(failed)}" if failed else line
+    if function.startswith("state.") and isinstance(result, list):
+        # state.sls returns a list of errors when the SLS or the pillar fails to render.
+        return f"[{minion}] {function}: failed: {one_line(result)}"
+    if data.get("success") is False or data.get("retcode"):
+        return f"[{minion}] {function}: failed (retcode {data.get('retcode', '?')}): {one_line(result)}"
+    return f"[{minion}] {function}: ok"
+
+
+def stream_events(ready_tag: str, done_tag: str, ready_file: str, command: list[str]) -> int:
+    parent = os.getppid()
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
+
+    def terminate(signum, frame):
+        raise SystemExit(0)
+
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, terminate)
+    buffer = b""
+    try:
+        assert process.stdout is not None
+        descriptor = process.stdout.fileno()
+        while True:
+            # A reader orphaned by a killed script must not outlive it.
+            if os.getppid() != parent:
+                return 0
+            readable, _, _ = select.select([descriptor], [], [], 1.0)
+            if not readable:
+                continue
+            chunk = os.read(descriptor, 65536)
+            if not chunk:
+                return 0
+            buffer += chunk
+            *lines, buffer = buffer.split(b"\n")
+            for raw in lines:
+                tag, _, payload = raw.decode("utf-8", "replace").partition("\t")
+                if tag == ready_tag:
+                    with open(ready_file, "w"):
+                        pass
+                elif tag == done_tag:
+                    return 0
+                else:
+                    try:
+                        data = json.loads(payload)
+                    except ValueError:
+                        continue
+                    line = job_return_line(tag, data) if isinstance(data, dict) else None
+                    if line:
+                        print(line, flush=True)
+    finally:
+        stop(process)
+
+
+def stop(process: subprocess.Popen) -> None:
+    for signum, wait in ((signal.SIGTERM, 5), (signal.SIGKILL, 5)):
+        try:
+            os.killpg(process.pid, signum)
+        except ProcessLookupError:
+            break
+        try:
+            process.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+# --- state.orchestrate ------------------------------------------------------------------------
+
+
+def step_failures(step: str, key: str, result: dict) -> list[str]:
+    """step: minion: failing state ids, for each minion the step failed on (salt/states/saltmod.py)."""
+    function = key.split("_|-")[-1]
+    returns = (result.get("changes") or {}).get("ret")
+    entries = []
+    if function == "state" and isinstance(returns, dict):
+        for minion in sorted(returns):
+            value = returns[minion]
+            if isinstance(value, dict):
+                failed = failing_states(value)
+                if failed:
+                    entries.append(f"{step}: {minion}: {', '.join(failed)}")
+            elif value is False or value is None:
+                entries.append(f"{step}: {minion}: no state result (the minion did not return)")
+            else:
+                entries.append(f"{step}: {minion}: {one_line(value)}")
+    elif function == "function" and isinstance(returns, dict):
+        match = FAILED_MINIONS.search(str(result.get("comment", "")))
+        for minion in match.group("minions").split(", ") if match else []:
+            value = returns.get(minion)
+            if isinstance(value, str) or isinstance(value, list):
+                detail = one_line(value)
+            elif minion not in returns:
+                detail = "no return"
+            else:
+                detail = f"returned {json.dumps(value)}"
+            entries.append(f"{step}: {minion}: {detail}")
+    return entries or [f"{step}: {one_line(result.get('comment', ''))}"]
+
+
+def orchestration(sls: str, seconds: str, text: str) -> tuple[int, str]:
+    documents = [document for document in json_documents(text) if isinstance(document, dict) and "data" in document]
+    if not documents:
+        return 3, f"orchestration {sls} failed: salt-run printed no result"
+    document = documents[-1]
+    retcode = document.get("retcode", 0)
+    runs = document["data"] if isinstance(document["data"], dict) else {}
+    run = next(iter(runs.values()), None) if len(runs) == 1 else None
+    if not isinstance(run, dict):
+        # The SLS did not render (or was not found): Salt returns its errors as a list.
+        return 1, f"orchestration {sls} failed: {one_line(run if run is not None else document['data'])}"
+
+    failures: list[str] = []
+    not_run: list[str] = []
+    changed_states = 0
+    changed_minions: set[str] = set()
+    for key, step in ordered_states(run):
+        if step.get("result") is False:
+            if str(step.get("comment", "")).startswith(REQUISITE_FAILED):
+                not_run.append(state_id(key, step))
+            else:
+                failures.extend(step_failures(state_id(key, step), key, step))
+        elif key.endswith("_|-state"):
+            # saltmod.state lists only the minions that changed something (or failed).
+            for minion, states in ((step.get("changes") or {}).get("ret") or {}).items():
+                count = changed_count(states) if isinstance(states, dict) else 0
+                if count:
+                    changed_states += count
+                    changed_minions.add(minion)
+
+    if failures or not_run or retcode:
+        message = "; ".join(failures)
+        if not_run:
+            message += ("; " if message else "") + "not run because a requisite failed: " + ", ".join(not_run)
+        return 1, f"orchestration {sls} failed: {message or f'salt-run returned retcode {retcode}'}"
+    changes = (
+        f"{plural(changed_states, 'state')} changed on {plural(len(changed_minions), 'minion')}"
+        if changed_states
+        else "nothing changed"
+    )
+    return 0, f"orchestration {sls} succeeded in {seconds} s: {plural(len(run), 'step')}, {changes}"
+
+
+# --- command line -----------------------------------------------------------------------------
+
+
+def main(argv: list[str]) -> int:
+    if not argv:
+        print(__doc__, file=sys.stderr)
+        return 2
+    command, arguments = argv[0], argv[1:]
+    if command == "key-status":
+        try:
+            lines = key_status(arguments, sys.stdin.read())
+        except ValueError as error:
+            print(error, file=sys.stderr)
+            return 3
+        print("\n".join(lines))
+        return 0
+    if command == "answered":
+        print("\n".join(answered(arguments, sys.stdin.read())))
+        return 0
+    if command == "forget-node" and len(arguments) == 1:
+        print(forget_node(arguments[0], sys.stdin.read()))
+        return 0
+    if command == "orchestration" and len(arguments) == 3:
+        sls, seconds, path = arguments
+        with open(path, encoding="utf-8", errors="replace") as output:
+            code, line = orchestration(sls, seconds, output.read())
+        print(line)
+        return code
+    if command == "events" and "--" in arguments:
+        split = arguments.index("--")
+        options = dict(zip(arguments[:split:2], arguments[1:split:2]))
+        if set(options) == {"--ready-tag", "--done-tag", "--ready-file"} and arguments[split + 1 :]:
+            return stream_events(
+                options["--ready-tag"], options["--done-tag"], options["--ready-file"], arguments[split + 1 :]
+            )
+    print(f"salt_output.py: bad arguments: {' '.join(argv)}", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
