@@ -29,7 +29,13 @@ async function evaluatedUserData(env: NodeJS.ProcessEnv): Promise<Record<string,
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "kube-on-os-ci-eval-"));
   fs.writeFileSync(
     path.join(dir, "main.tf.json"),
-    JSON.stringify({ variable: stack.variable, locals: stack.locals, resource: { terraform_data: data }, output }),
+    // Only the locals user_data may use: it references variables and functions alone.
+    JSON.stringify({
+      variable: stack.variable,
+      locals: { root_password_users: stack.locals.root_password_users },
+      resource: { terraform_data: data },
+      output,
+    }),
   );
   const tfVars = Object.fromEntries(Object.entries(env).filter(([key]) => key.startsWith("TF_VAR_")));
   for (const args of [

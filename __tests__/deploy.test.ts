@@ -9,6 +9,7 @@ import * as path from "node:path";
 import { OpenStackDouble, startOpenStackDouble } from "../test/openstack-double/server";
 import { StateServer, startStateServer } from "../test/http-state/server";
 import { synthToDir } from "./support/synth";
+import YAML from "yaml";
 import { RunResult, runTofuAsync } from "./support/tofu";
 
 let double: OpenStackDouble;
@@ -34,15 +35,24 @@ interface Workspace {
   readonly dir: string;
   readonly env: NodeJS.ProcessEnv;
   readonly stateName: string;
-  tofu(args: string[], extra?: NodeJS.ProcessEnv): Promise<RunResult>;
+  tofu(args: string[], extra?: NodeJS.ProcessEnv, input?: string): Promise<RunResult>;
 }
 
-/** Synthesizes the stack with `synthEnv`, and inits it against a fresh state in the state server. */
-async function workspace(synthEnv: NodeJS.ProcessEnv = {}): Promise<Workspace> {
+/**
+ * The documented test switch: the double has no machines to log in to, so applies run without
+ * the provisioning chain. Plans keep it, to show what it would run.
+ */
+const WITHOUT_PROVISIONERS = { TF_VAR_run_provisioners: "false" };
+
+/**
+ * Synthesizes the stack with `synthEnv`, and inits it against a fresh state in the state server;
+ * every tofu command gets `runEnv`.
+ */
+async function workspace(synthEnv: NodeJS.ProcessEnv = {}, runEnv: NodeJS.ProcessEnv = WITHOUT_PROVISIONERS): Promise<Workspace> {
   const name = `kube-on-os-${++stateName}`;
   const dir = await synthToDir(fs.mkdtempSync(path.join(os.tmpdir(), "kube-on-os-l2-")), synthEnv);
-  const env = { ...double.passwordEnv(), ...state.backendEnv(name) };
-  const tofu = (args: string[], extra: NodeJS.ProcessEnv = {}) => runTofuAsync(args, dir, { ...env, ...extra });
+  const env = { ...double.passwordEnv(), ...state.backendEnv(name), ...runEnv };
+  const tofu = (args: string[], extra: NodeJS.ProcessEnv = {}, input = "") => runTofuAsync(args, dir, { ...env, ...extra }, input);
   const init = await tofu(["init", "-input=false"]);
   expect(init.stderr).toBe("");
   expect(init.status).toBe(0);
@@ -70,9 +80,11 @@ function byName(resources: any[], type: string, name: string): any {
 }
 
 /** Every resource the stack plans for `nodes` Kubernetes nodes (1 master + nodes - 1 workers). */
-function expectedResources(nodes: number): Record<string, number> {
+function expectedResources(nodes: number, provisioners = false): Record<string, number> {
   const workers = nodes - 1;
   return {
+    // five chain steps, and one membership record per worker
+    ...(provisioners ? { terraform_data: 5 + workers } : {}),
     openstack_networking_network_v2: 2,
     openstack_networking_subnet_v2: 2,
     openstack_networking_router_v2: 1,
@@ -100,12 +112,12 @@ describe("L2: tofu plan against the OpenStack API double", () => {
   let plan: any;
 
   beforeAll(async () => {
-    ws = await workspace();
+    ws = await workspace({}, {});
     plan = await planJson(ws);
   });
 
   it("plans every resource of the stack, and nothing else", async () => {
-    expect(countByType(plannedResources(plan))).toEqual(expectedResources(3));
+    expect(countByType(plannedResources(plan))).toEqual(expectedResources(3, true));
     expect(plan.resource_changes.every((c: any) => c.change.actions.join() === "create" || c.mode === "data")).toBe(true);
   });
 
@@ -168,10 +180,34 @@ describe("L2: tofu plan against the OpenStack API double", () => {
 
   it.each([1, 5, 10, 100])("plans num_kube_nodes=%d given only at plan time as that many nodes", async (nodes) => {
     const resources = plannedResources(await planJson(ws, { TF_VAR_num_kube_nodes: String(nodes) }));
-    expect(countByType(resources)).toEqual(expectedResources(nodes));
+    expect(countByType(resources)).toEqual(expectedResources(nodes, true));
     const workers = resources.filter((r: any) => r.type === "openstack_compute_instance_v2" && r.values.name.startsWith("k8s-worker-"));
     expect(workers).toHaveLength(nodes - 1);
     if (nodes > 1) expect(portAddress(resources, `k8s-worker-${nodes - 2}.kube-on-os-private`)).toBe(`10.1.0.${100 + nodes - 2}`);
+  });
+
+  it("plans the provisioning chain as five steps at any node count, and none without run_provisioners", async () => {
+    const chain = (p: any) =>
+      p.resource_changes
+        .filter((c: any) => c.type === "terraform_data")
+        .map((c: any) => `${c.address.replace(/^terraform_data\.SaltProvisioner_([A-Za-z]+)_[0-9A-F]{8}/, "$1")} ${c.change.actions}`);
+    const steps = ["WaitForBastion", "WaitForSaltMaster", "SyncSaltTree", "AcceptMinionKeys", "Orchestrate"].map((s) => `${s}[0] create`);
+    const members = (n: number) => Array.from({ length: n - 1 }, (_, i) => `NodeMembership[${i}] create`);
+    expect(chain(plan).sort()).toEqual([...steps, ...members(3)].sort());
+    expect(chain(await planJson(ws, { TF_VAR_num_kube_nodes: "50" })).sort()).toEqual([...steps, ...members(50)].sort());
+    expect(chain(await planJson(ws, WITHOUT_PROVISIONERS))).toEqual([]);
+  });
+
+  it("shows the pillar's node list and the content hashes in the plan", () => {
+    const sync = plan.resource_changes.find((c: any) => /SyncSaltTree/.test(c.address));
+    expect(sync.change.after.triggers_replace).toMatchObject({
+      salt_tree: expect.stringMatching(/^[0-9a-f]{64}$/),
+      pillar_tree: expect.stringMatching(/^[0-9a-f]{64}$/),
+    });
+    // The master's floating IP is allocated at apply; the rest of the pillar is known now.
+    expect(sync.change.after_unknown.triggers_replace).toMatchObject({ pillar_data: true });
+    const accept = plan.resource_changes.find((c: any) => /AcceptMinionKeys/.test(c.address));
+    expect(accept.change.after_unknown.triggers_replace.minions).toBeTruthy();
   });
 
   it("rejects a bad plan-time TF_VAR_ with the variable's validation message", async () => {
@@ -227,6 +263,54 @@ describe("L3: apply, re-plan with no changes, destroy", () => {
       "k8s-worker-0.kube-on-os",
       "k8s-worker-1.kube-on-os",
     ]);
+  });
+
+  it("writes the pillar the Salt states read: Terraform's values in the shape of _from_terraform.sls.example", async () => {
+    const outputs = JSON.parse((await ws.tofu(["output", "-json"])).stdout);
+    const console = await ws.tofu(["console"], {}, "jsonencode(yamldecode(local.salt_pillar))\n");
+    expect(console.stderr).toBe("");
+    const pillar = JSON.parse(JSON.parse(console.stdout.trim()));
+    expect(pillar).toEqual({
+      users: [],
+      mine_functions: { "network.ip_addrs": { cidr: "10.1.0.0/16" } },
+      network: { domain: "kube-on-os", public_cidr: "10.0.0.0/16", private_cidr: "10.1.0.0/16", external_gateway: "10.0.0.1" },
+      core: { nameservers: ["1.1.1.1", "1.0.0.1"] },
+      microk8s: {
+        master: "k8s-master.kube-on-os",
+        allowed_csr_ip: outputs.master_floating_ip.value,
+        pod_cidr: "10.244.0.0/16",
+        service_cidr: "10.152.183.0/24",
+        nodes: [
+          { id: "k8s-master.kube-on-os", address: "10.1.0.10" },
+          { id: "k8s-worker-0.kube-on-os", address: "10.1.0.100" },
+          { id: "k8s-worker-1.kube-on-os", address: "10.1.0.101" },
+        ],
+        control_plane: ["k8s-master.kube-on-os", "k8s-worker-0.kube-on-os", "k8s-worker-1.kube-on-os"],
+      },
+    });
+    // Same keys, all the way down, as the documented contract.
+    const shape = (v: any): any =>
+      Array.isArray(v)
+        ? v.length
+          ? [shape(v[0])]
+          : []
+        : v && typeof v === "object"
+          ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, shape(x)]))
+          : typeof v;
+    const example = YAML.parse(fs.readFileSync(path.join(__dirname, "..", "pillar", "_from_terraform.sls.example"), "utf8"));
+    expect(shape({ ...pillar, users: example.users })).toEqual(shape(example));
+  });
+
+  it("outputs an ssh command for every machine", async () => {
+    const outputs = JSON.parse((await ws.tofu(["output", "-json"])).stdout);
+    const jump = `ubuntu@${outputs.bastion_floating_ip.value}`;
+    expect(outputs.ssh_commands.value).toEqual({
+      "bastion.kube-on-os": `ssh ${jump}`,
+      "salt.kube-on-os": `ssh -J ${jump} ubuntu@10.1.0.5`,
+      "k8s-master.kube-on-os": `ssh -J ${jump} ubuntu@10.1.0.10`,
+      "k8s-worker-0.kube-on-os": `ssh -J ${jump} ubuntu@10.1.0.100`,
+      "k8s-worker-1.kube-on-os": `ssh -J ${jump} ubuntu@10.1.0.101`,
+    });
   });
 
   it("keeps the state in the http backend, unlocked after the run", async () => {

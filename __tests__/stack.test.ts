@@ -105,6 +105,7 @@ describe("KubeOnOsStack", () => {
       "public_subnet_id",
       "router_id",
       "salt_volume_id",
+      "ssh_commands",
       "ssh_config",
     ]);
     for (const output of Object.values(json.output)) expect(output.description).toMatch(/\.$/);

@@ -1,5 +1,6 @@
 import { Construct } from "constructs";
 import { ComputeInstanceV2 } from "../.gen/providers/openstack/compute-instance-v2";
+import { NetworkingFloatingipAssociateV2 } from "../.gen/providers/openstack/networking-floatingip-associate-v2";
 import { NetworkingFloatingipV2 } from "../.gen/providers/openstack/networking-floatingip-v2";
 import { NetworkingPortV2 } from "../.gen/providers/openstack/networking-port-v2";
 import { HOSTS } from "./config";
@@ -22,6 +23,8 @@ export class Bastion extends Construct {
   readonly publicPort: NetworkingPortV2;
   readonly privatePort: NetworkingPortV2;
   readonly floatingIp: NetworkingFloatingipV2;
+  /** SSH to publicIp works once this exists. */
+  readonly floatingIpAssociation: NetworkingFloatingipAssociateV2;
   /** The SSH jump host every provisioner connects through. */
   readonly publicIp: string;
   readonly fqdn: string;
@@ -63,7 +66,12 @@ export class Bastion extends Construct {
       network: [{ port: this.publicPort.id }, { port: this.privatePort.id }],
     });
 
-    this.floatingIp = floatingIpFor(this, "FloatingIp", network, this.publicPort);
+    ({ floatingIp: this.floatingIp, association: this.floatingIpAssociation } = floatingIpFor(
+      this,
+      "FloatingIp",
+      network,
+      this.publicPort,
+    ));
     this.publicIp = this.floatingIp.address;
   }
 }

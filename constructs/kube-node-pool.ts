@@ -96,7 +96,7 @@ export class KubeNodePool extends Construct {
       network: [{ port: this.masterPublicPort.id }, { port: this.masterPrivatePort.id }],
       schedulerHints,
     });
-    this.masterFloatingIp = floatingIpFor(this, "MasterFloatingIp", network, this.masterPublicPort);
+    this.masterFloatingIp = floatingIpFor(this, "MasterFloatingIp", network, this.masterPublicPort).floatingIp;
 
     const workerCount = Token.asNumber(Op.sub(props.nodeCount, 1));
     const portCount = TerraformCount.of(workerCount);

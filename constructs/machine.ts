@@ -120,18 +120,25 @@ export function fixedPort(scope: Construct, id: string, options: FixedPortOption
   });
 }
 
+/** A floating IP and its association with a port. */
+export interface AssociatedFloatingIp {
+  readonly floatingIp: NetworkingFloatingipV2;
+  /** Done once the address reaches the port: whatever connects to the address waits for it. */
+  readonly association: NetworkingFloatingipAssociateV2;
+}
+
 /**
  * A floating IP from the external network, associated with a public port. The association waits
  * for the router interface: Neutron refuses a floating IP for a subnet the router cannot reach.
  */
-export function floatingIpFor(scope: Construct, id: string, network: Network, port: NetworkingPortV2): NetworkingFloatingipV2 {
+export function floatingIpFor(scope: Construct, id: string, network: Network, port: NetworkingPortV2): AssociatedFloatingIp {
   const floatingIp = new NetworkingFloatingipV2(scope, id, { pool: network.externalNetwork.name });
-  new NetworkingFloatingipAssociateV2(scope, `${id}Association`, {
+  const association = new NetworkingFloatingipAssociateV2(scope, `${id}Association`, {
     floatingIp: floatingIp.address,
     portId: port.id,
     dependsOn: [network.publicRouterInterface],
   });
-  return floatingIp;
+  return { floatingIp, association };
 }
 
 /**

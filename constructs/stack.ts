@@ -20,6 +20,7 @@ import { KubeNodePool } from "./kube-node-pool";
 import { fqdn, MachineProps, splat } from "./machine";
 import { Network } from "./network";
 import { SaltMaster } from "./salt-master";
+import { SaltProvisioner, saltPillar } from "./salt-provisioner";
 
 export interface KubeOnOsStackProps {
   /** Validated parameters; they become the Terraform variables' defaults. */
@@ -30,6 +31,10 @@ export interface KubeOnOsStackProps {
    * @default "http"
    */
   readonly backend?: BackendKind;
+  /** The Salt states the chain uploads to /srv/salt. @default the repository's salt/ */
+  readonly saltTree?: string;
+  /** The pillar the chain uploads to /srv/pillar. @default the repository's pillar/ */
+  readonly pillarTree?: string;
 }
 
 /** The HTTP methods GitLab's Terraform state API uses for locking. */
@@ -43,6 +48,7 @@ export class KubeOnOsStack extends TerraformStack {
   readonly bastion: Bastion;
   readonly saltMaster: SaltMaster;
   readonly kubeNodes: KubeNodePool;
+  readonly provisioner: SaltProvisioner;
 
   constructor(scope: Construct, id: string, props: KubeOnOsStackProps) {
     super(scope, id);
@@ -124,6 +130,39 @@ export class KubeOnOsStack extends TerraformStack {
       serverGroupPolicy: v.kube_server_group_policy.stringValue,
     });
 
+    const domain = v.deploy_domain_name.stringValue;
+    const minionIds = Fn.concat([
+      Fn.formatlist("%s.%s", [[SaltMaster.HOST, Bastion.HOST, KubeNodePool.MASTER_HOST], domain]),
+      this.kubeNodes.workerFqdns,
+    ]);
+    // lookup() with a null default: a role without a key is not checked.
+    const hostKey = (role: string) =>
+      new TerraformLocal(this, `${role}_host_key`, `\${lookup(${v.ssh_host_keys.value}, "${role}", null)}`).asString;
+    this.provisioner = new SaltProvisioner(this, "SaltProvisioner", {
+      bastion: this.bastion,
+      saltMaster: this.saltMaster,
+      kubeNodes: this.kubeNodes,
+      nodeCount: v.num_kube_nodes.numberValue,
+      user: v.deploy_user.stringValue,
+      bastionHostKey: hostKey("bastion"),
+      saltMasterHostKey: hostKey("salt_master"),
+      minionIds,
+      enabled: v.run_provisioners.booleanValue,
+      saltTree: props.saltTree,
+      pillarTree: props.pillarTree,
+      pillar: saltPillar(this, {
+        users: v.users.value,
+        domain,
+        publicCidr: v.public_network_cidr.stringValue,
+        privateCidr: v.private_network_cidr.stringValue,
+        nameservers: v.dns_nameservers.listValue,
+        nodeCount: v.num_kube_nodes.numberValue,
+        masterFloatingIp: this.kubeNodes.masterFloatingIp.address,
+        podCidr: v.pod_cidr.stringValue,
+        serviceCidr: v.service_cidr.stringValue,
+      }),
+    });
+
     const outputs: [string, string, string][] = [
       ["external_network_id", this.network.externalNetwork.id, "ID of the external network the router uplinks to."],
       ["router_id", this.network.router.id, "ID of the cluster's router."],
@@ -141,8 +180,8 @@ export class KubeOnOsStack extends TerraformStack {
     // Lists and format strings are built with format()/formatlist() rather than interpolated
     // TypeScript strings: cdktf cannot nest a token-bearing string inside a function call.
     const user = v.deploy_user.stringValue;
-    const domain = v.deploy_domain_name.stringValue;
     const jump = `${user}@${this.bastion.publicIp}`;
+    const jumpHost = Fn.format("%s@%s", [user, this.bastion.publicIp]);
     const masterPrivateIp = this.network.privateAddress(HOSTS.kubeMasterPrivate);
     const privateHosts = Fn.concat([
       Fn.formatlist("%s.%s", [[SaltMaster.HOST, KubeNodePool.MASTER_HOST], domain]),
@@ -164,6 +203,13 @@ export class KubeOnOsStack extends TerraformStack {
         ),
       ]),
     });
+    new TerraformOutput(this, "ssh_commands", {
+      description: "The ssh command that logs in to each machine, by FQDN (= minion id); private hosts through the bastion.",
+      value: Fn.zipmap(
+        Fn.concat([Fn.formatlist("%s.%s", [[Bastion.HOST], domain]), privateHosts]),
+        Fn.concat([[Fn.format("ssh %s", [jumpHost])], Fn.formatlist("ssh -J %s %s@%s", [jumpHost, user, privateIps])]),
+      ),
+    });
     new TerraformOutput(this, "kubeconfig_command", {
       description: "Fetches the cluster's kubeconfig through the bastion, pointed at the master's floating IP.",
       value:
@@ -172,10 +218,7 @@ export class KubeOnOsStack extends TerraformStack {
     });
     new TerraformOutput(this, "minion_ids", {
       description: "Salt minion ids (= FQDNs) of every machine: Salt master, bastion, Kubernetes master, workers.",
-      value: Fn.concat([
-        Fn.formatlist("%s.%s", [[SaltMaster.HOST, Bastion.HOST, KubeNodePool.MASTER_HOST], domain]),
-        this.kubeNodes.workerFqdns,
-      ]),
+      value: minionIds,
     });
   }
 

@@ -13,9 +13,9 @@ node scripts/generate-bindings.js
 log "lint: eslint, prettier, shellcheck, ruff, salt-lint, yamllint"
 npx --no-install eslint .
 npx --no-install prettier --check --log-level warn .
-shellcheck -x scripts/*.sh scripts/toolchain/*.sh templates/cloud-init/files/*.sh .ci/run
-"$KOO_VENV/bin/ruff" check --quiet __tests__/salt salt
-"$KOO_VENV/bin/ruff" format --check --quiet __tests__/salt salt
+shellcheck -x scripts/*.sh scripts/toolchain/*.sh templates/cloud-init/files/*.sh .ci/run provisioners/*.sh
+"$KOO_VENV/bin/ruff" check --quiet __tests__/salt __tests__/provisioners salt provisioners
+"$KOO_VENV/bin/ruff" format --check --quiet __tests__/salt __tests__/provisioners salt provisioners
 find salt pillar -name '*.sls' -print0 | xargs -0 "$KOO_VENV/bin/salt-lint"
 # Only the pure-YAML files: SLS with Jinja is salt-lint's.
 "$KOO_VENV/bin/yamllint" --strict -c .yamllint.yaml salt/*/defaults.yaml salt/salt_master/files/master.conf \
@@ -30,7 +30,7 @@ status=0
 log "jest"
 npx --no-install jest --ci --json --outputFile="$results/jest.json" || status=1
 log "pytest"
-"$KOO_VENV/bin/pytest" -q -p no:cacheprovider --junitxml="$results/pytest.xml" __tests__/salt || status=1
+"$KOO_VENV/bin/pytest" -q -p no:cacheprovider --junitxml="$results/pytest.xml" __tests__/salt __tests__/provisioners || status=1
 
 # One closing line for both runners, read by people and by CI alike.
 "$KOO_VENV/bin/python" - "$results" <<'PY'

@@ -7,6 +7,7 @@ export interface TerraformJson {
   terraform: Record<string, any>;
   provider: Record<string, any>;
   variable: Record<string, any>;
+  locals: Record<string, string>;
   resource: Record<string, Record<string, any>>;
   data: Record<string, Record<string, any>>;
   output: Record<string, any>;

@@ -32,9 +32,10 @@ export function runTofu(args: string[], cwd: string, env: NodeJS.ProcessEnv = {}
  * runTofu without blocking the event loop: required whenever a server tofu talks to (the
  * OpenStack double, the state server) runs in the test's own process.
  */
-export function runTofuAsync(args: string[], cwd: string, env: NodeJS.ProcessEnv = {}): Promise<RunResult> {
+export function runTofuAsync(args: string[], cwd: string, env: NodeJS.ProcessEnv = {}, input = ""): Promise<RunResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(tofuBinary(), [...args, "-no-color"], { cwd, env: { ...process.env, TF_IN_AUTOMATION: "1", ...env } });
+    child.stdin.end(input);
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (chunk) => (stdout += chunk));

@@ -1,0 +1,226 @@
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { Testing } from "cdktf";
+import { loadConfig } from "../constructs/config";
+import { cleanCopy } from "../constructs/salt-provisioner";
+import { KubeOnOsStack } from "../constructs/stack";
+import { resourceById, synthStack, TerraformJson } from "./support/synth";
+
+const ROOT = path.resolve(__dirname, "..");
+const STEPS = ["WaitForBastion", "WaitForSaltMaster", "SyncSaltTree", "AcceptMinionKeys", "Orchestrate"] as const;
+
+function step(json: TerraformJson, id: string): Record<string, any> {
+  return resourceById(json, "terraform_data", id);
+}
+
+/** `terraform_data.<logical id>` of a step, as references name it. */
+function address(json: TerraformJson, id: string): string {
+  const key = Object.keys(json.resource.terraform_data).find((k) => new RegExp(`_${id}_[0-9A-F]{8}$`).test(k));
+  return `terraform_data.${key}`;
+}
+
+/** Every provisioner of every step, with the step's id. */
+function provisioners(json: TerraformJson): { step: string; type: string; body: any }[] {
+  return [...STEPS, "NodeMembership"].flatMap((id) =>
+    step(json, id).provisioner.map((p: Record<string, any>) => {
+      const [type, body] = Object.entries(p)[0];
+      return { step: id, type, body };
+    }),
+  );
+}
+
+async function synthWithTrees(saltTree: string, pillarTree: string): Promise<TerraformJson> {
+  const stack = new KubeOnOsStack(Testing.app(), "kube-on-os", { config: await loadConfig({}), saltTree, pillarTree });
+  return JSON.parse(Testing.synth(stack));
+}
+
+describe("SaltProvisioner", () => {
+  let json: TerraformJson;
+  beforeAll(async () => {
+    json = await synthStack({});
+  });
+
+  it("chains five steps, each triggered by its predecessor's id", () => {
+    expect(step(json, "WaitForBastion").triggers_replace.after).toBeUndefined();
+    for (const [previous, next] of STEPS.slice(0, -1).map((id, i) => [id, STEPS[i + 1]])) {
+      expect({ next, after: step(json, next).triggers_replace.after }).toEqual({
+        next,
+        after: `\${one(${address(json, previous)}[*].id)}`,
+      });
+    }
+  });
+
+  it("exists only when run_provisioners is true, once at any node count", () => {
+    for (const id of STEPS) expect(step(json, id).count).toBe("${var.run_provisioners ? 1 : 0}");
+    expect(step(json, "NodeMembership").count).toBe("${var.run_provisioners ? (var.num_kube_nodes - 1) : 0}");
+  });
+
+  it("waits for the bastion's floating IP, then for cloud-init on the bastion and then on the Salt master", () => {
+    expect(step(json, "WaitForBastion").depends_on).toEqual([
+      expect.stringMatching(/^openstack_networking_floatingip_associate_v2\.Bastion_/),
+    ]);
+    const commands = (id: string) =>
+      step(json, id)
+        .provisioner.flatMap((p: any) => p["remote-exec"]?.inline ?? [])
+        .filter((line: string) => line.includes("wait-cloud-init"));
+    expect(commands("WaitForBastion")).toEqual(["bash .kube-on-os/bin/wait-cloud-init.sh 1800"]);
+    expect(commands("WaitForSaltMaster")).toEqual(["bash .kube-on-os/bin/wait-cloud-init.sh 1800"]);
+  });
+
+  it("connects to the bastion directly and to the Salt master through it, with the ssh-agent and no key material", () => {
+    const all = provisioners(json);
+    expect(all.length).toBeGreaterThanOrEqual(10);
+    for (const { step: id, body } of all) {
+      const c = body.connection;
+      expect({ id, type: c.type, agent: c.agent, user: c.user === "${var.deploy_user}" || c.user === "${self.input.user}" }).toEqual({
+        id,
+        type: "ssh",
+        agent: true,
+        user: true,
+      });
+      for (const secret of ["private_key", "password", "certificate", "bastion_private_key", "bastion_password", "bastion_certificate"]) {
+        expect(c[secret]).toBeUndefined();
+      }
+      if (id === "WaitForBastion") {
+        expect(c.host).toMatch(/^\$\{openstack_networking_floatingip_v2\.Bastion_FloatingIp_[0-9A-F]{8}\.address\}$/);
+        expect(c.bastion_host).toBeUndefined();
+        expect(c.host_key).toBe("${local.bastion_host_key}");
+      } else if (id !== "NodeMembership") {
+        expect(c.host).toBe("${cidrhost(var.private_network_cidr, 5)}");
+        expect(c.bastion_host).toMatch(/^\$\{openstack_networking_floatingip_v2\.Bastion_FloatingIp_[0-9A-F]{8}\.address\}$/);
+        expect(c.bastion_user).toBe("${var.deploy_user}");
+        expect(c.host_key).toBe("${local.salt_master_host_key}");
+        expect(c.bastion_host_key).toBe("${local.bastion_host_key}");
+      }
+    }
+    expect(JSON.stringify(json)).not.toMatch(/private_key|BEGIN [A-Z ]*PRIVATE KEY/);
+  });
+
+  it("checks host keys only for the roles given in ssh_host_keys", () => {
+    expect(json.locals).toMatchObject({
+      bastion_host_key: '${lookup(var.ssh_host_keys, "bastion", null)}',
+      salt_master_host_key: '${lookup(var.ssh_host_keys, "salt_master", null)}',
+    });
+  });
+
+  it("uploads salt/ and pillar/ contents (trailing slash) and the pillar data, then installs them with sudo", () => {
+    const sync = step(json, "SyncSaltTree").provisioner.map((p: any) => Object.entries(p)[0]);
+    expect(sync.map(([type]: [string]) => type)).toEqual(["remote-exec", "file", "file", "file", "remote-exec"]);
+    const [, salt] = sync[1];
+    const [, pillar] = sync[2];
+    const [, data] = sync[3];
+    expect(salt).toMatchObject({ source: expect.stringMatching(/^assets\/SaltProvisioner_SaltTree_[0-9A-F]{8}\/[0-9a-f]{64}\/$/) });
+    expect(salt.destination).toBe(".kube-on-os/stage/salt");
+    expect(pillar).toMatchObject({ source: expect.stringMatching(/^assets\/SaltProvisioner_PillarTree_[0-9A-F]{8}\/[0-9a-f]{64}\/$/) });
+    expect(pillar.destination).toBe(".kube-on-os/stage/pillar");
+    expect(data).toMatchObject({ content: "${local.salt_pillar}", destination: ".kube-on-os/stage/_from_terraform.sls" });
+    expect(sync[4][1].inline).toEqual(["set -eu", "sudo bash .kube-on-os/bin/install-salt-tree.sh .kube-on-os/stage"]);
+  });
+
+  it("triggers the sync on content hashes of salt/, pillar/ and the pillar data", () => {
+    expect(step(json, "SyncSaltTree").triggers_replace).toEqual({
+      after: `\${one(${address(json, "WaitForSaltMaster")}[*].id)}`,
+      salt_tree: cleanCopy(path.join(ROOT, "salt")).hash,
+      pillar_tree: cleanCopy(path.join(ROOT, "pillar")).hash,
+      pillar_data: "${sha256(local.salt_pillar)}",
+    });
+  });
+
+  it("accepts exactly the minion ids of every machine, never all keys", () => {
+    const accept = step(json, "AcceptMinionKeys");
+    const [command] = accept.provisioner[0]["remote-exec"].inline.slice(1);
+    expect(command).toMatch(/^\$\{format\("sudo bash \.kube-on-os\/bin\/accept-minion-keys\.sh --timeout %d %s", 900, join\(" ", /);
+    expect(command).not.toMatch(/-A\b|--accept-all/);
+    expect(accept.triggers_replace.minions).toBe(
+      '${concat(formatlist("%s.%s", ["salt", "bastion", "k8s-master"], var.deploy_domain_name), openstack_compute_instance_v2.KubeNodes_Worker_C67D357D[*].name)}',
+    );
+    // A re-created machine presents a new key.
+    expect(accept.triggers_replace.machines).toMatch(/openstack_compute_instance_v2\.KubeNodes_Worker_[0-9A-F]{8}\[\*\]\.id/);
+  });
+
+  it("runs the orchestration last", () => {
+    expect(step(json, "Orchestrate").provisioner[0]["remote-exec"].inline).toEqual([
+      "set -eu",
+      "sudo bash .kube-on-os/bin/orchestrate.sh orch.deploy",
+    ]);
+  });
+
+  it("removes a departed worker from the cluster before its machine goes, and never blocks a destroy", () => {
+    const membership = step(json, "NodeMembership");
+    expect(membership.depends_on).toContain(address(json, "Orchestrate"));
+    expect(membership.input).toMatchObject({
+      node_id: expect.stringMatching(/^\$\{openstack_compute_instance_v2\.KubeNodes_Worker_[0-9A-F]{8}\[count\.index\]\.name\}$/),
+      address: expect.stringMatching(/^\$\{openstack_compute_instance_v2\.KubeNodes_Worker_[0-9A-F]{8}\[count\.index\]\.access_ip_v4\}$/),
+      master_id: "k8s-master.${var.deploy_domain_name}",
+    });
+    const [{ "remote-exec": destroy }] = membership.provisioner;
+    expect(destroy).toMatchObject({ when: "destroy", on_failure: "continue" });
+    expect(destroy.inline).toEqual([
+      "set -eu",
+      "sudo bash .kube-on-os/bin/remove-node.sh ${self.input.master_id} ${self.input.node_id} ${self.input.address}",
+    ]);
+  });
+
+  it("writes the pillar with yamlencode() from Terraform values, in the shape of _from_terraform.sls.example", () => {
+    const pillar = json.locals.salt_pillar as string;
+    expect(pillar).toMatch(/^\$\{yamlencode\(\{/);
+    for (const key of ["users", "mine_functions", "network.ip_addrs", "public_cidr", "private_cidr", "external_gateway", "nameservers"]) {
+      expect(pillar).toContain(`"${key}" = `);
+    }
+    for (const key of ["master", "allowed_csr_ip", "pod_cidr", "service_cidr", "nodes", "control_plane"]) {
+      expect(pillar).toContain(`"${key}" = `);
+    }
+    expect(pillar).toMatch(/"allowed_csr_ip" = openstack_networking_floatingip_v2\.KubeNodes_MasterFloatingIp_[0-9A-F]{8}\.address/);
+  });
+
+  describe("when a file under salt/ changes", () => {
+    let before: TerraformJson;
+    let after: TerraformJson;
+    beforeAll(async () => {
+      const scratch = fs.mkdtempSync(path.join(os.tmpdir(), "kube-on-os-trees-"));
+      fs.cpSync(path.join(ROOT, "salt"), path.join(scratch, "salt"), { recursive: true });
+      before = await synthWithTrees(path.join(scratch, "salt"), path.join(ROOT, "pillar"));
+      fs.appendFileSync(path.join(scratch, "salt", "core", "motd.sls"), "\n# edited\n");
+      after = await synthWithTrees(path.join(scratch, "salt"), path.join(ROOT, "pillar"));
+      fs.rmSync(scratch, { recursive: true, force: true });
+    });
+
+    it("changes the sync's salt_tree trigger and nothing else in the configuration", () => {
+      const changed: string[] = [];
+      for (const [type, resources] of Object.entries(after.resource)) {
+        for (const [name, resource] of Object.entries(resources)) {
+          const old = before.resource[type][name];
+          const strip = (r: any) =>
+            JSON.stringify({ ...r, provisioner: undefined, triggers_replace: { ...r.triggers_replace, salt_tree: 0 } });
+          if (JSON.stringify(old) !== JSON.stringify(resource)) changed.push(`${type}.${name}`);
+          if (strip(old) !== strip(resource) && !name.includes("SyncSaltTree")) changed.push(`unexpected: ${type}.${name}`);
+        }
+      }
+      expect(changed).toEqual([address(after, "SyncSaltTree")]);
+      expect(step(after, "SyncSaltTree").triggers_replace.salt_tree).not.toBe(step(before, "SyncSaltTree").triggers_replace.salt_tree);
+    });
+  });
+});
+
+describe("cleanCopy", () => {
+  it("hashes names as well as contents, and leaves build debris out of the hash and the copy", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "kube-on-os-tree-"));
+    fs.mkdirSync(path.join(dir, "core"));
+    fs.writeFileSync(path.join(dir, "core", "a.sls"), "a: 1\n");
+    const first = cleanCopy(dir);
+    fs.mkdirSync(path.join(dir, "core", "__pycache__"));
+    fs.writeFileSync(path.join(dir, "core", "__pycache__", "x.pyc"), "junk");
+    expect(cleanCopy(dir).hash).toBe(first.hash);
+    expect(fs.readdirSync(path.join(cleanCopy(dir).copy, "core"))).toEqual(["a.sls"]);
+    fs.renameSync(path.join(dir, "core", "a.sls"), path.join(dir, "core", "b.sls"));
+    expect(cleanCopy(dir).hash).not.toBe(first.hash);
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("refuses a path that is not a directory, naming the prop", async () => {
+    await expect(synthWithTrees(path.join(ROOT, "README.md"), path.join(ROOT, "pillar"))).rejects.toThrow(
+      /SaltProvisioner: saltTree must be a directory \(got ".*README\.md"\)/,
+    );
+  });
+});
