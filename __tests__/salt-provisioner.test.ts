@@ -139,11 +139,21 @@ describe("SaltProvisioner", () => {
     expect(accept.triggers_replace.machines).toMatch(/openstack_compute_instance_v2\.KubeNodes_Worker_[0-9A-F]{8}\[\*\]\.id/);
   });
 
-  it("runs the orchestration last", () => {
-    expect(step(json, "Orchestrate").provisioner[0]["remote-exec"].inline).toEqual([
-      "set -eu",
-      "sudo bash .kube-on-os/bin/orchestrate.sh orch.deploy",
+  it("sets root's console password through a directory only the deploy user can enter, then orchestrates", () => {
+    const [mkdir, file, set, orchestrate] = step(json, "Orchestrate").provisioner.map((p: any) => Object.entries(p)[0]);
+    expect(mkdir).toEqual(["remote-exec", expect.objectContaining({ inline: ["set -eu", "install -d -m 0700 .kube-on-os/secrets"] })]);
+    expect(file).toEqual([
+      "file",
+      expect.objectContaining({
+        content: '${var.set_root_password && var.root_password != null ? var.root_password : ""}',
+        destination: ".kube-on-os/secrets/root-password",
+      }),
     ]);
+    expect(set[1].inline).toEqual([
+      "set -eu",
+      '${format("sudo bash .kube-on-os/bin/set-root-password.sh .kube-on-os/secrets/root-password %s", join(" ", concat(formatlist("%s.%s", ["salt", "bastion", "k8s-master"], var.deploy_domain_name), openstack_compute_instance_v2.KubeNodes_Worker_C67D357D[*].name)))}',
+    ]);
+    expect(orchestrate[1].inline).toEqual(["set -eu", "sudo bash .kube-on-os/bin/orchestrate.sh orch.deploy"]);
   });
 
   it("removes a departed worker from the cluster before its machine goes, and never blocks a destroy", () => {

@@ -1,5 +1,5 @@
 import { Testing } from "cdktf";
-import { VARIABLES } from "../constructs/config";
+import { VARIABLES, VariableSpec } from "../constructs/config";
 import { buildStack, resourceById, synthStack } from "./support/synth";
 
 describe("KubeOnOsStack", () => {
@@ -33,7 +33,7 @@ describe("KubeOnOsStack", () => {
       const variable = json.variable[name];
       expect(variable.description).toBe(spec.description);
       expect(variable.type).toBe(spec.type);
-      expect(variable.validation ?? []).toHaveLength(spec.rules.length);
+      expect(variable.validation ?? []).toHaveLength(spec.rules.length + ((spec as VariableSpec<unknown>).planTimeRules?.length ?? 0));
       for (const validation of variable.validation ?? []) {
         expect(validation.condition).toMatch(/^\$\{.*\}$/s);
         expect(validation.error_message).toMatch(new RegExp(`^${name} must be .*\\.$`));

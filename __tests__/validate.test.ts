@@ -201,4 +201,21 @@ describe("L1: plan-time variable validation agrees with synth-time validation", 
       if (synthMessage?.includes(` ${name} must be `)) expect(planMessage).toContain(rule);
     }
   });
+
+  // A plan-time rule only: the password may be given at plan time alone, so synth cannot tell.
+  it.each([
+    [{ TF_VAR_set_root_password: "true" }, false],
+    [{ TF_VAR_set_root_password: "true", TF_VAR_root_password: "long-enough-secret" }, true],
+    [{ TF_VAR_set_root_password: "true", TF_VAR_root_password_hash: "$6$salt$Zm9vYmFy" }, true],
+    [{ TF_VAR_set_root_password: "false" }, true],
+  ])("plans %j: %s", async (env, accepted) => {
+    await expect(loadConfig(env)).resolves.toBeDefined();
+    const plan = runTofu(["plan", "-input=false", "-lock=false"], varsDir, env);
+    expect(plan.status === 0).toBe(accepted);
+    if (!accepted) {
+      expect(plan.stderr.replace(/\s+/g, " ")).toContain(
+        "set_root_password must be false unless root_password or root_password_hash is given.",
+      );
+    }
+  });
 });

@@ -33,6 +33,11 @@ export interface VariableSpec<T> {
   readonly ephemeral?: boolean;
   /** How a TF_VAR_ string becomes a value, the way Terraform converts it for this type. */
   readonly kind: "string" | "number" | "bool" | "complex";
+  /**
+   * Rules over this and other variables that involve a secret, which synth never sees (it may be
+   * given at plan time only): checked by Terraform's validation alone.
+   */
+  readonly planTimeRules?: readonly Omit<Rule<T>, "test">[];
 }
 
 export interface UserAccount {
@@ -182,15 +187,22 @@ export const VARIABLES = {
   set_root_password: {
     kind: "bool",
     type: "bool",
-    description: "Set root's console password to root_password on every machine (debugging only; SSH root login stays disabled).",
+    description:
+      "Set root's console password on every machine, from root_password_hash (by cloud-init, at creation) or root_password (by the provisioning chain, through Salt); for debugging only, SSH root login stays disabled.",
     default: false,
     rules: [],
+    planTimeRules: [
+      {
+        condition: "!var.set_root_password || var.root_password != null || var.root_password_hash != null",
+        mustBe: "false unless root_password or root_password_hash is given",
+      },
+    ],
   } as VariableSpec<boolean>,
   root_password: {
     kind: "string",
     type: "string",
     description:
-      "Root console password used when set_root_password is true. Ephemeral: given at plan and apply, never stored in the synthesized JSON, a plan or the state.",
+      "Root console password set when set_root_password is true, on every machine through Salt, as a SHA-512 crypt hash, each time the orchestration runs. Ephemeral: given at plan and apply, never stored in the synthesized JSON, a plan or the state.",
     default: undefined,
     sensitive: true,
     ephemeral: true,

@@ -40,6 +40,8 @@ const REPO_ROOT = projectRoot();
 const REMOTE_DIR = ".kube-on-os";
 const REMOTE_BIN = `${REMOTE_DIR}/bin`;
 const REMOTE_STAGE = `${REMOTE_DIR}/stage`;
+/** Only the deploy user can enter it (mode 0700): secrets pass through it on their way to root. */
+const REMOTE_SECRETS = `${REMOTE_DIR}/secrets`;
 
 export interface SaltProvisionerProps {
   readonly bastion: Bastion;
@@ -57,6 +59,13 @@ export interface SaltProvisionerProps {
   readonly minionIds: string[];
   /** The content of /srv/pillar/_from_terraform.sls (see saltPillar()). */
   readonly pillar: string;
+  /**
+   * Root's console password, set on every minion through Salt (as a SHA-512 crypt hash) before
+   * the orchestration: an expression that is "" when the password is not to be set, meant for
+   * the ephemeral root_password, which Terraform keeps out of plans and state.
+   * @default - root's password is not managed by the chain
+   */
+  readonly rootPassword?: string;
   /** Whether the chain exists at all (a bool token, from run_provisioners). */
   readonly enabled: boolean | IResolvable;
   /** @default the repository's salt/ */
@@ -77,7 +86,7 @@ export interface SaltProvisionerProps {
  * Terraform writes; accept exactly the expected minion keys; run the orchestration. Each step's
  * triggers include its predecessor's id, so whatever re-runs one step re-runs the steps after it.
  * The chain has the same five steps at any number of nodes: workers converge in parallel inside
- * the orchestration.
+ * the orchestration. The last step also sets root's console password first, when asked to.
  *
  * Each worker also gets a NodeMembership record whose destroy-time provisioner removes the node
  * from the microk8s cluster (and its key from Salt) before Terraform deletes the machine.
@@ -182,10 +191,22 @@ export class SaltProvisioner extends Construct {
       ],
     });
 
+    // An ephemeral value cannot be a trigger: the password is set again whenever the orchestration runs.
+    const setRootPassword: (RemoteExecProvisioner | FileProvisioner)[] =
+      props.rootPassword === undefined
+        ? []
+        : [
+            remoteExec(toSaltMaster, `install -d -m 0700 ${REMOTE_SECRETS}`),
+            { type: "file", content: props.rootPassword, destination: `${REMOTE_SECRETS}/root-password`, connection: toSaltMaster },
+            remoteExec(
+              toSaltMaster,
+              Fn.format(`sudo bash ${REMOTE_BIN}/set-root-password.sh ${REMOTE_SECRETS}/root-password %s`, [Fn.join(" ", props.minionIds)]),
+            ),
+          ];
     this.orchestrate = new DataResource(this, "Orchestrate", {
       count: count(),
       triggersReplace: { after: idOf(this.acceptMinionKeys) },
-      provisioners: [remoteExec(toSaltMaster, `sudo bash ${REMOTE_BIN}/orchestrate.sh orch.deploy`)],
+      provisioners: [...setRootPassword, remoteExec(toSaltMaster, `sudo bash ${REMOTE_BIN}/orchestrate.sh orch.deploy`)],
     });
 
     // Destroy-time provisioners may only read `self`, so the record keeps its connection in input.

@@ -148,6 +148,8 @@ export class KubeOnOsStack extends TerraformStack {
       saltMasterHostKey: hostKey("salt_master"),
       minionIds,
       enabled: v.run_provisioners.booleanValue,
+      // cdktf renders a null literal on the right of Op.neq as undefined, so the test is written out.
+      rootPassword: `\${var.set_root_password && var.root_password != null ? var.root_password : ""}`,
       saltTree: props.saltTree,
       pillarTree: props.pillarTree,
       pillar: saltPillar(this, {
@@ -231,7 +233,7 @@ export class KubeOnOsStack extends TerraformStack {
       default: value,
       nullable: value === undefined,
       sensitive: spec.sensitive,
-      validation: spec.rules.map((rule) => ({
+      validation: [...spec.rules, ...(spec.planTimeRules ?? [])].map((rule) => ({
         condition: `\${${rule.condition}}`,
         errorMessage: `${name} must be ${rule.mustBe}.`,
       })),
