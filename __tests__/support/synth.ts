@@ -1,6 +1,6 @@
 import { App, Testing } from "cdktf";
 import { BackendKind, loadConfig } from "../../constructs/config";
-import { KubeOnOsStack } from "../../constructs/stack";
+import { KubeOnOsStack, KubeOnOsStackProps } from "../../constructs/stack";
 
 /** Terraform JSON as the tests read it. */
 export interface TerraformJson {
@@ -23,10 +23,14 @@ export async function synthStack(env: NodeJS.ProcessEnv = {}, backend: BackendKi
   return JSON.parse(Testing.synth(await buildStack(env, backend)));
 }
 
-/** Synthesizes into `outdir` like `cdktf synth`, returning the stack's directory. */
-export async function synthToDir(outdir: string, env: NodeJS.ProcessEnv = {}): Promise<string> {
+/** Synthesizes into `outdir` like `cdktf synth`, returning the stack's directory; `props` as for the stack. */
+export async function synthToDir(
+  outdir: string,
+  env: NodeJS.ProcessEnv = {},
+  props: Omit<KubeOnOsStackProps, "config" | "backend"> = {},
+): Promise<string> {
   const app = new App({ outdir, skipValidation: false });
-  new KubeOnOsStack(app, "kube-on-os", { config: await loadConfig(env), backend: "http" });
+  new KubeOnOsStack(app, "kube-on-os", { ...props, config: await loadConfig(env), backend: "http" });
   app.synth();
   return `${outdir}/stacks/kube-on-os`;
 }

@@ -7,8 +7,9 @@ KOO_TOFU="$(koo_tofu_dir)/bin/tofu"
 KOO_VENV="$(koo_venv_dir)"
 KOO_CLOUD_INIT_SCHEMA="$(koo_cloud_init_dir)/bin/cloud-init-schema"
 KOO_GITLAB_CI_LOCAL="$(koo_gcl_dir)/node_modules/.bin/gitlab-ci-local"
+KOO_SSHD="$(koo_sshd_current)/bin/sshd"
 PATH="$(dirname "$KOO_TOFU"):$PATH"
-export KOO_TOFU KOO_VENV KOO_CLOUD_INIT_SCHEMA KOO_GITLAB_CI_LOCAL PATH
+export KOO_TOFU KOO_VENV KOO_CLOUD_INIT_SCHEMA KOO_GITLAB_CI_LOCAL KOO_SSHD PATH
 
 # cdktf runs this binary for `cdktf diff/deploy`; Terraform users can set it back.
 export TERRAFORM_BINARY_NAME="${TERRAFORM_BINARY_NAME:-tofu}"

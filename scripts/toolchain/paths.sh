@@ -41,3 +41,12 @@ koo_venv_dir() {
 # The validator's wrapper runs on one venv's Python, so each venv gets its own copy (a few MB).
 koo_cloud_init_dir() { echo "$KOO_CACHE/cloud-init/$KOO_CLOUD_INIT_VERSION/$(basename "$(koo_venv_dir)")"; }
 koo_gcl_dir() { echo "$KOO_CACHE/gitlab-ci-local/$KOO_GCL_VERSION"; }
+
+# OpenSSH's sshd for the provisioning test's hosts, unpacked from the openssh-server package that
+# apt offers (keyed by its version: Debian replaces the package with every security update).
+koo_openssh_version() {
+  apt-cache policy openssh-server 2>/dev/null | sed -n 's/^ *Candidate: //p' | sed 's/^[0-9]*://'
+}
+koo_sshd_dir() { echo "$KOO_CACHE/openssh-server/$(koo_openssh_version)"; }
+# The installed one, for users of the toolchain: a link to the newest version installed.
+koo_sshd_current() { echo "$KOO_CACHE/openssh-server/current"; }
