@@ -419,7 +419,7 @@ describe("L5: the provisioning chain over SSH through the bastion", () => {
     });
   });
 
-  describe("scaling down to two nodes", () => {
+  describe("scaling down to two nodes and back", () => {
     let apply: RunResult;
     let callsBefore: number;
 
@@ -460,6 +460,22 @@ describe("L5: the provisioning chain over SSH through the bastion", () => {
         .filter(([program, ...args]) => program === "salt" && args.includes("microk8s.forget_node"));
       expect(forgets).toEqual([["salt", "--out=json", "--static", "--timeout=30", MASTER, "microk8s.forget_node", "10.1.0.101"]]);
       expect(files.state().keys.minions).not.toContain(WORKER_1);
+    });
+
+    it("scaling back up to three nodes accepts the new worker's key and orchestrates again", async () => {
+      // The new machine's minion submits its key, as its cloud-init would.
+      files.update({ keys: { ...files.state().keys, minions_pre: [INTRUDER, WORKER_1] } });
+      const up = await tofu(["apply", "-auto-approve", "-input=false"], { TF_VAR_num_kube_nodes: "3" });
+      expect(up.stderr).toBe("");
+      // The pillar's node list changed, so the sync re-runs too.
+      expect(stepsRun(up.stdout)).toEqual(["SyncSaltTree", "AcceptMinionKeys", "Orchestrate"]);
+      const lines = scriptLines(up.stdout);
+      expect(lines).toContain(`AcceptMinionKeys: accepted minion key: ${WORKER_1}`);
+      expect(lines).toContain("AcceptMinionKeys: all 5 minion keys accepted");
+      expect(lines.at(-1)).toMatch(/^Orchestrate: orchestration orch\.deploy succeeded/);
+      expect(double.nova.servers.all().map((server) => server.name)).toContain(WORKER_1);
+      // Back to two for the rest of this block.
+      expect((await tofu(["apply", "-auto-approve", "-input=false"], { TF_VAR_num_kube_nodes: "2" })).status).toBe(0);
     });
 
     it("never shows root_password: not in any output, the state, the plan, the hosts' files or logs", async () => {
