@@ -70,6 +70,21 @@ orch-test-salt-function-after-workers:
     - require:
       - salt: orch-test-salt-state-workers
 """,
+    # orch.deploy's worker step as it would be at num_kube_nodes = 1: batched, targeting no minion.
+    "orch/koo_test_no_workers.sls": """
+orch-test-salt-state-workers:
+  salt.state:
+    - tgt: "k8s-nobody-*"
+    - sls: koo_test.ok
+    - batch: "25%"
+
+orch-test-salt-function-cluster-check:
+  salt.function:
+    - name: test.true
+    - tgt: "k8s-master.*"
+    - require:
+      - salt: orch-test-salt-state-workers
+""",
     "koo_test/ok.sls": """
 koo-test-ok-test-succeed_with_changes:
   test.succeed_with_changes: []

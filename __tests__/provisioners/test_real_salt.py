@@ -116,3 +116,13 @@ def test_a_real_failed_orchestration_names_steps_minions_and_states(cluster, acc
     assert result.returncode == 1
     assert sorted(result.stdout.splitlines()[1:]) == sorted(FAILED_LINES)
     assert result.stderr == FAILED_MESSAGE + "\n"
+
+
+def test_a_batched_step_that_targets_no_minion_fails_the_orchestration(cluster, accepted):
+    """Salt's own behaviour, the reason orch.deploy leaves its worker step out at one node."""
+    result = run(cluster, "orchestrate.sh", "orch.koo_test_no_workers")
+    assert result.returncode == 1
+    assert result.stderr == (
+        "orchestration orch.koo_test_no_workers failed: orch-test-salt-state-workers: No minions returned; "
+        "not run because a requisite failed: orch-test-salt-function-cluster-check\n"
+    )

@@ -160,6 +160,15 @@ def test_orchestration_runs_master_then_bastion_and_k8s_master_then_batched_work
     assert "arg" not in args_of(orch["orch-deploy-salt-function-cluster-check"], "salt.function")
 
 
+def test_orchestration_of_a_single_node_has_no_worker_step(tmp_path, pillar_data):
+    """Salt fails a batched step that targets no minion (test_real_salt.py shows it)."""
+    single = {**pillar_data, "microk8s": {**pillar_data["microk8s"], "nodes": pillar_data["microk8s"]["nodes"][:1]}}
+    orch = Minion(tmp_path, f"salt.{DOMAIN}", single).call("state.show_sls", "orch.deploy")
+    assert "orch-deploy-salt-state-workers" not in orch
+    check = [item for item in orch["orch-deploy-salt-function-cluster-check"]["salt"] if isinstance(item, dict)]
+    assert {"require": [{"salt": "orch-deploy-salt-state-bastion-and-master"}]} in check
+
+
 def test_core_renders_the_wiki_states_on_every_machine(tmp_path, pillar_data):
     highstate = Minion(tmp_path, f"k8s-worker-0.{DOMAIN}", pillar_data).highstate()
     assert {s for s in sls_of(highstate) if s.startswith("core.")} == {

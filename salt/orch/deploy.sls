@@ -6,6 +6,9 @@
   cluster check against microk8s:nodes. The chain has the same length at any number of nodes.
 #}
 {%- set batch = salt["pillar.get"]("orchestration:worker_batch", "25%") %}
+{#- Salt fails a batched salt.state that targets no minion ("No minions returned"), so with a
+    single node (no workers) the worker step is left out. #}
+{%- set has_workers = salt["pillar.get"]("microk8s:nodes", []) | length > 1 %}
 
 orch-deploy-salt-state-salt-master:
   salt.state:
@@ -43,6 +46,8 @@ orch-deploy-salt-state-bastion-and-master:
     - require:
       - salt: orch-deploy-salt-function-mine-update
 
+{%- if has_workers %}
+
 orch-deploy-salt-state-workers:
   salt.state:
     - tgt: "k8s-worker-*"
@@ -50,10 +55,11 @@ orch-deploy-salt-state-workers:
     - batch: {{ batch | json }}
     - require:
       - salt: orch-deploy-salt-state-bastion-and-master
+{%- endif %}
 
 orch-deploy-salt-function-cluster-check:
   salt.function:
     - name: microk8s.cluster_check
     - tgt: "k8s-master.*"
     - require:
-      - salt: orch-deploy-salt-state-workers
+      - salt: {{ "orch-deploy-salt-state-workers" if has_workers else "orch-deploy-salt-state-bastion-and-master" }}
