@@ -118,6 +118,15 @@ describe("SaltProvisioner", () => {
     expect(sync[4][1].inline).toEqual(["set -eu", "sudo bash .kube-on-os/bin/install-salt-tree.sh .kube-on-os/stage"]);
   });
 
+  it("re-runs the whole chain when provisioners/ changes, since steps 1 and 2 upload it", () => {
+    const scripts = cleanCopy(path.join(ROOT, "provisioners"));
+    expect(step(json, "WaitForBastion").triggers_replace.scripts).toBe(scripts.hash);
+    for (const id of ["WaitForBastion", "WaitForSaltMaster"]) {
+      const upload = step(json, id).provisioner.find((p: any) => p.file)?.file;
+      expect(upload).toMatchObject({ source: expect.stringMatching(new RegExp(`/${scripts.hash}/$`)), destination: ".kube-on-os/bin" });
+    }
+  });
+
   it("triggers the sync on content hashes of salt/, pillar/ and the pillar data", () => {
     expect(step(json, "SyncSaltTree").triggers_replace).toEqual({
       after: `\${one(${address(json, "WaitForSaltMaster")}[*].id)}`,

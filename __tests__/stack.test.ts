@@ -4,7 +4,10 @@ import { buildStack, resourceById, synthStack } from "./support/synth";
 
 describe("KubeOnOsStack", () => {
   it("matches the snapshot", async () => {
-    expect(Testing.synth(await buildStack({}))).toMatchSnapshot();
+    // The content hashes of salt/, pillar/ and provisioners/ change with every edit there; the
+    // SaltProvisioner tests check them against the trees themselves.
+    const synthesized = Testing.synth(await buildStack({})).replace(/\b[0-9a-f]{64}\b/g, "<sha256 of the tree>");
+    expect(synthesized).toMatchSnapshot();
   });
 
   it("declares a partial http backend that TF_HTTP_* completes, locking with POST/DELETE", async () => {
