@@ -8,6 +8,7 @@ const { execFileSync, spawnSync } = require("node:child_process");
 const fs = require("node:fs");
 const os = require("node:os");
 const path = require("node:path");
+const { toolchainEnv } = require("./stack-graph");
 
 const root = path.resolve(__dirname, "..");
 const runs = Number(process.env.BENCH_RUNS ?? 5);
@@ -32,18 +33,6 @@ function time(label, command, args, options) {
 function report(label, samples) {
   console.log(
     `${label.padEnd(36)} median ${median(samples).toFixed(2)} s  (${samples.length} runs: ${samples.map((s) => s.toFixed(2)).join(" ")})`,
-  );
-}
-
-/** The toolchain's environment (tofu, its offline CLI config), as scripts/test.sh sets it. */
-function toolchainEnv() {
-  execFileSync("bash", [path.join(root, "scripts", "toolchain.sh")], { stdio: "inherit" });
-  const printed = execFileSync("bash", ["-c", `source "${root}/scripts/toolchain/env.sh" && env -0`], { encoding: "utf8" });
-  return Object.fromEntries(
-    printed
-      .split("\0")
-      .filter(Boolean)
-      .map((line) => [line.slice(0, line.indexOf("=")), line.slice(line.indexOf("=") + 1)]),
   );
 }
 
@@ -83,7 +72,7 @@ async function benchPlans(outdir, env) {
 async function main() {
   const outdir = fs.mkdtempSync(path.join(os.tmpdir(), "kube-on-os-bench-"));
   try {
-    const env = toolchainEnv();
+    const env = toolchainEnv(["terraform"]);
     // Compiled into the project's build/ so that node_modules resolves; the output goes elsewhere.
     execFileSync(path.join(root, "node_modules", ".bin", "tsc"), [], { cwd: root, stdio: "inherit" });
     time("npm run synth", "npm", ["run", "--silent", "synth", "--", "--output", path.join(outdir, "npm")], { cwd: root });

@@ -13,6 +13,7 @@ import sys
 import pytest
 
 from .conftest import FIXTURES, PROVISIONERS
+from .real_salt import FAILED_LINES
 
 
 def load_salt_output():
@@ -104,14 +105,7 @@ def test_one_line_takes_a_tracebacks_last_line_and_caps_the_length():
 
 def test_job_return_lines_from_real_state_event_output():
     lines = [salt_output.job_return_line(tag, data) for tag, data in events("failed")]
-    assert lines == [
-        "[k8s-master.lab.example] saltutil.sync_all: ok",
-        "[k8s-worker-0.lab.example] saltutil.sync_all: ok",
-        "[k8s-master.lab.example] state.sls: 2 states, 1 changed, 0 failed",
-        "[k8s-worker-0.lab.example] state.sls: 2 states, 1 changed, 1 failed: microk8s-joined-microk8s-cluster_joined",
-        "[k8s-master.lab.example] test.exception: failed (retcode 1): "
-        "Exception: cluster check failed: k8s-worker-0.lab.example is NotReady",
-    ]
+    assert lines == FAILED_LINES
 
 
 def test_job_return_lines_skip_housekeeping_and_report_render_errors():
