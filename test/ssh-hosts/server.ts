@@ -43,6 +43,7 @@ export interface SshHosts {
 }
 
 const USER_PREFIX = "koo-e2e-";
+const NAMESPACE_PREFIX = "koo-ns-";
 
 function run(command: string, args: string[], env: NodeJS.ProcessEnv = process.env): string {
   return execFileSync(command, args, { encoding: "utf8", env, stdio: ["ignore", "pipe", "pipe"] });
@@ -80,14 +81,19 @@ function checkRoutes(cidrs: string[]): void {
   }
 }
 
-/** Users a crashed earlier run left behind (their process is gone). */
-function removeStaleUsers(): void {
+/** The users, sudoers files and namespaces (with their veth pairs and routes) of crashed earlier runs. */
+function removeStale(): void {
+  const pidOf = (name: string, prefix: string) => (name.startsWith(prefix) ? Number(name.slice(prefix.length)) : NaN);
+  const gone = (pid: number) => Number.isInteger(pid) && !fs.existsSync(`/proc/${pid}`);
   for (const line of fs.readFileSync("/etc/passwd", "utf8").split("\n")) {
     const name = line.split(":")[0];
-    const pid = name.startsWith(USER_PREFIX) ? Number(name.slice(USER_PREFIX.length)) : NaN;
-    if (!Number.isInteger(pid) || fs.existsSync(`/proc/${pid}`)) continue;
+    if (!gone(pidOf(name, USER_PREFIX))) continue;
     fs.rmSync(`/etc/sudoers.d/${name}`, { force: true });
     run("userdel", [name]);
+  }
+  for (const line of run("ip", ["netns", "list"]).split("\n")) {
+    const name = line.split(" ")[0];
+    if (gone(pidOf(name, NAMESPACE_PREFIX))) run("ip", ["netns", "del", name]);
   }
 }
 
@@ -96,15 +102,15 @@ export async function startSshHosts(options: SshHostsOptions): Promise<SshHosts>
   const sshdBinary = options.sshd ?? process.env.KOO_SSHD ?? "/usr/sbin/sshd";
   if (!fs.existsSync(sshdBinary)) throw new Error(`ssh hosts: no sshd at ${sshdBinary}; run scripts/toolchain.sh`);
   checkRoutes(options.publicCidrs);
-  removeStaleUsers();
+  removeStale();
 
   const user = `${USER_PREFIX}${process.pid}`;
   const root = fs.mkdtempSync(path.join(os.tmpdir(), "kube-on-os-ssh-"));
   fs.chmodSync(root, 0o755);
   const home = path.join(root, "home");
-  const tag = String(process.pid % 100000);
-  const namespace = `koo${tag}`;
-  const [hostSide, nsSide] = [`kooh${tag}`, `koon${tag}`];
+  const namespace = `${NAMESPACE_PREFIX}${process.pid}`;
+  // Interface names have at most 15 characters; a pid has at most 7 digits.
+  const [hostSide, nsSide] = [`kooh${process.pid}`, `koon${process.pid}`];
   // A /30 of link-local addresses per process, so that two runs on one machine do not collide.
   const link = `169.254.${(process.pid >> 6) % 256}.${(process.pid % 64) * 4}`;
   const [hostAddress, nsAddress] = [1, 2].map((n) => link.replace(/\d+$/, (last) => String(Number(last) + n)));
