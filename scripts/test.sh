@@ -10,19 +10,7 @@ cd "$KOO_ROOT"
 # npm ci generated the bindings already; this is a no-op then, and a repair if .gen/ was removed.
 node scripts/generate-bindings.js
 
-log "lint: eslint, prettier, shellcheck, ruff, salt-lint, yamllint"
-npx --no-install eslint .
-npx --no-install prettier --check --log-level warn .
-shellcheck -x scripts/*.sh scripts/toolchain/*.sh templates/cloud-init/files/*.sh .ci/run provisioners/*.sh
-"$KOO_VENV/bin/ruff" check --quiet __tests__/salt __tests__/provisioners salt provisioners
-"$KOO_VENV/bin/ruff" format --check --quiet __tests__/salt __tests__/provisioners salt provisioners
-find salt pillar -name '*.sls' -print0 | xargs -0 "$KOO_VENV/bin/salt-lint"
-# Only the pure-YAML files: SLS with Jinja is salt-lint's.
-"$KOO_VENV/bin/yamllint" --strict -c .yamllint.yaml salt/*/defaults.yaml salt/salt_master/files/master.conf \
-  pillar/pillar.example pillar/_from_terraform.sls.example pillar/environments/defaults.sls \
-  pillar/minions/defaults/*.sls
-log "type check: tsc --noEmit"
-npx --no-install tsc --noEmit
+bash "$KOO_ROOT/scripts/lint.sh"
 
 results=$(mktemp -d)
 trap 'rm -rf "$results"' EXIT
