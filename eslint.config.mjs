@@ -4,7 +4,7 @@ import prettier from "eslint-config-prettier";
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["node_modules/", ".gen/", "cdktf.out/", "build/", "coverage/"] },
+  { ignores: ["node_modules/", ".gen/", "cdktf.out/", "build/", "coverage/", ".gitlab-ci-local/"] },
   eslint.configs.recommended,
   ...tseslint.configs.recommended,
   {
