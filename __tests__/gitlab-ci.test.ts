@@ -1,0 +1,530 @@
+/**
+ * .gitlab-ci.yml: valid by GitLab's own CI schema and yamllint, and run locally by gitlab-ci-local
+ * (shell executor, each job in its own copy of the project, artifacts and caches passed as GitLab
+ * would) against the OpenStack API double and the http state server, reached the way GitLab's
+ * predefined variables point a job at GitLab-managed state.
+ */
+import { spawn, spawnSync } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import * as fs from "node:fs";
+import * as http from "node:http";
+import * as os from "node:os";
+import * as path from "node:path";
+import YAML from "yaml";
+import { OpenStackDouble, startOpenStackDouble } from "../test/openstack-double/server";
+import { StateServer, startStateServer } from "../test/http-state/server";
+import {
+  GitLabApi,
+  PipelineRun,
+  ROOT,
+  git,
+  gitlabCiSchema,
+  gitlabCiValidator,
+  makeProject,
+  runPipeline,
+  seedNodeCache,
+  startGitLabApi,
+  zipEntries,
+} from "./gitlab-ci/support";
+import { runTofuAsync } from "./support/tofu";
+
+const PIPELINE = YAML.parse(fs.readFileSync(path.join(ROOT, ".gitlab-ci.yml"), "utf8"));
+const STACK = "cdktf.out/stacks/kube-on-os";
+
+function venvTool(name: string): string {
+  if (!process.env.KOO_VENV) throw new Error("KOO_VENV is not set: run the tests with `npm test`, or source scripts/toolchain/env.sh");
+  return path.join(process.env.KOO_VENV, "bin", name);
+}
+
+/** Whether a process runs; an exited one that nobody reaped (a zombie) does not. */
+function running(pid: number): boolean {
+  const stat = path.join("/proc", String(pid), "stat");
+  return fs.existsSync(stat) && fs.readFileSync(stat, "utf8").split(") ")[1]?.[0] !== "Z";
+}
+
+const tempDirs: string[] = [];
+
+function tempDir(prefix: string): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `kube-on-os-${prefix}-`));
+  tempDirs.push(dir);
+  return dir;
+}
+
+// The local pipeline copies node_modules into three jobs' builds: gigabytes, not to be left behind.
+afterAll(() => {
+  for (const dir of tempDirs) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+describe(".gitlab-ci.yml by GitLab's CI schema (from gitlab-ci-local's pinned package)", () => {
+  const schema = gitlabCiSchema();
+  const validator = gitlabCiValidator(schema);
+
+  it("is GitLab's own schema, unloosened", () => {
+    expect(schema.$id).toBe("https://gitlab.com/.gitlab-ci.yml");
+    expect(schema.definitions.job_template.properties.resource_group).toBeDefined();
+    // gitlab-ci-local deletes this pattern at run time; the copy read here still has it.
+    expect(schema.definitions.include_item.oneOf[0].pattern).toEqual(expect.any(String));
+  });
+
+  it("validates the pipeline", () => {
+    expect(validator.validate(PIPELINE)).toEqual([]);
+  });
+
+  const broken: [string, (pipeline: any) => void, RegExp][] = [
+    ["a misspelt keyword", (p) => (p.plan.scripts = p.plan.script), /^\/plan$/],
+    ["a `when` GitLab does not know", (p) => (p.apply.rules[0].when = "sometimes"), /^\/apply\/rules\/0\/when$/],
+    ["an unknown environment action", (p) => (p.plan.environment.action = "plan"), /^\/plan\/environment/],
+    ["an artifact access level GitLab does not have", (p) => (p.plan.artifacts.access = "maintainers"), /^\/plan\/artifacts\/access$/],
+  ];
+  it.each(broken)("rejects a copy with %s", (_name, breakIt, where) => {
+    const copy = structuredClone(PIPELINE);
+    breakIt(copy);
+    const errors = validator.validate(copy);
+    expect(errors.length).toBeGreaterThan(0);
+    expect(errors.map((e) => e.instancePath).some((p) => where.test(p))).toBe(true);
+  });
+});
+
+describe("lint", () => {
+  const yamllint = (file: string) =>
+    spawnSync(venvTool("yamllint"), ["--strict", "-c", path.join(ROOT, ".yamllint.yaml"), file], { encoding: "utf8" });
+
+  it("passes yamllint, and a sloppy copy does not", () => {
+    const clean = yamllint(path.join(ROOT, ".gitlab-ci.yml"));
+    expect(clean.stdout + clean.stderr).toBe("");
+    expect(clean.status).toBe(0);
+    const sloppy = path.join(tempDir("yamllint"), ".gitlab-ci.yml");
+    fs.writeFileSync(sloppy, fs.readFileSync(path.join(ROOT, ".gitlab-ci.yml"), "utf8").replace("stages:\n", "stages: \nstages:\n"));
+    const result = yamllint(sloppy);
+    expect(result.status).not.toBe(0);
+    expect(result.stdout).toMatch(/trailing-spaces/);
+    expect(result.stdout).toMatch(/key-duplicates/);
+  });
+
+  it("lints in the lint job exactly as npm test does: both run scripts/lint.sh", () => {
+    const calls = (file: string) => fs.readFileSync(path.join(ROOT, file), "utf8").match(/^bash .*scripts\/lint\.sh"?$/gm);
+    expect(calls("scripts/test.sh")).toEqual(['bash "$KOO_ROOT/scripts/lint.sh"']);
+    expect(calls("scripts/ci/lint.sh")).toEqual(["bash scripts/lint.sh"]);
+    expect(fs.readFileSync(path.join(ROOT, "scripts", "lint.sh"), "utf8")).toMatch(/shellcheck .*scripts\/ci\/\*\.sh/);
+  });
+});
+
+describe("the pipeline's structure", () => {
+  it("keys the resource group and the environment of plan, apply and destroy by the state name, KUBE_ON_OS_DOMAIN", () => {
+    for (const job of ["plan", "apply", "destroy"]) {
+      expect({ job, group: PIPELINE[job].resource_group, environment: PIPELINE[job].environment.name }).toEqual({
+        job,
+        group: "$KUBE_ON_OS_DOMAIN",
+        environment: "$KUBE_ON_OS_DOMAIN",
+      });
+    }
+    expect(PIPELINE.apply.environment.action).toBe("start");
+    expect(PIPELINE.destroy.environment.action).toBe("stop");
+    expect(PIPELINE.plan.environment.action).toBe("prepare");
+  });
+
+  it("lints first, and applies only a plan of the same pipeline after the tests passed", () => {
+    expect(PIPELINE.stages).toEqual(["lint", "test", "synth", "validate", "plan", "apply", "destroy"]);
+    expect(PIPELINE.lint.needs).toEqual([]);
+    const needs = (job: string) => PIPELINE[job].needs.map((n: any) => (typeof n === "string" ? n : n.job));
+    expect(needs("apply")).toEqual(expect.arrayContaining(["plan", "test", "synth"]));
+    expect(PIPELINE.apply.rules).toEqual([{ if: "$CI_COMMIT_BRANCH == $CI_DEFAULT_BRANCH", when: "manual" }]);
+  });
+
+  it("pins every image to an exact version", () => {
+    const images = [...new Set([PIPELINE.default.image, ...Object.values(PIPELINE).map((job: any) => job?.image)].filter(Boolean))];
+    for (const image of images) expect(image).toMatch(/^[a-z0-9./-]+:\d+\.\d+\.\d+[\w.-]*(@sha256:[0-9a-f]{64})?$/);
+    expect(images).toEqual(["node:20.20.2-bookworm"]);
+  });
+
+  it("documents in the README every variable the pipeline's scripts read", () => {
+    const readme = fs.readFileSync(path.join(ROOT, "README.md"), "utf8");
+    const section = readme.slice(readme.indexOf("## GitLab CI"), readme.indexOf("## Tests"));
+    expect(section.length).toBeGreaterThan(1000);
+    const scripts = fs
+      .readdirSync(path.join(ROOT, "scripts", "ci"))
+      .map((f) => fs.readFileSync(path.join(ROOT, "scripts", "ci", f), "utf8"));
+    const read = new Set(
+      scripts.flatMap((text) => [...text.matchAll(/\$\{?((?:KUBE_ON_OS|GITLAB_TOFU|OS|KOO_CI)_[A-Z0-9_]+)/g)].map((m) => m[1])),
+    );
+    const internal = ["KOO_CI_GO_VERSION", "KOO_CI_GO_SHA256_AMD64"];
+    expect(read.size).toBeGreaterThan(5);
+    for (const name of [...read].filter((n) => !internal.includes(n)))
+      expect({ name, documented: section.includes(name) }).toEqual({ name, documented: true });
+  });
+});
+
+describe("scripts/ci/plan-summary.js", () => {
+  const summarize = (input: string) =>
+    spawnSync("node", [path.join(ROOT, "scripts", "ci", "plan-summary.js")], { input, encoding: "utf8" });
+
+  it("counts actions as gitlab-tofu's jq filter does: a replacement is a delete and a create", () => {
+    const plan = {
+      format_version: "1.2",
+      resource_changes: [["create"], ["delete", "create"], ["update"], ["no-op"], ["read"], ["delete"]].map((actions) => ({
+        change: { actions },
+      })),
+    };
+    const result = summarize(JSON.stringify(plan));
+    expect(result.status).toBe(0);
+    expect(JSON.parse(result.stdout)).toEqual({ create: 2, update: 1, delete: 2 });
+  });
+
+  it("refuses input that is not a plan, in one line", () => {
+    for (const input of ["Error: no plan", "[]"]) {
+      const result = summarize(input);
+      expect(result.status).toBe(1);
+      expect(result.stderr.trim().split("\n")).toHaveLength(1);
+      expect(result.stderr).toMatch(/^plan-summary: /);
+    }
+  });
+});
+
+describe("the pipeline, run locally by gitlab-ci-local", () => {
+  const DOMAIN = "lab.example.org";
+  // gitlab-ci-local's CI_PROJECT_ID. GitLab gives every job a CI_JOB_TOKEN of its own, this run
+  // one; made up here, so that no file (this one included) can hold it by accident.
+  const PROJECT_ID = "1217";
+  const JOB_TOKEN = `glcbt-64_${randomUUID()}`;
+  let double: OpenStackDouble;
+  let state: StateServer;
+  let api: GitLabApi;
+  let project: string;
+  let env: NodeJS.ProcessEnv;
+  let pipeline: PipelineRun;
+  let deployKey: string;
+  let deployKeyFingerprint: string;
+  let osPassword: string;
+  const runs: PipelineRun[] = [];
+
+  /** `gitlab-ci-local` with the variables GitLab would give the jobs, plus the local switches. */
+  const run = async (...args: string[]) => {
+    const result = await runPipeline(
+      project,
+      [
+        // GitLab's own address: CI_API_V4_URL becomes <this>/api/v4, as on gitlab.com.
+        ...["--variable", `CI_SERVER_URL=${api.serverUrl}`, "--ignore-predefined-vars", "CI_SERVER_URL"],
+        ...["--variable", `CI_JOB_TOKEN=${JOB_TOKEN}`],
+        // The toolchain npm test uses, instead of building tofu again into the project's cache.
+        ...["--variable", `KUBE_ON_OS_CACHE=${process.env.KOO_CACHE}`],
+        // One small suite instead of `npm test`, which is running this file (scripts/ci/test.sh).
+        ...["--variable", "KOO_CI_TESTS=__tests__/network.test.ts"],
+        ...args,
+      ],
+      env,
+    );
+    runs.push(result);
+    return result;
+  };
+  const artifact = (job: string, file: string) => path.join(project, ".gitlab-ci-local", "artifacts", job, file);
+  const jobResult = (output: string, job: string) => new RegExp(`^ (PASS|FAIL) +(?:\\[[^\\]]+\\] )?${job}\\b`, "m").exec(output)?.[1];
+
+  beforeAll(async () => {
+    double = await startOpenStackDouble();
+    state = await startStateServer({ username: "gitlab-ci-token", password: JOB_TOKEN });
+    api = await startGitLabApi(state, PROJECT_ID);
+    project = tempDir("gitlab-project");
+    makeProject(project);
+    // The lint job's cache entry is the first of its list.
+    seedNodeCache(project, 0, PIPELINE[".node-cache"].key.prefix);
+
+    // The project's CI/CD variables. The OpenStack credentials are scoped to the cluster's
+    // environment, as a clouds.yaml file variable with OS_CLOUD naming its entry.
+    const credentials = double.passwordEnv();
+    const clouds = {
+      clouds: {
+        double: {
+          auth: {
+            auth_url: credentials.OS_AUTH_URL,
+            username: credentials.OS_USERNAME,
+            password: credentials.OS_PASSWORD,
+            project_name: credentials.OS_PROJECT_NAME,
+            user_domain_name: credentials.OS_USER_DOMAIN_NAME,
+            project_domain_id: credentials.OS_PROJECT_DOMAIN_ID,
+          },
+          region_name: credentials.OS_REGION_NAME,
+          interface: "public",
+          identity_api_version: 3,
+        },
+      },
+    };
+    // The deploy key, as a file variable pasted without its final newline.
+    const keyDir = tempDir("deploy-key");
+    const keygen = spawnSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "deploy@kube-on-os", "-f", `${keyDir}/id`]);
+    expect(keygen.status).toBe(0);
+    deployKey = fs.readFileSync(`${keyDir}/id`, "utf8");
+    deployKeyFingerprint = spawnSync("ssh-keygen", ["-l", "-f", `${keyDir}/id.pub`], { encoding: "utf8" }).stdout.split(" ")[1];
+    osPassword = credentials.OS_PASSWORD;
+    const variables = {
+      KUBE_ON_OS_DOMAIN: DOMAIN,
+      KUBE_ON_OS_SSH_PRIVATE_KEY: { type: "file", values: { [DOMAIN]: deployKey.trimEnd() } },
+      // The documented test switch: the double has no machines to log in to.
+      TF_VAR_run_provisioners: "false",
+      OS_CLOUD: { values: { [DOMAIN]: "double" } },
+      OS_CLIENT_CONFIG_FILE: { type: "file", values: { [DOMAIN]: YAML.stringify(clouds) } },
+    };
+    fs.writeFileSync(path.join(project, ".gitlab-ci-local-variables.yml"), YAML.stringify(variables));
+
+    // A runner's environment: nothing of this process's toolchain, credentials or CI settings.
+    const toolchainBin = path.dirname(process.env.KOO_TOFU ?? "/nonexistent/tofu");
+    const runnerPath = (process.env.PATH ?? "")
+      .split(":")
+      .filter((dir) => dir !== toolchainBin)
+      .join(":");
+    env = { PATH: runnerPath, HOME: os.homedir(), LANG: "C.UTF-8" };
+
+    pipeline = await run();
+  }, 600_000);
+
+  afterAll(async () => {
+    await Promise.all([double?.close(), state?.close(), api?.close()]);
+  });
+
+  afterEach(() => {
+    expect(double.unhandled).toEqual([]);
+  });
+
+  it("runs lint, test, synth, validate and plan, and leaves apply and destroy to a person", () => {
+    expect({ status: pipeline.status, tail: pipeline.output.slice(-3000) }).toEqual({ status: 0, tail: expect.any(String) });
+    for (const job of ["lint", "test", "synth", "validate", "plan"])
+      expect({ job, result: jobResult(pipeline.output, job) }).toEqual({ job, result: "PASS" });
+    expect(pipeline.output).not.toMatch(/^(apply|destroy) +starting/m);
+    expect(double.nova.servers.all()).toEqual([]);
+  });
+
+  it("runs the test job's suite instead of npm test", () => {
+    expect(pipeline.output).toContain("test: only __tests__/network.test.ts (KOO_CI_TESTS)");
+    expect(pipeline.output).toMatch(/test +> Tests: +\d+ passed, \d+ total/);
+  });
+
+  it("plans through GitLab-managed state at GitLab's address, as gitlab-ci-token with the job token", () => {
+    const statePath = `/api/v4/projects/${PROJECT_ID}/terraform/state/${DOMAIN}`;
+    expect(api.requests.map((r) => `${r.method} ${r.path} ${r.status}`)).toEqual([
+      `GET ${statePath} 204`,
+      `POST ${statePath}/lock 200`,
+      `GET ${statePath} 204`,
+      `DELETE ${statePath}/lock 200`,
+    ]);
+    expect(pipeline.output).toContain(`state: ${DOMAIN} at ${api.serverUrl}${statePath} (user gitlab-ci-token)`);
+  });
+
+  it("keeps plan.cache and a plan.json report of its create counts as the plan job's artifacts", async () => {
+    const summary = JSON.parse(fs.readFileSync(artifact("plan", `${STACK}/plan.json`), "utf8"));
+    const show = await runTofuAsync(["show", "-json", "plan.cache"], path.join(project, ".gitlab-ci-local", "builds", "plan", STACK));
+    expect(show.stderr).toBe("");
+    const plan = JSON.parse(show.stdout);
+    const creates = plan.resource_changes.filter((c: any) => c.change.actions.join() === "create");
+    expect(summary).toEqual({ create: creates.length, update: 0, delete: 0 });
+    expect(summary.create).toBeGreaterThan(30);
+    expect(fs.readFileSync(artifact("plan", `${STACK}/plan.cache`))).toEqual(
+      fs.readFileSync(path.join(project, ".gitlab-ci-local", "builds", "plan", STACK, "plan.cache")),
+    );
+    // One variable named the cluster: its resources, its state, its environment.
+    const router = creates.find((c: any) => c.type === "openstack_networking_router_v2");
+    expect(router.change.after.name).toBe(`${DOMAIN}-router`);
+    expect(plan.resource_changes.some((c: any) => c.type === "terraform_data")).toBe(false);
+    expect(pipeline.output).toMatch(new RegExp(`plan environment: \\{ name: ${DOMAIN.replace(/\./g, "\\.")} \\}`));
+  });
+
+  it("never writes CI_JOB_TOKEN into plan.cache, an artifact, the backend's settings or a job log", () => {
+    const entries = zipEntries(artifact("plan", `${STACK}/plan.cache`));
+    expect([...entries.keys()]).toEqual(expect.arrayContaining(["tfplan", "tfconfig/m-/cdk.tf.json"]));
+    const leaks = [...entries].filter(([, content]) => content.includes(JOB_TOKEN)).map(([name]) => `plan.cache:${name}`);
+    const stateDir = path.join(project, ".gitlab-ci-local");
+    for (const file of fs.readdirSync(stateDir, { recursive: true, withFileTypes: true })) {
+      const full = path.join(file.parentPath, file.name);
+      if (!file.isFile() || /\/(node_modules|\.gen|cache)\//.test(full)) continue;
+      if (fs.readFileSync(full).includes(JOB_TOKEN)) leaks.push(path.relative(project, full));
+    }
+    leaks.push(...runs.filter((r) => r.output.includes(JOB_TOKEN)).map(() => "gitlab-ci-local output"));
+    expect(leaks).toEqual([]);
+  });
+
+  it("keeps the OpenStack password and the deploy key out of every artifact and job log", () => {
+    const keyBody = deployKey.split("\n")[1];
+    const secrets = { osPassword, keyBody };
+    const places = [path.join(project, ".gitlab-ci-local", "artifacts"), path.join(project, ".gitlab-ci-local", "output")];
+    const found: string[] = [];
+    for (const place of places) {
+      for (const file of fs.readdirSync(place, { recursive: true, withFileTypes: true }).filter((f) => f.isFile())) {
+        const content = fs.readFileSync(path.join(file.parentPath, file.name));
+        for (const [name, secret] of Object.entries(secrets)) if (content.includes(secret)) found.push(`${name} in ${file.name}`);
+      }
+    }
+    for (const [name, secret] of Object.entries(secrets)) if (runs.some((r) => r.output.includes(secret))) found.push(`${name} in output`);
+    expect(found).toEqual([]);
+  });
+
+  it("would have written the token into the plan with -backend-config, which the pipeline never uses", async () => {
+    const dir = path.join(tempDir("backend-config"), "stack");
+    fs.cpSync(artifact("synth", STACK), dir, { recursive: true });
+    const runEnv = { ...double.passwordEnv(), TF_VAR_run_provisioners: "false", TF_VAR_deploy_domain_name: "control.example.org" };
+    const address = `${api.serverUrl}/api/v4/projects/${PROJECT_ID}/terraform/state/control.example.org`;
+    const backendConfig = [`address=${address}`, `lock_address=${address}/lock`, `unlock_address=${address}/lock`]
+      .concat(["lock_method=POST", "unlock_method=DELETE", "username=gitlab-ci-token", `password=${JOB_TOKEN}`])
+      .map((setting) => `-backend-config=${setting}`);
+    const init = await runTofuAsync(["init", "-input=false", ...backendConfig], dir, runEnv);
+    expect(init.status).toBe(0);
+    const plan = await runTofuAsync(["plan", "-input=false", "-out=plan.cache"], dir, runEnv);
+    expect(plan.status).toBe(0);
+    const leaking = [...zipEntries(path.join(dir, "plan.cache"))].filter(([, content]) => content.includes(JOB_TOKEN)).map(([n]) => n);
+    expect(leaking).toEqual(["tfplan"]);
+  });
+
+  it("applies the plan artifact when asked, holding the state lock throughout", async () => {
+    const held = double.hold((method, url) => method === "POST" && url.startsWith("/network/v2.0/networks"));
+    const applying = run("apply");
+    await held.reached;
+    expect(state.lockInfo(DOMAIN)).toMatchObject({ Operation: "OperationTypeApply" });
+    held.release();
+    const apply = await applying;
+    expect({ status: apply.status, tail: apply.output.slice(-3000) }).toEqual({ status: 0, tail: expect.any(String) });
+    expect(jobResult(apply.output, "apply")).toBe("PASS");
+    // The plan job's plan.cache, not a new plan.
+    expect(apply.output).toMatch(/apply +> Apply complete! Resources: \d+ added, 0 changed, 0 destroyed\./);
+    expect(apply.output).not.toMatch(/apply +\$ bash scripts\/ci\/tofu\.sh plan/);
+    expect(state.lockInfo(DOMAIN)).toBeUndefined();
+    // The deploy key went into an ssh-agent of the job's own, which ended with the job.
+    const agent = /apply +> ==> ssh-agent: (\S+) loaded for the provisioning chain \(agent pid (\d+), ends with this job\)/.exec(
+      apply.output,
+    );
+    expect(agent?.[1]).toBe(deployKeyFingerprint);
+    expect(running(Number(agent?.[2]))).toBe(false);
+    expect(
+      double.nova.servers
+        .all()
+        .map((s) => s.name)
+        .sort(),
+    ).toEqual(["bastion", "k8s-master", "k8s-worker-0", "k8s-worker-1", "salt"].map((host) => `${host}.${DOMAIN}`));
+    const stored = state.readState(DOMAIN) as { resources: { mode: string }[] };
+    expect(stored.resources.filter((r) => r.mode === "managed").length).toBeGreaterThan(20);
+  });
+
+  it("destroys the cluster when asked", async () => {
+    const destroy = await run("destroy");
+    expect({ status: destroy.status, tail: destroy.output.slice(-3000) }).toEqual({ status: 0, tail: expect.any(String) });
+    expect(destroy.output).toMatch(/destroy +> Destroy complete! Resources: \d+ destroyed\./);
+    expect(double.resourceCount()).toBe(0);
+    expect(state.lockInfo(DOMAIN)).toBeUndefined();
+  });
+
+  it("offers apply and destroy on the default branch only, as manual jobs", async () => {
+    const list = async () => {
+      const listed = await run("--list-json");
+      expect(listed.status).toBe(0);
+      const jobs = JSON.parse(listed.output.slice(listed.output.indexOf("[")));
+      return Object.fromEntries(jobs.map((j: { name: string; when: string }) => [j.name, j.when]));
+    };
+    expect(await list()).toMatchObject({ plan: "on_success", apply: "manual", destroy: "manual" });
+    git(project, ["checkout", "-q", "-b", "feature"]);
+    try {
+      const onFeature = await list();
+      expect(onFeature).toMatchObject({ plan: "on_success", apply: "never", destroy: "never" });
+    } finally {
+      git(project, ["checkout", "-q", "main"]);
+    }
+  });
+});
+
+/** A command run without blocking the event loop, for commands that talk to a server in this process. */
+function runAsync(
+  command: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    // stdin not a pipe: Debian's bash reads ~/.bashrc when stdin is a socket, as Node's pipes are.
+    const child = spawn(command, args, { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk) => (stdout += chunk));
+    child.stderr.on("data", (chunk) => (stderr += chunk));
+    child.on("error", reject);
+    child.on("close", (status) => resolve({ status, stdout, stderr }));
+  });
+}
+
+describe("the pipeline's scripts on bad input", () => {
+  const script = (name: string, args: string[], extra: NodeJS.ProcessEnv) =>
+    spawnSync("bash", [path.join(ROOT, "scripts", "ci", name), ...args], {
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { PATH: process.env.PATH, HOME: os.homedir(), KUBE_ON_OS_CACHE: process.env.KOO_CACHE, ...extra },
+    });
+
+  it.each([
+    ["synth.sh", [], { KUBE_ON_OS_DOMAIN: "" }, "KUBE_ON_OS_DOMAIN is empty; set it"],
+    [
+      "synth.sh",
+      [],
+      { KUBE_ON_OS_DOMAIN: "lab.example.org", TF_VAR_deploy_domain_name: "prod.example.org" },
+      "TF_VAR_deploy_domain_name='prod.example.org' differs from KUBE_ON_OS_DOMAIN='lab.example.org'",
+    ],
+    ["tofu.sh", ["deploy"], {}, "usage: scripts/ci/tofu.sh validate|fmt|plan|plan-json|apply|destroy (got 'deploy')"],
+    ["test.sh", [], { KOO_CI_TESTS: "__tests__/gitlab-ci.test.ts" }, "KOO_CI_TESTS must not name __tests__/gitlab-ci.test.ts"],
+    ["test.sh", [], { KOO_CI_TESTS: "__tests__/nope.test.ts" }, "KOO_CI_TESTS names '__tests__/nope.test.ts', which does not exist"],
+  ])("%s %j stops with one line when %j", (name, args, extra, message) => {
+    const result = script(name, args, extra);
+    expect(result.status).toBe(1);
+    const lines = result.stderr.trim().split("\n");
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain(`kube-on-os ci: ${message}`);
+  });
+
+  it("installs Go only when the toolchain must be built, and only the zip of the pinned sha256", async () => {
+    const requests: string[] = [];
+    const proxy = http.createServer((request, response) => {
+      requests.push(request.url ?? "");
+      response.end("not the Go toolchain");
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+    const port = (proxy.address() as { port: number }).port;
+    // This machine's PATH without its Go.
+    const noGo = (process.env.PATH ?? "")
+      .split(":")
+      .filter((dir) => !fs.existsSync(path.join(dir, "go")))
+      .join(":");
+    const goOnPath = (cache: string) =>
+      runAsync("bash", ["-c", `source scripts/ci/common.sh && ci_go && command -v go`], {
+        PATH: noGo,
+        HOME: os.homedir(),
+        KUBE_ON_OS_CACHE: cache,
+        GOPROXY: `http://127.0.0.1:${port}`,
+      });
+    try {
+      // The cached toolchain needs no Go.
+      const built = await goOnPath(process.env.KOO_CACHE ?? "");
+      expect({ status: built.status, stdout: built.stdout }).toEqual({ status: 1, stdout: "" });
+      expect(requests).toEqual([]);
+      // An empty cache does, and a download that is not the pinned zip is refused.
+      const empty = await goOnPath(tempDir("empty-cache"));
+      expect(empty.status).toBe(1);
+      expect(empty.stderr).toMatch(
+        /kube-on-os ci: golang\.org\/toolchain@v0\.0\.1-go[\d.]+\.linux-amd64 from http:\/\/127\.0\.0\.1:\d+ does not have the pinned sha256/,
+      );
+      expect(requests).toEqual([expect.stringMatching(/^\/golang\.org\/toolchain\/@v\/v0\.0\.1-go[\d.]+\.linux-amd64\.zip$/)]);
+    } finally {
+      await new Promise<void>((resolve) => proxy.close(() => resolve()));
+    }
+  });
+
+  it("tofu.sh names the missing GitLab and OpenStack variables before tofu runs", () => {
+    const stack = path.join(tempDir("no-credentials"), "stack");
+    fs.mkdirSync(stack);
+    fs.writeFileSync(path.join(stack, "cdk.tf.json"), "{}");
+    const base = { GITLAB_TOFU_ROOT_DIR: stack, KUBE_ON_OS_DOMAIN: "lab.example.org" };
+    const noToken = script("tofu.sh", ["plan"], { ...base, CI_API_V4_URL: "http://127.0.0.1:9/api/v4", CI_PROJECT_ID: "1" });
+    expect(noToken.status).toBe(1);
+    expect(noToken.stderr).toContain("kube-on-os ci: GitLab-managed state needs CI_JOB_TOKEN");
+    const noApi = script("tofu.sh", ["plan"], { ...base, CI_JOB_TOKEN: "x" });
+    expect(noApi.stderr).toContain("kube-on-os ci: GitLab-managed state needs CI_API_V4_URL CI_PROJECT_ID");
+    const noCloud = script("tofu.sh", ["plan"], {
+      ...base,
+      CI_JOB_TOKEN: "x",
+      CI_API_V4_URL: "http://127.0.0.1:9/api/v4",
+      CI_PROJECT_ID: "1",
+    });
+    expect(noCloud.status).toBe(1);
+    expect(noCloud.stderr).toContain("kube-on-os ci: no OpenStack credentials: set OS_CLOUD");
+  });
+});

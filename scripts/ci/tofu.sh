@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# The pipeline's tofu: what GitLab's gitlab-tofu (the OpenTofu CI/CD component's wrapper) does,
+# with its variable names, on the project's own tofu and offline provider mirror.
+#
+#   tofu.sh validate | fmt | plan | plan-json | apply | destroy
+#
+# GitLab-managed state comes through TF_HTTP_* alone, each defaulting as in gitlab-tofu:
+# TF_HTTP_ADDRESS=$CI_API_V4_URL/projects/$CI_PROJECT_ID/terraform/state/<state name, URL-encoded>
+# (or $GITLAB_TOFU_STATE_ADDRESS), lock and unlock at <address>/lock with POST and DELETE, user
+# gitlab-ci-token, password $CI_JOB_TOKEN. Never -backend-config: tofu writes those values into
+# the plan file, and the token would outlive the job in the plan.cache artifact.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+cd "$KOO_ROOT"
+
+command=${1:-}
+case $command in
+  validate | fmt | plan | plan-json | apply | destroy) ;;
+  *) ci_die "usage: scripts/ci/tofu.sh validate|fmt|plan|plan-json|apply|destroy (got '${command}')" ;;
+esac
+
+root=${GITLAB_TOFU_ROOT_DIR:-cdktf.out/stacks/kube-on-os}
+[[ -f $root/cdk.tf.json ]] || ci_die "$root/cdk.tf.json is missing: the synth job's cdktf.out/ artifact did not arrive"
+plan_cache=${GITLAB_TOFU_PLAN_CACHE:-plan.cache}
+plan_json=${GITLAB_TOFU_PLAN_JSON:-plan.json}
+
+ci_go
+bash scripts/toolchain/terraform.sh
+source scripts/toolchain/env.sh
+export TF_IN_AUTOMATION=true
+
+# jq's @uri, as gitlab-tofu encodes the state name: unreserved characters stay, the rest is %XX
+# (ASCII is enough: synth accepts only a DNS name for the domain).
+urlencode() {
+  local string=$1 encoded="" char i
+  for ((i = 0; i < ${#string}; i++)); do
+    char=${string:i:1}
+    case $char in
+      [A-Za-z0-9._~-]) encoded+=$char ;;
+      *) encoded+=$(printf '%%%02X' "'$char") ;;
+    esac
+  done
+  printf '%s' "$encoded"
+}
+
+backend_env() {
+  ci_cluster
+  if [[ -z ${TF_HTTP_ADDRESS:-} && -z ${GITLAB_TOFU_STATE_ADDRESS:-} ]]; then
+    local missing=() name
+    for name in CI_API_V4_URL CI_PROJECT_ID; do [[ -n ${!name:-} ]] || missing+=("$name"); done
+    ((${#missing[@]} == 0)) || ci_die "GitLab-managed state needs ${missing[*]} (GitLab sets them in every job)"
+  fi
+  [[ -n ${TF_HTTP_PASSWORD:-} || -n ${CI_JOB_TOKEN:-} ]] ||
+    ci_die "GitLab-managed state needs CI_JOB_TOKEN (GitLab sets it in every job) or TF_HTTP_PASSWORD"
+  local address=${GITLAB_TOFU_STATE_ADDRESS:-${CI_API_V4_URL:-}/projects/${CI_PROJECT_ID:-}/terraform/state/$(urlencode "$GITLAB_TOFU_STATE_NAME")}
+  export TF_HTTP_ADDRESS=${TF_HTTP_ADDRESS:-$address}
+  export TF_HTTP_LOCK_ADDRESS=${TF_HTTP_LOCK_ADDRESS:-$address/lock}
+  export TF_HTTP_LOCK_METHOD=${TF_HTTP_LOCK_METHOD:-POST}
+  export TF_HTTP_UNLOCK_ADDRESS=${TF_HTTP_UNLOCK_ADDRESS:-$address/lock}
+  export TF_HTTP_UNLOCK_METHOD=${TF_HTTP_UNLOCK_METHOD:-DELETE}
+  export TF_HTTP_USERNAME=${TF_HTTP_USERNAME:-gitlab-ci-token}
+  export TF_HTTP_PASSWORD=${TF_HTTP_PASSWORD:-${CI_JOB_TOKEN:-}}
+  export TF_HTTP_RETRY_WAIT_MIN=${TF_HTTP_RETRY_WAIT_MIN:-5}
+  log "state: $GITLAB_TOFU_STATE_NAME at $TF_HTTP_ADDRESS (user $TF_HTTP_USERNAME)"
+}
+
+# The provider reads OpenStack credentials from the environment only; say which are missing
+# before tofu fails on its first API call.
+openstack_env() {
+  [[ -n ${OS_CLOUD:-} || -n ${OS_AUTH_URL:-} ]] ||
+    ci_die "no OpenStack credentials: set OS_CLOUD with a clouds.yaml file variable OS_CLIENT_CONFIG_FILE, or OS_AUTH_URL with OS_USERNAME/OS_PASSWORD or OS_APPLICATION_CREDENTIAL_ID/_SECRET (CI/CD variables)"
+}
+
+# The provisioning chain logs in through ssh-agent. KUBE_ON_OS_SSH_PRIVATE_KEY, a file variable,
+# is loaded into an agent of this job's own, which ends with the job.
+ssh_agent() {
+  [[ -n ${KUBE_ON_OS_SSH_PRIVATE_KEY:-} ]] || return 0
+  [[ -f $KUBE_ON_OS_SSH_PRIVATE_KEY ]] || ci_die "KUBE_ON_OS_SSH_PRIVATE_KEY must be a file variable (its value is the key's path)"
+  need ssh-agent "install an OpenSSH client (Debian: apt-get install openssh-client)"
+  eval "$(ssh-agent -s)" >/dev/null
+  trap 'ssh-agent -k >/dev/null 2>&1' EXIT
+  # A file variable may lack the final newline OpenSSH requires.
+  ssh-add - <<<"$(cat "$KUBE_ON_OS_SSH_PRIVATE_KEY")" 2>/dev/null || ci_die "ssh-add refused KUBE_ON_OS_SSH_PRIVATE_KEY (not an unencrypted OpenSSH private key?)"
+  log "ssh-agent: $(ssh-add -l | awk '{ print $2 }') loaded for the provisioning chain (agent pid $SSH_AGENT_PID, ends with this job)"
+}
+
+init() {
+  tofu -chdir="$root" init -input=false -reconfigure "$@" >&2
+}
+
+case $command in
+  validate)
+    init -backend=false
+    tofu -chdir="$root" validate
+    ;;
+  fmt)
+    # cdktf writes JSON, which fmt leaves alone; this keeps any hand-written .tf beside it honest.
+    tofu -chdir="$root" fmt -check -diff -recursive
+    ;;
+  plan)
+    backend_env
+    openstack_env
+    init
+    plan_args=()
+    # Developers may read but not lock GitLab-managed state (GitLab's state docs; gitlab-tofu).
+    [[ ${GITLAB_TOFU_ALLOW_DEVELOPER_ROLE:-false} != true ]] || plan_args+=(-lock=false)
+    tofu -chdir="$root" plan -input=false -out="$plan_cache" "${plan_args[@]}"
+    ;;
+  plan-json)
+    [[ -f $root/$plan_cache ]] || ci_die "$root/$plan_cache is missing: run 'tofu.sh plan' first"
+    tofu -chdir="$root" show -json "$plan_cache" | node scripts/ci/plan-summary.js >"$root/$plan_json"
+    log "plan.json: $(cat "$root/$plan_json")"
+    ;;
+  apply)
+    backend_env
+    openstack_env
+    [[ -f $root/$plan_cache ]] || ci_die "$root/$plan_cache is missing: the plan job's artifact did not arrive; run the plan job again"
+    ssh_agent
+    init
+    tofu -chdir="$root" apply -input=false -auto-approve "$plan_cache"
+    ;;
+  destroy)
+    backend_env
+    openstack_env
+    ssh_agent
+    init
+    tofu -chdir="$root" destroy -input=false -auto-approve
+    ;;
+esac
