@@ -4,7 +4,7 @@
  * would) against the OpenStack API double and the http state server, reached the way GitLab's
  * predefined variables point a job at GitLab-managed state.
  */
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import * as fs from "node:fs";
 import * as http from "node:http";
@@ -26,7 +26,7 @@ import {
   startGitLabApi,
   zipEntries,
 } from "./gitlab-ci/support";
-import { runTofuAsync } from "./support/tofu";
+import { runAsync, runTofuAsync } from "./support/tofu";
 
 const PIPELINE = YAML.parse(fs.readFileSync(path.join(ROOT, ".gitlab-ci.yml"), "utf8"));
 const STACK = "cdktf.out/stacks/kube-on-os";
@@ -426,24 +426,6 @@ describe("the pipeline, run locally by gitlab-ci-local", () => {
   });
 });
 
-/** A command run without blocking the event loop, for commands that talk to a server in this process. */
-function runAsync(
-  command: string,
-  args: string[],
-  env: NodeJS.ProcessEnv,
-): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    // stdin not a pipe: Debian's bash reads ~/.bashrc when stdin is a socket, as Node's pipes are.
-    const child = spawn(command, args, { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (chunk) => (stdout += chunk));
-    child.stderr.on("data", (chunk) => (stderr += chunk));
-    child.on("error", reject);
-    child.on("close", (status) => resolve({ status, stdout, stderr }));
-  });
-}
-
 describe("the pipeline's scripts on bad input", () => {
   const script = (name: string, args: string[], extra: NodeJS.ProcessEnv) =>
     spawnSync("bash", [path.join(ROOT, "scripts", "ci", name), ...args], {
@@ -486,10 +468,8 @@ describe("the pipeline's scripts on bad input", () => {
       .join(":");
     const goOnPath = (cache: string) =>
       runAsync("bash", ["-c", `source scripts/ci/common.sh && ci_go && command -v go`], {
-        PATH: noGo,
-        HOME: os.homedir(),
-        KUBE_ON_OS_CACHE: cache,
-        GOPROXY: `http://127.0.0.1:${port}`,
+        cwd: ROOT,
+        env: { PATH: noGo, HOME: os.homedir(), KUBE_ON_OS_CACHE: cache, GOPROXY: `http://127.0.0.1:${port}` },
       });
     try {
       // The cached toolchain needs no Go.

@@ -29,20 +29,32 @@ export function runTofu(args: string[], cwd: string, env: NodeJS.ProcessEnv = {}
 }
 
 /**
- * runTofu without blocking the event loop: required whenever a server tofu talks to (the
- * OpenStack double, the state server) runs in the test's own process.
+ * A command run without blocking the event loop: required whenever it talks to a server in the
+ * test's own process (the OpenStack double, the state server). With `input`, stdin is a pipe
+ * that receives it; without, there is no stdin (Debian's bash reads ~/.bashrc when stdin is a
+ * socket, as Node's pipes are).
  */
-export function runTofuAsync(args: string[], cwd: string, env: NodeJS.ProcessEnv = {}, input = ""): Promise<RunResult> {
+export function runAsync(
+  command: string,
+  args: string[],
+  options: { cwd?: string; env?: NodeJS.ProcessEnv; input?: string },
+): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(tofuBinary(), [...args, "-no-color"], { cwd, env: { ...process.env, TF_IN_AUTOMATION: "1", ...env } });
-    child.stdin.end(input);
+    const stdin = options.input === undefined ? "ignore" : "pipe";
+    const child = spawn(command, args, { cwd: options.cwd, env: options.env, stdio: [stdin, "pipe", "pipe"] });
+    if (options.input !== undefined) child.stdin?.end(options.input);
     let stdout = "";
     let stderr = "";
-    child.stdout.on("data", (chunk) => (stdout += chunk));
-    child.stderr.on("data", (chunk) => (stderr += chunk));
+    child.stdout?.on("data", (chunk) => (stdout += chunk));
+    child.stderr?.on("data", (chunk) => (stderr += chunk));
     child.on("error", reject);
     child.on("close", (status) => resolve({ status, stdout, stderr }));
   });
+}
+
+/** runTofu without blocking the event loop (see runAsync). */
+export function runTofuAsync(args: string[], cwd: string, env: NodeJS.ProcessEnv = {}, input = ""): Promise<RunResult> {
+  return runAsync(tofuBinary(), [...args, "-no-color"], { cwd, env: { ...process.env, TF_IN_AUTOMATION: "1", ...env }, input });
 }
 
 /** `tofu init` without a backend: offline, from the mirror, needing no state server. */
