@@ -127,9 +127,7 @@ export class SaltProvisioner extends Construct {
     const { bastion, saltMaster, kubeNodes } = props;
     const count = () => TerraformCount.of(Token.asNumber(Fn.conditional(props.enabled, 1, 0)));
     const idOf = (step: DataResource) => Fn.one(splat(step, "id"));
-    const toBastion: SSHProvisionerConnection = {
-      ...sshConnection(props.user, bastion.publicIp, props.bastionHostKey),
-    };
+    const toBastion = sshConnection(props.user, bastion.publicIp, props.bastionHostKey);
     const toSaltMaster: SSHProvisionerConnection = {
       ...sshConnection(props.user, saltMaster.privateIp, props.saltMasterHostKey),
       bastionHost: bastion.publicIp,

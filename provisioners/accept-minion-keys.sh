@@ -123,11 +123,8 @@ deadline=$((SECONDS + timeout))
 while :; do
   # salt exits non-zero when a minion does not answer; its JSON still holds those that did.
   salt --out=json --static --timeout=10 --list "$targets" test.ping >"$work/ping.json" 2>"$work/ping.err" || true
-  "${KOO_SALT_OUTPUT[@]}" answered "${ids[@]}" <"$work/ping.json" >"$work/answered"
   silent=()
-  for id in "${ids[@]}"; do
-    grep -qxF -- "$id" "$work/answered" || silent+=("$id")
-  done
+  koo_silent silent "$work/ping.json" "${ids[@]}"
   [[ ${#silent[@]} -gt 0 ]] || break
   reason=$(koo_first_line "$(cat "$work/ping.err")")
   if ((SECONDS >= deadline)); then

@@ -88,3 +88,17 @@ koo_last_line() {
   done <<<"$1"
   echo "$last"
 }
+
+# koo_silent ARRAY JSON_FILE MINION_ID...: sets ARRAY to the given minions that did not return
+# True in the JSON that `salt --out=json --static` wrote to JSON_FILE (no answer, False or an
+# error). Fails, rather than reporting everyone as answered, when the JSON cannot be read.
+koo_silent() {
+  local -n koo_silent_result=$1
+  local json=$2 answered id
+  shift 2
+  answered=$("${KOO_SALT_OUTPUT[@]}" answered "$@" <"$json") || return 1
+  koo_silent_result=()
+  for id in "$@"; do
+    grep -qxF -- "$id" <<<"$answered" || koo_silent_result+=("$id")
+  done
+}

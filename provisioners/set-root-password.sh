@@ -28,11 +28,8 @@ rm -f -- "$secret"
 # salt exits non-zero when a minion does not answer; its JSON still holds those that did.
 salt --out=json --static --timeout=60 --list "$(koo_join , "${ids[@]}")" shadow.set_password root "$hash" \
   >"$work/set.json" 2>"$work/set.err" || true
-"${KOO_SALT_OUTPUT[@]}" answered "${ids[@]}" <"$work/set.json" >"$work/answered"
 failed=()
-for id in "${ids[@]}"; do
-  grep -qxF -- "$id" "$work/answered" || failed+=("$id")
-done
+koo_silent failed "$work/set.json" "${ids[@]}"
 if [[ ${#failed[@]} -gt 0 ]]; then
   reason=$(koo_first_line "$(cat "$work/set.err")")
   koo_die 1 "root password: not set on $(koo_join ", " "${failed[@]}")${reason:+ (salt: $reason)}"
