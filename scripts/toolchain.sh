@@ -5,7 +5,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/toolchain/lib.sh"
 
 started=$SECONDS
-for installer in terraform python cloud-init gitlab-ci-local lint-tools graphviz ssh-hosts; do
+for installer in terraform terraform-cli python cloud-init gitlab-ci-local lint-tools graphviz ssh-hosts; do
   bash "$KOO_ROOT/scripts/toolchain/$installer.sh"
 done
 log "toolchain ready in $((SECONDS - started)) s (cache: $KOO_CACHE)"

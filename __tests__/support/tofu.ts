@@ -18,14 +18,47 @@ export function tofuBinary(): string {
   return tofu;
 }
 
-export function runTofu(args: string[], cwd: string, env: NodeJS.ProcessEnv = {}): RunResult {
-  const result = spawnSync(tofuBinary(), [...args, "-no-color"], {
+/** A Terraform-compatible CLI the stack must work with. */
+export interface TfCli {
+  /** `tofu` or `terraform`, as the user would type it. */
+  readonly name: "tofu" | "terraform";
+  readonly path: string;
+}
+
+/**
+ * Every CLI the stack is tested with: the pinned OpenTofu always, and Terraform when the machine
+ * has one recent enough (KOO_TERRAFORM, set by scripts/toolchain/env.sh; it cannot be built here).
+ */
+export function tfClis(): TfCli[] {
+  const clis: TfCli[] = [{ name: "tofu", path: tofuBinary() }];
+  if (process.env.KOO_TERRAFORM) clis.push({ name: "terraform", path: process.env.KOO_TERRAFORM });
+  return clis;
+}
+
+/**
+ * describe() once per CLI in `tfClis()`, named after it; Terraform missing from the machine is
+ * reported as a skipped suite, never a silent pass.
+ */
+export function describeEachCli(title: string, body: (cli: TfCli) => void): void {
+  for (const cli of tfClis()) describe(`${title} (${cli.name})`, () => body(cli));
+  if (!process.env.KOO_TERRAFORM) {
+    describe.skip(`${title} (terraform: none >= the minimum on PATH)`, () => it("runs on Terraform", () => undefined));
+  }
+}
+
+/** Runs `cli` (OpenTofu or Terraform) with `-no-color`, in automation mode. */
+export function runTf(cli: TfCli, args: string[], cwd: string, env: NodeJS.ProcessEnv = {}): RunResult {
+  const result = spawnSync(cli.path, [...args, "-no-color"], {
     cwd,
     encoding: "utf8",
     env: { ...process.env, TF_IN_AUTOMATION: "1", ...env },
   });
   if (result.error) throw result.error;
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+export function runTofu(args: string[], cwd: string, env: NodeJS.ProcessEnv = {}): RunResult {
+  return runTf({ name: "tofu", path: tofuBinary() }, args, cwd, env);
 }
 
 /**
@@ -52,14 +85,19 @@ export function runAsync(
   });
 }
 
-/** runTofu without blocking the event loop (see runAsync). */
-export function runTofuAsync(args: string[], cwd: string, env: NodeJS.ProcessEnv = {}, input = ""): Promise<RunResult> {
-  return runAsync(tofuBinary(), [...args, "-no-color"], { cwd, env: { ...process.env, TF_IN_AUTOMATION: "1", ...env }, input });
+/** runTf without blocking the event loop (see runAsync). */
+export function runTfAsync(cli: TfCli, args: string[], cwd: string, env: NodeJS.ProcessEnv = {}, input = ""): Promise<RunResult> {
+  return runAsync(cli.path, [...args, "-no-color"], { cwd, env: { ...process.env, TF_IN_AUTOMATION: "1", ...env }, input });
 }
 
-/** `tofu init` without a backend: offline, from the mirror, needing no state server. */
-export function initOffline(dir: string): RunResult {
-  const result = runTofu(["init", "-backend=false", "-input=false"], dir);
-  if (result.status !== 0) throw new Error(`tofu init failed in ${dir}:\n${result.stderr}${result.stdout}`);
+/** runTofu without blocking the event loop (see runAsync). */
+export function runTofuAsync(args: string[], cwd: string, env: NodeJS.ProcessEnv = {}, input = ""): Promise<RunResult> {
+  return runTfAsync({ name: "tofu", path: tofuBinary() }, args, cwd, env, input);
+}
+
+/** `init` without a backend: offline, from the mirror, needing no state server. */
+export function initOffline(dir: string, cli: TfCli = { name: "tofu", path: tofuBinary() }): RunResult {
+  const result = runTf(cli, ["init", "-backend=false", "-input=false"], dir);
+  if (result.status !== 0) throw new Error(`${cli.name} init failed in ${dir}:\n${result.stderr}${result.stdout}`);
   return result;
 }

@@ -9,7 +9,9 @@ KOO_CLOUD_INIT_SCHEMA="$(koo_cloud_init_dir)/bin/cloud-init-schema"
 KOO_GITLAB_CI_LOCAL="$(koo_gcl_dir)/node_modules/.bin/gitlab-ci-local"
 KOO_SSHD="$(koo_sshd_current)/bin/sshd"
 PATH="$(dirname "$KOO_TOFU"):$PATH"
-export KOO_TOFU KOO_VENV KOO_CLOUD_INIT_SCHEMA KOO_GITLAB_CI_LOCAL KOO_SSHD PATH
+# Terraform, when the machine has a recent enough one: the tests run it beside tofu.
+KOO_TERRAFORM="$(koo_terraform_binary)"
+export KOO_TOFU KOO_TERRAFORM KOO_VENV KOO_CLOUD_INIT_SCHEMA KOO_GITLAB_CI_LOCAL KOO_SSHD PATH
 
 # cdktf runs this binary for `cdktf diff/deploy`; Terraform users can set it back.
 export TERRAFORM_BINARY_NAME="${TERRAFORM_BINARY_NAME:-tofu}"

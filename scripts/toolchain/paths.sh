@@ -15,8 +15,26 @@ koo_tofu_version() { go_mod_version tofu github.com/opentofu/opentofu; }
 koo_openstack_version() { go_mod_version openstack github.com/terraform-provider-openstack/terraform-provider-openstack/v3; }
 koo_tofu_dir() { echo "$KOO_CACHE/tofu/$(koo_tofu_version)"; }
 koo_mirror_dir() { echo "$KOO_CACHE/provider-mirror"; }
-koo_provider_stamp_dir() { echo "$KOO_CACHE/providers/$1/$(koo_"$1"_version)"; }
+# A provider source without a hostname (`hashicorp/null`) means registry.terraform.io to Terraform
+# and registry.opentofu.org to OpenTofu, so the mirror holds every provider under both.
+KOO_REGISTRY_HOSTS=(registry.terraform.io registry.opentofu.org)
+# The stamp names the mirror's layout too: a cache laid out for one host only is redone.
+koo_provider_stamp_dir() { echo "$KOO_CACHE/providers/$1/$(koo_"$1"_version)/hosts-${#KOO_REGISTRY_HOSTS[@]}"; }
 koo_tofu_cli_config() { echo "$KOO_CACHE/tofu.rc"; }
+
+# The oldest Terraform the stack supports: ephemeral input variables (root_password) came in 1.10.
+KOO_TERRAFORM_MIN_VERSION="1.10.0"
+
+# koo_terraform_binary: the `terraform` on PATH when it is at least KOO_TERRAFORM_MIN_VERSION, else "".
+koo_terraform_binary() {
+  local terraform version
+  terraform=$(command -v terraform 2>/dev/null) || return 0
+  version=$("$terraform" version -json 2>/dev/null | sed -n 's/.*"terraform_version": *"\([^"]*\)".*/\1/p')
+  [[ -n $version ]] || return 0
+  if [[ $(printf '%s\n%s\n' "$KOO_TERRAFORM_MIN_VERSION" "$version" | sort -V | head -n 1) == "$KOO_TERRAFORM_MIN_VERSION" ]]; then
+    echo "$terraform"
+  fi
+}
 
 KOO_REQUIREMENTS="$KOO_ROOT/scripts/toolchain/requirements.txt"
 KOO_CLOUD_INIT_VERSION="22.4.2-1+deb12u4"

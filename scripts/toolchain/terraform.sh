@@ -33,18 +33,29 @@ install_tofu() {
   mark_complete "$dir"
 }
 
+# mirror_provider BINARY NAMESPACE TYPE VERSION: lays BINARY out in the filesystem mirror's
+# unpacked layout (HOST/NAMESPACE/TYPE/VERSION/OS_ARCH/terraform-provider-TYPE_vVERSION), under
+# every registry host.
+mirror_provider() {
+  local binary=$1 namespace=$2 type=$3 version=$4 host target
+  for host in "${KOO_REGISTRY_HOSTS[@]}"; do
+    target="$(koo_mirror_dir)/$host/$namespace/$type/$version/linux_$(go_arch)"
+    fresh_dir "$target"
+    cp "$binary" "$target/terraform-provider-${type}_v$version"
+  done
+}
+
 install_openstack_provider() {
-  local stamp version target
+  local stamp version
   stamp=$(koo_provider_stamp_dir openstack)
   version=$(koo_openstack_version)
   is_complete "$stamp" && return 0
   need go "install Go >= 1.24 (https://go.dev/doc/install); it builds terraform-provider-openstack $version"
   fresh_dir "$stamp"
   log "terraform-provider-openstack $version: building from its Go module (a minute or two, once)"
-  target="$(koo_mirror_dir)/registry.opentofu.org/terraform-provider-openstack/openstack/$version/linux_$(go_arch)"
-  fresh_dir "$target"
-  go_build "$KOO_TOOLCHAIN/go/openstack" github.com/terraform-provider-openstack/terraform-provider-openstack/v3 \
-    "$target/terraform-provider-openstack_v$version"
+  go_build "$KOO_TOOLCHAIN/go/openstack" github.com/terraform-provider-openstack/terraform-provider-openstack/v3 "$stamp/terraform-provider-openstack"
+  mirror_provider "$stamp/terraform-provider-openstack" terraform-provider-openstack openstack "$version"
+  rm "$stamp/terraform-provider-openstack"
   mark_complete "$stamp"
 }
 
