@@ -10,7 +10,7 @@ import { OpenStackDouble, startOpenStackDouble } from "../test/openstack-double/
 import { StateServer, startStateServer } from "../test/http-state/server";
 import { synthToDir } from "./support/synth";
 import YAML from "yaml";
-import { RunResult, runTofuAsync } from "./support/tofu";
+import { describeEachCli, RunResult, runTfAsync, TfCli, tfClis } from "./support/tofu";
 
 let double: OpenStackDouble;
 let state: StateServer;
@@ -35,6 +35,7 @@ interface Workspace {
   readonly dir: string;
   readonly env: NodeJS.ProcessEnv;
   readonly stateName: string;
+  /** Runs the workspace's CLI (OpenTofu unless given). */
   tofu(args: string[], extra?: NodeJS.ProcessEnv, input?: string): Promise<RunResult>;
 }
 
@@ -48,11 +49,15 @@ const WITHOUT_PROVISIONERS = { TF_VAR_run_provisioners: "false" };
  * Synthesizes the stack with `synthEnv`, and inits it against a fresh state in the state server;
  * every tofu command gets `runEnv`.
  */
-async function workspace(synthEnv: NodeJS.ProcessEnv = {}, runEnv: NodeJS.ProcessEnv = WITHOUT_PROVISIONERS): Promise<Workspace> {
+async function workspace(
+  synthEnv: NodeJS.ProcessEnv = {},
+  runEnv: NodeJS.ProcessEnv = WITHOUT_PROVISIONERS,
+  cli: TfCli = tfClis()[0],
+): Promise<Workspace> {
   const name = `kube-on-os-${++stateName}`;
   const dir = await synthToDir(fs.mkdtempSync(path.join(os.tmpdir(), "kube-on-os-l2-")), synthEnv);
   const env = { ...double.passwordEnv(), ...state.backendEnv(name), ...runEnv };
-  const tofu = (args: string[], extra: NodeJS.ProcessEnv = {}, input = "") => runTofuAsync(args, dir, { ...env, ...extra }, input);
+  const tofu = (args: string[], extra: NodeJS.ProcessEnv = {}, input = "") => runTfAsync(cli, args, dir, { ...env, ...extra }, input);
   const init = await tofu(["init", "-input=false"]);
   expect(init.stderr).toBe("");
   expect(init.status).toBe(0);
@@ -107,12 +112,12 @@ function portAddress(resources: any[], name: string): string {
   return byName(resources, "openstack_networking_port_v2", name).fixed_ip[0].ip_address;
 }
 
-describe("L2: tofu plan against the OpenStack API double", () => {
+describeEachCli("L2: plan against the OpenStack API double", (cli) => {
   let ws: Workspace;
   let plan: any;
 
   beforeAll(async () => {
-    ws = await workspace({}, {});
+    ws = await workspace({}, {}, cli);
     plan = await planJson(ws);
   });
 

@@ -7,7 +7,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { ConfigError, loadConfig } from "../constructs/config";
 import { synthToDir } from "./support/synth";
-import { initOffline, runTofu } from "./support/tofu";
+import { describeEachCli, initOffline, runTf, TfCli } from "./support/tofu";
 
 function tempDir(prefix: string): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), `kube-on-os-${prefix}-`));
@@ -17,13 +17,16 @@ function readJson(file: string): any {
   return JSON.parse(fs.readFileSync(file, "utf8"));
 }
 
-function validate(stackDir: string): { valid: boolean; diagnostics: { severity: string; summary: string; detail: string }[] } {
-  initOffline(stackDir);
-  const result = runTofu(["validate", "-json"], stackDir);
+function validate(cli: TfCli, stackDir: string): { valid: boolean; diagnostics: { severity: string; summary: string; detail: string }[] } {
+  initOffline(stackDir, cli);
+  const result = runTf(cli, ["validate", "-json"], stackDir);
   return JSON.parse(result.stdout);
 }
 
-describe("L1: tofu validate with the real provider", () => {
+/** Where each CLI resolves a provider source without a hostname. */
+const DEFAULT_REGISTRY = { tofu: "registry.opentofu.org", terraform: "registry.terraform.io" } as const;
+
+describeEachCli("L1: validate with the real provider", (cli) => {
   let stackDir: string;
 
   beforeAll(async () => {
@@ -31,10 +34,10 @@ describe("L1: tofu validate with the real provider", () => {
   });
 
   it("initialises offline from the provider mirror", () => {
-    const init = initOffline(stackDir);
+    const init = initOffline(stackDir, cli);
     expect(init.stdout).toContain("terraform-provider-openstack/openstack v3.4.0");
     const lock = fs.readFileSync(path.join(stackDir, ".terraform.lock.hcl"), "utf8");
-    expect(lock).toContain('provider "registry.opentofu.org/terraform-provider-openstack/openstack"');
+    expect(lock).toContain(`provider "${DEFAULT_REGISTRY[cli.name]}/terraform-provider-openstack/openstack"`);
   });
 
   it("generates the bindings from exactly the schema the mirrored provider binary reports", () => {
@@ -42,15 +45,17 @@ describe("L1: tofu validate with the real provider", () => {
     const dir = tempDir("schema");
     const { required_providers } = readJson(path.join(stackDir, "cdk.tf.json")).terraform;
     fs.writeFileSync(path.join(dir, "main.tf.json"), JSON.stringify({ terraform: { required_providers } }));
-    initOffline(dir);
-    const reported = JSON.parse(runTofu(["providers", "schema", "-json"], dir).stdout);
+    initOffline(dir, cli);
+    const reported = JSON.parse(runTf(cli, ["providers", "schema", "-json"], dir).stdout);
     const committed = readJson(path.join(__dirname, "..", "providers", "openstack@3.4.0.json"));
-    expect(Object.keys(reported.provider_schemas)).toEqual(["registry.opentofu.org/terraform-provider-openstack/openstack"]);
-    expect(reported.provider_schemas).toEqual(committed.provider_schemas);
+    const address = `${DEFAULT_REGISTRY[cli.name]}/terraform-provider-openstack/openstack`;
+    expect(Object.keys(reported.provider_schemas)).toEqual([address]);
+    // The committed file is keyed by where tofu found the provider; the schema is the same.
+    expect(Object.values(committed.provider_schemas)).toEqual([reported.provider_schemas[address]]);
   });
 
   it("accepts the synthesized stack", () => {
-    expect(validate(stackDir)).toMatchObject({ valid: true, diagnostics: [] });
+    expect(validate(cli, stackDir)).toMatchObject({ valid: true, diagnostics: [] });
   });
 
   it("accepts the stack synthesized with TF_VAR_ overrides", async () => {
@@ -60,7 +65,7 @@ describe("L1: tofu validate with the real provider", () => {
       TF_VAR_api_allowed_cidrs: "[]",
       TF_VAR_deploy_domain_name: "prod.example.org",
     });
-    expect(validate(dir)).toMatchObject({ valid: true });
+    expect(validate(cli, dir)).toMatchObject({ valid: true });
   });
 
   describe("fails on a deliberately broken stack", () => {
@@ -77,7 +82,7 @@ describe("L1: tofu validate with the real provider", () => {
         const subnet = Object.values(json.resource.openstack_networking_subnet_v2)[0] as any;
         subnet.gateway_address = subnet.gateway_ip;
       });
-      const result = validate(dir);
+      const result = validate(cli, dir);
       expect(result.valid).toBe(false);
       expect(result.diagnostics).toEqual(
         expect.arrayContaining([
@@ -95,7 +100,7 @@ describe("L1: tofu validate with the real provider", () => {
         const rule = Object.values(json.resource.openstack_networking_secgroup_rule_v2)[0] as any;
         delete rule.direction;
       });
-      const result = validate(dir);
+      const result = validate(cli, dir);
       expect(result.valid).toBe(false);
       expect(result.diagnostics.map((d) => d.summary)).toContain("Missing required argument");
     });
@@ -105,14 +110,14 @@ describe("L1: tofu validate with the real provider", () => {
         const network = Object.values(json.resource.openstack_networking_network_v2)[0] as any;
         network.admin_state_up = { yes: "please" };
       });
-      const result = validate(dir);
+      const result = validate(cli, dir);
       expect(result.valid).toBe(false);
       expect(result.diagnostics.map((d) => d.summary)).toContain("Incorrect attribute value type");
     });
   });
 });
 
-describe("L1: plan-time variable validation agrees with synth-time validation", () => {
+describeEachCli("L1: plan-time variable validation agrees with synth-time validation", (cli) => {
   let varsDir: string;
 
   beforeAll(async () => {
@@ -121,7 +126,7 @@ describe("L1: plan-time variable validation agrees with synth-time validation", 
     varsDir = tempDir("vars");
     const { variable } = readJson(path.join(stackDir, "cdk.tf.json"));
     fs.writeFileSync(path.join(varsDir, "variables.tf.json"), JSON.stringify({ variable }, null, 2));
-    const init = runTofu(["init", "-input=false"], varsDir);
+    const init = runTf(cli, ["init", "-input=false"], varsDir);
     expect(init.status).toBe(0);
   });
 
@@ -191,7 +196,7 @@ describe("L1: plan-time variable validation agrees with synth-time validation", 
       if (!(error instanceof ConfigError)) throw error;
       synthMessage = error.message;
     }
-    const plan = runTofu(["plan", "-input=false", "-lock=false"], varsDir, env);
+    const plan = runTf(cli, ["plan", "-input=false", "-lock=false"], varsDir, env);
     expect({ synth: synthMessage === undefined, plan: plan.status === 0 }).toEqual({ synth: accepted, plan: accepted });
     if (!accepted) {
       // Both sides name the same rule: the synth message carries the plan's error_message.
@@ -210,7 +215,7 @@ describe("L1: plan-time variable validation agrees with synth-time validation", 
     [{ TF_VAR_set_root_password: "false" }, true],
   ])("plans %j: %s", async (env, accepted) => {
     await expect(loadConfig(env)).resolves.toBeDefined();
-    const plan = runTofu(["plan", "-input=false", "-lock=false"], varsDir, env);
+    const plan = runTf(cli, ["plan", "-input=false", "-lock=false"], varsDir, env);
     expect(plan.status === 0).toBe(accepted);
     if (!accepted) {
       expect(plan.stderr.replace(/\s+/g, " ")).toContain(

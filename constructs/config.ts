@@ -209,7 +209,9 @@ export const VARIABLES = {
     rules: [
       {
         test: (v: string) => v.length >= 12,
-        condition: 'var.root_password == null || length(coalesce(var.root_password, "")) >= 12',
+        // Terraform evaluates both sides of || (OpenTofu stops at the first true one), so a null
+        // must never reach length(); a conditional evaluates only the branch it takes.
+        condition: "var.root_password == null ? true : length(var.root_password) >= 12",
         mustBe: "at least 12 characters long",
       },
     ],
