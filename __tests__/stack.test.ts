@@ -20,10 +20,10 @@ describe("KubeOnOsStack", () => {
     expect(Object.keys(json.terraform.backend)).toEqual(["local"]);
   });
 
-  it("pins the OpenStack provider by a fully qualified source and configures no credentials", async () => {
+  it("pins the OpenStack provider by a source without a hostname (each CLI's own registry) and configures no credentials", async () => {
     const json = await synthStack({});
     expect(json.terraform.required_providers.openstack).toEqual({
-      source: "registry.opentofu.org/terraform-provider-openstack/openstack",
+      source: "terraform-provider-openstack/openstack",
       version: "3.4.0",
     });
     expect(json.provider.openstack).toEqual([{}]);

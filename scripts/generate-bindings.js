@@ -24,8 +24,14 @@ const cdktfConfig = JSON.parse(fs.readFileSync(path.join(root, "cdktf.json"), "u
 const genDir = path.join(root, cdktfConfig.codeMakerOutput);
 const stampFile = path.join(genDir, ".inputs.sha256");
 
+// The sources carry no hostname, so that Terraform takes the provider from registry.terraform.io
+// and OpenTofu from registry.opentofu.org. cdktf get reads a hostless source as Terraform's
+// default host, while the committed schema is keyed by the address tofu reported it under.
+const CDKTF_DEFAULT_HOST = "registry.terraform.io";
+
 const schemas = cdktfConfig.terraformProviders.map((constraint) => {
   const [source, version] = constraint.split("@");
+  if (source.split("/").length !== 2) fail(`cdktf.json: provider source "${source}" must be NAMESPACE/TYPE, without a hostname`);
   const name = source.split("/").pop();
   // cdktf looks the schema up as <provider name>@<version>.json in its cache directory.
   const file = `${name}@${version}.json`;
@@ -33,7 +39,7 @@ const schemas = cdktfConfig.terraformProviders.map((constraint) => {
   if (!fs.existsSync(committed)) {
     fail(`providers/${file} is missing; run scripts/regenerate-provider-schema.sh to produce it from ${source} ${version}`);
   }
-  return { file, committed };
+  return { file, committed, source };
 });
 
 let cliVersion;
@@ -55,7 +61,15 @@ if (!force && fs.existsSync(stampFile) && fs.readFileSync(stampFile, "utf8").tri
 
 const cacheDir = fs.mkdtempSync(path.join(os.tmpdir(), "kube-on-os-schema-"));
 try {
-  for (const { file, committed } of schemas) fs.copyFileSync(committed, path.join(cacheDir, file));
+  for (const { file, committed, source } of schemas) {
+    const schema = JSON.parse(fs.readFileSync(committed, "utf8"));
+    const addresses = Object.keys(schema.provider_schemas);
+    if (addresses.length !== 1 || !addresses[0].endsWith(`/${source}`)) {
+      fail(`providers/${file} describes ${addresses.join(", ")}, not ${source}`);
+    }
+    schema.provider_schemas = { [`${CDKTF_DEFAULT_HOST}/${source}`]: schema.provider_schemas[addresses[0]] };
+    fs.writeFileSync(path.join(cacheDir, file), JSON.stringify(schema));
+  }
   const started = Date.now();
   execFileSync(
     path.join(root, "node_modules", ".bin", "cdktf"),
