@@ -188,14 +188,20 @@ describe("loadConfig", () => {
 });
 
 describe("loadBackend", () => {
-  it("defaults to the http backend", () => {
-    expect(loadBackend({})).toBe("http");
-    expect(loadBackend({ KUBE_ON_OS_BACKEND: "local" })).toBe("local");
+  it("keeps state locally unless a state server is named", () => {
+    expect(loadBackend({})).toBe("local");
+    expect(loadBackend({ KUBE_ON_OS_BACKEND: "" })).toBe("local");
+    expect(loadBackend({ TF_HTTP_ADDRESS: "https://gitlab.example.org/api/v4/projects/1/terraform/state/x" })).toBe("http");
+  });
+
+  it("takes KUBE_ON_OS_BACKEND over TF_HTTP_ADDRESS", () => {
+    expect(loadBackend({ KUBE_ON_OS_BACKEND: "http" })).toBe("http");
+    expect(loadBackend({ KUBE_ON_OS_BACKEND: "local", TF_HTTP_ADDRESS: "https://state.example.org/x" })).toBe("local");
   });
 
   it("rejects an unknown backend by name", () => {
     expect(() => loadBackend({ KUBE_ON_OS_BACKEND: "s3" })).toThrow(
-      'Invalid KUBE_ON_OS_BACKEND="s3": must be "http" (default) or "local".',
+      'Invalid KUBE_ON_OS_BACKEND="s3": must be "http" or "local" (unset: http when TF_HTTP_ADDRESS is set, else local).',
     );
   });
 });

@@ -555,12 +555,20 @@ export async function loadConfig(env: NodeJS.ProcessEnv = process.env): Promise<
   return config;
 }
 
-/** The backend chosen by KUBE_ON_OS_BACKEND: `http` (default, GitLab-managed state) or `local`. */
+/**
+ * The state backend: KUBE_ON_OS_BACKEND when set (`http` or `local`); otherwise `http` when
+ * TF_HTTP_ADDRESS names a state server (GitLab-managed state), else `local`. So a laptop deploys
+ * with no state server to set up, and whoever has a state server only has to point at it.
+ */
 export function loadBackend(env: NodeJS.ProcessEnv = process.env): BackendKind {
   const raw = env.KUBE_ON_OS_BACKEND;
-  if (raw === undefined || raw === "" || raw === "http") return "http";
-  if (raw === "local") return "local";
-  throw new ConfigError(`Invalid KUBE_ON_OS_BACKEND=${describeValue(raw)}: must be "http" (default) or "local".`);
+  if (raw === "http" || raw === "local") return raw;
+  if (raw !== undefined && raw !== "") {
+    throw new ConfigError(
+      `Invalid KUBE_ON_OS_BACKEND=${describeValue(raw)}: must be "http" or "local" (unset: http when TF_HTTP_ADDRESS is set, else local).`,
+    );
+  }
+  return env.TF_HTTP_ADDRESS ? "http" : "local";
 }
 
 /**
