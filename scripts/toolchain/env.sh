@@ -12,9 +12,6 @@ PATH="$(dirname "$KOO_TOFU"):$PATH"
 # Terraform, when the machine has a recent enough one: the tests run it beside tofu.
 KOO_TERRAFORM="$(koo_terraform_binary)"
 export KOO_TOFU KOO_TERRAFORM KOO_VENV KOO_CLOUD_INIT_SCHEMA KOO_GITLAB_CI_LOCAL KOO_SSHD PATH
-
-# cdktf runs this binary for `cdktf diff/deploy`; Terraform users can set it back.
-export TERRAFORM_BINARY_NAME="${TERRAFORM_BINARY_NAME:-tofu}"
 export CHECKPOINT_DISABLE=1
 
 # A CLI configuration the user already has is respected; otherwise (or when the variable names a

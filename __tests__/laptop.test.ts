@@ -1,0 +1,194 @@
+/**
+ * The laptop path as a new user walks it: README.md's "Deploying" commands, run exactly as written
+ * (the shell blocks marked `laptop:deploy` and `laptop:destroy`), in a fresh copy of the project,
+ * at a terminal that answers cdktf's approval questions, once with OpenTofu and once with
+ * Terraform, against the OpenStack API double. Local state, as a laptop has by default; the
+ * providers from the toolchain's offline mirror, as a user with a mirror would.
+ *
+ * What differs from a user's laptop is only the environment: HOME holds the openrc file and the
+ * SSH key the README names; TF_VAR_run_provisioners=false, the documented switch, because the
+ * double's machines have no SSH to log in to (the L5 suite runs the chain for real); and the
+ * kubeconfig step runs without `| sh`, which would log in to the master (an address outside this
+ * machine).
+ */
+import { execFileSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { OpenStackDouble, startOpenStackDouble } from "../test/openstack-double/server";
+import { describeEachCli, runAsync, RunResult, TfCli } from "./support/tofu";
+
+const ROOT = path.join(__dirname, "..");
+/** Installing, synthesizing and two applies against the double: minutes, not seconds. */
+const LAPTOP_TIMEOUT_MS = 15 * 60 * 1000;
+
+/** The README's shell block that follows `<!-- laptop:<name> -->`. */
+export function readmeBlock(name: string): string {
+  const readme = fs.readFileSync(path.join(ROOT, "README.md"), "utf8");
+  const match = new RegExp(`<!-- laptop:${name} -->\\s*\`\`\`sh\\n([\\s\\S]*?)\`\`\``).exec(readme);
+  if (!match) throw new Error(`README.md has no \`\`\`sh block after <!-- laptop:${name} -->`);
+  return match[1];
+}
+
+/** A copy of the project as git would check it out (tracked files only: no node_modules, no build). */
+function copyProject(): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "kube-on-os-laptop-"));
+  const files = execFileSync("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard"], { cwd: ROOT, encoding: "utf8" })
+    .split("\0")
+    .filter((file) => file && fs.existsSync(path.join(ROOT, file)));
+  for (const file of files) {
+    fs.mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
+    fs.copyFileSync(path.join(ROOT, file), path.join(dir, file));
+  }
+  return dir;
+}
+
+/** A home directory with what the README's commands read: ~/openrc.sh and ~/.ssh/id_ed25519. */
+function userHome(double: OpenStackDouble): string {
+  const home = fs.mkdtempSync(path.join(os.tmpdir(), "kube-on-os-home-"));
+  const openrc = Object.entries(double.passwordEnv()).map(([key, value]) => `export ${key}='${value}'`);
+  fs.writeFileSync(path.join(home, "openrc.sh"), `${openrc.join("\n")}\n`);
+  fs.mkdirSync(path.join(home, ".ssh"), { mode: 0o700 });
+  execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "laptop-test", "-f", path.join(home, ".ssh", "id_ed25519")]);
+  return home;
+}
+
+/** PATH with the chosen CLI as the user's only `tofu` or `terraform`. */
+function pathWith(cli: TfCli): string {
+  const others = [process.env.KOO_TOFU, process.env.KOO_TERRAFORM].filter((b): b is string => Boolean(b) && b !== cli.path);
+  const hidden = new Set(others.map((b) => path.dirname(b)));
+  const dirs = (process.env.PATH ?? "").split(path.delimiter).filter((dir) => !hidden.has(dir));
+  return [path.dirname(cli.path), ...dirs].join(path.delimiter);
+}
+
+/** Strips the terminal's colours and cursor moves, for assertions on the text. */
+function plain(output: string): string {
+  // eslint-disable-next-line no-control-regex
+  return output.replace(/\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Z0-9]|\r/g, "");
+}
+
+describeEachCli("the README's laptop commands against the OpenStack API double", (cli) => {
+  let double: OpenStackDouble;
+  let project: string;
+  let env: NodeJS.ProcessEnv;
+
+  /**
+   * Runs `script` in bash at a terminal (answer_prompts.py), approving cdktf's questions. Like one
+   * terminal session, each step starts with the environment the previous one ended with (the
+   * credentials it sourced, the ssh-agent it started, the TF_VAR_ it exported).
+   */
+  async function atTerminal(script: string): Promise<RunResult & { text: string }> {
+    const file = path.join(project, ".laptop-step.sh");
+    const envFile = path.join(project, ".laptop-env");
+    fs.writeFileSync(file, `set -e\n${script}\nenv -0 > ${JSON.stringify(envFile)}\n`);
+    fs.rmSync(envFile, { force: true });
+    const python = path.join(process.env.KOO_VENV ?? "", "bin", "python");
+    const result = await runAsync(
+      python,
+      [path.join(__dirname, "support", "answer_prompts.py"), "--approve", "Approve", "--timeout", "600", "--", "bash", file],
+      { cwd: project, env },
+    );
+    if (fs.existsSync(envFile)) {
+      env = Object.fromEntries(
+        fs
+          .readFileSync(envFile, "utf8")
+          .split("\0")
+          .filter((entry) => entry.includes("="))
+          .map((entry) => [entry.slice(0, entry.indexOf("=")), entry.slice(entry.indexOf("=") + 1)]),
+      );
+    }
+    return { ...result, text: plain(result.stdout) };
+  }
+
+  beforeAll(async () => {
+    double = await startOpenStackDouble();
+    project = copyProject();
+    const home = userHome(double);
+    env = {
+      HOME: home,
+      PATH: pathWith(cli),
+      TERM: "xterm",
+      LANG: "C.UTF-8",
+      // The user's npm cache, so that `npm ci` in the copy is as quick as on their laptop.
+      npm_config_cache: path.join(os.homedir(), ".npm"),
+      npm_config_audit: "false",
+      npm_config_fund: "false",
+      TF_CLI_CONFIG_FILE: process.env.TF_CLI_CONFIG_FILE,
+      TF_VAR_run_provisioners: "false",
+    };
+  }, LAPTOP_TIMEOUT_MS);
+
+  afterAll(async () => {
+    // The ssh-agent the README started.
+    if (env.SSH_AGENT_PID) process.kill(Number(env.SSH_AGENT_PID));
+    await double.close();
+    fs.rmSync(project, { recursive: true, force: true });
+  });
+
+  afterEach(() => {
+    expect(double.unhandled).toEqual([]);
+  });
+
+  let deployed: RunResult & { text: string };
+
+  it(
+    "deploys: npm ci, credentials, ssh-agent, diff, deploy",
+    async () => {
+      deployed = await atTerminal(readmeBlock("deploy"));
+      expect({ status: deployed.status, tail: deployed.text.slice(-3000) }).toMatchObject({ status: 0 });
+      const name = cli.name === "tofu" ? "OpenTofu" : "Terraform";
+      expect(deployed.text).toMatch(new RegExp(`kube-on-os: using ${name} \\d+\\.\\d+\\.\\d+ \\(${cli.path}, ${cli.name} on PATH;`));
+      expect(deployed.text).toContain("--skip-provider-lock");
+      expect(deployed.text).toContain('Successfully configured the backend "local"');
+      expect(deployed.text).toMatch(/Apply complete! Resources: \d+ added, 0 changed, 0 destroyed\./);
+      expect(stderrFree(deployed.stderr)).toBe("");
+      // The state is local, beside the project; the double holds the cluster; Nova has the key.
+      expect(fs.existsSync(path.join(project, "terraform.kube-on-os.tfstate"))).toBe(true);
+      expect(double.resourceCount()).toBeGreaterThan(0);
+      const publicKey = fs.readFileSync(path.join(env.HOME as string, ".ssh", "id_ed25519.pub"), "utf8").trim();
+      expect(double.nova.keypairs.all().map((k) => String(k.public_key).trim())).toEqual([publicKey]);
+    },
+    LAPTOP_TIMEOUT_MS,
+  );
+
+  it(
+    "re-plans with no changes",
+    async () => {
+      expect(deployed.status).toBe(0);
+      const diff = await atTerminal("npm run diff\n");
+      expect({ status: diff.status, tail: diff.text.slice(-3000) }).toMatchObject({ status: 0 });
+      expect(diff.text).toContain("No changes. Your infrastructure matches the configuration.");
+    },
+    LAPTOP_TIMEOUT_MS,
+  );
+
+  it(
+    "prints the kubeconfig command, pointed at the master's floating IP",
+    async () => {
+      const output = await atTerminal("npm run --silent output -- -raw kubeconfig_command\n");
+      expect(output.status).toBe(0);
+      const floatingIp = double.neutron.floatingips.all().find((ip) => ip.port_id && String(ip.fixed_ip_address) === "10.0.0.11");
+      expect(floatingIp).toBeDefined();
+      expect(output.text).toContain(
+        `ubuntu@10.1.0.10 sudo microk8s config | sed 's#server: https://[^:]*:#server: https://${floatingIp?.floating_ip_address}:#' > kubeconfig`,
+      );
+    },
+    LAPTOP_TIMEOUT_MS,
+  );
+
+  it(
+    "destroys everything it created, leaving the double as seeded",
+    async () => {
+      const destroyed = await atTerminal(readmeBlock("destroy"));
+      expect({ status: destroyed.status, tail: destroyed.text.slice(-3000) }).toMatchObject({ status: 0 });
+      expect(destroyed.text).toMatch(/Destroy complete! Resources: \d+ destroyed\./);
+      expect(double.resourceCount()).toBe(0);
+    },
+    LAPTOP_TIMEOUT_MS,
+  );
+});
+
+/** stderr of the terminal helper, less its own closing line. */
+function stderrFree(stderr: string): string {
+  return stderr.replace(/^\s*answer_prompts: \d+ prompt\(s\) approved\s*$/m, "").trim();
+}
