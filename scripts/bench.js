@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 // `npm run bench`: median wall times of synthesizing the stack, through `npm run synth` (cdktf CLI
-// + ts-node) and directly from the compiled JavaScript, and of `tofu plan` against the OpenStack
-// API double at 3 and at 100 nodes. A benchmark, not a test: it asserts nothing.
+// + ts-node) and directly from the compiled JavaScript, of `tofu plan` against the OpenStack API
+// double at 3 and at 100 nodes, and of a deploy (apply) and a destroy of the default stack against
+// the double, on OpenTofu and on Terraform (when on PATH), without the provisioning chain, which
+// needs machines to log in to. A benchmark, not a test: it asserts nothing.
 "use strict";
 
 const { execFileSync, spawnSync } = require("node:child_process");
@@ -32,7 +34,7 @@ function time(label, command, args, options) {
 
 function report(label, samples) {
   console.log(
-    `${label.padEnd(36)} median ${median(samples).toFixed(2)} s  (${samples.length} runs: ${samples.map((s) => s.toFixed(2)).join(" ")})`,
+    `${label.padEnd(40)} median ${median(samples).toFixed(2)} s  (${samples.length} runs: ${samples.map((s) => s.toFixed(2)).join(" ")})`,
   );
 }
 
@@ -44,11 +46,17 @@ async function benchPlans(outdir, env) {
   const double = await startOpenStackDouble();
   const stackDir = path.join(outdir, "plan", "cdktf.out", "stacks", "kube-on-os");
   const tofuEnv = { ...env, ...double.passwordEnv(), TF_IN_AUTOMATION: "1" };
-  const tofu = (args, extra = {}) =>
+  const run = (binary, args, extra = {}) =>
     new Promise((resolve, reject) => {
-      const child = spawn(env.KOO_TOFU, [...args, "-no-color"], { cwd: stackDir, env: { ...tofuEnv, ...extra }, stdio: "ignore" });
-      child.on("close", (status) => (status === 0 ? resolve() : reject(new Error(`tofu ${args[0]} exited ${status}`))));
+      const child = spawn(binary, [...args, "-no-color"], { cwd: stackDir, env: { ...tofuEnv, ...extra }, stdio: "ignore" });
+      child.on("close", (status) => (status === 0 ? resolve() : reject(new Error(`${binary} ${args[0]} exited ${status}`))));
     });
+  const tofu = (args, extra) => run(env.KOO_TOFU, args, extra);
+  const timed = async (action) => {
+    const started = process.hrtime.bigint();
+    await action();
+    return Number(process.hrtime.bigint() - started) / 1e9;
+  };
   try {
     execFileSync("node", [path.join(root, "build", "main.js")], {
       cwd: path.join(outdir, "plan"),
@@ -64,6 +72,22 @@ async function benchPlans(outdir, env) {
       }
       report(`tofu plan, num_kube_nodes=${nodes}`, samples);
     }
+    const clis = [["tofu", env.KOO_TOFU], ...(env.KOO_TERRAFORM ? [["terraform", env.KOO_TERRAFORM]] : [])];
+    for (const [name, binary] of clis) {
+      const noChain = { TF_VAR_run_provisioners: "false" };
+      fs.rmSync(path.join(stackDir, ".terraform"), { recursive: true, force: true });
+      fs.rmSync(path.join(stackDir, ".terraform.lock.hcl"), { force: true });
+      await run(binary, ["init", "-input=false"]);
+      const deploys = [];
+      const destroys = [];
+      for (let i = 0; i < runs; i++) {
+        deploys.push(await timed(() => run(binary, ["apply", "-auto-approve", "-input=false"], noChain)));
+        destroys.push(await timed(() => run(binary, ["destroy", "-auto-approve", "-input=false"], noChain)));
+      }
+      report(`${name} apply (deploy), default stack`, deploys);
+      report(`${name} destroy, default stack`, destroys);
+    }
+    if (!env.KOO_TERRAFORM) console.log("terraform: none >= the minimum on PATH, not measured");
   } finally {
     await double.close();
   }
