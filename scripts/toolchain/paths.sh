@@ -26,6 +26,8 @@ koo_tofu_cli_config() { echo "$KOO_CACHE/tofu.rc"; }
 KOO_TERRAFORM_MIN_VERSION="1.10.0"
 
 # koo_terraform_binary: the `terraform` on PATH when it is at least KOO_TERRAFORM_MIN_VERSION, else "".
+# The toolchain does not install one: Terraform from 1.6 on cannot be built from the Go module proxy
+# (its go.mod replaces nested modules with local directories that the module zip leaves out).
 koo_terraform_binary() {
   local terraform version
   terraform=$(command -v terraform 2>/dev/null) || return 0
