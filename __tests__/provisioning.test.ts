@@ -119,11 +119,20 @@ let scratch: string;
 /** Everything tofu printed, for the check that the root password never shows. */
 const printed: string[] = [];
 
-/** The stack synthesized into a fresh directory (with `saltTree` instead of salt/), initialized. */
-async function workspace(saltTree?: string): Promise<(args: string[], extra?: NodeJS.ProcessEnv) => Promise<RunResult>> {
+type Tofu = (args: string[], extra?: NodeJS.ProcessEnv) => Promise<RunResult>;
+
+/**
+ * The stack synthesized into a fresh directory (with `saltTree` instead of salt/), initialized
+ * against the state `stateName`; `rewrite` may change its JSON first.
+ */
+async function workspace(saltTree?: string, stateName = "l5", rewrite?: (json: any) => any): Promise<Tofu> {
   const dir = await synthToDir(fs.mkdtempSync(path.join(scratch, "synth-")), synthEnv, { saltTree });
+  if (rewrite) {
+    const file = path.join(dir, "cdk.tf.json");
+    fs.writeFileSync(file, JSON.stringify(rewrite(JSON.parse(fs.readFileSync(file, "utf8"))), null, 2));
+  }
   const tofu = async (args: string[], extra: NodeJS.ProcessEnv = {}) => {
-    const result = await runTofuAsync(args, dir, { ...tofuEnv, ...extra });
+    const result = await runTofuAsync(args, dir, { ...tofuEnv, ...stateServer.backendEnv(stateName), ...extra });
     printed.push(result.stdout, result.stderr);
     return result;
   };
@@ -140,11 +149,35 @@ function editedSaltTree(line: string): string {
   return tree;
 }
 
+/**
+ * The stack as commit eb9d706 synthesized it, from today's: the chain's steps as they were then
+ * (terraform_data, the committed fixture, with today's content hashes and asset paths filled in),
+ * without hashicorp/null and the `removed` blocks. Everything else is today's, so that upgrading
+ * from it changes the chain only; __tests__/salt-provisioner.test.ts checks that the fixture's
+ * addresses and NodeMembership are today's but for the types.
+ */
+function asOfEb9d706(json: any): any {
+  const steps = Object.values<any>(json.resource.null_resource);
+  const hashes: Record<string, string> = {
+    "<sha256 of salt/>": steps.find((step) => step.triggers.salt_tree).triggers.salt_tree,
+    "<sha256 of pillar/>": steps.find((step) => step.triggers.pillar_tree).triggers.pillar_tree,
+    "<sha256 of provisioners/>": steps.find((step) => step.triggers.scripts).triggers.scripts,
+  };
+  const fixture = fs.readFileSync(path.join(__dirname, "fixtures", "terraform-data-chain@eb9d706.json"), "utf8");
+  const old = structuredClone(json);
+  old.resource.terraform_data = JSON.parse(fixture.replace(/<sha256 of [a-z]+\/>/g, (placeholder) => hashes[placeholder])).terraform_data;
+  delete old.resource.null_resource;
+  delete old.removed;
+  delete old.provider.null;
+  delete old.terraform.required_providers.null;
+  return old;
+}
+
 /** The provisioners' output lines: "<step>: <line>" (Terraform prefixes the resource address). */
 function chainOutput(stdout: string): string[] {
-  return [...stdout.matchAll(/^terraform_data\.SaltProvisioner_([A-Za-z]+)_[0-9A-F]{8}\[(\d+)\] \((?:remote-exec)\): (.*)$/gm)].map(
-    ([, step, index, line]) => `${step === "NodeMembership" ? `${step}[${index}]` : step}: ${line.trim()}`,
-  );
+  return [
+    ...stdout.matchAll(/^(?:null_resource|terraform_data)\.SaltProvisioner_([A-Za-z]+)_[0-9A-F]{8}\[(\d+)\] \((?:remote-exec)\): (.*)$/gm),
+  ].map(([, step, index, line]) => `${step === "NodeMembership" ? `${step}[${index}]` : step}: ${line.trim()}`);
 }
 
 /** The lines the project's scripts print (Terraform's own connection lines left out). */
@@ -168,7 +201,7 @@ async function plannedChanges(tofu: (args: string[]) => Promise<RunResult>): Pro
     .filter((change: any) => change.change.actions.join() !== "no-op" && change.change.actions.join() !== "read")
     .map(
       (change: any) =>
-        `${change.address.replace(/^(terraform_data|openstack_[a-z0-9_]+)\.([A-Za-z]+_)?([A-Za-z]+)_[0-9A-F]{8}/, "$1.$3")} ${change.change.actions.join("+")}`,
+        `${change.address.replace(/^(null_resource|terraform_data|openstack_[a-z0-9_]+)\.([A-Za-z]+_)?([A-Za-z]+)_[0-9A-F]{8}/, "$1.$3")} ${change.change.actions.join("+")}`,
     )
     .sort();
 }
@@ -206,7 +239,7 @@ describeWithNamespaces("L5: the provisioning chain over SSH through the bastion"
     };
     // The ephemeral password is given at plan and apply time only, as the README says.
     const rootPassword = { TF_VAR_set_root_password: "true", TF_VAR_root_password: ROOT_PASSWORD };
-    tofuEnv = { ...double.passwordEnv(), ...stateServer.backendEnv("l5"), ...hosts.agentEnv, ...synthEnv, ...rootPassword };
+    tofuEnv = { ...double.passwordEnv(), ...hosts.agentEnv, ...synthEnv, ...rootPassword };
   }, 60_000);
 
   afterAll(async () => {
@@ -221,7 +254,7 @@ describeWithNamespaces("L5: the provisioning chain over SSH through the bastion"
     expect(double.unhandled).toEqual([]);
   });
 
-  let tofu: (args: string[], extra?: NodeJS.ProcessEnv) => Promise<RunResult>;
+  let tofu: Tofu;
   let first: RunResult;
   let outputs: Record<string, { value: any }>;
 
@@ -367,7 +400,7 @@ describeWithNamespaces("L5: the provisioning chain over SSH through the bastion"
   });
 
   describe("after one SLS file is edited", () => {
-    let edited: (args: string[], extra?: NodeJS.ProcessEnv) => Promise<RunResult>;
+    let edited: Tofu;
     let tree: string;
 
     beforeAll(async () => {
@@ -377,9 +410,9 @@ describeWithNamespaces("L5: the provisioning chain over SSH through the bastion"
 
     it("plans to re-run the sync and the steps after it, and nothing else", async () => {
       expect(await plannedChanges(edited)).toEqual([
-        "terraform_data.AcceptMinionKeys[0] delete+create",
-        "terraform_data.Orchestrate[0] delete+create",
-        "terraform_data.SyncSaltTree[0] delete+create",
+        "null_resource.AcceptMinionKeys[0] delete+create",
+        "null_resource.Orchestrate[0] delete+create",
+        "null_resource.SyncSaltTree[0] delete+create",
       ]);
     });
 
@@ -399,7 +432,7 @@ describeWithNamespaces("L5: the provisioning chain over SSH through the bastion"
       expect(failed.status).toBe(1);
       // Terraform's own error is generic; the script's one-line reason is the step's last line.
       expect(failed.stderr.replace(/\s+/g, " ")).toMatch(
-        /^ ?Error: remote-exec provisioner error with terraform_data\.SaltProvisioner_Orchestrate_[0-9A-F]{8}\[0\], .* Process exited with status 1 ?$/,
+        /^ ?Error: remote-exec provisioner error with null_resource\.SaltProvisioner_Orchestrate_[0-9A-F]{8}\[0\], .* Process exited with status 1 ?$/,
       );
       const lines = scriptLines(failed.stdout);
       expect(lines).toContain(
@@ -415,7 +448,7 @@ describeWithNamespaces("L5: the provisioning chain over SSH through the bastion"
       // The cause is fixed on the hosts; the same configuration applied again re-runs only the
       // failed step (Terraform tainted it).
       files.replay("succeeded");
-      expect(await plannedChanges(broken)).toEqual(["terraform_data.Orchestrate[0] delete+create"]);
+      expect(await plannedChanges(broken)).toEqual(["null_resource.Orchestrate[0] delete+create"]);
       const fixed = await broken(["apply", "-auto-approve", "-input=false"]);
       expect(fixed.stderr).toBe("");
       expect(stepsRun(fixed.stdout)).toEqual(["Orchestrate"]);
@@ -506,6 +539,98 @@ describeWithNamespaces("L5: the provisioning chain over SSH through the bastion"
       expect(scriptLines(destroy.stdout)).toEqual([
         `NodeMembership[0]: removed node ${WORKER_0} (10.1.0.100) from the microk8s cluster on ${MASTER}`,
         `NodeMembership[0]: deleted minion key: ${WORKER_0}`,
+      ]);
+      expect(double.resourceCount()).toBe(0);
+    });
+  });
+
+  describe("upgrading a deployment made with the terraform_data chain of eb9d706", () => {
+    let before: Tofu;
+    let after: Tofu;
+    let installed: RunResult;
+    let callsBefore: number;
+    let planned: string[];
+    let upgrade: RunResult;
+
+    beforeAll(async () => {
+      // A new cluster: every minion's key is waiting from the start.
+      files.update({
+        keys: { minions: [], minions_pre: [...EXPECTED_MINIONS].sort(), minions_rejected: [], minions_denied: [] },
+        arrivals: {},
+      });
+      files.replay("succeeded");
+      before = await workspace(undefined, "l5-upgrade", asOfEb9d706);
+      installed = await before(["apply", "-auto-approve", "-input=false"]);
+      callsBefore = files.calls().length;
+      after = await workspace(undefined, "l5-upgrade");
+      planned = await plannedChanges(after);
+      upgrade = await after(["apply", "-auto-approve", "-input=false"]);
+    }, 600_000);
+
+    it("starts from a deployment whose chain ran as eb9d706's terraform_data steps", () => {
+      expect(installed.stderr).toBe("");
+      expect(installed.status).toBe(0);
+      expect(stepsRun(installed.stdout)).toEqual(STEPS);
+      expect(installed.stdout).toMatch(
+        /^terraform_data\.SaltProvisioner_Orchestrate_[0-9A-F]{8}\[0\] \(remote-exec\): orchestration orch\.deploy succeeded/m,
+      );
+    });
+
+    it("plans to forget the five terraform_data steps and create the five null_resource steps, and nothing else", () => {
+      expect(planned).toEqual(
+        [...STEPS.map((step) => `null_resource.${step}[0] create`), ...STEPS.map((step) => `terraform_data.${step}[0] forget`)].sort(),
+      );
+    });
+
+    it("applies it destroying nothing and removing no node: the chain runs once more and succeeds", () => {
+      expect(upgrade.stderr).toBe("");
+      expect(upgrade.status).toBe(0);
+      expect(upgrade.stdout).toContain("Apply complete! Resources: 5 added, 0 changed, 0 destroyed, 5 forgotten.");
+      expect(stepsRun(upgrade.stdout)).toEqual(STEPS);
+      expect(upgrade.stdout).toMatch(
+        /^null_resource\.SaltProvisioner_Orchestrate_[0-9A-F]{8}\[0\] \(remote-exec\): orchestration orch\.deploy succeeded/m,
+      );
+      const lines = scriptLines(upgrade.stdout);
+      expect(lines).toContain("AcceptMinionKeys: all 5 minion keys accepted");
+      expect(lines.filter((line) => line.startsWith("NodeMembership"))).toEqual([]);
+      // What remove-node.sh would have asked the fakes for: nothing.
+      const removals = files
+        .calls()
+        .slice(callsBefore)
+        .filter(
+          ([program, ...args]) =>
+            args.includes("microk8s.forget_node") || (program === "salt-key" && args.some((a) => a.startsWith("--delete"))),
+        );
+      expect(removals).toEqual([]);
+      expect(files.state().keys.minions).toEqual([...EXPECTED_MINIONS].sort());
+      expect(
+        double.nova.servers
+          .all()
+          .map((server) => server.name)
+          .sort(),
+      ).toEqual([...EXPECTED_MINIONS].sort());
+    });
+
+    it("then plans no changes", async () => {
+      expect((await after(["plan", "-detailed-exitcode", "-input=false"])).status).toBe(0);
+    });
+
+    it("keeps NodeMembership a record updated in place, so a changed ssh_host_keys never forgets a worker", async () => {
+      const changed = await plannedChanges((args) => after(args, { TF_VAR_ssh_host_keys: JSON.stringify({ bastion: hosts.hostKey }) }));
+      expect(changed).toEqual(["terraform_data.NodeMembership[0] update", "terraform_data.NodeMembership[1] update"]);
+    });
+
+    it("destroys the upgraded deployment, removing each worker from the cluster first", async () => {
+      const destroy = await after(["destroy", "-auto-approve", "-input=false"]);
+      expect(destroy.stderr).toBe("");
+      expect(destroy.status).toBe(0);
+      expect(
+        scriptLines(destroy.stdout)
+          .filter((line) => /removed node/.test(line))
+          .sort(),
+      ).toEqual([
+        `NodeMembership[0]: removed node ${WORKER_0} (10.1.0.100) from the microk8s cluster on ${MASTER}`,
+        `NodeMembership[1]: removed node ${WORKER_1} (10.1.0.101) from the microk8s cluster on ${MASTER}`,
       ]);
       expect(double.resourceCount()).toBe(0);
     });

@@ -6,18 +6,28 @@ import { loadConfig } from "../constructs/config";
 import { cleanCopy } from "../constructs/salt-provisioner";
 import { KubeOnOsStack } from "../constructs/stack";
 import { resourceById, synthStack, TerraformJson } from "./support/synth";
+import { describeEachCli, initOffline, runTf } from "./support/tofu";
 
 const ROOT = path.resolve(__dirname, "..");
 const STEPS = ["WaitForBastion", "WaitForSaltMaster", "SyncSaltTree", "AcceptMinionKeys", "Orchestrate"] as const;
+/** The chain as commit eb9d706 synthesized it, before null_resource (see the fixture's "//"). */
+const EB9D706: Record<string, any> = JSON.parse(
+  fs.readFileSync(path.join(__dirname, "fixtures", "terraform-data-chain@eb9d706.json"), "utf8"),
+).terraform_data;
 
-function step(json: TerraformJson, id: string): Record<string, any> {
-  return resourceById(json, "terraform_data", id);
+/** The chain's steps are null_resources; the per-worker membership record is a terraform_data. */
+function typeOf(id: string): string {
+  return id === "NodeMembership" ? "terraform_data" : "null_resource";
 }
 
-/** `terraform_data.<logical id>` of a step, as references name it. */
+function step(json: TerraformJson, id: string): Record<string, any> {
+  return resourceById(json, typeOf(id), id);
+}
+
+/** `<type>.<logical id>` of a step, as references name it. */
 function address(json: TerraformJson, id: string): string {
-  const key = Object.keys(json.resource.terraform_data).find((k) => new RegExp(`_${id}_[0-9A-F]{8}$`).test(k));
-  return `terraform_data.${key}`;
+  const key = Object.keys(json.resource[typeOf(id)]).find((k) => new RegExp(`_${id}_[0-9A-F]{8}$`).test(k));
+  return `${typeOf(id)}.${key}`;
 }
 
 /** Every provisioner of every step, with the step's id. */
@@ -41,10 +51,11 @@ describe("SaltProvisioner", () => {
     json = await synthStack({});
   });
 
-  it("chains five steps, each triggered by its predecessor's id", () => {
-    expect(step(json, "WaitForBastion").triggers_replace.after).toBeUndefined();
+  it("chains five null_resource steps, each triggered by its predecessor's id", () => {
+    expect(Object.keys(json.resource.null_resource)).toHaveLength(STEPS.length);
+    expect(step(json, "WaitForBastion").triggers.after).toBeUndefined();
     for (const [previous, next] of STEPS.slice(0, -1).map((id, i) => [id, STEPS[i + 1]])) {
-      expect({ next, after: step(json, next).triggers_replace.after }).toEqual({
+      expect({ next, after: step(json, next).triggers.after }).toEqual({
         next,
         after: `\${one(${address(json, previous)}[*].id)}`,
       });
@@ -120,7 +131,7 @@ describe("SaltProvisioner", () => {
 
   it("re-runs the whole chain when provisioners/ changes, since steps 1 and 2 upload it", () => {
     const scripts = cleanCopy(path.join(ROOT, "provisioners"));
-    expect(step(json, "WaitForBastion").triggers_replace.scripts).toBe(scripts.hash);
+    expect(step(json, "WaitForBastion").triggers.scripts).toBe(scripts.hash);
     for (const id of ["WaitForBastion", "WaitForSaltMaster"]) {
       const upload = step(json, id).provisioner.find((p: any) => p.file)?.file;
       expect(upload).toMatchObject({ source: expect.stringMatching(new RegExp(`/${scripts.hash}/$`)), destination: ".kube-on-os/bin" });
@@ -128,7 +139,7 @@ describe("SaltProvisioner", () => {
   });
 
   it("triggers the sync on content hashes of salt/, pillar/ and the pillar data", () => {
-    expect(step(json, "SyncSaltTree").triggers_replace).toEqual({
+    expect(step(json, "SyncSaltTree").triggers).toEqual({
       after: `\${one(${address(json, "WaitForSaltMaster")}[*].id)}`,
       salt_tree: cleanCopy(path.join(ROOT, "salt")).hash,
       pillar_tree: cleanCopy(path.join(ROOT, "pillar")).hash,
@@ -141,11 +152,14 @@ describe("SaltProvisioner", () => {
     const [command] = accept.provisioner[0]["remote-exec"].inline.slice(1);
     expect(command).toMatch(/^\$\{format\("sudo bash \.kube-on-os\/bin\/accept-minion-keys\.sh --timeout %d %s", 900, join\(" ", /);
     expect(command).not.toMatch(/-A\b|--accept-all/);
-    expect(accept.triggers_replace.minions).toBe(
-      '${concat(formatlist("%s.%s", ["salt", "bastion", "k8s-master"], var.deploy_domain_name), openstack_compute_instance_v2.KubeNodes_Worker_C67D357D[*].name)}',
+    // null_resource triggers are strings: the lists are JSON-encoded.
+    expect(accept.triggers.minions).toBe(
+      '${jsonencode(concat(formatlist("%s.%s", ["salt", "bastion", "k8s-master"], var.deploy_domain_name), openstack_compute_instance_v2.KubeNodes_Worker_C67D357D[*].name))}',
     );
     // A re-created machine presents a new key.
-    expect(accept.triggers_replace.machines).toMatch(/openstack_compute_instance_v2\.KubeNodes_Worker_[0-9A-F]{8}\[\*\]\.id/);
+    expect(accept.triggers.machines).toMatch(
+      /^\$\{jsonencode\(concat\(.*openstack_compute_instance_v2\.KubeNodes_Worker_[0-9A-F]{8}\[\*\]\.id\)\)\}$/,
+    );
   });
 
   it("sets root's console password through a directory only the deploy user can enter, then orchestrates", () => {
@@ -167,6 +181,8 @@ describe("SaltProvisioner", () => {
 
   it("removes a departed worker from the cluster before its machine goes, and never blocks a destroy", () => {
     const membership = step(json, "NodeMembership");
+    // A terraform_data, whose input is updated in place: see the comment in the construct.
+    expect(Object.keys(json.resource.terraform_data)).toEqual([address(json, "NodeMembership").split(".")[1]]);
     expect(membership.depends_on).toContain(address(json, "Orchestrate"));
     expect(membership.input).toMatchObject({
       node_id: expect.stringMatching(/^\$\{openstack_compute_instance_v2\.KubeNodes_Worker_[0-9A-F]{8}\[count\.index\]\.name\}$/),
@@ -193,6 +209,20 @@ describe("SaltProvisioner", () => {
     expect(pillar).toMatch(/"allowed_csr_ip" = openstack_networking_floatingip_v2\.KubeNodes_MasterFloatingIp_[0-9A-F]{8}\.address/);
   });
 
+  describe("upgrading a deployment made before null_resource (eb9d706)", () => {
+    it("keeps every step's address but for its type, and forgets the old terraform_data steps without destroying them", () => {
+      const steps = STEPS.map((id) => address(json, id).split(".")[1]);
+      expect(Object.keys(EB9D706).sort()).toEqual([...steps, address(json, "NodeMembership").split(".")[1]].sort());
+      expect(json.removed).toEqual(steps.map((key) => ({ from: `terraform_data.${key}`, lifecycle: { destroy: false } })));
+    });
+
+    it("leaves NodeMembership as eb9d706 made it, but for the step it waits for, so the upgrade never replaces it", () => {
+      const membership = structuredClone(step(json, "NodeMembership"));
+      membership.depends_on = membership.depends_on.map((dependency: string) => dependency.replace(/^null_resource\./, "terraform_data."));
+      expect(membership).toEqual(EB9D706[address(json, "NodeMembership").split(".")[1]]);
+    });
+  });
+
   describe("when a file under salt/ changes", () => {
     let before: TerraformJson;
     let after: TerraformJson;
@@ -211,13 +241,13 @@ describe("SaltProvisioner", () => {
         for (const [name, resource] of Object.entries(resources)) {
           const old = before.resource[type][name];
           const strip = (r: any) =>
-            JSON.stringify({ ...r, provisioner: undefined, triggers_replace: { ...r.triggers_replace, salt_tree: 0 } });
+            JSON.stringify({ ...r, provisioner: undefined, triggers: r.triggers && { ...r.triggers, salt_tree: 0 } });
           if (JSON.stringify(old) !== JSON.stringify(resource)) changed.push(`${type}.${name}`);
           if (strip(old) !== strip(resource) && !name.includes("SyncSaltTree")) changed.push(`unexpected: ${type}.${name}`);
         }
       }
       expect(changed).toEqual([address(after, "SyncSaltTree")]);
-      expect(step(after, "SyncSaltTree").triggers_replace.salt_tree).not.toBe(step(before, "SyncSaltTree").triggers_replace.salt_tree);
+      expect(step(after, "SyncSaltTree").triggers.salt_tree).not.toBe(step(before, "SyncSaltTree").triggers.salt_tree);
     });
   });
 });
@@ -241,5 +271,62 @@ describe("cleanCopy", () => {
     await expect(synthWithTrees(path.join(ROOT, "README.md"), path.join(ROOT, "pillar"))).rejects.toThrow(
       /SaltProvisioner: saltTree must be a directory \(got ".*README\.md"\)/,
     );
+  });
+});
+
+describeEachCli("the stack's removed blocks, on an existing terraform_data chain", (cli) => {
+  // The steps at eb9d706's addresses (checked above) as terraform_data, each with a destroy-time
+  // provisioner that leaves a mark; then the same names as null_resources with the stack's own
+  // `removed` blocks.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `kube-on-os-removed-${cli.name}-`));
+  const marks = path.join(dir, "destroyed");
+  let stack: TerraformJson;
+  let steps: string[];
+
+  function tf(args: string[]) {
+    const result = runTf(cli, args, dir);
+    if (result.status !== 0 && !args.includes("-detailed-exitcode")) throw new Error(`${cli.name} ${args[0]} failed:\n${result.stderr}`);
+    return result;
+  }
+
+  beforeAll(async () => {
+    stack = await synthStack({});
+    steps = Object.keys(stack.resource.null_resource);
+    fs.mkdirSync(marks);
+    const old = steps.map((key) => [
+      key,
+      {
+        count: 1,
+        triggers_replace: { step: key },
+        provisioner: [{ "local-exec": { when: "destroy", command: `touch ${path.join(marks, key)}` } }],
+      },
+    ]);
+    fs.writeFileSync(path.join(dir, "main.tf.json"), JSON.stringify({ resource: { terraform_data: Object.fromEntries(old) } }));
+    initOffline(dir, cli);
+    tf(["apply", "-auto-approve", "-input=false"]);
+  });
+
+  afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  it("accepts them in JSON syntax, forgets the five steps and creates the null_resources, destroying nothing", () => {
+    fs.writeFileSync(
+      path.join(dir, "main.tf.json"),
+      JSON.stringify({
+        terraform: { required_providers: { null: stack.terraform.required_providers.null } },
+        provider: { null: stack.provider.null },
+        resource: { null_resource: Object.fromEntries(steps.map((key) => [key, { count: 1, triggers: { step: key } }])) },
+        removed: stack.removed,
+      }),
+    );
+    initOffline(dir, cli);
+    expect(JSON.parse(tf(["validate", "-json"]).stdout)).toMatchObject({ valid: true, error_count: 0 });
+    tf(["plan", "-input=false", "-out=plan.cache"]);
+    const plan = JSON.parse(tf(["show", "-json", "plan.cache"]).stdout);
+    expect(plan.resource_changes.map((c: any) => `${c.address} ${c.change.actions.join("+")}`).sort()).toEqual(
+      [...steps.map((key) => `terraform_data.${key}[0] forget`), ...steps.map((key) => `null_resource.${key}[0] create`)].sort(),
+    );
+    tf(["apply", "-input=false", "plan.cache"]);
+    expect(fs.readdirSync(marks)).toEqual([]);
+    expect(tf(["plan", "-input=false", "-detailed-exitcode"]).status).toBe(0);
   });
 });

@@ -29,6 +29,13 @@ describe("KubeOnOsStack", () => {
     expect(json.provider.openstack).toEqual([{}]);
   });
 
+  it("declares hashicorp/null for the provisioning chain at the version its bindings were generated from", async () => {
+    const json = await synthStack({});
+    // A source without a hostname: the registry of whichever CLI runs it (Terraform's or OpenTofu's).
+    expect(json.terraform.required_providers.null).toEqual({ source: "null", version: "3.2.4" });
+    expect(json.provider.null).toEqual([{}]);
+  });
+
   it("declares every parameter as a described, typed variable with its validations", async () => {
     const json = await synthStack({});
     expect(Object.keys(json.variable).sort()).toEqual(Object.keys(VARIABLES).sort());

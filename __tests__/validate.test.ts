@@ -36,15 +36,18 @@ describeEachCli("L1: validate with the real provider", (cli) => {
   it("initialises offline from the provider mirror", () => {
     const init = initOffline(stackDir, cli);
     expect(init.stdout).toContain("terraform-provider-openstack/openstack v3.4.0");
+    // The toolchain's stand-in (__tests__/null-provider.test.ts), under the real provider's name.
+    expect(init.stdout).toContain("hashicorp/null v3.2.4");
     const lock = fs.readFileSync(path.join(stackDir, ".terraform.lock.hcl"), "utf8");
     expect(lock).toContain(`provider "${DEFAULT_REGISTRY[cli.name]}/terraform-provider-openstack/openstack"`);
+    expect(lock).toContain(`provider "${DEFAULT_REGISTRY[cli.name]}/hashicorp/null"`);
   });
 
   it("generates the bindings from exactly the schema the mirrored provider binary reports", () => {
-    // Only the provider requirement: `providers schema` needs no backend then.
+    // Only the OpenStack provider's requirement: `providers schema` needs no backend then.
     const dir = tempDir("schema");
-    const { required_providers } = readJson(path.join(stackDir, "cdk.tf.json")).terraform;
-    fs.writeFileSync(path.join(dir, "main.tf.json"), JSON.stringify({ terraform: { required_providers } }));
+    const { openstack } = readJson(path.join(stackDir, "cdk.tf.json")).terraform.required_providers;
+    fs.writeFileSync(path.join(dir, "main.tf.json"), JSON.stringify({ terraform: { required_providers: { openstack } } }));
     initOffline(dir, cli);
     const reported = JSON.parse(runTf(cli, ["providers", "schema", "-json"], dir).stdout);
     const committed = readJson(path.join(__dirname, "..", "providers", "openstack@3.4.0.json"));

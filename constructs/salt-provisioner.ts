@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
+import { Resource as NullResource } from "@cdktf/provider-null/lib/resource";
 import {
   AssetType,
   DataResource,
@@ -83,13 +84,15 @@ export interface SaltProvisionerProps {
 /**
  * The provisioning chain, all through the bastion with the deployer's ssh-agent: wait for
  * cloud-init on the bastion, then on the Salt master; sync the Salt tree and the pillar that
- * Terraform writes; accept exactly the expected minion keys; run the orchestration. Each step's
- * triggers include its predecessor's id, so whatever re-runs one step re-runs the steps after it.
- * The chain has the same five steps at any number of nodes: workers converge in parallel inside
- * the orchestration. The last step also sets root's console password first, when asked to.
+ * Terraform writes; accept exactly the expected minion keys; run the orchestration. Each step is
+ * a null_resource (hashicorp/null) whose triggers include its predecessor's id, so whatever
+ * re-runs one step re-runs the steps after it. The chain has the same five steps at any number
+ * of nodes: workers converge in parallel inside the orchestration. The last step also sets
+ * root's console password first, when asked to.
  *
  * Each worker also gets a NodeMembership record whose destroy-time provisioner removes the node
- * from the microk8s cluster (and its key from Salt) before Terraform deletes the machine.
+ * from the microk8s cluster (and its key from Salt) before Terraform deletes the machine. It is
+ * a terraform_data, not a null_resource: see there.
  */
 export class SaltProvisioner extends Construct {
   static readonly DEFAULT_CLOUD_INIT_TIMEOUT = 1800;
@@ -97,11 +100,13 @@ export class SaltProvisioner extends Construct {
   /** How long SSH keeps retrying while a machine boots. */
   static readonly CONNECTION_TIMEOUT = "15m";
 
-  readonly waitForBastion: DataResource;
-  readonly waitForSaltMaster: DataResource;
-  readonly syncSaltTree: DataResource;
-  readonly acceptMinionKeys: DataResource;
-  readonly orchestrate: DataResource;
+  readonly waitForBastion: NullResource;
+  readonly waitForSaltMaster: NullResource;
+  readonly syncSaltTree: NullResource;
+  readonly acceptMinionKeys: NullResource;
+  readonly orchestrate: NullResource;
+  /** The five steps in order, for those that name their addresses (the stack's `removed` blocks). */
+  readonly steps: readonly NullResource[];
   /** One per worker: removing one removes that node from the cluster first. */
   readonly nodeMembership: DataResource;
   /** Content hashes of what the sync uploads. */
@@ -126,7 +131,7 @@ export class SaltProvisioner extends Construct {
 
     const { bastion, saltMaster, kubeNodes } = props;
     const count = () => TerraformCount.of(Token.asNumber(Fn.conditional(props.enabled, 1, 0)));
-    const idOf = (step: DataResource) => Fn.one(splat(step, "id"));
+    const idOf = (step: NullResource) => Fn.one(splat(step, "id"));
     const toBastion = sshConnection(props.user, bastion.publicIp, props.bastionHostKey);
     const toSaltMaster: SSHProvisionerConnection = {
       ...sshConnection(props.user, saltMaster.privateIp, props.saltMasterHostKey),
@@ -142,16 +147,17 @@ export class SaltProvisioner extends Construct {
     const waitForCloudInit = (connection: SSHProvisionerConnection) =>
       remoteExec(connection, `bash ${REMOTE_BIN}/wait-cloud-init.sh ${cloudInitTimeout}`);
 
-    this.waitForBastion = new DataResource(this, "WaitForBastion", {
+    // null_resource triggers are a map of strings: lists go in as jsonencode().
+    this.waitForBastion = new NullResource(this, "WaitForBastion", {
       count: count(),
-      triggersReplace: { instance: bastion.instance.id, scripts: scripts.hash },
+      triggers: { instance: bastion.instance.id, scripts: scripts.hash },
       dependsOn: [bastion.floatingIpAssociation],
       provisioners: [...uploadScripts(toBastion), waitForCloudInit(toBastion)],
     });
 
-    this.waitForSaltMaster = new DataResource(this, "WaitForSaltMaster", {
+    this.waitForSaltMaster = new NullResource(this, "WaitForSaltMaster", {
       count: count(),
-      triggersReplace: {
+      triggers: {
         after: idOf(this.waitForBastion),
         instance: saltMaster.instance.id,
         volume: saltMaster.volumeAttachment.id,
@@ -159,9 +165,9 @@ export class SaltProvisioner extends Construct {
       provisioners: [...uploadScripts(toSaltMaster), waitForCloudInit(toSaltMaster)],
     });
 
-    this.syncSaltTree = new DataResource(this, "SyncSaltTree", {
+    this.syncSaltTree = new NullResource(this, "SyncSaltTree", {
       count: count(),
-      triggersReplace: {
+      triggers: {
         after: idOf(this.waitForSaltMaster),
         salt_tree: saltTree.hash,
         pillar_tree: pillarTree.hash,
@@ -177,10 +183,10 @@ export class SaltProvisioner extends Construct {
     });
 
     const machineIds = Fn.concat([[bastion.instance.id, saltMaster.instance.id, kubeNodes.master.id], splat(kubeNodes.workers, "id")]);
-    this.acceptMinionKeys = new DataResource(this, "AcceptMinionKeys", {
+    this.acceptMinionKeys = new NullResource(this, "AcceptMinionKeys", {
       count: count(),
       // A re-created machine brings a new key, so the machines' ids are triggers too.
-      triggersReplace: { after: idOf(this.syncSaltTree), minions: props.minionIds, machines: machineIds },
+      triggers: { after: idOf(this.syncSaltTree), minions: Fn.jsonencode(props.minionIds), machines: Fn.jsonencode(machineIds) },
       provisioners: [
         remoteExec(
           toSaltMaster,
@@ -201,13 +207,24 @@ export class SaltProvisioner extends Construct {
               Fn.format(`sudo bash ${REMOTE_BIN}/set-root-password.sh ${REMOTE_SECRETS}/root-password %s`, [Fn.join(" ", props.minionIds)]),
             ),
           ];
-    this.orchestrate = new DataResource(this, "Orchestrate", {
+    this.orchestrate = new NullResource(this, "Orchestrate", {
       count: count(),
-      triggersReplace: { after: idOf(this.acceptMinionKeys) },
+      triggers: { after: idOf(this.acceptMinionKeys) },
       provisioners: [...setRootPassword, remoteExec(toSaltMaster, `sudo bash ${REMOTE_BIN}/orchestrate.sh orch.deploy`)],
     });
 
+    this.steps = [this.waitForBastion, this.waitForSaltMaster, this.syncSaltTree, this.acceptMinionKeys, this.orchestrate];
+
     // Destroy-time provisioners may only read `self`, so the record keeps its connection in input.
+    //
+    // It stays a terraform_data: its destroy-time provisioner forgets a worker from the cluster,
+    // so the record must never be replaced while its worker lives, yet what it stores must stay
+    // current (a new host key in ssh_host_keys, a new bastion address), or a later scale-down
+    // would log in with stale details and leave the departed node in the cluster. terraform_data
+    // updates `input` in place. A null_resource can only store data in `triggers`, and replaces
+    // itself on any change of them, running remove-node.sh against a healthy worker; with
+    // `ignore_changes = [triggers]` it would not, but would then keep the details of the day it
+    // was created. Neither is safe, so this one record stays built in.
     const memberCount = TerraformCount.of(Token.asNumber(Fn.conditional(props.enabled, Op.sub(props.nodeCount, 1), 0)));
     this.nodeMembership = new DataResource(this, "NodeMembership", {
       count: memberCount,

@@ -11,6 +11,7 @@ import {
   TerraformVariable,
   Token,
 } from "cdktf";
+import { NullProvider } from "@cdktf/provider-null/lib/provider";
 import { Construct } from "constructs";
 import { ComputeKeypairV2 } from "../.gen/providers/openstack/compute-keypair-v2";
 import { OpenstackProvider } from "../.gen/providers/openstack/provider";
@@ -66,6 +67,9 @@ export class KubeOnOsStack extends TerraformStack {
 
     // Credentials come from OS_* / OS_CLOUD (clouds.yaml) / application credentials only.
     new OpenstackProvider(this, "openstack", {});
+    // hashicorp/null for the provisioning chain, at the version its bindings were generated
+    // from: the registry's for real deploys, the toolchain's stand-in in the offline tests.
+    new NullProvider(this, "null", {});
 
     this.variables = Object.fromEntries(
       (Object.entries(VARIABLES) as [VariableName, VariableSpec<unknown>][]).map(([name, spec]) => [
@@ -164,6 +168,16 @@ export class KubeOnOsStack extends TerraformStack {
         serviceCidr: v.service_cidr.stringValue,
       }),
     });
+
+    // Until eb9d706 the chain's five steps were terraform_data resources at these addresses; no
+    // `moved` block can turn one into a null_resource (hashicorp/null implements no
+    // MoveResourceState), so an existing deployment forgets them without destroying anything,
+    // and the new steps run the (idempotent) chain once. cdktf 0.21 has no construct for
+    // `removed` blocks, hence the override.
+    this.addOverride(
+      "removed",
+      this.provisioner.steps.map((step) => ({ from: `terraform_data.${step.friendlyUniqueId}`, lifecycle: { destroy: false } })),
+    );
 
     const outputs: [string, string, string][] = [
       ["external_network_id", this.network.externalNetwork.id, "ID of the external network the router uplinks to."],

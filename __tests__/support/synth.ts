@@ -11,6 +11,7 @@ export interface TerraformJson {
   resource: Record<string, Record<string, any>>;
   data: Record<string, Record<string, any>>;
   output: Record<string, any>;
+  removed?: { from: string; lifecycle: { destroy: boolean } }[];
 }
 
 /** Builds the stack exactly as main.ts does, from an explicit environment. */

@@ -13,6 +13,11 @@ go_mod_version() {
 
 koo_tofu_version() { go_mod_version tofu github.com/opentofu/opentofu; }
 koo_openstack_version() { go_mod_version openstack github.com/terraform-provider-openstack/terraform-provider-openstack/v3; }
+# The offline tests' stand-in for hashicorp/null (scripts/toolchain/go/null) claims the version
+# that @cdktf/provider-null's bindings were generated from; __tests__/null-provider.test.ts keeps
+# the two equal. Real deploys get this version of the real provider from the registry.
+KOO_NULL_VERSION="3.2.4"
+koo_null_version() { echo "$KOO_NULL_VERSION"; }
 koo_tofu_dir() { echo "$KOO_CACHE/tofu/$(koo_tofu_version)"; }
 koo_mirror_dir() { echo "$KOO_CACHE/provider-mirror"; }
 # A provider source without a hostname (`hashicorp/null`) means registry.terraform.io to Terraform
@@ -20,6 +25,9 @@ koo_mirror_dir() { echo "$KOO_CACHE/provider-mirror"; }
 KOO_REGISTRY_HOSTS=(registry.terraform.io registry.opentofu.org)
 # The stamp names the mirror's layout too: a cache laid out for one host only is redone.
 koo_provider_stamp_dir() { echo "$KOO_CACHE/providers/$1/$(koo_"$1"_version)/hosts-${#KOO_REGISTRY_HOSTS[@]}"; }
+# The stand-in changes without its version changing, so its stamp also records this hash of its
+# source: the mirror has one place per version, and whichever source was built last is in it.
+koo_null_source_hash() { cat "$KOO_TOOLCHAIN"/go/null/{go.mod,go.sum,*.go} | sha256sum | cut -d ' ' -f 1; }
 koo_tofu_cli_config() { echo "$KOO_CACHE/tofu.rc"; }
 
 # The oldest Terraform the stack supports: ephemeral input variables (root_password) came in 1.10.

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs OpenTofu and the providers the stack uses, all built from their Go modules, and lays
-# the providers out as a filesystem mirror so that `tofu init` works with no network at all.
+# Installs OpenTofu and the providers the stack uses, all built from Go modules (hashicorp/null as
+# a stand-in, see install_null_provider), and lays the providers out as a filesystem mirror so
+# that `tofu init` works with no network at all.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/paths.sh"
 
@@ -59,6 +60,26 @@ install_openstack_provider() {
   mark_complete "$stamp"
 }
 
+# The offline tests' stand-in for hashicorp/null: the Go proxy serves no usable module of the
+# real provider (its v3 tags lack a /v3 module path), so scripts/toolchain/go/null rebuilds its
+# null_resource on terraform-plugin-framework. Mirrored under the real provider's address and
+# version, so the synthesized stack initializes offline exactly as it would from the registry.
+install_null_provider() {
+  local stamp version source
+  stamp=$(koo_provider_stamp_dir null)
+  version=$(koo_null_version)
+  source=$(koo_null_source_hash)
+  is_complete "$stamp" && [[ $(cat "$stamp/source.sha256") == "$source" ]] && return 0
+  need go "install Go >= 1.24 (https://go.dev/doc/install); it builds the tests' stand-in for hashicorp/null $version"
+  fresh_dir "$stamp"
+  log "hashicorp/null $version stand-in: building scripts/toolchain/go/null (a minute, once)"
+  go_build "$KOO_TOOLCHAIN/go/null" . "$stamp/terraform-provider-null" "-X main.version=$version"
+  mirror_provider "$stamp/terraform-provider-null" hashicorp null "$version"
+  rm "$stamp/terraform-provider-null"
+  echo "$source" >"$stamp/source.sha256"
+  mark_complete "$stamp"
+}
+
 write_cli_config() {
   local config
   config=$(koo_tofu_cli_config)
@@ -76,4 +97,5 @@ HCL
 
 install_tofu
 install_openstack_provider
+install_null_provider
 write_cli_config
