@@ -4,7 +4,8 @@ import prettier from "eslint-config-prettier";
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["node_modules/", ".gen/", "cdktf.out/", "build/", "coverage/", ".gitlab-ci-local/"] },
+  // .cache/: the toolchain and npm caches, which GitLab keeps inside the project directory.
+  { ignores: ["node_modules/", ".gen/", "cdktf.out/", "build/", "coverage/", ".gitlab-ci-local/", ".cache/"] },
   eslint.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -11,6 +11,8 @@
 
 KOO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 KOO_CACHE="${KUBE_ON_OS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kube-on-os}"
+# A relative KUBE_ON_OS_CACHE is inside the project (the pipeline's: GitLab caches only paths there).
+[[ $KOO_CACHE == /* ]] || KOO_CACHE="$KOO_ROOT/$KOO_CACHE"
 export KOO_ROOT KOO_CACHE
 
 # die MESSAGE: one clear line on stderr, then exit 1. Never a stack trace.
