@@ -22,10 +22,10 @@ import {
   gitlabCiValidator,
   makeProject,
   runPipeline,
-  seedNodeCache,
   startGitLabApi,
   zipEntries,
 } from "./gitlab-ci/support";
+import { evaluateIf, evaluateRules, Variables } from "./gitlab-ci/rules";
 import { runAsync, runTofuAsync } from "./support/tofu";
 
 const PIPELINE = YAML.parse(fs.readFileSync(path.join(ROOT, ".gitlab-ci.yml"), "utf8"));
@@ -131,6 +131,88 @@ describe("the pipeline's structure", () => {
     expect(PIPELINE.apply.rules).toEqual([{ if: "$CI_COMMIT_BRANCH == $CI_DEFAULT_BRANCH", when: "manual" }]);
   });
 
+  it("never cancels a job that holds the state lock: plan, apply and destroy are not interruptible", () => {
+    expect(PIPELINE.default.interruptible).toBe(true);
+    for (const job of ["plan", "apply", "destroy"])
+      expect({ job, interruptible: PIPELINE[job].interruptible }).toEqual({ job, interruptible: false });
+  });
+
+  it("saves a cache even from a failed job, and keeps npm's cache beside node_modules", () => {
+    const pushing = Object.entries(PIPELINE)
+      .filter(([, job]: [string, any]) => Array.isArray(job?.cache))
+      .flatMap(([name, job]: [string, any]) => job.cache.filter((c: any) => c.policy === "pull-push").map((c: any) => ({ name, c })));
+    expect(pushing.map(({ name }) => name).sort()).toEqual(["lint", "test"]);
+    for (const { name, c } of pushing) expect({ name, when: c.when }).toEqual({ name, when: "always" });
+    expect(PIPELINE[".node-cache"].paths).toEqual(expect.arrayContaining(["node_modules/", ".gen/", ".cache/npm/"]));
+    expect(PIPELINE.variables.npm_config_cache).toBe(".cache/npm");
+    expect(PIPELINE[".toolchain-cache"].paths).toEqual([".cache/kube-on-os/"]);
+    expect(PIPELINE.variables.KUBE_ON_OS_CACHE).toBe(".cache/kube-on-os");
+  });
+
+  describe("which pipelines run, and which jobs in them (GitLab's predefined variables per pipeline source)", () => {
+    const base = { CI_DEFAULT_BRANCH: "main", CI_PROJECT_PATH: "platform/kube-on-os" };
+    const contexts: [string, Variables, Record<string, string> | "no pipeline"][] = [
+      [
+        "a push to the default branch",
+        { ...base, CI_PIPELINE_SOURCE: "push", CI_COMMIT_BRANCH: "main" },
+        { plan: "on_success", apply: "manual", destroy: "manual" },
+      ],
+      [
+        "a push to a branch without a merge request",
+        { ...base, CI_PIPELINE_SOURCE: "push", CI_COMMIT_BRANCH: "feature" },
+        { plan: "on_success", apply: "never", destroy: "never" },
+      ],
+      [
+        "a push to a branch with an open merge request",
+        { ...base, CI_PIPELINE_SOURCE: "push", CI_COMMIT_BRANCH: "feature", CI_OPEN_MERGE_REQUESTS: "platform/kube-on-os!3" },
+        "no pipeline",
+      ],
+      [
+        "the merge request pipeline",
+        { ...base, CI_PIPELINE_SOURCE: "merge_request_event", CI_MERGE_REQUEST_IID: "3", CI_MERGE_REQUEST_SOURCE_BRANCH_NAME: "feature" },
+        { plan: "on_success", apply: "never", destroy: "never" },
+      ],
+      ["a tag", { ...base, CI_PIPELINE_SOURCE: "push", CI_COMMIT_TAG: "v1.0.0" }, "no pipeline"],
+      [
+        "a schedule on the default branch",
+        { ...base, CI_PIPELINE_SOURCE: "schedule", CI_COMMIT_BRANCH: "main" },
+        { plan: "on_success", apply: "manual", destroy: "manual" },
+      ],
+      [
+        "Run pipeline for another cluster",
+        { ...base, CI_PIPELINE_SOURCE: "web", CI_COMMIT_BRANCH: "main", KUBE_ON_OS_DOMAIN: "prod.example.org" },
+        { plan: "on_success", apply: "manual", destroy: "manual" },
+      ],
+    ];
+    it.each(contexts)("%s", (_name, variables, expected) => {
+      const created = evaluateRules(PIPELINE.workflow.rules, variables) !== "never";
+      if (expected === "no pipeline") {
+        expect(created).toBe(false);
+        return;
+      }
+      expect(created).toBe(true);
+      const jobs = Object.fromEntries(
+        ["plan", "apply", "destroy"].map((job) => [job, evaluateRules(PIPELINE[job].rules ?? [{}], variables)]),
+      );
+      expect(jobs).toEqual(expected);
+      // Every other job has no rules: it runs in every pipeline, the merge request's included.
+      expect(["lint", "test", "synth", "validate", "plan"].filter((job) => PIPELINE[job].rules)).toEqual([]);
+    });
+
+    it("reads expressions as GitLab does", () => {
+      expect(evaluateIf("$A", { A: "" })).toBe(false);
+      expect(evaluateIf("$A == $B", {})).toBe(true);
+      expect(evaluateIf('$A == "x" || $B && $C', { B: "1", C: "1" })).toBe(true);
+      expect(evaluateIf('($A == "x" || $B) && $C', { B: "1" })).toBe(false);
+      expect(() => evaluateIf("$A =~ /x/", {})).toThrow(/unsupported syntax/);
+    });
+  });
+
+  it("reports the plan to the merge request widget: the terraform report is the plan job's plan.json", () => {
+    expect(PIPELINE.plan.artifacts.reports.terraform).toBe(`${STACK}/plan.json`);
+    expect(PIPELINE.plan.artifacts.paths).toEqual(expect.arrayContaining([`${STACK}/plan.cache`, `${STACK}/plan.json`]));
+  });
+
   it("pins every image to an exact version", () => {
     const images = [...new Set([PIPELINE.default.image, ...Object.values(PIPELINE).map((job: any) => job?.image)].filter(Boolean))];
     for (const image of images) expect(image).toMatch(/^[a-z0-9./-]+:\d+\.\d+\.\d+[\w.-]*(@sha256:[0-9a-f]{64})?$/);
@@ -205,8 +287,9 @@ describe("the pipeline, run locally by gitlab-ci-local", () => {
         // GitLab's own address: CI_API_V4_URL becomes <this>/api/v4, as on gitlab.com.
         ...["--variable", `CI_SERVER_URL=${api.serverUrl}`, "--ignore-predefined-vars", "CI_SERVER_URL"],
         ...["--variable", `CI_JOB_TOKEN=${JOB_TOKEN}`],
-        // The toolchain npm test uses, instead of building tofu again into the project's cache.
-        ...["--variable", `KUBE_ON_OS_CACHE=${process.env.KOO_CACHE}`],
+        // No registry here: hashicorp/null too from the mirror (the stand-in), as a runner without
+        // registry access would set it (scripts/ci/common.sh: ci_provider_config).
+        ...["--variable", "KUBE_ON_OS_OFFLINE_PROVIDERS=true"],
         // One small suite instead of `npm test`, which is running this file (scripts/ci/test.sh).
         ...["--variable", "KOO_CI_TESTS=__tests__/network.test.ts"],
         ...args,
@@ -224,9 +307,10 @@ describe("the pipeline, run locally by gitlab-ci-local", () => {
     state = await startStateServer({ username: "gitlab-ci-token", password: JOB_TOKEN });
     api = await startGitLabApi(state, PROJECT_ID);
     project = tempDir("gitlab-project");
+    // No cache is seeded: the first pipeline starts from empty caches, kept where GitLab keeps them,
+    // inside the project directory (.gitlab-ci.yml: KUBE_ON_OS_CACHE, npm_config_cache), and the
+    // jobs build the toolchain into them. Go's build and module caches are this machine's (HOME).
     makeProject(project);
-    // The lint job's cache entry is the first of its list.
-    seedNodeCache(project, 0, PIPELINE[".node-cache"].key.prefix);
 
     // The project's CI/CD variables. The OpenStack credentials are scoped to the cluster's
     // environment, as a clouds.yaml file variable with OS_CLOUD naming its entry.
@@ -271,10 +355,19 @@ describe("the pipeline, run locally by gitlab-ci-local", () => {
       .split(":")
       .filter((dir) => dir !== toolchainBin)
       .join(":");
-    env = { PATH: runnerPath, HOME: os.homedir(), LANG: "C.UTF-8" };
+    // The machine's own network settings stay, as a runner on it would have them: the registries'
+    // certificate authorities and proxies (an empty cache is filled from the package registries).
+    const network = Object.fromEntries(
+      Object.entries(process.env).filter(([key]) =>
+        /^(NODE_EXTRA_CA_CERTS|SSL_CERT_FILE|SSL_CERT_DIR|PIP_CERT|REQUESTS_CA_BUNDLE|CURL_CA_BUNDLE|GIT_SSL_CAINFO|GOPROXY|GOSUMDB|GONOSUMDB|GOPRIVATE|GOFLAGS|(https?|no)_proxy|(HTTPS?|NO)_PROXY)$/.test(
+          key,
+        ),
+      ),
+    );
+    env = { PATH: runnerPath, HOME: os.homedir(), LANG: "C.UTF-8", ...network };
 
     pipeline = await run();
-  }, 600_000);
+  }, 1_800_000);
 
   afterAll(async () => {
     await Promise.all([double?.close(), state?.close(), api?.close()]);
@@ -292,6 +385,25 @@ describe("the pipeline, run locally by gitlab-ci-local", () => {
     expect(double.nova.servers.all()).toEqual([]);
   });
 
+  it("starts from empty caches, builds the toolchain inside the project directory, lints past it and saves it", () => {
+    // The test job built tofu and the rest into the job's .cache, and its lint run passed over them.
+    expect(pipeline.output).toMatch(/test +> ==> OpenTofu [\d.]+: building from its Go module/);
+    expect(pipeline.output).toMatch(
+      /test +> ==> toolchain ready in \d+ s \(cache: \S+\/\.gitlab-ci-local\/builds\/test\/\.cache\/kube-on-os;/,
+    );
+    expect(pipeline.output).toMatch(/test +> ==> lint: eslint, prettier/);
+    expect(pipeline.output).toMatch(/lint +> ==> node_modules: npm ci/);
+    // GitLab's cache for the next pipeline: the toolchain (with JavaScript, Python and YAML in it)
+    // and npm's cache beside node_modules.
+    const caches = fs.readdirSync(path.join(project, ".gitlab-ci-local", "cache"));
+    const toolchain = caches.find((c) => c.includes("toolchain"));
+    expect(toolchain).toBeDefined();
+    const tofuDir = path.join(project, ".gitlab-ci-local", "cache", toolchain!, ".cache", "kube-on-os", "tofu");
+    expect(fs.readdirSync(tofuDir)).toHaveLength(1);
+    const node = caches.find((c) => c.includes("node-modules"));
+    expect(fs.existsSync(path.join(project, ".gitlab-ci-local", "cache", node!, ".cache", "npm"))).toBe(true);
+  });
+
   it("runs the test job's suite instead of npm test", () => {
     expect(pipeline.output).toContain("test: only __tests__/network.test.ts (KOO_CI_TESTS)");
     expect(pipeline.output).toMatch(/test +> Tests: +\d+ passed, \d+ total/);
@@ -305,7 +417,9 @@ describe("the pipeline, run locally by gitlab-ci-local", () => {
       `GET ${statePath} 204`,
       `DELETE ${statePath}/lock 200`,
     ]);
-    expect(pipeline.output).toContain(`state: ${DOMAIN} at ${api.serverUrl}${statePath} (user gitlab-ci-token)`);
+    expect(pipeline.output).toContain(
+      `state: ${DOMAIN} at ${api.serverUrl}${statePath} (lock ${api.serverUrl}${statePath}/lock, user gitlab-ci-token)`,
+    );
   });
 
   it("keeps plan.cache and a plan.json report of its create counts as the plan job's artifacts", async () => {
@@ -415,11 +529,22 @@ describe("the pipeline, run locally by gitlab-ci-local", () => {
       const jobs = JSON.parse(listed.output.slice(listed.output.indexOf("[")));
       return Object.fromEntries(jobs.map((j: { name: string; when: string }) => [j.name, j.when]));
     };
-    expect(await list()).toMatchObject({ plan: "on_success", apply: "manual", destroy: "manual" });
+    // gitlab-ci-local's rule evaluation and ours (gitlab-ci/rules.ts) agree where both can answer.
+    const ours = (branch: string) =>
+      Object.fromEntries(
+        ["apply", "destroy"].map((job) => [
+          job,
+          evaluateRules(PIPELINE[job].rules, { CI_COMMIT_BRANCH: branch, CI_DEFAULT_BRANCH: "main" }),
+        ]),
+      );
+    const onMain = await list();
+    expect(onMain).toMatchObject({ plan: "on_success", apply: "manual", destroy: "manual" });
+    expect(onMain).toMatchObject(ours("main"));
     git(project, ["checkout", "-q", "-b", "feature"]);
     try {
       const onFeature = await list();
       expect(onFeature).toMatchObject({ plan: "on_success", apply: "never", destroy: "never" });
+      expect(onFeature).toMatchObject(ours("feature"));
     } finally {
       git(project, ["checkout", "-q", "main"]);
     }
@@ -442,7 +567,16 @@ describe("the pipeline's scripts on bad input", () => {
       { KUBE_ON_OS_DOMAIN: "lab.example.org", TF_VAR_deploy_domain_name: "prod.example.org" },
       "TF_VAR_deploy_domain_name='prod.example.org' differs from KUBE_ON_OS_DOMAIN='lab.example.org'",
     ],
-    ["tofu.sh", ["deploy"], {}, "usage: scripts/ci/tofu.sh validate|fmt|plan|plan-json|apply|destroy (got 'deploy')"],
+    ["tofu.sh", ["deploy"], {}, "usage: scripts/ci/tofu.sh validate|plan|plan-json|apply|destroy (got 'deploy')"],
+    ["tofu.sh", ["fmt"], {}, "usage: scripts/ci/tofu.sh validate|plan|plan-json|apply|destroy (got 'fmt')"],
+    [
+      "tofu.sh",
+      ["plan"],
+      { GITLAB_TOFU_PLAN_CACHE: "/builds/plan.tfplan" },
+      "GITLAB_TOFU_PLAN_CACHE='/builds/plan.tfplan' cannot be changed here: the stack and its plan files are at cdktf.out/stacks/kube-on-os/plan.cache and cdktf.out/stacks/kube-on-os/plan.json (the artifacts name them); unset GITLAB_TOFU_PLAN_CACHE",
+    ],
+    ["tofu.sh", ["apply"], { GITLAB_TOFU_ROOT_DIR: "infra" }, "GITLAB_TOFU_ROOT_DIR='infra' cannot be changed here"],
+    ["test.sh", [], { KOO_CI_TESTS: " \t " }, "KOO_CI_TESTS is blank; leave it empty to run npm test, or name jest files"],
     ["test.sh", [], { KOO_CI_TESTS: "__tests__/gitlab-ci.test.ts" }, "KOO_CI_TESTS must not name __tests__/gitlab-ci.test.ts"],
     ["test.sh", [], { KOO_CI_TESTS: "__tests__/nope.test.ts" }, "KOO_CI_TESTS names '__tests__/nope.test.ts', which does not exist"],
   ])("%s %j stops with one line when %j", (name, args, extra, message) => {
@@ -466,10 +600,10 @@ describe("the pipeline's scripts on bad input", () => {
       .split(":")
       .filter((dir) => !fs.existsSync(path.join(dir, "go")))
       .join(":");
-    const goOnPath = (cache: string) =>
+    const goOnPath = (cache: string, goproxy = `http://127.0.0.1:${port}`) =>
       runAsync("bash", ["-c", `source scripts/ci/common.sh && ci_go && command -v go`], {
         cwd: ROOT,
-        env: { PATH: noGo, HOME: os.homedir(), KUBE_ON_OS_CACHE: cache, GOPROXY: `http://127.0.0.1:${port}` },
+        env: { PATH: noGo, HOME: os.homedir(), KUBE_ON_OS_CACHE: cache, GOPROXY: goproxy },
       });
     try {
       // The cached toolchain needs no Go.
@@ -483,28 +617,101 @@ describe("the pipeline's scripts on bad input", () => {
         /kube-on-os ci: golang\.org\/toolchain@v0\.0\.1-go[\d.]+\.linux-amd64 from http:\/\/127\.0\.0\.1:\d+ does not have the pinned sha256/,
       );
       expect(requests).toEqual([expect.stringMatching(/^\/golang\.org\/toolchain\/@v\/v0\.0\.1-go[\d.]+\.linux-amd64\.zip$/)]);
+      // GOPROXY is a list, as the go command reads it: "direct" entries are skipped, "off" stops.
+      const listed = await goOnPath(tempDir("empty-cache"), `direct| http://127.0.0.1:${port}/ ,https://proxy.example.org`);
+      expect(listed.stderr).toMatch(/from http:\/\/127\.0\.0\.1:\d+ does not have the pinned sha256/);
+      expect(requests).toHaveLength(2);
+      for (const [goproxy, message] of [
+        ["off", "GOPROXY='off' turns module downloads off before naming a proxy"],
+        ["direct", "GOPROXY='direct' names no module proxy (only direct)"],
+      ]) {
+        const refused = await goOnPath(tempDir("empty-cache"), goproxy);
+        expect({ status: refused.status, stderr: refused.stderr.trim() }).toEqual({
+          status: 1,
+          stderr: expect.stringMatching(
+            new RegExp(
+              `^kube-on-os ci: ${message.replace(/[()]/g, "\\$&")}; Go [\\d.]+ comes from a module proxy \\(or put Go on PATH\\)$`,
+            ),
+          ),
+        });
+      }
+      expect(requests).toHaveLength(2);
     } finally {
       await new Promise<void>((resolve) => proxy.close(() => resolve()));
     }
   });
 
+  /** tofu.sh in a copy of scripts/ beside a stand-in synthesized stack (its path is fixed). */
+  const tofuScript = (args: string[], extra: NodeJS.ProcessEnv) => {
+    const copy = tempDir("ci-scripts");
+    fs.cpSync(path.join(ROOT, "scripts"), path.join(copy, "scripts"), { recursive: true });
+    fs.mkdirSync(path.join(copy, "cdktf.out", "stacks", "kube-on-os"), { recursive: true });
+    fs.writeFileSync(path.join(copy, "cdktf.out", "stacks", "kube-on-os", "cdk.tf.json"), "{}");
+    return spawnSync("bash", [path.join(copy, "scripts", "ci", "tofu.sh"), ...args], {
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { PATH: process.env.PATH, HOME: os.homedir(), KUBE_ON_OS_CACHE: process.env.KOO_CACHE, ...extra },
+    });
+  };
+
   it("tofu.sh names the missing GitLab and OpenStack variables before tofu runs", () => {
-    const stack = path.join(tempDir("no-credentials"), "stack");
-    fs.mkdirSync(stack);
-    fs.writeFileSync(path.join(stack, "cdk.tf.json"), "{}");
-    const base = { GITLAB_TOFU_ROOT_DIR: stack, KUBE_ON_OS_DOMAIN: "lab.example.org" };
-    const noToken = script("tofu.sh", ["plan"], { ...base, CI_API_V4_URL: "http://127.0.0.1:9/api/v4", CI_PROJECT_ID: "1" });
+    const base = { KUBE_ON_OS_DOMAIN: "lab.example.org" };
+    const noToken = tofuScript(["plan"], { ...base, CI_API_V4_URL: "http://127.0.0.1:9/api/v4", CI_PROJECT_ID: "1" });
     expect(noToken.status).toBe(1);
     expect(noToken.stderr).toContain("kube-on-os ci: GitLab-managed state needs CI_JOB_TOKEN");
-    const noApi = script("tofu.sh", ["plan"], { ...base, CI_JOB_TOKEN: "x" });
+    const noApi = tofuScript(["plan"], { ...base, CI_JOB_TOKEN: "x" });
     expect(noApi.stderr).toContain("kube-on-os ci: GitLab-managed state needs CI_API_V4_URL CI_PROJECT_ID");
-    const noCloud = script("tofu.sh", ["plan"], {
-      ...base,
-      CI_JOB_TOKEN: "x",
-      CI_API_V4_URL: "http://127.0.0.1:9/api/v4",
-      CI_PROJECT_ID: "1",
-    });
+    const noCloud = tofuScript(["plan"], { ...base, CI_JOB_TOKEN: "x", CI_API_V4_URL: "http://127.0.0.1:9/api/v4", CI_PROJECT_ID: "1" });
     expect(noCloud.status).toBe(1);
     expect(noCloud.stderr).toContain("kube-on-os ci: no OpenStack credentials: set OS_CLOUD");
+  });
+
+  it("takes the OpenStack provider from the toolchain's mirror and every other from the registry, unless told to stay offline", () => {
+    const config = (extra: NodeJS.ProcessEnv) =>
+      spawnSync(
+        "bash",
+        ["-c", 'source scripts/ci/common.sh && source scripts/toolchain/env.sh && ci_provider_config && echo "$TF_CLI_CONFIG_FILE"'],
+        {
+          cwd: ROOT,
+          encoding: "utf8",
+          env: { PATH: process.env.PATH, HOME: os.homedir(), KUBE_ON_OS_CACHE: process.env.KOO_CACHE, ...extra },
+        },
+      );
+    const online = config({});
+    expect(online.status).toBe(0);
+    expect(online.stderr).toContain(
+      "providers: registry.opentofu.org/terraform-provider-openstack/openstack from the toolchain's mirror, the others from the registry",
+    );
+    const file = online.stdout.trim();
+    const text = fs.readFileSync(file, "utf8");
+    expect(text).toMatch(/filesystem_mirror \{[^}]*include += \["registry\.opentofu\.org\/terraform-provider-openstack\/openstack"\]/);
+    expect(text).toMatch(/direct \{\s*exclude += \["registry\.opentofu\.org\/terraform-provider-openstack\/openstack"\]/);
+    // The mirror half works with no network: init of the OpenStack provider alone.
+    const dir = tempDir("pipeline-providers");
+    fs.writeFileSync(
+      path.join(dir, "main.tf.json"),
+      JSON.stringify({
+        terraform: { required_providers: { openstack: { source: "terraform-provider-openstack/openstack", version: "3.4.0" } } },
+      }),
+    );
+    const init = spawnSync(process.env.KOO_TOFU!, ["init", "-backend=false", "-input=false", "-no-color"], {
+      cwd: dir,
+      encoding: "utf8",
+      env: { PATH: process.env.PATH, HOME: os.homedir(), TF_CLI_CONFIG_FILE: file },
+    });
+    expect({ status: init.status, stderr: init.stderr }).toEqual({ status: 0, stderr: "" });
+    fs.rmSync(file);
+    // Offline, or with a CLI configuration of the user's own, the toolchain's configuration stays.
+    const offline = config({ KUBE_ON_OS_OFFLINE_PROVIDERS: "true" });
+    expect(offline.stdout.trim()).toMatch(/\/tofu\.rc$/);
+    expect(offline.stderr).toBe("");
+  });
+
+  it("tofu.sh derives the lock and unlock addresses from a TF_HTTP_ADDRESS of the user's own", () => {
+    const own = "https://state.example.org/clusters/lab";
+    const result = tofuScript(["plan"], { KUBE_ON_OS_DOMAIN: "lab.example.org", TF_HTTP_ADDRESS: own, TF_HTTP_PASSWORD: "x" });
+    // It stops at the missing OpenStack credentials, after saying which state it would use.
+    expect(result.stderr).toContain(`state: lab.example.org at ${own} (lock ${own}/lock, user gitlab-ci-token)`);
+    expect(result.stderr).not.toContain("/projects/");
   });
 });

@@ -4,7 +4,6 @@
  * (the Terraform state endpoints), and a throw-away GitLab project made from the work tree.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import * as http from "node:http";
 import * as path from "node:path";
@@ -187,28 +186,6 @@ export function git(cwd: string, args: string[]): string {
   });
   if (result.status !== 0) throw new Error(`git ${args.join(" ")} failed: ${result.stderr}`);
   return result.stdout;
-}
-
-/**
- * A GitLab cache hit for the pipeline's node_modules cache: gitlab-ci-local keeps caches in
- * .gitlab-ci-local/cache/<prefix>-<checksum of the key files>. The work tree's node_modules is
- * hard-linked in (npm ci replaces files rather than writing into them), with the stamp
- * scripts/ci/setup-node.sh leaves after `npm ci`.
- */
-export function seedNodeCache(dir: string, cacheIndex: number, prefix: string): void {
-  const sha1 = (data: string | Buffer) => createHash("sha1").update(data).digest("hex");
-  // gitlab-ci-local: checksum(checksum.file(package-lock.json)), both sha1 in hex.
-  const lock = fs.readFileSync(path.join(dir, "package-lock.json"));
-  const cache = path.join(dir, ".gitlab-ci-local", "cache", `${cacheIndex}_${prefix}-${sha1(sha1(lock))}`);
-  fs.mkdirSync(cache, { recursive: true });
-  for (const tree of ["node_modules", ".gen"]) {
-    const copy = spawnSync("cp", ["-al", path.join(ROOT, tree), path.join(cache, tree)]);
-    if (copy.status !== 0) throw new Error(`cp -al ${tree} failed: ${copy.stderr}`);
-  }
-  fs.writeFileSync(
-    path.join(cache, "node_modules", ".kube-on-os-package-lock.sha256"),
-    createHash("sha256").update(lock).digest("hex") + "\n",
-  );
 }
 
 export interface PipelineRun {

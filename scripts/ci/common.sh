@@ -3,6 +3,11 @@
 # toolchain's builds, and the one variable that names a cluster. Sourced, never executed.
 source "$(dirname "${BASH_SOURCE[0]}")/../toolchain/paths.sh"
 
+# npm's cache, like the toolchain's, is a path inside the project in the pipeline (.gitlab-ci.yml).
+if [[ -n ${npm_config_cache:-} && $npm_config_cache != /* ]]; then
+  export npm_config_cache="$KOO_ROOT/$npm_config_cache"
+fi
+
 ci_die() {
   printf 'kube-on-os ci: %s\n' "$*" >&2
   exit 1
@@ -30,6 +35,24 @@ ci_cluster() {
 KOO_CI_GO_VERSION=1.26.8
 KOO_CI_GO_SHA256_AMD64=30c2b1bf7dcc88d3eb0a1364e47ddd9128edb3110a30e8a0ef61cd5856b31de7
 
+# ci_goproxy: the first module proxy in GOPROXY, read as the go command reads the list: entries
+# separated by "," or "|", "direct" (the origin, no proxy: skipped here) and "off" (no download
+# at all). Unset or empty means Go's default.
+ci_goproxy() {
+  local entry entries
+  IFS=',|' read -r -a entries <<<"${GOPROXY-https://proxy.golang.org,direct}"
+  ((${#entries[@]} > 0)) || entries=(https://proxy.golang.org)
+  for entry in "${entries[@]}"; do
+    entry=${entry//[[:space:]]/}
+    case $entry in
+      "" | direct) ;;
+      off) ci_die "GOPROXY='$GOPROXY' turns module downloads off before naming a proxy; Go $KOO_CI_GO_VERSION comes from a module proxy (or put Go on PATH)" ;;
+      *) printf '%s\n' "${entry%/}" && return 0 ;;
+    esac
+  done
+  ci_die "GOPROXY='$GOPROXY' names no module proxy (only direct); Go $KOO_CI_GO_VERSION comes from a module proxy (or put Go on PATH)"
+}
+
 # ci_go: puts a Go that can build the toolchain's modules on PATH, unless the toolchain is built
 # already (cached), or a new enough Go is there.
 ci_go() {
@@ -45,8 +68,8 @@ ci_go() {
     [[ $arch == amd64 ]] || ci_die "no Go >= $required on PATH, and only linux/amd64 Go is pinned here; install Go $required or newer"
     need curl "install curl (Debian: apt-get install curl)"
     ensure_command unzip unzip
-    local proxy=${GOPROXY:-https://proxy.golang.org}
-    proxy=${proxy%%,*}
+    local proxy
+    proxy=$(ci_goproxy) || exit 1
     local module="golang.org/toolchain@v0.0.1-go$KOO_CI_GO_VERSION.linux-$arch"
     log "Go $KOO_CI_GO_VERSION: downloading ${module} from $proxy (once; cached with the toolchain)"
     fresh_dir "$dir"
@@ -74,4 +97,31 @@ ci_python() {
   { run_apt install -y -qq python3 python3-venv >/dev/null 2>&1 ||
     { run_apt update -qq >/dev/null 2>&1 && run_apt install -y -qq python3 python3-venv >/dev/null; }; } ||
     ci_die "could not install python3-venv with apt-get"
+}
+
+# ci_provider_config: points tofu at the providers a real pipeline uses, unless the user has a CLI
+# configuration of their own. The OpenStack provider comes from the toolchain's mirror (built from
+# its pinned module, verified by go.sum); every other provider, hashicorp/null, from the registry,
+# as on a laptop: the toolchain's null is the offline tests' stand-in. With
+# KUBE_ON_OS_OFFLINE_PROVIDERS=true (runners without registry access, the local pipeline test)
+# every provider comes from the mirror. Needs scripts/toolchain/env.sh sourced.
+ci_provider_config() {
+  [[ ${KOO_USER_CLI_CONFIG:-0} == 0 ]] || return 0
+  [[ ${KUBE_ON_OS_OFFLINE_PROVIDERS:-false} != true ]] || return 0
+  local config openstack
+  config=$(mktemp "${TMPDIR:-/tmp}/kube-on-os-tofu-XXXXXX.rc")
+  openstack="registry.opentofu.org/terraform-provider-openstack/openstack"
+  cat >"$config" <<HCL
+provider_installation {
+  filesystem_mirror {
+    path    = "$(koo_mirror_dir)"
+    include = ["$openstack"]
+  }
+  direct {
+    exclude = ["$openstack"]
+  }
+}
+HCL
+  export TF_CLI_CONFIG_FILE=$config
+  log "providers: $openstack from the toolchain's mirror, the others from the registry"
 }

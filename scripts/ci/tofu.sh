@@ -2,12 +2,17 @@
 # The pipeline's tofu: what GitLab's gitlab-tofu (the OpenTofu CI/CD component's wrapper) does,
 # with its variable names, on the project's own tofu and offline provider mirror.
 #
-#   tofu.sh validate | fmt | plan | plan-json | apply | destroy
+#   tofu.sh validate | plan | plan-json | apply | destroy
 #
 # GitLab-managed state comes through TF_HTTP_* alone, each defaulting as in gitlab-tofu:
 # TF_HTTP_ADDRESS=$CI_API_V4_URL/projects/$CI_PROJECT_ID/terraform/state/<state name, URL-encoded>
-# (or $GITLAB_TOFU_STATE_ADDRESS), lock and unlock at <address>/lock with POST and DELETE, user
-# gitlab-ci-token, password $CI_JOB_TOKEN. Never -backend-config: tofu writes those values into
+# (or $GITLAB_TOFU_STATE_ADDRESS), lock and unlock at <TF_HTTP_ADDRESS>/lock with POST and DELETE,
+# user gitlab-ci-token, password $CI_JOB_TOKEN.
+#
+# Unlike gitlab-tofu's, the root directory and the plan files are fixed: cdktf synthesizes the
+# stack into cdktf.out/stacks/kube-on-os (main.ts), and .gitlab-ci.yml's artifacts name those
+# paths. GITLAB_TOFU_ROOT_DIR, GITLAB_TOFU_PLAN_CACHE and GITLAB_TOFU_PLAN_JSON are refused when
+# they say anything else, rather than silently leaving the artifacts behind. Never -backend-config: tofu writes those values into
 # the plan file, and the token would outlive the job in the plan.cache artifact.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -15,18 +20,24 @@ cd "$KOO_ROOT"
 
 command=${1:-}
 case $command in
-  validate | fmt | plan | plan-json | apply | destroy) ;;
-  *) ci_die "usage: scripts/ci/tofu.sh validate|fmt|plan|plan-json|apply|destroy (got '${command}')" ;;
+  validate | plan | plan-json | apply | destroy) ;;
+  *) ci_die "usage: scripts/ci/tofu.sh validate|plan|plan-json|apply|destroy (got '${command}')" ;;
 esac
 
-root=${GITLAB_TOFU_ROOT_DIR:-cdktf.out/stacks/kube-on-os}
+root=cdktf.out/stacks/kube-on-os
+plan_cache=plan.cache
+plan_json=plan.json
+for fixed in "GITLAB_TOFU_ROOT_DIR=$root" "GITLAB_TOFU_PLAN_CACHE=$plan_cache" "GITLAB_TOFU_PLAN_JSON=$plan_json"; do
+  name=${fixed%%=*} value=${fixed#*=}
+  [[ -z ${!name:-} || ${!name} == "$value" || ${!name} == "$KOO_ROOT/$root/$value" || ${!name} == "$KOO_ROOT/$value" ]] ||
+    ci_die "$name='${!name}' cannot be changed here: the stack and its plan files are at $root/$plan_cache and $root/$plan_json (the artifacts name them); unset $name"
+done
 [[ -f $root/cdk.tf.json ]] || ci_die "$root/cdk.tf.json is missing: the synth job's cdktf.out/ artifact did not arrive"
-plan_cache=${GITLAB_TOFU_PLAN_CACHE:-plan.cache}
-plan_json=${GITLAB_TOFU_PLAN_JSON:-plan.json}
 
 ci_go
 bash scripts/toolchain/terraform.sh
 source scripts/toolchain/env.sh
+ci_provider_config
 export TF_IN_AUTOMATION=true
 
 # jq's @uri, as gitlab-tofu encodes the state name: unreserved characters stay, the rest is %XX
@@ -54,14 +65,15 @@ backend_env() {
     ci_die "GitLab-managed state needs CI_JOB_TOKEN (GitLab sets it in every job) or TF_HTTP_PASSWORD"
   local address=${GITLAB_TOFU_STATE_ADDRESS:-${CI_API_V4_URL:-}/projects/${CI_PROJECT_ID:-}/terraform/state/$(urlencode "$GITLAB_TOFU_STATE_NAME")}
   export TF_HTTP_ADDRESS=${TF_HTTP_ADDRESS:-$address}
-  export TF_HTTP_LOCK_ADDRESS=${TF_HTTP_LOCK_ADDRESS:-$address/lock}
+  # From the address in use, a user's own included, as gitlab-tofu derives them.
+  export TF_HTTP_LOCK_ADDRESS=${TF_HTTP_LOCK_ADDRESS:-$TF_HTTP_ADDRESS/lock}
   export TF_HTTP_LOCK_METHOD=${TF_HTTP_LOCK_METHOD:-POST}
-  export TF_HTTP_UNLOCK_ADDRESS=${TF_HTTP_UNLOCK_ADDRESS:-$address/lock}
+  export TF_HTTP_UNLOCK_ADDRESS=${TF_HTTP_UNLOCK_ADDRESS:-$TF_HTTP_ADDRESS/lock}
   export TF_HTTP_UNLOCK_METHOD=${TF_HTTP_UNLOCK_METHOD:-DELETE}
   export TF_HTTP_USERNAME=${TF_HTTP_USERNAME:-gitlab-ci-token}
   export TF_HTTP_PASSWORD=${TF_HTTP_PASSWORD:-${CI_JOB_TOKEN:-}}
   export TF_HTTP_RETRY_WAIT_MIN=${TF_HTTP_RETRY_WAIT_MIN:-5}
-  log "state: $GITLAB_TOFU_STATE_NAME at $TF_HTTP_ADDRESS (user $TF_HTTP_USERNAME)"
+  log "state: $GITLAB_TOFU_STATE_NAME at $TF_HTTP_ADDRESS (lock $TF_HTTP_LOCK_ADDRESS, user $TF_HTTP_USERNAME)"
 }
 
 # The provider reads OpenStack credentials from the environment only; say which are missing
@@ -92,10 +104,6 @@ case $command in
   validate)
     init -backend=false
     tofu -chdir="$root" validate
-    ;;
-  fmt)
-    # cdktf writes JSON, which fmt leaves alone; this keeps any hand-written .tf beside it honest.
-    tofu -chdir="$root" fmt -check -diff -recursive
     ;;
   plan)
     backend_env
