@@ -26,7 +26,7 @@ import {
   zipEntries,
 } from "./gitlab-ci/support";
 import { evaluateIf, evaluateRules, Variables } from "./gitlab-ci/rules";
-import { runAsync, runTofuAsync } from "./support/tofu";
+import { machineNetworkEnv, runAsync, runTofuAsync } from "./support/tofu";
 
 const PIPELINE = YAML.parse(fs.readFileSync(path.join(ROOT, ".gitlab-ci.yml"), "utf8"));
 const STACK = "cdktf.out/stacks/kube-on-os";
@@ -357,14 +357,7 @@ describe("the pipeline, run locally by gitlab-ci-local", () => {
       .join(":");
     // The machine's own network settings stay, as a runner on it would have them: the registries'
     // certificate authorities and proxies (an empty cache is filled from the package registries).
-    const network = Object.fromEntries(
-      Object.entries(process.env).filter(([key]) =>
-        /^(NODE_EXTRA_CA_CERTS|SSL_CERT_FILE|SSL_CERT_DIR|PIP_CERT|REQUESTS_CA_BUNDLE|CURL_CA_BUNDLE|GIT_SSL_CAINFO|GOPROXY|GOSUMDB|GONOSUMDB|GOPRIVATE|GOFLAGS|(https?|no)_proxy|(HTTPS?|NO)_PROXY)$/.test(
-          key,
-        ),
-      ),
-    );
-    env = { PATH: runnerPath, HOME: os.homedir(), LANG: "C.UTF-8", ...network };
+    env = { PATH: runnerPath, HOME: os.homedir(), LANG: "C.UTF-8", ...machineNetworkEnv() };
 
     pipeline = await run();
   }, 1_800_000);

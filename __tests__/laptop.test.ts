@@ -16,7 +16,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { OpenStackDouble, startOpenStackDouble } from "../test/openstack-double/server";
-import { describeEachCli, runAsync, RunResult, TfCli } from "./support/tofu";
+import { describeEachCli, machineNetworkEnv, runAsync, RunResult, TfCli } from "./support/tofu";
 
 const ROOT = path.join(__dirname, "..");
 /** Installing, synthesizing and two applies against the double: minutes, not seconds. */
@@ -105,6 +105,7 @@ describeEachCli("the README's laptop commands against the OpenStack API double",
     project = copyProject();
     const home = userHome(double);
     env = {
+      ...machineNetworkEnv(),
       HOME: home,
       PATH: pathWith(cli),
       TERM: "xterm",

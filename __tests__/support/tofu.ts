@@ -101,3 +101,14 @@ export function initOffline(dir: string, cli: TfCli = { name: "tofu", path: tofu
   if (result.status !== 0) throw new Error(`${cli.name} init failed in ${dir}:\n${result.stderr}${result.stdout}`);
   return result;
 }
+
+/**
+ * The machine's own network settings (the package registries' certificate authorities, proxies,
+ * Go's proxy), for a test that runs commands in a made-up environment the way a user's shell or a
+ * runner on this machine would run them.
+ */
+export function machineNetworkEnv(): NodeJS.ProcessEnv {
+  const names =
+    /^(NODE_EXTRA_CA_CERTS|SSL_CERT_FILE|SSL_CERT_DIR|PIP_CERT|REQUESTS_CA_BUNDLE|CURL_CA_BUNDLE|GIT_SSL_CAINFO|GOPROXY|GOSUMDB|GONOSUMDB|GOPRIVATE|GOFLAGS|(https?|no)_proxy|(HTTPS?|NO)_PROXY)$/;
+  return Object.fromEntries(Object.entries(process.env).filter(([key]) => names.test(key)));
+}
