@@ -4,17 +4,15 @@
  * http state server through the partial http backend (TF_HTTP_*), as the pipeline does.
  */
 import * as fs from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
 import { OpenStackDouble, startOpenStackDouble } from "../test/openstack-double/server";
 import { StateServer, startStateServer } from "../test/http-state/server";
-import { synthToDir } from "./support/synth";
 import YAML from "yaml";
-import { describeEachCli, RunResult, runTfAsync, TfCli, tfClis } from "./support/tofu";
+import { describeEachCli, TfCli, tfClis } from "./support/tofu";
+import { WITHOUT_PROVISIONERS, Workspace, workspace as makeWorkspace } from "./support/workspace";
 
 let double: OpenStackDouble;
 let state: StateServer;
-let stateName = 0;
 
 beforeAll(async () => {
   double = await startOpenStackDouble();
@@ -31,37 +29,9 @@ afterEach(() => {
   expect(double.unhandled).toEqual([]);
 });
 
-interface Workspace {
-  readonly dir: string;
-  readonly env: NodeJS.ProcessEnv;
-  readonly stateName: string;
-  /** Runs the workspace's CLI (OpenTofu unless given). */
-  tofu(args: string[], extra?: NodeJS.ProcessEnv, input?: string): Promise<RunResult>;
-}
-
-/**
- * The documented test switch: the double has no machines to log in to, so applies run without
- * the provisioning chain. Plans keep it, to show what it would run.
- */
-const WITHOUT_PROVISIONERS = { TF_VAR_run_provisioners: "false" };
-
-/**
- * Synthesizes the stack with `synthEnv`, and inits it against a fresh state in the state server;
- * every tofu command gets `runEnv`.
- */
-async function workspace(
-  synthEnv: NodeJS.ProcessEnv = {},
-  runEnv: NodeJS.ProcessEnv = WITHOUT_PROVISIONERS,
-  cli: TfCli = tfClis()[0],
-): Promise<Workspace> {
-  const name = `kube-on-os-${++stateName}`;
-  const dir = await synthToDir(fs.mkdtempSync(path.join(os.tmpdir(), "kube-on-os-l2-")), synthEnv);
-  const env = { ...double.passwordEnv(), ...state.backendEnv(name), ...runEnv };
-  const tofu = (args: string[], extra: NodeJS.ProcessEnv = {}, input = "") => runTfAsync(cli, args, dir, { ...env, ...extra }, input);
-  const init = await tofu(["init", "-input=false"]);
-  expect(init.stderr).toBe("");
-  expect(init.status).toBe(0);
-  return { dir, env, stateName: name, tofu };
+/** A fresh workspace against this file's double and state server. */
+function workspace(synthEnv: NodeJS.ProcessEnv = {}, runEnv: NodeJS.ProcessEnv = WITHOUT_PROVISIONERS, cli: TfCli = tfClis()[0]) {
+  return makeWorkspace(double, state, synthEnv, runEnv, cli);
 }
 
 async function planJson(ws: Workspace, extra: NodeJS.ProcessEnv = {}): Promise<any> {
