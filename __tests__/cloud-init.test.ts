@@ -2,7 +2,8 @@
  * Every machine's user_data as Terraform evaluates it: each instance's user_data expression is
  * copied, with its `count`, into a built-in terraform_data resource of a scratch configuration
  * that keeps the stack's variables and locals, and `tofu apply` evaluates it — exactly the
- * expression the instance would get, with no cloud involved. The result must pass cloud-init's
+ * expression the instance would get, with no cloud involved (the Salt volume's id, known only
+ * once Cinder made it, is SALT_VOLUME_ID there). The result must pass cloud-init's
  * own schema validator, carry the scripts byte for byte, and match the committed golden files.
  */
 import { spawnSync } from "node:child_process";
@@ -15,6 +16,8 @@ import { synthToDir } from "./support/synth";
 import { runTofuAsync } from "./support/tofu";
 
 const GOLDEN_DIR = path.join(__dirname, "golden", "cloud-init");
+/** The id Cinder gives the Salt master's volume, in the scratch configuration. */
+const SALT_VOLUME_ID = "0b6f1d3e-5a7c-4e21-9f3b-2d8c6a4e1f07";
 
 /** Evaluated user_data per machine name (workers as `k8s-worker-<n>`). */
 async function evaluatedUserData(env: NodeJS.ProcessEnv): Promise<Record<string, string>> {
@@ -23,7 +26,8 @@ async function evaluatedUserData(env: NodeJS.ProcessEnv): Promise<Record<string,
   const data: Record<string, unknown> = {};
   const output: Record<string, unknown> = {};
   for (const [id, instance] of Object.entries<any>(stack.resource.openstack_compute_instance_v2)) {
-    data[id] = { count: instance.count ?? 1, input: instance.user_data };
+    const input = (instance.user_data as string).replace(/openstack_blockstorage_volume_v3\.\w+\.id/g, "local.salt_volume_id");
+    data[id] = { count: instance.count ?? 1, input };
     output[id] = { value: `\${terraform_data.${id}[*].output}`, sensitive: true };
   }
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "kube-on-os-ci-eval-"));
@@ -32,7 +36,7 @@ async function evaluatedUserData(env: NodeJS.ProcessEnv): Promise<Record<string,
     // Only the locals user_data may use: it references variables and functions alone.
     JSON.stringify({
       variable: stack.variable,
-      locals: { root_password_users: stack.locals.root_password_users },
+      locals: { root_password_users: stack.locals.root_password_users, salt_volume_id: SALT_VOLUME_ID },
       resource: { terraform_data: data },
       output,
     }),
@@ -140,6 +144,39 @@ describe("cloud-init user_data, as Terraform evaluates it", () => {
       });
     }
     expect(writeFiles(defaults.salt)["/etc/netplan/90-kube-on-os.yaml"]).toBeUndefined();
+  });
+
+  it("finds the Salt volume by the serial Nova gives it, not by a device name", () => {
+    const files = writeFiles(defaults.salt);
+    expect(files["/etc/kube-on-os/bootstrap.env"].content).toContain(`KOO_SALT_VOLUME_ID=${SALT_VOLUME_ID}\n`);
+    expect(files["/etc/kube-on-os/bootstrap.env"].content).not.toContain("/dev/vd");
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "kube-on-os-salt-volume-"));
+    const script = path.join(dir, "salt-volume.sh");
+    fs.writeFileSync(script, files["/usr/local/sbin/kube-on-os-salt-volume"].content);
+    fs.writeFileSync(path.join(dir, "bootstrap.env"), files["/etc/kube-on-os/bootstrap.env"].content);
+    // Block devices as a guest sees them: the flavor's ephemeral disk is vdb, the volume vdc.
+    const byId = path.join(dir, "by-id");
+    fs.mkdirSync(byId);
+    for (const [node, minor] of [
+      ["vdb", "0"],
+      ["vdc", "1"],
+    ]) {
+      expect(spawnSync("mknod", [path.join(dir, node), "b", "7", minor]).status).toBe(0);
+    }
+    const printDevice = () =>
+      spawnSync("bash", [script, "--print-device"], {
+        encoding: "utf8",
+        env: { ...process.env, KOO_BOOTSTRAP_ENV: path.join(dir, "bootstrap.env"), KOO_DISK_BY_ID: byId },
+      });
+    const otherVolume = "9d3c2b1a-0000-4e21-9f3b-2d8c6a4e1f07";
+    // virtio-blk: udev's link carries the first 20 characters of the serial (VIRTIO_BLK_ID_BYTES).
+    fs.symlinkSync("../vdb", path.join(byId, `virtio-${otherVolume.slice(0, 20)}`));
+    fs.symlinkSync("../vdc", path.join(byId, `virtio-${SALT_VOLUME_ID.slice(0, 20)}`));
+    expect(printDevice()).toMatchObject({ status: 0, stdout: `${path.join(dir, "vdc")}\n` });
+    // A SCSI bus (hw_disk_bus=scsi) keeps the whole id.
+    fs.rmSync(path.join(byId, `virtio-${SALT_VOLUME_ID.slice(0, 20)}`));
+    fs.symlinkSync("../vdb", path.join(byId, `scsi-0QEMU_QEMU_HARDDISK_${SALT_VOLUME_ID}`));
+    expect(printDevice()).toMatchObject({ status: 0, stdout: `${path.join(dir, "vdb")}\n` });
   });
 
   it("sets no root password unless asked to", () => {

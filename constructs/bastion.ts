@@ -4,7 +4,7 @@ import { NetworkingFloatingipAssociateV2 } from "../.gen/providers/openstack/net
 import { NetworkingFloatingipV2 } from "../.gen/providers/openstack/networking-floatingip-v2";
 import { NetworkingPortV2 } from "../.gen/providers/openstack/networking-port-v2";
 import { HOSTS } from "./config";
-import { fixedPort, floatingIpFor, fqdn, MachineProps, userDataFor } from "./machine";
+import { CONFIG_DRIVE, fixedPort, floatingIpFor, fqdn, MachineProps, userDataFor } from "./machine";
 
 export interface BastionProps extends MachineProps {
   /** @default Bastion.DEFAULT_FLAVOR */
@@ -55,6 +55,7 @@ export class Bastion extends Construct {
     this.instance = new ComputeInstanceV2(this, "Instance", {
       name: this.fqdn,
       imageId: props.imageId,
+      configDrive: CONFIG_DRIVE,
       flavorName: flavor,
       keyPair: props.keyPair,
       userData: userDataFor(

@@ -386,6 +386,14 @@ export const VARIABLES = {
     default: true,
     rules: [],
   } as VariableSpec<boolean>,
+  check_quotas: {
+    kind: "bool",
+    type: "bool",
+    description:
+      "Read the project's Nova, Cinder and Neutron quotas at plan time and stop the plan if a limit is smaller than the deployment needs. false skips it (a cloud whose policy hides quotas from project members).",
+    default: true,
+    rules: [],
+  } as VariableSpec<boolean>,
   ssh_host_keys: {
     kind: "complex",
     type: "map(string)",

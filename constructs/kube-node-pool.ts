@@ -5,7 +5,7 @@ import { ComputeServergroupV2 } from "../.gen/providers/openstack/compute-server
 import { NetworkingFloatingipV2 } from "../.gen/providers/openstack/networking-floatingip-v2";
 import { NetworkingPortV2 } from "../.gen/providers/openstack/networking-port-v2";
 import { HOSTS, SERVER_GROUP_POLICIES } from "./config";
-import { atCountIndex, fixedPort, floatingIpFor, fqdn, MachineProps, splat, userDataFor } from "./machine";
+import { atCountIndex, CONFIG_DRIVE, fixedPort, floatingIpFor, fqdn, MachineProps, splat, userDataFor } from "./machine";
 
 export interface KubeNodePoolProps extends MachineProps {
   /** Nodes including the master (node 0); a token keeps TF_VAR_num_kube_nodes working at plan time. */
@@ -28,6 +28,11 @@ export class KubeNodePool extends Construct {
   static readonly DEFAULT_SERVER_GROUP_POLICY = "soft-anti-affinity";
   static readonly MASTER_HOST = "k8s-master";
   static readonly WORKER_HOST = "k8s-worker";
+
+  /** The highest private host number the pool's fixed addresses take for `nodeCount` nodes. */
+  static lastPrivateHost(nodeCount: number): number {
+    return Token.asNumber(Fn.max([HOSTS.kubeMasterPrivate, Op.add(HOSTS.firstWorkerPrivate, Op.sub(nodeCount, 2))]));
+  }
 
   readonly master: ComputeInstanceV2;
   readonly masterPublicPort: NetworkingPortV2;
@@ -80,6 +85,7 @@ export class KubeNodePool extends Construct {
     this.master = new ComputeInstanceV2(this, "Master", {
       name: this.masterFqdn,
       imageId: props.imageId,
+      configDrive: CONFIG_DRIVE,
       flavorName: flavor,
       keyPair: props.keyPair,
       userData: userDataFor(
@@ -126,6 +132,7 @@ export class KubeNodePool extends Construct {
       ),
       name: workerName,
       imageId: props.imageId,
+      configDrive: CONFIG_DRIVE,
       flavorName: flavor,
       keyPair: props.keyPair,
       network: [{ port: atCountIndex(this.workerPorts, "id") }],

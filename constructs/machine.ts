@@ -40,8 +40,13 @@ export const SALT_VERSION = "3007.15";
 /** Interface names on the Ubuntu 20.04 cloud image: Nova attaches the public port first. */
 export const PUBLIC_INTERFACE = "ens3";
 export const PRIVATE_INTERFACE = "ens4";
-/** The Salt master's volume: the first disk Nova attaches to a virtio instance. */
-export const SALT_VOLUME_DEVICE = "/dev/vdb";
+/**
+ * Every instance reads its user_data from a config drive, not from the metadata service: the
+ * private network has no router, and with ML2/OVS' default `enable_isolated_metadata = False`
+ * its machines would reach 169.254.169.254 only through the bastion's NAT, so a worker that
+ * booted before the bastion would find no user_data. A config drive is there at first boot.
+ */
+export const CONFIG_DRIVE = true;
 
 /**
  * A dual-homed host takes DHCP routes and DNS only from its public interface, so its default
@@ -64,6 +69,12 @@ export interface HostIdentity {
   readonly fqdn: string;
   readonly privateIp: string;
   readonly dualHomed: boolean;
+  /**
+   * Cinder volume the machine's cloud-init prepares (the Salt master's). It is found by its id,
+   * which Nova gives the disk as its serial: the device name Nova reports is only a guess, and a
+   * flavor with an ephemeral disk or swap moves the volume past /dev/vdb. @default none
+   */
+  readonly volumeId?: string;
 }
 
 /** A machine's user_data: the role's template filled with its identity and the deployment's values. */
@@ -74,7 +85,7 @@ export function userDataFor(role: CloudInitRole, host: HostIdentity, bootstrap: 
     KOO_SALT_MASTER: bootstrap.saltMasterIp,
     KOO_PRIVATE_CIDR: bootstrap.privateCidr,
     KOO_PUBLIC_INTERFACE: PUBLIC_INTERFACE,
-    KOO_SALT_DEVICE: SALT_VOLUME_DEVICE,
+    ...(host.volumeId === undefined ? {} : { KOO_SALT_VOLUME_ID: host.volumeId }),
   };
   return renderCloudInit(role, {
     hostname: host.hostname,
@@ -88,6 +99,16 @@ export function userDataFor(role: CloudInitRole, host: HostIdentity, bootstrap: 
     rootPasswordUsers: bootstrap.rootPasswordUsers,
     netplan: host.dualHomed ? DUAL_HOMED_NETPLAN : undefined,
   });
+}
+
+/**
+ * The deploy keypair's name: `<domain>-deploy` with the domain's dots as underscores. Before
+ * compute microversion 2.92, Nova allows only `[_\- a-zA-Z0-9]` in keypair names
+ * (nova/api/validation/parameter_types.py, `keypair_name_special_chars`), and the provider sends no
+ * microversion for keypairs. A DNS name has no underscores, so no two domains share a name.
+ */
+export function deployKeypairName(domain: string): string {
+  return `${Fn.replace(domain, ".", "_")}-deploy`;
 }
 
 /** `<host>.<domain>`: hostname, FQDN, OpenStack name and Salt minion id at once. */

@@ -25,6 +25,11 @@ export interface NetworkProps {
   readonly sshAllowedCidrs?: string[];
   /** Sources allowed to reach the Kubernetes API on the master. @default ["0.0.0.0/0"] */
   readonly apiAllowedCidrs?: string[];
+  /**
+   * The highest host number a fixed address takes on the private network (a token when it
+   * follows a plan-time value). The plan fails if it reaches the DHCP pool. @default the master's
+   */
+  readonly lastPrivateStaticHost?: number;
 }
 
 /** The security groups that the machines' ports attach to. */
@@ -59,6 +64,12 @@ export class Network extends Construct {
   readonly privateNetwork: NetworkingNetworkV2;
   readonly privateSubnet: NetworkingSubnetV2;
   readonly securityGroups: NetworkSecurityGroups;
+  /**
+   * The security group rules this network creates, counting the two egress rules (IPv4, IPv6)
+   * Neutron adds to every new group from its default rule template (neutron/db/securitygroups_db.py,
+   * create_security_group, _create_rules_from_template).
+   */
+  readonly securityGroupRuleCount: number;
   readonly publicCidr: string;
   readonly privateCidr: string;
 
@@ -124,6 +135,7 @@ export class Network extends Construct {
       enableDhcp: true,
       dnsNameservers,
       allocationPool: [dhcpPool(privateCidr)],
+      lifecycle: { precondition: [staticHostsBelowPool(privateCidr, props.lastPrivateStaticHost ?? HOSTS.kubeMasterPrivate)] },
     });
 
     this.securityGroups = {
@@ -182,6 +194,11 @@ export class Network extends Construct {
       remoteGroupId: this.securityGroups.internal.id,
     });
 
+    const groups = Object.keys(this.securityGroups).length;
+    // SSH and API rules per allowed network; HTTP, HTTPS, internal and Salt once each.
+    this.securityGroupRuleCount = Token.asNumber(
+      Op.add(Op.add(Fn.lengthOf(sshAllowedCidrs), Fn.lengthOf(apiAllowedCidrs)), 4 + 2 * groups),
+    );
     new NetworkingSecgroupRuleV2(this, "SaltMasterRule", {
       securityGroupId: this.securityGroups.saltMaster.id,
       description: "Salt publish and return ports from the private network only",
@@ -224,6 +241,20 @@ function hostAddress(cidr: string, host: number): string {
 function upperHalfStart(cidr: string): number {
   const prefixLength = Fn.tonumber(Fn.element(Fn.split("/", cidr), 1));
   return Token.asNumber(Op.div(Fn.pow(2, Op.sub(32, prefixLength)), 2));
+}
+
+/**
+ * Checked at plan time, whatever the plan-time values: a fixed address inside the pool could be
+ * taken by DHCP first (Neutron hands out pool addresses at random), and its port would fail.
+ */
+function staticHostsBelowPool(cidr: string, lastHost: number) {
+  const poolStart = upperHalfStart(cidr);
+  return {
+    condition: Op.lt(lastHost, poolStart),
+    errorMessage:
+      `Invalid network layout: fixed private addresses reach host number ${lastHost}, inside the DHCP pool of ` +
+      `private_network_cidr=${cidr} (its upper half, from host number ${poolStart}); use a larger private network or fewer num_kube_nodes.`,
+  };
 }
 
 /** DHCP hands out the upper half of the network only; the lower half is for static hosts. */

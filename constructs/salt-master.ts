@@ -5,7 +5,7 @@ import { ComputeInstanceV2 } from "../.gen/providers/openstack/compute-instance-
 import { ComputeVolumeAttachV2 } from "../.gen/providers/openstack/compute-volume-attach-v2";
 import { NetworkingPortV2 } from "../.gen/providers/openstack/networking-port-v2";
 import { HOSTS } from "./config";
-import { fixedPort, fqdn, MachineProps, userDataFor } from "./machine";
+import { CONFIG_DRIVE, fixedPort, fqdn, MachineProps, userDataFor } from "./machine";
 
 export interface SaltMasterProps extends MachineProps {
   /** @default SaltMaster.DEFAULT_FLAVOR */
@@ -57,11 +57,12 @@ export class SaltMaster extends Construct {
     this.instance = new ComputeInstanceV2(this, "Instance", {
       name: this.fqdn,
       imageId: props.imageId,
+      configDrive: CONFIG_DRIVE,
       flavorName: flavor,
       keyPair: props.keyPair,
       userData: userDataFor(
         "salt-master",
-        { hostname: SaltMaster.HOST, fqdn: this.fqdn, privateIp: this.privateIp, dualHomed: false },
+        { hostname: SaltMaster.HOST, fqdn: this.fqdn, privateIp: this.privateIp, dualHomed: false, volumeId: this.volume.id },
         props.bootstrap,
       ),
       network: [{ port: this.port.id }],

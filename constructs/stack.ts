@@ -18,8 +18,9 @@ import { OpenstackProvider } from "../.gen/providers/openstack/provider";
 import { Bastion } from "./bastion";
 import { BackendKind, HOSTS, KubeOnOsConfig, VariableName, VariableSpec, VARIABLES } from "./config";
 import { KubeNodePool } from "./kube-node-pool";
-import { fqdn, MachineProps, splat } from "./machine";
+import { deployKeypairName, fqdn, MachineProps, splat } from "./machine";
 import { Network } from "./network";
+import { Quotas } from "./quotas";
 import { SaltMaster } from "./salt-master";
 import { SaltProvisioner, saltPillar } from "./salt-provisioner";
 
@@ -49,6 +50,8 @@ export class KubeOnOsStack extends TerraformStack {
   readonly bastion: Bastion;
   readonly saltMaster: SaltMaster;
   readonly kubeNodes: KubeNodePool;
+  /** The plan-time quota check. */
+  readonly quotas: Quotas;
   readonly provisioner: SaltProvisioner;
 
   constructor(scope: Construct, id: string, props: KubeOnOsStackProps) {
@@ -87,13 +90,14 @@ export class KubeOnOsStack extends TerraformStack {
       dnsNameservers: v.dns_nameservers.listValue,
       sshAllowedCidrs: v.ssh_allowed_cidrs.listValue,
       apiAllowedCidrs: v.api_allowed_cidrs.listValue,
+      lastPrivateStaticHost: KubeNodePool.lastPrivateHost(v.num_kube_nodes.numberValue),
     });
 
     // A new keypair from deploy_ssh_public_key, or the existing keypair_name, or none.
     // (cdktf renders a falsy right operand of Op as "undefined", hence length() < 1, not == "".)
     const keypair = new ComputeKeypairV2(this, "DeployKeypair", {
       count: TerraformCount.of(Token.asNumber(Fn.conditional(Op.lt(Fn.lengthOf(v.deploy_ssh_public_key.stringValue), 1), 0, 1))),
-      name: `${v.deploy_domain_name.stringValue}-deploy`,
+      name: deployKeypairName(v.deploy_domain_name.stringValue),
       publicKey: v.deploy_ssh_public_key.stringValue,
     });
     const keyPair = Token.asString(
@@ -132,6 +136,20 @@ export class KubeOnOsStack extends TerraformStack {
       podCidr: v.pod_cidr.stringValue,
       serviceCidr: v.service_cidr.stringValue,
       serverGroupPolicy: v.kube_server_group_policy.stringValue,
+    });
+
+    this.quotas = new Quotas(this, "Quotas", {
+      enabled: v.check_quotas.booleanValue,
+      nodeCount: v.num_kube_nodes.numberValue,
+      flavors: {
+        bastion: v.bastion_flavor.stringValue,
+        saltMaster: v.salt_master_flavor.stringValue,
+        kubeNode: v.kube_node_flavor.stringValue,
+      },
+      serverGroupPolicy: v.kube_server_group_policy.stringValue,
+      saltVolumeSize: v.salt_volume_size.numberValue,
+      newKeypairs: Token.asNumber(Fn.lengthOf(splat(keypair, "name"))),
+      securityGroupRules: this.network.securityGroupRuleCount,
     });
 
     const domain = v.deploy_domain_name.stringValue;

@@ -1,0 +1,120 @@
+import { Fn, IResolvable, Op, ref, TerraformCount, TerraformLocal, TerraformStack, Token } from "cdktf";
+import { Construct } from "constructs";
+import { DataOpenstackBlockstorageQuotasetV3 } from "../.gen/providers/openstack/data-openstack-blockstorage-quotaset-v3";
+import { DataOpenstackComputeFlavorV2 } from "../.gen/providers/openstack/data-openstack-compute-flavor-v2";
+import { DataOpenstackComputeQuotasetV2 } from "../.gen/providers/openstack/data-openstack-compute-quotaset-v2";
+import { DataOpenstackIdentityAuthScopeV3 } from "../.gen/providers/openstack/data-openstack-identity-auth-scope-v3";
+import { DataOpenstackNetworkingQuotaV2 } from "../.gen/providers/openstack/data-openstack-networking-quota-v2";
+
+/** What the deployment creates, as far as the project's quotas count it. Numbers may be tokens. */
+export interface QuotasProps {
+  /** Read the quotas and check them at plan time (a token: `check_quotas`). */
+  readonly enabled: boolean | IResolvable;
+  readonly nodeCount: number;
+  readonly flavors: { readonly bastion: string; readonly saltMaster: string; readonly kubeNode: string };
+  /** "none" puts the nodes in no server group. */
+  readonly serverGroupPolicy: string;
+  readonly saltVolumeSize: number;
+  /** 1 when the stack creates the deploy keypair, else 0. */
+  readonly newKeypairs: number;
+  /** The security group rules the stack creates, the default egress rules of its groups included. */
+  readonly securityGroupRules: number;
+}
+
+/** The project quotas a deployment uses, by quota name; `docs/quotas.md` explains each. */
+export interface QuotaNeeds {
+  readonly compute: Record<"instances" | "cores" | "ram" | "server_groups" | "server_group_members" | "key_pairs", number>;
+  readonly blockStorage: Record<"volumes" | "gigabytes", number>;
+  readonly network: Record<"floatingip" | "network" | "subnet" | "router" | "port" | "security_group" | "security_group_rule", number>;
+}
+
+/**
+ * The machines, their ports, networks, floating IPs and volume, counted against the project's
+ * Nova, Cinder and Neutron quotas at plan time. A limit smaller than what the deployment needs
+ * fails the plan with one line naming the quota, before anything is created. Only limits are
+ * compared: what other deployments in the project already use can still exhaust a quota at
+ * apply time, and the cloud then answers with its own error (409, 403 or 413).
+ */
+export class Quotas extends Construct {
+  /** Ports per deployment besides the workers': bastion 2, Salt master 1, master 2, router 1, DHCP 2. */
+  static readonly FIXED_PORTS = 8;
+
+  readonly needs: QuotaNeeds;
+
+  constructor(scope: Construct, id: string, props: QuotasProps) {
+    super(scope, id);
+    const count = () => TerraformCount.of(Token.asNumber(Fn.conditional(props.enabled, 1, 0)));
+    const flavor = (flavorId: string, name: string) => new DataOpenstackComputeFlavorV2(this, flavorId, { count: count(), name });
+    const bastion = flavor("BastionFlavor", props.flavors.bastion);
+    const saltMaster = flavor("SaltMasterFlavor", props.flavors.saltMaster);
+    const kubeNode = flavor("KubeNodeFlavor", props.flavors.kubeNode);
+    // The flavor's value, or 0 when the check is off (sum() refuses an empty list).
+    const first = (data: DataOpenstackComputeFlavorV2, attribute: string) =>
+      Token.asNumber(
+        Fn.sum(
+          Fn.concat([
+            Token.asList(ref(`data.${data.terraformResourceType}.${data.friendlyUniqueId}[*].${attribute}`, TerraformStack.of(data))),
+            [0],
+          ]),
+        ),
+      );
+    const grouped = Fn.conditional(Op.eq(props.serverGroupPolicy, "none"), 0, 1);
+
+    this.needs = {
+      compute: {
+        instances: Token.asNumber(Op.add(2, props.nodeCount)),
+        cores: Token.asNumber(
+          Op.add(Op.add(first(bastion, "vcpus"), first(saltMaster, "vcpus")), Op.mul(props.nodeCount, first(kubeNode, "vcpus"))),
+        ),
+        ram: Token.asNumber(
+          Op.add(Op.add(first(bastion, "ram"), first(saltMaster, "ram")), Op.mul(props.nodeCount, first(kubeNode, "ram"))),
+        ),
+        server_groups: Token.asNumber(grouped),
+        server_group_members: Token.asNumber(Op.mul(grouped, props.nodeCount)),
+        key_pairs: props.newKeypairs,
+      },
+      blockStorage: { volumes: 1, gigabytes: props.saltVolumeSize },
+      network: {
+        floatingip: 2,
+        network: 2,
+        subnet: 2,
+        router: 1,
+        port: Token.asNumber(Op.add(Quotas.FIXED_PORTS - 1, props.nodeCount)),
+        security_group: 4,
+        security_group_rule: props.securityGroupRules,
+      },
+    };
+    const needs = new TerraformLocal(this, "needs", this.needs);
+    const need = (service: keyof QuotaNeeds, quota: string) => `local.${needs.friendlyUniqueId}.${service}.${quota}`;
+
+    const scope_ = new DataOpenstackIdentityAuthScopeV3(this, "Scope", { count: count(), name: "kube-on-os" });
+    const projectId = Token.asString(`\${${scope_.fqn}[0].project_id}`);
+    new DataOpenstackComputeQuotasetV2(this, "Compute", {
+      count: count(),
+      projectId,
+      lifecycle: { postcondition: Object.keys(this.needs.compute).map((quota) => check("Nova", quota, need("compute", quota))) },
+    });
+    new DataOpenstackBlockstorageQuotasetV3(this, "BlockStorage", {
+      count: count(),
+      projectId,
+      lifecycle: {
+        postcondition: Object.keys(this.needs.blockStorage).map((quota) => check("Cinder", quota, need("blockStorage", quota))),
+      },
+    });
+    new DataOpenstackNetworkingQuotaV2(this, "Network", {
+      count: count(),
+      projectId,
+      lifecycle: { postcondition: Object.keys(this.needs.network).map((quota) => check("Neutron", quota, need("network", quota))) },
+    });
+  }
+}
+
+/** One quota: -1 is unlimited. Terraform does not short-circuit `||`; both sides are always valid here. */
+function check(service: string, quota: string, need: string) {
+  return {
+    condition: `\${self.${quota} < 0 || self.${quota} >= ${need}}`,
+    errorMessage:
+      `Quota too small: this deployment needs ${service} quota ${quota} = \${${need}}, but the project allows \${self.${quota}} ` +
+      `(openstack quota show); raise the quota, or deploy fewer or smaller machines.`,
+  };
+}
