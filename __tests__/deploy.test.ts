@@ -204,6 +204,26 @@ describeEachCli("L2: plan against the OpenStack API double", (cli) => {
     expect(result.stderr.replace(/\s+/g, " ")).toContain("num_kube_nodes must be a whole number of at least 1 (the master counts).");
   });
 
+  it("keeps fixed addresses out of the DHCP pool whatever the plan-time values, before creating anything", async () => {
+    const before = double.resourceCount();
+    const result = await ws.tofu(["plan", "-input=false", "-lock=false"], {
+      TF_VAR_private_network_cidr: "10.1.0.0/24",
+      TF_VAR_num_kube_nodes: "30",
+    });
+    expect(result.status).not.toBe(0);
+    expect(result.stderr.replace(/\s+/g, " ")).toContain(
+      "Invalid network layout: fixed private addresses reach host number 128, inside the DHCP pool of " +
+        "private_network_cidr=10.1.0.0/24 (its upper half, from host number 128); use a larger private network or fewer num_kube_nodes.",
+    );
+    // 29 nodes end at host 127, just below the pool.
+    const fits = await ws.tofu(["plan", "-input=false", "-lock=false"], {
+      TF_VAR_private_network_cidr: "10.1.0.0/24",
+      TF_VAR_num_kube_nodes: "29",
+    });
+    expect(fits.stderr).toBe("");
+    expect(double.resourceCount()).toBe(before);
+  });
+
   it("authenticates with an application credential as well as with a password", async () => {
     const env = double.applicationCredentialEnv();
     const unset = Object.fromEntries(Object.keys(double.passwordEnv()).map((k) => [k, ""]));

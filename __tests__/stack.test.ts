@@ -101,7 +101,7 @@ describe("KubeOnOsStack", () => {
     expect(Object.values(json.data.openstack_networking_network_v2)[0].name).toBe("${var.external_network_name}");
   });
 
-  it("outputs the network ids, floating IPs, Salt volume, ssh config, kubeconfig command and minion ids, each described", async () => {
+  it("outputs the network ids, floating IPs, Salt volume, ssh config, kubeconfig command, minion ids and quota needs, each described", async () => {
     const json = await synthStack({});
     expect(Object.keys(json.output).sort()).toEqual([
       "bastion_floating_ip",
@@ -113,6 +113,7 @@ describe("KubeOnOsStack", () => {
       "private_subnet_id",
       "public_network_id",
       "public_subnet_id",
+      "quota_needs",
       "router_id",
       "salt_volume_id",
       "ssh_commands",

@@ -1,4 +1,4 @@
-import { Fn, IResolvable, Op, ref, TerraformCount, TerraformLocal, TerraformStack, Token } from "cdktf";
+import { Fn, IResolvable, Op, TerraformCount, TerraformLocal, Token } from "cdktf";
 import { Construct } from "constructs";
 import { DataOpenstackBlockstorageQuotasetV3 } from "../.gen/providers/openstack/data-openstack-blockstorage-quotaset-v3";
 import { DataOpenstackComputeFlavorV2 } from "../.gen/providers/openstack/data-openstack-compute-flavor-v2";
@@ -40,35 +40,25 @@ export class Quotas extends Construct {
   static readonly FIXED_PORTS = 8;
 
   readonly needs: QuotaNeeds;
+  /** `needs` as one Terraform value (the `quota_needs` output). */
+  readonly needsLocal: TerraformLocal;
 
   constructor(scope: Construct, id: string, props: QuotasProps) {
     super(scope, id);
     const count = () => TerraformCount.of(Token.asNumber(Fn.conditional(props.enabled, 1, 0)));
-    const flavor = (flavorId: string, name: string) => new DataOpenstackComputeFlavorV2(this, flavorId, { count: count(), name });
+    // Read whether or not quotas are checked: a flavor name the cloud does not know fails the
+    // plan here, not the apply, and `quota_needs` stays complete.
+    const flavor = (flavorId: string, name: string) => new DataOpenstackComputeFlavorV2(this, flavorId, { name });
     const bastion = flavor("BastionFlavor", props.flavors.bastion);
     const saltMaster = flavor("SaltMasterFlavor", props.flavors.saltMaster);
     const kubeNode = flavor("KubeNodeFlavor", props.flavors.kubeNode);
-    // The flavor's value, or 0 when the check is off (sum() refuses an empty list).
-    const first = (data: DataOpenstackComputeFlavorV2, attribute: string) =>
-      Token.asNumber(
-        Fn.sum(
-          Fn.concat([
-            Token.asList(ref(`data.${data.terraformResourceType}.${data.friendlyUniqueId}[*].${attribute}`, TerraformStack.of(data))),
-            [0],
-          ]),
-        ),
-      );
     const grouped = Fn.conditional(Op.eq(props.serverGroupPolicy, "none"), 0, 1);
 
     this.needs = {
       compute: {
         instances: Token.asNumber(Op.add(2, props.nodeCount)),
-        cores: Token.asNumber(
-          Op.add(Op.add(first(bastion, "vcpus"), first(saltMaster, "vcpus")), Op.mul(props.nodeCount, first(kubeNode, "vcpus"))),
-        ),
-        ram: Token.asNumber(
-          Op.add(Op.add(first(bastion, "ram"), first(saltMaster, "ram")), Op.mul(props.nodeCount, first(kubeNode, "ram"))),
-        ),
+        cores: Token.asNumber(Op.add(Op.add(bastion.vcpus, saltMaster.vcpus), Op.mul(props.nodeCount, kubeNode.vcpus))),
+        ram: Token.asNumber(Op.add(Op.add(bastion.ram, saltMaster.ram), Op.mul(props.nodeCount, kubeNode.ram))),
         server_groups: Token.asNumber(grouped),
         server_group_members: Token.asNumber(Op.mul(grouped, props.nodeCount)),
         key_pairs: props.newKeypairs,
@@ -84,7 +74,8 @@ export class Quotas extends Construct {
         security_group_rule: props.securityGroupRules,
       },
     };
-    const needs = new TerraformLocal(this, "needs", this.needs);
+    this.needsLocal = new TerraformLocal(this, "needs", this.needs);
+    const needs = this.needsLocal;
     const need = (service: keyof QuotaNeeds, quota: string) => `local.${needs.friendlyUniqueId}.${service}.${quota}`;
 
     const scope_ = new DataOpenstackIdentityAuthScopeV3(this, "Scope", { count: count(), name: "kube-on-os" });

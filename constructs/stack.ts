@@ -211,6 +211,10 @@ export class KubeOnOsStack extends TerraformStack {
     for (const [name, value, description] of outputs) {
       new TerraformOutput(this, name, { value, description });
     }
+    new TerraformOutput(this, "quota_needs", {
+      description: "What this deployment counts against the project's Nova, Cinder and Neutron quotas (docs/quotas.md).",
+      value: this.quotas.needsLocal.expression,
+    });
     // Lists and format strings are built with format()/formatlist() rather than interpolated
     // TypeScript strings: cdktf cannot nest a token-bearing string inside a function call.
     const user = v.deploy_user.stringValue;
