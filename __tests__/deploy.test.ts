@@ -5,6 +5,7 @@
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
+import { NOVA_DEFAULT_QUOTAS } from "../test/openstack-double/nova";
 import { OpenStackDouble, startOpenStackDouble } from "../test/openstack-double/server";
 import { StateServer, startStateServer } from "../test/http-state/server";
 import YAML from "yaml";
@@ -88,8 +89,14 @@ describeEachCli("L2: plan against the OpenStack API double", (cli) => {
   let plan: any;
 
   beforeAll(async () => {
+    // A project with room for the 100-node plans below; the upstream defaults allow 4 nodes.
+    Object.assign(double.nova.quotas, { instances: -1, cores: -1, ram: -1, server_group_members: -1 });
     ws = await workspace({}, {}, cli);
     plan = await planJson(ws);
+  });
+
+  afterAll(() => {
+    Object.assign(double.nova.quotas, NOVA_DEFAULT_QUOTAS);
   });
 
   it("plans every resource of the stack, and nothing else", async () => {

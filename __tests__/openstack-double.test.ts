@@ -1,7 +1,7 @@
 /**
  * The OpenStack API double itself, exercised by the real provider: the Nova, Glance and Cinder
  * resources the machines use (instances on ports, a keypair, a server group, a volume attached
- * with compute_volume_attach_v2, a floating IP), Neutron's 409 for a taken fixed IP, and the
+ * with compute_volume_attach_v2, a floating IP on a routed subnet), Neutron's 409 for a taken fixed IP, and the
  * double's own rules (unknown ids, unknown requests).
  */
 import * as fs from "node:fs";
@@ -39,7 +39,7 @@ describe("OpenStack API double", () => {
   it("serves instances, keypairs, server groups, volumes and attachments to the real provider: apply, no-change re-plan, destroy", async () => {
     const tofu = await fixture("compute");
     const apply = await ok(tofu(["apply", "-auto-approve", "-input=false"]));
-    expect(apply.stdout).toContain("Apply complete! Resources: 13 added, 0 changed, 0 destroyed.");
+    expect(apply.stdout).toContain("Apply complete! Resources: 15 added, 0 changed, 0 destroyed.");
 
     const servers = double.nova.servers.all();
     expect(servers.map((s) => s.status)).toEqual(["ACTIVE", "ACTIVE"]);
@@ -58,7 +58,7 @@ describe("OpenStack API double", () => {
     expect(replan.stderr).toBe("");
     expect(replan.status).toBe(0);
 
-    expect((await ok(tofu(["destroy", "-auto-approve", "-input=false"]))).stdout).toContain("Destroy complete! Resources: 13 destroyed.");
+    expect((await ok(tofu(["destroy", "-auto-approve", "-input=false"]))).stdout).toContain("Destroy complete! Resources: 15 destroyed.");
     expect(double.resourceCount()).toBe(0);
     expect(double.unhandled).toEqual([]);
   });
@@ -72,15 +72,15 @@ describe("OpenStack API double", () => {
     expect(message).toContain("but got 409 instead");
     expect(message).toMatch(/Expected HTTP response code \[201[^\]]*\].* 409/);
     expect(message).toContain("IpAddressAlreadyAllocated");
-    expect(double.neutron.ports.all()).toHaveLength(1);
+    expect(double.neutron.ports.all().filter((p) => p.device_owner !== "network:dhcp")).toHaveLength(1);
     expect(double.unhandled).toEqual([]);
   });
 
   it("plans 100 instances with their ports", async () => {
     const tofu = await fixture("compute");
     const plan = await ok(tofu(["plan", "-input=false"], { TF_VAR_node_count: "100" }));
-    // 100 ports and 100 instances, plus the 9 shared resources of the fixture.
-    expect(plan.stdout).toContain("Plan: 209 to add, 0 to change, 0 to destroy.");
+    // 100 ports and 100 instances, plus the 11 shared resources of the fixture.
+    expect(plan.stdout).toContain("Plan: 211 to add, 0 to change, 0 to destroy.");
   });
 
   describe("its own rules", () => {

@@ -4,11 +4,43 @@ import { ApiError, Collection, filterBy, nowNoZone as now, Resource } from "./st
 type Query = Record<string, string | string[] | undefined>;
 
 /**
- * Cinder v3 volumes. A new volume is "creating" until it is first read, then "available";
- * Nova's attach makes it "in-use" with an attachment, and detach makes it "available" again.
+ * Cinder's default quotas (cinder/quota.py, quota_opts; per_volume_gigabytes unlimited), and the
+ * default volume type's own, unlimited. Tests change them per double. -1 is unlimited.
+ */
+export const CINDER_DEFAULT_QUOTAS = {
+  volumes: 10,
+  snapshots: 10,
+  gigabytes: 1000,
+  backups: 10,
+  backup_gigabytes: 1000,
+  groups: 10,
+  per_volume_gigabytes: -1,
+  volumes___DEFAULT__: -1,
+  snapshots___DEFAULT__: -1,
+  gigabytes___DEFAULT__: -1,
+};
+export type CinderQuota = keyof typeof CINDER_DEFAULT_QUOTAS;
+
+/**
+ * Cinder v3 volumes. A new volume is "creating" for `creatingReads` reads, then "available" (or
+ * "error" when a failure was injected); Nova's attach makes it "in-use" with an attachment, and
+ * detach makes it "available" again.
  */
 export class Cinder {
   readonly volumes = new Collection("Volume", "VolumeNotFound");
+  /** The project's quota limits; a test may change any of them. */
+  readonly quotas: Record<CinderQuota, number> = { ...CINDER_DEFAULT_QUOTAS };
+  /** Reads of a new volume that still show "creating". */
+  creatingReads = 1;
+  private failures: ((name: string) => boolean)[] = [];
+
+  /** Volumes created from now on whose name `matches` end in "error"; returns the function that stops it. */
+  failVolumes(matches: (name: string) => boolean): () => void {
+    this.failures.push(matches);
+    return () => {
+      this.failures = this.failures.filter((f) => f !== matches);
+    };
+  }
 
   constructor(private readonly projectId: string) {}
 
@@ -19,6 +51,16 @@ export class Cinder {
       const { project: id } = request.params as { project: string };
       if (id !== this.projectId) throw new ApiError(404, "itemNotFound", `Project ${id} not found.`);
     };
+    // cinder/api/contrib/quotas.py, show: limits, or with ?usage=true limit, in_use and reserved.
+    app.get(`${base}/os-quota-sets/:target`, async (request) => {
+      project(request);
+      const { target } = request.params as { target: string };
+      const usage = ["true", "True", "1"].includes(String((request.query as Query).usage ?? ""));
+      const used = this.usage();
+      const value = (q: CinderQuota) =>
+        usage ? { limit: this.quotas[q], in_use: used[q] ?? 0, reserved: 0, allocated: 0 } : this.quotas[q];
+      return { quota_set: { ...Object.fromEntries((Object.keys(this.quotas) as CinderQuota[]).map((q) => [q, value(q)])), id: target } };
+    });
     app.get(`${base}/volumes/detail`, async (request) => {
       project(request);
       return { volumes: filterBy(this.volumes.all(), request.query as Query).map((v) => this.show(v.id)) };
@@ -33,6 +75,12 @@ export class Cinder {
       if (!body || !Number.isInteger(body.size) || (body.size as number) < 1) {
         throw new ApiError(400, "badRequest", "Invalid input received: volume size must be a positive integer.");
       }
+      // cinder/api/validation/validators.py, _validate_name_non_mandatory_remove_white_spaces: at
+      // most 255 characters once stripped (oslo_utils.strutils.check_string_length's message).
+      if (typeof body.name === "string" && body.name.trim().length > 255) {
+        throw new ApiError(400, "badRequest", `Invalid input received: name has ${body.name.trim().length} characters, more than 255.`);
+      }
+      this.checkQuota(body.size as number);
       const timestamp = now();
       const volume = this.volumes.add({
         name: null,
@@ -45,6 +93,8 @@ export class Cinder {
         ...body,
         size: body.size,
         status: "creating",
+        reads: 0,
+        fails: this.failures.some((matches) => matches(String(body.name ?? ""))),
         bootable: "false",
         encrypted: false,
         multiattach: false,
@@ -81,15 +131,47 @@ export class Cinder {
     });
   }
 
-  /** Reading a creating volume completes it, the way a fast backend would. */
+  /** What the project uses of each quota (cinder/quota.py counts volumes and their sizes). */
+  usage(): Partial<Record<CinderQuota, number>> {
+    const volumes = this.volumes.all();
+    return { volumes: volumes.length, gigabytes: volumes.reduce((sum, v) => sum + (v.size as number), 0) };
+  }
+
+  /**
+   * cinder/volume/flows/api/create_volume.py, QuotaReserveTask, and cinder/quota_utils.py,
+   * process_reserve_over_quota: 413 naming the quota, gigabytes first.
+   */
+  private checkQuota(size: number): void {
+    const used = this.usage();
+    const { per_volume_gigabytes: perVolume, gigabytes, volumes } = this.quotas;
+    if (perVolume >= 0 && size > perVolume) {
+      throw new ApiError(413, "overLimit", `Requested volume size ${size}G is larger than maximum allowed limit ${perVolume}G.`);
+    }
+    if (gigabytes >= 0 && (used.gigabytes ?? 0) + size > gigabytes) {
+      throw new ApiError(
+        413,
+        "overLimit",
+        `Requested volume or snapshot exceeds allowed gigabytes quota. Requested ${size}G, quota is ${gigabytes}G and ${used.gigabytes ?? 0}G has been consumed.`,
+      );
+    }
+    if (volumes >= 0 && (used.volumes ?? 0) + 1 > volumes) {
+      throw new ApiError(413, "overLimit", `Maximum number of volumes allowed (${volumes}) exceeded for quota 'volumes'.`);
+    }
+  }
+
+  /** A creating volume completes after `creatingReads` reads, the way a backend would. */
   private show(id: string): Resource {
     const volume = this.volumes.get(id);
-    if (volume.status === "creating") return this.view(this.volumes.update(id, { status: "available", updated_at: now() }));
-    return this.view(volume);
+    const reads = (volume.reads as number) + 1;
+    if (volume.status === "creating" && reads > this.creatingReads) {
+      return this.view(this.volumes.update(id, { reads, status: volume.fails ? "error" : "available", updated_at: now() }));
+    }
+    return this.view(this.volumes.update(id, { reads }));
   }
 
   private view(volume: Resource): Resource {
-    return { ...volume, links: [] };
+    const { reads: _reads, fails: _fails, ...visible } = volume;
+    return { ...visible, links: [] } as Resource;
   }
 
   /** Called by Nova. Throws Cinder's own 400 when the volume cannot be attached. */

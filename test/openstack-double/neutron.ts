@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto";
+import { randomBytes, randomInt, randomUUID } from "node:crypto";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import * as ipaddr from "ipaddr.js";
 import { ApiError, Collection, filterBy, now, Resource } from "./store";
@@ -25,6 +25,54 @@ function inCidr(address: string, cidr: string): boolean {
   return ipaddr.IPv4.isValidFourPartDecimal(address) && ipaddr.IPv4.parse(address).match(ipaddr.IPv4.parseCIDR(cidr));
 }
 
+/**
+ * Neutron's default quotas (neutron/conf/quota.py, DEFAULT_QUOTA_*; subnetpool unlimited). Tests
+ * change them per double. -1 is unlimited.
+ */
+export const NEUTRON_DEFAULT_QUOTAS = {
+  network: 100,
+  subnet: 100,
+  port: 500,
+  router: 10,
+  floatingip: 50,
+  security_group: 10,
+  security_group_rule: 100,
+  rbac_policy: 10,
+  subnetpool: -1,
+};
+export type NeutronQuota = keyof typeof NEUTRON_DEFAULT_QUOTAS;
+
+/** Owners of ports Neutron deletes itself with their subnet (db_base_plugin_v2.py, AUTO_DELETE_PORT_OWNERS). */
+const DHCP_OWNER = "network:dhcp";
+/** The DHCP agent's host id, part of its port's device id. */
+const DHCP_HOST_UUID = randomUUID().replace(/-/g, "").slice(0, 32);
+
+/** How many free addresses Neutron's IPAM picks among (neutrondb_ipam/driver.py, MAX_WIN). */
+const MAX_WIN = 1000;
+
+/** neutron-lib's NAME_MAX_LEN and DESCRIPTION_MAX_LEN (neutron_lib/db/constants.py). */
+const MAX_LENGTHS: Record<string, number> = { name: 255, description: 255 };
+
+/**
+ * A body attribute that fails neutron-lib's validators (neutron_lib/api/validators/__init__.py,
+ * e.g. validate_string: "'<value>' exceeds maximum length of 255"), as the API reports it.
+ */
+function invalidInput(attribute: string, reason: string): ApiError {
+  return new ApiError(400, "HTTPBadRequest", `Invalid input for ${attribute}. Reason: ${reason}.`);
+}
+
+function checkLengths(body: Record<string, unknown>): void {
+  for (const [attribute, max] of Object.entries(MAX_LENGTHS)) {
+    const value = body[attribute];
+    if (typeof value === "string" && value.length > max) throw invalidInput(attribute, `'${value}' exceeds maximum length of ${max}`);
+  }
+}
+
+/** A neutron_lib BadRequest for `resource` (neutron_lib/exceptions/__init__.py). */
+function badRequest(resource: string, message: string): ApiError {
+  return new ApiError(400, "BadRequest", `Bad ${resource} request: ${message}.`);
+}
+
 function macAddress(): string {
   return ["fa", "16", "3e", ...[...randomBytes(3)].map((b) => b.toString(16).padStart(2, "0"))].join(":");
 }
@@ -43,8 +91,36 @@ export class Neutron {
   readonly floatingips = new Collection("Floating IP", "FloatingIPNotFound");
   readonly securityGroups = new Collection("Security group", "SecurityGroupNotFound");
   readonly securityGroupRules = new Collection("Security group rule", "SecurityGroupRuleNotFound");
+  /** The project's quota limits; a test may change any of them. */
+  readonly quotas: Record<NeutronQuota, number> = { ...NEUTRON_DEFAULT_QUOTAS };
 
   constructor(private readonly projectId: string) {}
+
+  /** What the project uses of each quota: its own resources, the seeded shared network excluded. */
+  usage(): Partial<Record<NeutronQuota, number>> {
+    const own = (collection: Collection) => collection.all().filter((r) => r.project_id === this.projectId && r.shared !== true).length;
+    return {
+      network: own(this.networks),
+      subnet: this.subnets.all().filter((s) => !this.networks.find(String(s.network_id))?.shared).length,
+      port: own(this.ports),
+      router: own(this.routers),
+      floatingip: own(this.floatingips),
+      security_group: own(this.securityGroups),
+      security_group_rule: own(this.securityGroupRules),
+    };
+  }
+
+  /**
+   * neutron/quota/resource_registry.py and the no-lock quota driver: creating `count` more of
+   * `quota` beyond its limit is a 409 OverQuota (neutron_lib/exceptions OverQuota: "Quota
+   * exceeded for resources: ['port']."; the list is Python's repr).
+   */
+  private checkQuota(quota: NeutronQuota, count = 1): void {
+    const limit = this.quotas[quota];
+    if (limit >= 0 && (this.usage()[quota] ?? 0) + count > limit) {
+      throw new ApiError(409, "OverQuota", `Quota exceeded for resources: ['${quota}'].`);
+    }
+  }
 
   /** Everything a test created; the seeded external network is not counted. */
   resourceCount(): number {
@@ -83,12 +159,15 @@ export class Neutron {
         auth(request);
         const body = request.body as Body;
         if (!body?.[singular]) throw new ApiError(400, "BadRequest", `Resource body required: ${singular}`);
+        checkLengths(body[singular]);
+        this.checkQuota(singular as NeutronQuota);
         return reply.code(201).send({ [singular]: this.view(create(body[singular])) });
       });
       app.put(`${base}/${plural}/:id`, async (request) => {
         auth(request);
         const { id } = request.params as { id: string };
         const changes = (request.body as Body)?.[singular] ?? {};
+        checkLengths(changes);
         return { [singular]: this.view(this.update(collection, id, changes)) };
       });
       app.delete(`${base}/${plural}/:id`, async (request, reply) => {
@@ -105,6 +184,21 @@ export class Neutron {
     crud("floatingips", "floatingip", this.floatingips, (b) => this.createFloatingIp(b));
     crud("security-groups", "security_group", this.securityGroups, (b) => this.createSecurityGroup(b));
     crud("security-group-rules", "security_group_rule", this.securityGroupRules, (b) => this.createSecurityGroupRule(b));
+
+    // neutron/extensions/quotasv2.py, QuotaSetsController.show: the project's limits.
+    app.get(`${base}/quotas/:project`, async (request) => {
+      auth(request);
+      return { quota: { ...this.quotas } };
+    });
+    app.get(`${base}/quotas/:project/details`, async (request) => {
+      auth(request);
+      const used = this.usage();
+      return {
+        quota: Object.fromEntries(
+          (Object.keys(this.quotas) as NeutronQuota[]).map((q) => [q, { limit: this.quotas[q], used: used[q] ?? 0, reserved: 0 }]),
+        ),
+      };
+    });
 
     app.put(`${base}/routers/:id/add_router_interface`, async (request) => {
       auth(request);
@@ -170,7 +264,15 @@ export class Neutron {
       extra.fixed_ips = this.allocateFixedIps(current.network_id as string, changes.fixed_ips, id);
     }
     if (collection === this.floatingips && "port_id" in changes) {
-      Object.assign(extra, this.association(changes.port_id as string | null, changes.fixed_ip_address as string | undefined));
+      Object.assign(
+        extra,
+        this.association(
+          changes.port_id as string | null,
+          changes.fixed_ip_address as string | undefined,
+          String(current.floating_network_id),
+          current,
+        ),
+      );
     }
     if (collection === this.ports && "allowed_address_pairs" in changes) {
       extra.allowed_address_pairs = this.addressPairs(changes.allowed_address_pairs, current.mac_address as string);
@@ -189,23 +291,29 @@ export class Neutron {
   private remove(collection: Collection, id: string): void {
     const item = collection.get(id);
     if (collection === this.networks) {
-      const inUse = this.ports.all().some((p) => p.network_id === id && p.device_owner !== "network:dhcp");
+      const inUse = this.ports.all().some((p) => p.network_id === id && p.device_owner !== DHCP_OWNER);
       if (inUse)
         throw new ApiError(
           409,
           "NetworkInUse",
           `Unable to complete operation on network ${id}. There are one or more ports still in use on the network.`,
         );
+      for (const port of this.ports.all().filter((p) => p.network_id === id)) this.ports.delete(port.id);
       for (const subnet of this.subnets.all().filter((s) => s.network_id === id)) this.subnets.delete(subnet.id);
     }
     if (collection === this.subnets) {
-      const inUse = this.ports.all().some((p) => (p.fixed_ips as FixedIp[]).some((ip) => ip.subnet_id === id));
+      // neutron/db/db_base_plugin_v2.py, _subnet_check_ip_allocations: DHCP ports do not count,
+      // Neutron removes their address itself.
+      const inUse = this.ports
+        .all()
+        .some((p) => p.device_owner !== DHCP_OWNER && (p.fixed_ips as FixedIp[]).some((ip) => ip.subnet_id === id));
       if (inUse)
         throw new ApiError(
           409,
           "SubnetInUse",
           `Unable to complete operation on subnet ${id}: One or more ports have an IP allocation from this subnet.`,
         );
+      this.releaseDhcpAddress(id);
       this.update(this.networks, item.network_id as string, {
         subnets: (this.networks.get(item.network_id as string).subnets as string[]).filter((s) => s !== id),
       });
@@ -287,8 +395,15 @@ export class Neutron {
         `Invalid input for operation: Requested subnet with cidr: ${cidr} for network: ${network.id} overlaps with another subnet.`,
       );
     const gateway = body.gateway_ip === undefined ? fromUint32(network0 + 1) : (body.gateway_ip as string | null);
-    if (gateway !== null && !inCidr(gateway, cidr))
-      throw new ApiError(400, "InvalidInput", `Invalid input for operation: Gateway IP ${gateway} does not belong to subnet ${cidr}.`);
+    // neutron/ipam/utils.py, check_gateway_invalid_in_subnet: a gateway outside the subnet is
+    // accepted (nothing to check it against); inside, it cannot be the network or broadcast address.
+    if (gateway !== null && inCidr(gateway, cidr) && [network0, network0 + size - 1].includes(toUint32(gateway))) {
+      throw new ApiError(400, "InvalidInput", "Invalid input for operation: Gateway is not valid on subnet.");
+    }
+    const nameservers = (body.dns_nameservers as string[] | undefined) ?? [];
+    const duplicate = nameservers.find((server, index) => nameservers.indexOf(server) !== index);
+    // neutron_lib/api/validators/__init__.py, validate_nameservers.
+    if (duplicate !== undefined) throw invalidInput("dns_nameservers", `Duplicate nameserver '${duplicate}'`);
     const pools =
       (body.allocation_pools as { start: string; end: string }[] | undefined) ??
       [{ start: fromUint32(network0 + 1), end: fromUint32(network0 + size - 2) }].map((pool) =>
@@ -330,7 +445,40 @@ export class Neutron {
       seeded,
     });
     this.networks.update(network.id, { subnets: [...(network.subnets as string[]), subnet.id] });
+    if (subnet.enable_dhcp === true) this.takeDhcpAddress(subnet);
     return subnet;
+  }
+
+  /**
+   * The DHCP agent's port (neutron/agent/linux/dhcp.py, DeviceManager.setup_dhcp_port): one per
+   * network, owner network:dhcp, device id "dhcp<host uuid>-<network id>", with an address from
+   * the pool of every DHCP-enabled subnet, taken like any other port's.
+   */
+  private takeDhcpAddress(subnet: Resource): void {
+    const networkId = String(subnet.network_id);
+    const existing = this.ports.all().find((p) => p.network_id === networkId && p.device_owner === DHCP_OWNER);
+    const address = { subnet_id: subnet.id, ip_address: this.nextFree(subnet) };
+    if (existing) {
+      this.ports.update(existing.id, { fixed_ips: [...(existing.fixed_ips as FixedIp[]), address] });
+      return;
+    }
+    this.createPort({
+      network_id: networkId,
+      device_owner: DHCP_OWNER,
+      device_id: `dhcp${DHCP_HOST_UUID}-${networkId}`,
+      fixed_ips: [address],
+      security_groups: [],
+      port_security_enabled: false,
+    });
+  }
+
+  /** Neutron drops the DHCP port's address with its subnet, and the port with its last address. */
+  private releaseDhcpAddress(subnetId: string): void {
+    for (const port of this.ports.all().filter((p) => p.device_owner === DHCP_OWNER)) {
+      const kept = (port.fixed_ips as FixedIp[]).filter((ip) => ip.subnet_id !== subnetId);
+      if (kept.length === 0) this.ports.delete(port.id);
+      else this.ports.update(port.id, { fixed_ips: kept });
+    }
   }
 
   private usedAddresses(subnetId: string, exceptPort?: string): Set<string> {
@@ -347,16 +495,24 @@ export class Neutron {
     return used;
   }
 
-  /** The next free address from the subnet's allocation pools, or 409 when there is none. */
+  /**
+   * A free address from the subnet's allocation pools, picked at random among the first 1000
+   * free ones, as neutron/ipam/drivers/neutrondb_ipam/driver.py (_generate_ips, MAX_WIN) does;
+   * 409 when there is none.
+   */
   private nextFree(subnet: Resource, exceptPort?: string): string {
     const used = this.usedAddresses(subnet.id, exceptPort);
+    const window: string[] = [];
     for (const pool of subnet.allocation_pools as { start: string; end: string }[]) {
-      for (let n = toUint32(pool.start); n <= toUint32(pool.end); n++) {
+      for (let n = toUint32(pool.start); n <= toUint32(pool.end) && window.length < MAX_WIN; n++) {
         const candidate = fromUint32(n);
-        if (!used.has(candidate) && candidate !== subnet.gateway_ip) return candidate;
+        if (!used.has(candidate) && candidate !== subnet.gateway_ip) window.push(candidate);
       }
     }
-    throw new ApiError(409, "IpAddressGenerationFailure", `No more IP addresses available on network ${subnet.network_id}.`);
+    if (window.length === 0) {
+      throw new ApiError(409, "IpAddressGenerationFailure", `No more IP addresses available on network ${subnet.network_id}.`);
+    }
+    return window[randomInt(window.length)];
   }
 
   private allocateFixedIps(networkId: string, requested: unknown, exceptPort?: string): FixedIp[] {
@@ -473,6 +629,7 @@ export class Neutron {
         .all()
         .some((p) => p.device_id === routerId && (p.fixed_ips as FixedIp[]).some((ip) => ip.subnet_id === subnet.id));
       if (attached) throw new ApiError(400, "BadRequest", `Bad router request: Router already has a port on subnet ${subnet.id}.`);
+      this.checkRouterSubnetOverlap(router, subnet);
       port = this.createPort({
         network_id: subnet.network_id,
         fixed_ips: [{ subnet_id: subnet.id, ip_address: subnet.gateway_ip }],
@@ -498,6 +655,28 @@ export class Neutron {
     };
   }
 
+  /**
+   * neutron/db/l3_db.py, _check_for_dup_router_subnets and _raise_on_subnets_overlap: a new
+   * interface's subnet may not overlap a subnet the router already has, its external gateway
+   * network's subnets included.
+   */
+  private checkRouterSubnetOverlap(router: Resource, subnet: Resource): void {
+    const gatewayNetwork = (router.external_gateway_info as { network_id?: string } | null)?.network_id;
+    const routerSubnets = [
+      ...this.subnets.all().filter((s) => s.network_id === gatewayNetwork),
+      ...this.ports
+        .all()
+        .filter((p) => p.device_id === router.id && p.device_owner === "network:router_interface")
+        .flatMap((p) => (p.fixed_ips as FixedIp[]).map((ip) => this.subnets.get(ip.subnet_id))),
+    ];
+    for (const existing of routerSubnets) {
+      const [a, b] = [String(existing.cidr), String(subnet.cidr)];
+      if (inCidr(a.split("/")[0], b) || inCidr(b.split("/")[0], a)) {
+        throw badRequest("router", `Cidr ${b} of subnet ${subnet.id} overlaps with cidr ${a} of subnet ${existing.id}`);
+      }
+    }
+  }
+
   private removeRouterInterface(routerId: string, body: Record<string, string>) {
     this.routers.get(routerId);
     const port = this.ports
@@ -514,6 +693,22 @@ export class Neutron {
         "RouterInterfaceNotFoundForSubnet",
         `Router ${routerId} has no interface on subnet ${body.subnet_id ?? body.port_id}`,
       );
+    }
+    // neutron/db/l3_db.py, _confirm_router_interface_not_in_use: a floating IP on a port of the
+    // interface's subnet still needs it.
+    for (const ip of port.fixed_ips as FixedIp[]) {
+      const cidr = String(this.subnets.get(ip.subnet_id).cidr);
+      const needed = this.floatingips.all().some((fip) => {
+        const fixed = this.ports.find(String(fip.port_id));
+        return fixed && fip.fixed_ip_address && inCidr(String(fip.fixed_ip_address), cidr) && fixed.network_id === port.network_id;
+      });
+      if (needed) {
+        throw new ApiError(
+          409,
+          "RouterInterfaceInUseByFloatingIP",
+          `Router interface for subnet ${ip.subnet_id} on router ${routerId} cannot be deleted, as it is required by one or more floating IPs.`,
+        );
+      }
     }
     this.ports.delete(port.id);
     const fixedIps = port.fixed_ips as FixedIp[];
@@ -536,7 +731,12 @@ export class Neutron {
     if (this.usedAddresses(subnet.id).has(address)) {
       throw new ApiError(409, "IpAddressAlreadyAllocated", `IP address ${address} already allocated in subnet ${subnet.id}`);
     }
-    const association = this.association(body.port_id as string | undefined, body.fixed_ip_address as string | undefined);
+    const association = this.association(
+      body.port_id as string | undefined,
+      body.fixed_ip_address as string | undefined,
+      network.id,
+      undefined,
+    );
     return this.floatingips.add({
       ...this.common("floatingip", { dns_domain: "", dns_name: "", port_details: null, qos_policy_id: null, router_id: null, ...body }),
       floating_network_id: network.id,
@@ -545,10 +745,75 @@ export class Neutron {
     });
   }
 
-  private association(portId: string | undefined | null, fixedIp: string | undefined | null) {
-    if (!portId) return { port_id: null, fixed_ip_address: null, status: "DOWN" };
+  /**
+   * neutron/db/l3_db.py, _check_and_get_fip_assoc with _internal_fip_assoc_data and
+   * _get_router_for_floatingip: the port must be one a floating IP can serve (not DHCP's), the
+   * fixed address must be the port's, a router with a gateway on the floating IP's network must
+   * have an interface on that address's subnet (else 404), and no other floating IP of that
+   * network may hold the same fixed address (409).
+   */
+  private association(portId: string | undefined | null, fixedIp: string | undefined | null, externalNetworkId: string, fip?: Resource) {
+    if (!portId) {
+      if (fixedIp) throw badRequest("floatingip", "fixed_ip_address cannot be specified without a port_id");
+      return { port_id: null, fixed_ip_address: null, status: "DOWN", router_id: null };
+    }
     const port = this.ports.get(portId);
-    return { port_id: port.id, fixed_ip_address: fixedIp ?? (port.fixed_ips as FixedIp[])[0]?.ip_address ?? null, status: "ACTIVE" };
+    // The message is upstream's as it is: its %(id)s is never filled in.
+    if (port.device_owner === DHCP_OWNER) throw badRequest("floatingip", "Port %(id)s is unable to be assigned a floating IP");
+    const fixedIps = (port.fixed_ips as FixedIp[]).filter((ip) => ipaddr.IPv4.isValidFourPartDecimal(ip.ip_address));
+    let internal: FixedIp | undefined;
+    if (fixedIp) {
+      internal = fixedIps.find((ip) => ip.ip_address === fixedIp);
+      if (!internal) throw badRequest("floatingip", `Port ${port.id} does not have fixed ip ${fixedIp}`);
+    } else {
+      if (fixedIps.length === 0)
+        throw badRequest("floatingip", `Cannot add floating IP to port ${port.id} that has no fixed IPv4 addresses`);
+      if (fixedIps.length > 1) {
+        throw badRequest(
+          "floatingip",
+          `Port ${port.id} has multiple fixed IPv4 addresses.  Must provide a specific IPv4 address when assigning a floating IP`,
+        );
+      }
+      internal = fixedIps[0];
+    }
+    const router = this.routers
+      .all()
+      .find(
+        (r) =>
+          (r.external_gateway_info as { network_id?: string } | null)?.network_id === externalNetworkId &&
+          this.ports
+            .all()
+            .some(
+              (p) =>
+                p.device_id === r.id &&
+                p.device_owner === "network:router_interface" &&
+                (p.fixed_ips as FixedIp[]).some((ip) => ip.subnet_id === internal?.subnet_id),
+            ),
+      );
+    if (!router) {
+      throw new ApiError(
+        404,
+        "ExternalGatewayForFloatingIPNotFound",
+        `External network ${externalNetworkId} is not reachable from subnet ${internal.subnet_id}.  Therefore, cannot associate Port ${port.id} with a Floating IP.`,
+      );
+    }
+    const holder = this.floatingips
+      .all()
+      .find(
+        (f) =>
+          f.id !== fip?.id &&
+          f.port_id === port.id &&
+          f.floating_network_id === externalNetworkId &&
+          f.fixed_ip_address === internal?.ip_address,
+      );
+    if (holder && fip?.port_id !== port.id) {
+      throw new ApiError(
+        409,
+        "FloatingIPPortAlreadyAssociated",
+        `Cannot associate floating IP ${String(fip?.floating_ip_address ?? null)} (${fip?.id ?? ""}) with port ${port.id} using fixed IP ${internal.ip_address}, as that fixed IP already has a floating IP on external network ${externalNetworkId}.`,
+      );
+    }
+    return { port_id: port.id, fixed_ip_address: internal.ip_address, status: "ACTIVE", router_id: router.id };
   }
 
   private defaultSecurityGroup(): Resource {

@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Cinder } from "./cinder";
 import type { Glance } from "./glance";
 import type { Neutron } from "./neutron";
+import { sshKeyFingerprint } from "./ssh-key";
 import { ApiError, Collection, filterBy, now, nowNoZone, Resource } from "./store";
 
 type Query = Record<string, string | string[] | undefined>;
@@ -13,15 +14,82 @@ interface Flavor {
   readonly vcpus: number;
   readonly ram: number;
   readonly disk: number;
+  /** GiB of ephemeral disk, a second disk after the root disk. @default 0 */
+  readonly ephemeral?: number;
+  /** MiB of swap, a disk after the ephemeral one. @default 0 */
+  readonly swap?: number;
 }
 
-/** The flavors a test project usually has; m1.large is the wiki's default node flavor. */
+/**
+ * The flavors a test project usually has (devstack's m1.*; m1.large is the wiki's default node
+ * flavor), one with an ephemeral disk and swap, and one with no root disk (volume boot only).
+ */
 export const DEFAULT_FLAVORS: readonly Flavor[] = [
   { id: "1", name: "m1.tiny", vcpus: 1, ram: 512, disk: 1 },
   { id: "2", name: "m1.small", vcpus: 1, ram: 2048, disk: 20 },
   { id: "3", name: "m1.medium", vcpus: 2, ram: 4096, disk: 40 },
   { id: "4", name: "m1.large", vcpus: 4, ram: 8192, disk: 80 },
+  { id: "5", name: "m1.large.ephemeral", vcpus: 4, ram: 8192, disk: 40, ephemeral: 40, swap: 1024 },
+  { id: "6", name: "m1.volume-only", vcpus: 2, ram: 4096, disk: 0 },
 ];
+
+/**
+ * Nova's default quotas (nova/conf/quota.py); tests change them per double. -1 is unlimited.
+ * `fixed_ips` to `security_group_rules` are the nova-network proxies shown before 2.36
+ * (nova/api/openstack/compute/quota_sets.py, FILTERED_QUOTAS_v236); Nova enforces none of them.
+ */
+export const NOVA_DEFAULT_QUOTAS = {
+  instances: 10,
+  cores: 20,
+  ram: 50 * 1024,
+  metadata_items: 128,
+  injected_files: 5,
+  injected_file_content_bytes: 10 * 1024,
+  injected_file_path_bytes: 255,
+  key_pairs: 100,
+  server_groups: 10,
+  server_group_members: 10,
+  fixed_ips: -1,
+  floating_ips: 10,
+  security_groups: 10,
+  security_group_rules: 20,
+};
+export type NovaQuota = keyof typeof NOVA_DEFAULT_QUOTAS;
+const NOVA_NETWORK_QUOTAS: NovaQuota[] = ["fixed_ips", "floating_ips", "security_groups", "security_group_rules"];
+
+/** The scheduler's answer when no host passes the filters (nova/exception.py, NoValidHost). */
+export const NO_VALID_HOST = "No valid host was found. There are not enough hosts available.";
+
+/**
+ * Keypair names: nova/api/validation/parameter_types.py, `keypair_name_special_chars` before
+ * 2.92 and `keypair_name_special_chars_v292` from it (dots and @ allowed), 1 to 255 characters.
+ */
+const KEYPAIR_NAME = /^[_\- a-zA-Z0-9]+$/;
+const KEYPAIR_NAME_V292 = /^[_\-@. a-zA-Z0-9]+$/;
+
+/**
+ * A request body field that fails Nova's JSON schema (nova/api/validation/validators.py,
+ * _SchemaValidator.validate): 400 "Invalid input for field/attribute <field>. Value: <value>.
+ * <jsonschema's message>".
+ */
+function invalidField(field: string, value: unknown, message: string): ApiError {
+  return new ApiError(400, "badRequest", `Invalid input for field/attribute ${field}. Value: ${String(value)}. ${message}`);
+}
+
+/** Nova's `name` type (parameter_types.name): 1 to 255 characters, no leading or trailing whitespace. */
+function checkName(field: string, value: unknown): void {
+  if (typeof value !== "string") throw invalidField(field, value, `${JSON.stringify(value)} is not of type 'string'`);
+  if (value.length > 255) throw invalidField(field, value, `'${value}' is too long`);
+  if (value.length < 1) throw invalidField(field, value, `'' is too short`);
+  // nova/api/validation/validators.py, _validate_name: valid_name_regex refuses outer whitespace.
+  if (value.trim() !== value) {
+    throw new ApiError(
+      400,
+      "badRequest",
+      `An invalid 'name' value was provided. The name must be: printable characters. Can not start or end with whitespace.`,
+    );
+  }
+}
 
 function microversion(request: FastifyRequest): [number, number] {
   const header = request.headers["x-openstack-nova-api-version"] ?? request.headers["openstack-api-version"];
@@ -43,6 +111,25 @@ export class Nova {
   readonly keypairs = new Collection("Keypair", "itemNotFound");
   readonly serverGroups = new Collection("Server group", "itemNotFound");
   private readonly flavors: Flavor[] = [...DEFAULT_FLAVORS];
+  /** The project's quota limits; a test may change any of them. */
+  readonly quotas: Record<NovaQuota, number> = { ...NOVA_DEFAULT_QUOTAS };
+  /** Compute hosts the scheduler places servers on; hard anti-affinity needs one per member. */
+  hosts = 16;
+  /** Reads of a new server that still show BUILD: the provider's waiter sees it building. */
+  buildReads = 1;
+  private failures: { matches: (name: string) => boolean; message: string }[] = [];
+
+  /**
+   * Makes every server created from now on whose name `matches` go to ERROR with `message` as
+   * its fault (what a compute host's failure shows); returns the function that stops it.
+   */
+  failServers(matches: (name: string) => boolean, message = "Build of instance aborted: Failure prepping block device."): () => void {
+    const failure = { matches, message };
+    this.failures.push(failure);
+    return () => {
+      this.failures = this.failures.filter((f) => f !== failure);
+    };
+  }
 
   constructor(
     private readonly identity: { projectId: string; userId: string },
@@ -87,15 +174,25 @@ export class Nova {
       const body = (request.body as { keypair?: { name?: string; public_key?: string; type?: string } })?.keypair;
       if (!body?.name || !body.public_key)
         throw new ApiError(400, "badRequest", "Keypair data is invalid: name and public_key are required.");
+      checkName("name", body.name);
+      const pattern = atLeast(request, 92) ? KEYPAIR_NAME_V292 : KEYPAIR_NAME;
+      if (!pattern.test(body.name)) {
+        // jsonschema's message quotes the pattern as Python's repr does, backslashes doubled.
+        throw invalidField("name", body.name, `'${body.name}' does not match '${pattern.source.replace(/\\/g, "\\\\")}'`);
+      }
+      // nova/compute/api.py, KeypairAPI.import_key_pair: _check_key_pair_quotas, then the key itself.
+      if (this.quotas.key_pairs >= 0 && this.keypairs.size + 1 > this.quotas.key_pairs) {
+        throw new ApiError(403, "forbidden", "Quota exceeded, too many key pairs.");
+      }
+      const fingerprint = sshKeyFingerprint(body.public_key);
+      if (fingerprint === undefined) throw new ApiError(400, "badRequest", "Keypair data is invalid: failed to generate fingerprint");
       if (this.keypairs.find(body.name)) throw new ApiError(409, "conflictingRequest", `Key pair '${body.name}' already exists.`);
       const keypair = this.keypairs.add({
         id: body.name,
         name: body.name,
         public_key: body.public_key,
         type: body.type ?? "ssh",
-        fingerprint: `${randomBytes(16)
-          .toString("hex")
-          .replace(/(..)(?!$)/g, "$1:")}`,
+        fingerprint,
         user_id: this.identity.userId,
         created_at: nowNoZone(),
         deleted: false,
@@ -129,6 +226,11 @@ export class Nova {
       const valid = ["affinity", "anti-affinity", "soft-affinity", "soft-anti-affinity"];
       if (!body?.name || !policy || !valid.includes(policy))
         throw new ApiError(400, "badRequest", `Invalid input for field/attribute policy: ${String(policy)}.`);
+      checkName("name", body.name);
+      // nova/api/openstack/compute/server_groups.py, create: the server_groups quota.
+      if (this.quotas.server_groups >= 0 && this.serverGroups.size + 1 > this.quotas.server_groups) {
+        throw new ApiError(403, "forbidden", "Quota exceeded, too many server groups.");
+      }
       const group = this.serverGroups.add({ name: body.name, policy, rules: body.rules ?? {}, members: [], metadata: {} });
       return { server_group: this.serverGroupView(group, request) };
     });
@@ -144,6 +246,24 @@ export class Nova {
       auth(request);
       this.serverGroups.delete((request.params as { id: string }).id);
       return reply.code(204).send();
+    });
+
+    // nova/api/openstack/compute/quota_sets.py, show and detail: the limits, and in detail what
+    // the project uses; the nova-network quotas only before 2.36.
+    const quotaSet = (request: FastifyRequest, detail: boolean) => {
+      const { project } = request.params as { project: string };
+      const usage = this.usage();
+      const shown = (Object.keys(this.quotas) as NovaQuota[]).filter((q) => !atLeast(request, 36) || !NOVA_NETWORK_QUOTAS.includes(q));
+      const value = (q: NovaQuota) => (detail ? { limit: this.quotas[q], in_use: usage[q] ?? 0, reserved: 0 } : this.quotas[q]);
+      return { quota_set: { id: project, ...Object.fromEntries(shown.map((q) => [q, value(q)])) } };
+    };
+    app.get(`${base}/os-quota-sets/:project`, async (request) => {
+      auth(request);
+      return quotaSet(request, false);
+    });
+    app.get(`${base}/os-quota-sets/:project/detail`, async (request) => {
+      auth(request);
+      return quotaSet(request, true);
     });
 
     app.post(`${base}/servers`, async (request, reply) => {
@@ -206,7 +326,11 @@ export class Nova {
       if (!body?.volumeId) throw new ApiError(400, "badRequest", "Invalid input for field/attribute volumeId.");
       if (!this.cinder.volumes.find(body.volumeId)) throw new ApiError(404, "itemNotFound", `Volume ${body.volumeId} could not be found.`);
       const attached = server.volumes_attached as { id: string; device: string }[];
-      const device = body.device ?? `/dev/vd${String.fromCharCode("b".charCodeAt(0) + attached.length)}`;
+      // nova/virt/libvirt/blockinfo.py, get_next_disk_info: the root disk is vda, the flavor's
+      // ephemeral disk and swap take the next letters, and a volume the first letter left.
+      const flavor = server.flavor as Flavor;
+      const taken = 1 + (flavor.ephemeral ? 1 : 0) + (flavor.swap ? 1 : 0) + attached.length;
+      const device = body.device ?? `/dev/vd${String.fromCharCode("a".charCodeAt(0) + taken)}`;
       this.cinder.attach(body.volumeId, server.id, device);
       this.servers.update(server.id, { volumes_attached: [...attached, { id: body.volumeId, device }] });
       return { volumeAttachment: { id: body.volumeId, serverId: server.id, volumeId: body.volumeId, device } };
@@ -250,8 +374,8 @@ export class Nova {
       vcpus: flavor.vcpus,
       ram: flavor.ram,
       disk: flavor.disk,
-      swap: "",
-      "OS-FLV-EXT-DATA:ephemeral": 0,
+      swap: flavor.swap ? flavor.swap : "",
+      "OS-FLV-EXT-DATA:ephemeral": flavor.ephemeral ?? 0,
       "OS-FLV-DISABLED:disabled": false,
       "os-flavor-access:is_public": true,
       rxtx_factor: 1.0,
@@ -271,13 +395,53 @@ export class Nova {
     return atLeast(request, 64) ? { ...common, policy: group.policy, rules: group.rules } : { ...common, policies: [group.policy] };
   }
 
+  /** What the project uses of each quota, as Nova counts it (nova/quota.py, _server_group_count_members_by_user etc.). */
+  usage(): Partial<Record<NovaQuota, number>> {
+    const servers = this.servers.all();
+    return {
+      instances: servers.length,
+      cores: servers.reduce((sum, s) => sum + (s.flavor as Flavor).vcpus, 0),
+      ram: servers.reduce((sum, s) => sum + (s.flavor as Flavor).ram, 0),
+      key_pairs: this.keypairs.size,
+      server_groups: this.serverGroups.size,
+      server_group_members: this.serverGroups.all().reduce((sum, g) => sum + (g.members as string[]).length, 0),
+    };
+  }
+
   private createServer(body: Record<string, unknown>, groupId?: string): Resource {
-    if (!body.name) throw new ApiError(400, "badRequest", "Invalid input for field/attribute name.");
+    checkName("name", body.name);
     const flavor = this.flavors.find((f) => f.id === String(body.flavorRef));
     if (!flavor) throw new ApiError(400, "badRequest", `Flavor ${String(body.flavorRef)} could not be found.`);
-    if (body.imageRef) this.glance.images.get(String(body.imageRef));
+    // nova/api/openstack/compute/servers.py, create: ImageNotFound becomes a 400.
+    if (body.imageRef && !this.glance.images.find(String(body.imageRef)))
+      throw new ApiError(400, "badRequest", "Can not find requested image");
+    const bootVolume = ((body.block_device_mapping_v2 as { boot_index?: unknown; destination_type?: string }[] | undefined) ?? []).some(
+      (bdm) => String(bdm.boot_index) === "0" && bdm.destination_type === "volume",
+    );
+    // nova/compute/api.py, _validate_flavor_image_nostatus: a zero-disk flavor needs a boot volume.
+    if (flavor.disk === 0 && !bootVolume) {
+      throw new ApiError(403, "forbidden", "Only volume-backed servers are allowed for flavors with zero disk.");
+    }
     if (body.key_name && !this.keypairs.find(String(body.key_name))) throw new ApiError(400, "badRequest", `Invalid key_name provided.`);
+    // nova/compute/utils.py, check_num_instances_quota: instances, cores and ram, 403 from the API.
+    const usage = this.usage();
+    const requested: Partial<Record<NovaQuota, number>> = { instances: 1, cores: flavor.vcpus, ram: flavor.ram };
+    const overs = (["cores", "instances", "ram"] as const).filter(
+      (q) => this.quotas[q] >= 0 && (usage[q] ?? 0) + (requested[q] ?? 0) > this.quotas[q],
+    );
+    if (overs.length > 0) {
+      const list = (f: (q: NovaQuota) => number) => overs.map((q) => String(f(q))).join(", ");
+      throw new ApiError(
+        403,
+        "forbidden",
+        `Quota exceeded for ${overs.join(", ")}: Requested ${list((q) => requested[q] ?? 0)}, but already used ${list((q) => usage[q] ?? 0)} of ${list((q) => this.quotas[q])} ${overs.join(", ")}`,
+      );
+    }
     const group = groupId ? this.serverGroups.get(groupId) : undefined;
+    // nova/compute/api.py, _provision_instances: the group's member quota.
+    if (group && this.quotas.server_group_members >= 0 && (group.members as string[]).length + 1 > this.quotas.server_group_members) {
+      throw new ApiError(403, "forbidden", "Quota exceeded, too many servers in group");
+    }
     const id = randomUUID();
     const networks = (body.networks as { port?: string; uuid?: string; fixed_ip?: string }[] | string | undefined) ?? [];
     const ports: string[] = [];
@@ -309,6 +473,7 @@ export class Nova {
       name: body.name,
       status: "BUILD",
       reads: 0,
+      fault: this.failures.find((f) => f.matches(String(body.name)))?.message ?? null,
       tenant_id: this.identity.projectId,
       user_id: this.identity.userId,
       metadata: body.metadata ?? {},
@@ -329,15 +494,40 @@ export class Nova {
     return server;
   }
 
-  /** Nova's view of a server. The first read still shows BUILD; later reads show ACTIVE. */
+  /**
+   * Where the scheduler puts a server (nova/scheduler/filters/affinity_filter.py): a hard
+   * anti-affinity group needs a host none of its members is on, affinity the members' host; the
+   * soft policies only weigh hosts. Undefined: no valid host.
+   */
+  private schedule(id: string): string | undefined {
+    const group = this.serverGroups.all().find((g) => (g.members as string[]).includes(id));
+    const peers = group ? this.servers.all().filter((s) => s.id !== id && (group.members as string[]).includes(s.id) && s.host) : [];
+    const hosts = Array.from({ length: this.hosts }, (_, n) => `compute-${n + 1}`);
+    if (group?.policy === "anti-affinity") return hosts.find((h) => !peers.some((p) => p.host === h));
+    if (group?.policy === "affinity" && peers.length > 0) return String(peers[0].host);
+    return hosts[this.servers.all().filter((s) => s.host).length % hosts.length];
+  }
+
+  /**
+   * Nova's view of a server. It is BUILD for `buildReads` reads, then the scheduler places it:
+   * ACTIVE on a host, or ERROR with a fault when no host fits or a failure was injected.
+   */
   private serverView(id: string, request: FastifyRequest): Resource {
     const stored = this.servers.get(id);
     const reads = (stored.reads as number) + 1;
-    const becomesActive = stored.status === "BUILD" && reads > 1;
-    const server = this.servers.update(id, {
-      reads,
-      ...(becomesActive ? { status: "ACTIVE", launched_at: nowNoZone(), updated: now() } : {}),
-    });
+    let outcome: Record<string, unknown> = {};
+    if (stored.status === "BUILD" && reads > this.buildReads) {
+      const host = stored.fault ? undefined : this.schedule(id);
+      outcome = host
+        ? { status: "ACTIVE", host, launched_at: nowNoZone(), updated: now() }
+        : {
+            status: "ERROR",
+            updated: now(),
+            // nova/api/openstack/compute/views/servers.py, _get_fault: code, message, created.
+            fault: { code: 500, message: stored.fault ?? NO_VALID_HOST, created: now() },
+          };
+    }
+    const server = this.servers.update(id, { reads, ...outcome });
     const flavor = server.flavor as Flavor;
     const addresses: Record<string, unknown[]> = {};
     for (const portId of server.ports as string[]) {
@@ -352,6 +542,7 @@ export class Nova {
       }));
     }
     const active = server.status === "ACTIVE";
+    const failed = server.status === "ERROR";
     return {
       id: server.id,
       name: server.name,
@@ -362,7 +553,15 @@ export class Nova {
       hostId: active ? randomBytes(28).toString("hex") : "",
       image: server.image,
       flavor: atLeast(request, 47)
-        ? { original_name: flavor.name, vcpus: flavor.vcpus, ram: flavor.ram, disk: flavor.disk, ephemeral: 0, swap: 0, extra_specs: {} }
+        ? {
+            original_name: flavor.name,
+            vcpus: flavor.vcpus,
+            ram: flavor.ram,
+            disk: flavor.disk,
+            ephemeral: flavor.ephemeral ?? 0,
+            swap: flavor.swap ?? 0,
+            extra_specs: {},
+          }
         : { id: flavor.id, links: [] },
       created: server.created,
       updated: server.updated,
@@ -377,9 +576,10 @@ export class Nova {
       key_name: server.key_name,
       "OS-SRV-USG:launched_at": active ? server.launched_at : null,
       "OS-SRV-USG:terminated_at": null,
-      "OS-EXT-STS:task_state": active ? null : "spawning",
-      "OS-EXT-STS:vm_state": active ? "active" : "building",
+      "OS-EXT-STS:task_state": active || failed ? null : "spawning",
+      "OS-EXT-STS:vm_state": active ? "active" : failed ? "error" : "building",
       "OS-EXT-STS:power_state": active ? 1 : 0,
+      ...(failed ? { fault: server.fault } : {}),
       "os-extended-volumes:volumes_attached": (server.volumes_attached as { id: string }[]).map((v) => ({
         id: v.id,
         delete_on_termination: false,

@@ -57,8 +57,9 @@ function errorBody(url: string, error: ApiError): unknown {
   if (url.startsWith("/network/")) return { NeutronError: { type: error.type, message: error.message, detail: "" } };
   if (url.startsWith("/identity/")) return { error: { code: error.status, title: error.type, message: error.message } };
   const key =
-    { 400: "badRequest", 401: "unauthorized", 403: "forbidden", 404: "itemNotFound", 409: "conflictingRequest" }[error.status] ??
-    "computeFault";
+    { 400: "badRequest", 401: "unauthorized", 403: "forbidden", 404: "itemNotFound", 409: "conflictingRequest", 413: "overLimit" }[
+      error.status
+    ] ?? "computeFault";
   return { [key]: { code: error.status, message: error.message } };
 }
 
