@@ -1,0 +1,166 @@
+/**
+ * L3: the stack against what real clouds do, through the real provider and the OpenStack API
+ * double at its upstream defaults: quotas checked at plan time (and hit at apply time), a
+ * server that goes to ERROR, the Salt volume behind a flavor's ephemeral disk, config drives.
+ * Each failure is followed by the fix a user would make and a re-apply that converges.
+ */
+import { CINDER_DEFAULT_QUOTAS } from "../test/openstack-double/cinder";
+import { NEUTRON_DEFAULT_QUOTAS } from "../test/openstack-double/neutron";
+import { NOVA_DEFAULT_QUOTAS } from "../test/openstack-double/nova";
+import { StateServer, startStateServer } from "../test/http-state/server";
+import { OpenStackDouble, startOpenStackDouble } from "../test/openstack-double/server";
+import { RunResult } from "./support/tofu";
+import { workspace, Workspace } from "./support/workspace";
+
+let double: OpenStackDouble;
+let state: StateServer;
+
+beforeAll(async () => {
+  double = await startOpenStackDouble();
+  state = await startStateServer();
+});
+
+afterAll(async () => {
+  await double.close();
+  await state.close();
+});
+
+beforeEach(() => {
+  // Every test starts from the upstream defaults and an empty project.
+  Object.assign(double.nova.quotas, NOVA_DEFAULT_QUOTAS);
+  Object.assign(double.cinder.quotas, CINDER_DEFAULT_QUOTAS);
+  Object.assign(double.neutron.quotas, NEUTRON_DEFAULT_QUOTAS);
+  double.nova.hosts = 16;
+  expect(double.resourceCount()).toBe(0);
+});
+
+afterEach(() => {
+  expect(double.unhandled).toEqual([]);
+});
+
+function oneLine(result: RunResult): string {
+  return `${result.stderr}${result.stdout}`.replace(/[│╷╵]/g, " ").replace(/\s+/g, " ");
+}
+
+async function apply(ws: Workspace, env: NodeJS.ProcessEnv = {}): Promise<RunResult> {
+  return ws.tofu(["apply", "-auto-approve", "-input=false"], env);
+}
+
+async function destroyAll(ws: Workspace, env: NodeJS.ProcessEnv = {}): Promise<void> {
+  const destroyed = await ws.tofu(["destroy", "-auto-approve", "-input=false"], env);
+  expect({ status: destroyed.status, stderr: destroyed.stderr }).toEqual({ status: 0, stderr: "" });
+  expect(double.resourceCount()).toBe(0);
+}
+
+describe("quotas", () => {
+  it("stops the plan with one line naming the quota when a limit is below what the cluster needs, before creating anything", async () => {
+    const ws = await workspace(double, state);
+    // 5 nodes of m1.large, the m1.medium Salt master and the m1.small bastion: 23 cores.
+    const cores = await ws.tofu(["plan", "-input=false"], { TF_VAR_num_kube_nodes: "5" });
+    expect(cores.status).toBe(1);
+    expect(oneLine(cores)).toContain(
+      "Quota too small: this deployment needs Nova quota cores = 23, but the project allows 20 (openstack quota show); " +
+        "raise the quota, or deploy fewer or smaller machines.",
+    );
+    // 11 nodes overflow the server group even where cores, RAM and instances are plenty.
+    Object.assign(double.nova.quotas, { instances: -1, cores: -1, ram: -1 });
+    const members = await ws.tofu(["plan", "-input=false"], { TF_VAR_num_kube_nodes: "11" });
+    expect(members.status).toBe(1);
+    expect(oneLine(members)).toContain("this deployment needs Nova quota server_group_members = 11, but the project allows 10");
+    // Without a server group, the same 11 nodes fit.
+    const ungrouped = await ws.tofu(["plan", "-input=false"], { TF_VAR_num_kube_nodes: "11", TF_VAR_kube_server_group_policy: "none" });
+    expect({ status: ungrouped.status, stderr: ungrouped.stderr }).toEqual({ status: 0, stderr: "" });
+    // A cloud that hides its quotas: check_quotas=false skips the reads.
+    const unchecked = await ws.tofu(["plan", "-input=false"], { TF_VAR_num_kube_nodes: "11", TF_VAR_check_quotas: "false" });
+    expect({ status: unchecked.status, stderr: unchecked.stderr }).toEqual({ status: 0, stderr: "" });
+    expect(double.requests.some((r) => r.url.includes("/os-quota-sets/") && r.status !== 200)).toBe(false);
+  });
+
+  it("counts in quota_needs exactly what the apply then uses of every quota", async () => {
+    const ws = await workspace(double, state, {}, { TF_VAR_run_provisioners: "false", TF_VAR_deploy_ssh_public_key: SSH_KEY });
+    const before = { nova: double.nova.usage(), cinder: double.cinder.usage(), neutron: double.neutron.usage() };
+    const applied = await apply(ws);
+    expect({ status: applied.status, stderr: applied.stderr }).toEqual({ status: 0, stderr: "" });
+    const needs = JSON.parse((await ws.tofu(["output", "-json", "quota_needs"])).stdout);
+    const used = (after: Record<string, number | undefined>, start: Record<string, number | undefined>, quotas: string[]) =>
+      Object.fromEntries(quotas.map((q) => [q, (after[q] ?? 0) - (start[q] ?? 0)]));
+    expect(used(double.nova.usage(), before.nova, Object.keys(needs.compute))).toEqual(needs.compute);
+    expect(used(double.cinder.usage(), before.cinder, Object.keys(needs.blockStorage))).toEqual(needs.blockStorage);
+    expect(used(double.neutron.usage(), before.neutron, Object.keys(needs.network))).toEqual(needs.network);
+    // The table in docs/quotas.md, column N = 3.
+    expect(needs.compute).toMatchObject({ instances: 5, cores: 15, ram: 30720, server_group_members: 3, key_pairs: 1 });
+    expect(needs.network).toMatchObject({ port: 10, security_group_rule: 14 });
+    await destroyAll(ws);
+  });
+
+  it("reports a quota that other resources exhausted during the apply, and converges once it is raised", async () => {
+    // Another deployment in the project holds a floating IP; the limit is exactly this cluster's 2.
+    const external = double.neutron.networks.all().find((n) => n["router:external"] === true);
+    const other = double.neutron.createFloatingIp({ floating_network_id: external?.id });
+    double.neutron.quotas.floatingip = 2;
+    const ws = await workspace(double, state);
+    const failed = await apply(ws);
+    expect(failed.status).toBe(1);
+    expect(oneLine(failed)).toContain("Quota exceeded for resources: ['floatingip'].");
+    expect(oneLine(failed)).toMatch(/with openstack_networking_floatingip_v2\.\w+/);
+    const partial = double.nova.servers.size;
+    expect(partial).toBeGreaterThan(0);
+
+    double.neutron.quotas.floatingip = 3;
+    const converged = await apply(ws);
+    expect({ status: converged.status, stderr: converged.stderr }).toEqual({ status: 0, stderr: "" });
+    expect(converged.stdout).toMatch(/Apply complete! Resources: \d+ added, 0 changed, 0 destroyed\./);
+    const replan = await ws.tofu(["plan", "-detailed-exitcode", "-input=false"]);
+    expect(replan.status).toBe(0);
+    double.neutron.floatingips.delete(other.id);
+    await destroyAll(ws);
+  });
+});
+
+describe("a server that goes to ERROR", () => {
+  it("fails the apply naming the instance, keeps the scheduler's reason as its fault, and a re-apply after the fix replaces it", async () => {
+    // Hard anti-affinity for 3 nodes on a cloud with 2 compute hosts: the third cannot be placed.
+    double.nova.hosts = 2;
+    const ws = await workspace(double, state, {}, { TF_VAR_run_provisioners: "false", TF_VAR_kube_server_group_policy: "anti-affinity" });
+    const failed = await apply(ws);
+    expect(failed.status).toBe(1);
+    const text = oneLine(failed);
+    // The provider names the instance and its state; the reason is the server's fault, which
+    // `openstack server show <id> -c fault` prints (docs/quotas.md).
+    expect(text).toMatch(/Error waiting for instance \([0-9a-f-]{36}\) to become ready: unexpected state 'ERROR', wanted target 'ACTIVE'/);
+    expect(text).toMatch(/with openstack_compute_instance_v2\.KubeNodes_(Master|Worker)_\w+(\[\d\])?/);
+    const errored = double.nova.servers.all().filter((s) => s.status === "ERROR");
+    expect(errored).toHaveLength(1);
+    expect(text).toContain(errored[0].id);
+    expect(errored[0].fault).toMatchObject({ code: 500, message: "No valid host was found. There are not enough hosts available." });
+
+    double.nova.hosts = 3;
+    const converged = await apply(ws);
+    expect({ status: converged.status, stderr: converged.stderr }).toEqual({ status: 0, stderr: "" });
+    // The tainted instance is replaced; everything else was already there.
+    expect(converged.stdout).toMatch(/Apply complete! Resources: \d+ added, 0 changed, 1 destroyed\./);
+    expect(double.nova.servers.all().map((s) => s.status)).toEqual(Array(5).fill("ACTIVE"));
+    expect(double.nova.servers.find(errored[0].id)).toBeUndefined();
+    await destroyAll(ws);
+  });
+});
+
+describe("machines as a real cloud boots them", () => {
+  it("boots every machine from a config drive, and gives the Salt master the id of the volume it finds behind a flavor's ephemeral disk", async () => {
+    const ws = await workspace(double, state, {}, { TF_VAR_run_provisioners: "false", TF_VAR_salt_master_flavor: "m1.large.ephemeral" });
+    const applied = await apply(ws);
+    expect({ status: applied.status, stderr: applied.stderr }).toEqual({ status: 0, stderr: "" });
+    expect(double.nova.servers.all().map((s) => s.config_drive)).toEqual(Array(5).fill("True"));
+    const salt = double.nova.servers.all().find((s) => s.name === "salt.kube-on-os");
+    const [attachment] = salt?.volumes_attached as { id: string; device: string }[];
+    // vda is the root disk, vdb the ephemeral disk, vdc swap: the volume is not /dev/vdb.
+    expect(attachment.device).toBe("/dev/vdd");
+    const userData = Buffer.from(String(salt?.user_data), "base64").toString("utf8");
+    expect(userData).toContain(`KOO_SALT_VOLUME_ID=${attachment.id}\\n`);
+    expect(userData).not.toContain("/dev/vdb\\n");
+    await destroyAll(ws);
+  });
+});
+
+/** A syntactically valid ed25519 public key (Nova parses keys before it stores them). */
+const SSH_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOX2EFSHSrU/B/qZqr11hcUePiMnRjHzugkCmsMDhGyW cloud-limits";
