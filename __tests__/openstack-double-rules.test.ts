@@ -1,0 +1,366 @@
+/**
+ * The OpenStack API double rejects what Nova, Cinder, Neutron and Keystone reject, with their
+ * status codes and messages (each rule cites its upstream file in test/openstack-double/), and
+ * accepts what they accept. Requests go straight to the API, as the provider would send them.
+ */
+import { execFileSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { NO_VALID_HOST } from "../test/openstack-double/nova";
+import { OpenStackDouble, startOpenStackDouble, WIKI_IMAGE } from "../test/openstack-double/server";
+
+let double: OpenStackDouble;
+let token: string;
+
+beforeEach(async () => {
+  double = await startOpenStackDouble();
+  token = await issueToken({ project: { name: double.identity.project.name, domain: { id: "default" } } });
+});
+
+afterEach(async () => {
+  expect(double.unhandled).toEqual([]);
+  await double.close();
+});
+
+async function issueToken(scope?: unknown): Promise<string> {
+  const response = await authenticate(scope);
+  expect(response.status).toBe(201);
+  return response.headers.get("x-subject-token") as string;
+}
+
+function authenticate(scope?: unknown, identity?: unknown): Promise<Response> {
+  const { user } = double.identity;
+  return fetch(`${double.authUrl}/auth/tokens`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({
+      auth: {
+        identity: identity ?? {
+          methods: ["password"],
+          password: { user: { name: user.name, password: user.password, domain: { name: "Default" } } },
+        },
+        ...(scope === undefined ? {} : { scope }),
+      },
+    }),
+  });
+}
+
+interface Answer {
+  status: number;
+  body: any;
+}
+
+async function api(method: string, url: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer> {
+  const response = await fetch(`${double.url}${url}`, {
+    method,
+    headers: { "x-auth-token": token, "content-type": "application/json", ...headers },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await response.text();
+  return { status: response.status, body: text === "" ? undefined : JSON.parse(text) };
+}
+
+/** The message of an error answer, whatever the service's format. */
+function message(answer: Answer): string {
+  const [error] = Object.values(answer.body as Record<string, { message: string }>);
+  return error.message;
+}
+
+function newKey(type = "ed25519"): { line: string; md5: string } {
+  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "kube-on-os-key-")), "key");
+  execFileSync("ssh-keygen", ["-q", "-t", type, "-N", "", "-C", "rules", "-f", file]);
+  const md5 = execFileSync("ssh-keygen", ["-l", "-E", "md5", "-f", `${file}.pub`], { encoding: "utf8" })
+    .split(" ")[1]
+    .replace(/^MD5:/, "");
+  return { line: fs.readFileSync(`${file}.pub`, "utf8").trim(), md5 };
+}
+
+const NOVA = "/compute/v2.1";
+const MICROVERSION = (v: string) => ({ "openstack-api-version": `compute ${v}`, "x-openstack-nova-api-version": v });
+
+describe("Nova", () => {
+  it("refuses dots in keypair names before microversion 2.92 and accepts them from it", async () => {
+    const { line } = newKey();
+    const old = await api("POST", `${NOVA}/os-keypairs`, { keypair: { name: "lab.example.org-deploy", public_key: line } });
+    expect(old.status).toBe(400);
+    expect(message(old)).toBe(
+      "Invalid input for field/attribute name. Value: lab.example.org-deploy. 'lab.example.org-deploy' does not match '^[_\\\\- a-zA-Z0-9]+$'",
+    );
+    const underscores = await api("POST", `${NOVA}/os-keypairs`, { keypair: { name: "lab_example_org-deploy", public_key: line } });
+    expect(underscores.status).toBe(200);
+    const v292 = await api(
+      "POST",
+      `${NOVA}/os-keypairs`,
+      { keypair: { name: "lab.example.org-deploy", public_key: line } },
+      MICROVERSION("2.92"),
+    );
+    expect(v292.status).toBe(200);
+  });
+
+  it("parses public keys as Nova does: a truncated or made-up key is invalid, a real one gets its MD5 fingerprint", async () => {
+    for (const bad of ["ssh-ed25519 A", "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOX2EFSHSrU", "ssh-rsa AAAAB3NzaC1yc2E= x"]) {
+      const answer = await api("POST", `${NOVA}/os-keypairs`, { keypair: { name: "bad", public_key: bad } });
+      expect({ bad, status: answer.status, message: message(answer) }).toEqual({
+        bad,
+        status: 400,
+        message: "Keypair data is invalid: failed to generate fingerprint",
+      });
+    }
+    for (const type of ["ed25519", "rsa", "ecdsa"]) {
+      const { line, md5 } = newKey(type);
+      const answer = await api("POST", `${NOVA}/os-keypairs`, { keypair: { name: `good-${type}`, public_key: line } });
+      expect(answer.body.keypair.fingerprint).toBe(md5);
+    }
+  });
+
+  it("enforces the key_pairs, instances, cores, ram, server_groups and server_group_members quotas with Nova's 403s", async () => {
+    const quota = await api("GET", `${NOVA}/os-quota-sets/${double.identity.project.id}`);
+    expect(quota.body.quota_set).toMatchObject({
+      instances: 10,
+      cores: 20,
+      ram: 51200,
+      key_pairs: 100,
+      server_groups: 10,
+      server_group_members: 10,
+    });
+
+    double.nova.quotas.key_pairs = 0;
+    const keypair = await api("POST", `${NOVA}/os-keypairs`, { keypair: { name: "k", public_key: newKey().line } });
+    expect([keypair.status, message(keypair)]).toEqual([403, "Quota exceeded, too many key pairs."]);
+
+    const group = await api("POST", `${NOVA}/os-server-groups`, { server_group: { name: "g", policies: ["anti-affinity"] } });
+    double.nova.quotas.server_groups = 1;
+    const second = await api("POST", `${NOVA}/os-server-groups`, { server_group: { name: "h", policies: ["affinity"] } });
+    expect([second.status, message(second)]).toEqual([403, "Quota exceeded, too many server groups."]);
+
+    double.nova.quotas.server_group_members = 1;
+    const hints = { "os:scheduler_hints": { group: group.body.server_group.id } };
+    expect((await api("POST", `${NOVA}/servers`, { server: server("a"), ...hints })).status).toBe(202);
+    const member = await api("POST", `${NOVA}/servers`, { server: server("b"), ...hints });
+    expect([member.status, message(member)]).toEqual([403, "Quota exceeded, too many servers in group"]);
+
+    double.nova.quotas.cores = 5;
+    const cores = await api("POST", `${NOVA}/servers`, { server: server("c") });
+    expect([cores.status, message(cores)]).toEqual([403, "Quota exceeded for cores: Requested 4, but already used 4 of 5 cores"]);
+    Object.assign(double.nova.quotas, { cores: 4, instances: 1, ram: 8192 });
+    const all = await api("POST", `${NOVA}/servers`, { server: server("d") });
+    expect(message(all)).toBe(
+      "Quota exceeded for cores, instances, ram: Requested 4, 1, 8192, but already used 4, 1, 8192 of 4, 1, 8192 cores, instances, ram",
+    );
+    const detail = await api("GET", `${NOVA}/os-quota-sets/${double.identity.project.id}/detail`);
+    expect(detail.body.quota_set.instances).toEqual({ limit: 1, in_use: 1, reserved: 0 });
+  });
+
+  it("refuses server names over 255 characters or with outer spaces, zero-disk flavors without a boot volume, and unknown images", async () => {
+    expect((await api("POST", `${NOVA}/servers`, { server: server("n".repeat(255)) })).status).toBe(202);
+    const long = await api("POST", `${NOVA}/servers`, { server: server("n".repeat(256)) });
+    expect([long.status, message(long)]).toEqual([
+      400,
+      `Invalid input for field/attribute name. Value: ${"n".repeat(256)}. '${"n".repeat(256)}' is too long`,
+    ]);
+    expect((await api("POST", `${NOVA}/servers`, { server: server(" padded") })).status).toBe(400);
+    const zeroDisk = await api("POST", `${NOVA}/servers`, { server: { ...server("z"), flavorRef: "6" } });
+    expect([zeroDisk.status, message(zeroDisk)]).toEqual([403, "Only volume-backed servers are allowed for flavors with zero disk."]);
+    const image = await api("POST", `${NOVA}/servers`, { server: { ...server("i"), imageRef: "00000000-0000-0000-0000-000000000000" } });
+    expect([image.status, message(image)]).toEqual([400, "Can not find requested image"]);
+  });
+
+  it("builds servers asynchronously, and leaves one in ERROR with a fault when hard anti-affinity has no host left or a failure is injected", async () => {
+    double.nova.hosts = 2;
+    const group = await api("POST", `${NOVA}/os-server-groups`, { server_group: { name: "g", policies: ["anti-affinity"] } });
+    const hints = { "os:scheduler_hints": { group: group.body.server_group.id } };
+    const ids: string[] = [];
+    for (const name of ["a", "b", "c"]) ids.push((await api("POST", `${NOVA}/servers`, { server: server(name), ...hints })).body.server.id);
+    const first = await Promise.all(ids.map((id) => api("GET", `${NOVA}/servers/${id}`)));
+    expect(first.map((a) => a.body.server.status)).toEqual(["BUILD", "BUILD", "BUILD"]);
+    // One at a time: the scheduler places them in the order it sees them.
+    const then: Answer[] = [];
+    for (const id of ids) then.push(await api("GET", `${NOVA}/servers/${id}`));
+    expect(then.map((a) => a.body.server.status)).toEqual(["ACTIVE", "ACTIVE", "ERROR"]);
+    expect(then[2].body.server.fault).toMatchObject({ code: 500, message: NO_VALID_HOST });
+
+    const stop = double.nova.failServers((name) => name === "doomed", "Build of instance aborted: Volume attach failed.");
+    const doomed = (await api("POST", `${NOVA}/servers`, { server: server("doomed") })).body.server.id;
+    stop();
+    await api("GET", `${NOVA}/servers/${doomed}`);
+    const shown = await api("GET", `${NOVA}/servers/${doomed}`);
+    expect(shown.body.server).toMatchObject({ status: "ERROR", fault: { message: "Build of instance aborted: Volume attach failed." } });
+    expect((await api("DELETE", `${NOVA}/servers/${doomed}`)).status).toBe(204);
+  });
+
+  it("attaches a volume after the flavor's ephemeral disk and swap", async () => {
+    const id = (await api("POST", `${NOVA}/servers`, { server: { ...server("e"), flavorRef: "5" } })).body.server.id;
+    const volume = (await api("POST", `/volume/v3/${double.identity.project.id}/volumes`, { volume: { size: 1, name: "v" } })).body.volume
+      .id;
+    await api("GET", `/volume/v3/${double.identity.project.id}/volumes/${volume}`);
+    await api("GET", `/volume/v3/${double.identity.project.id}/volumes/${volume}`);
+    const attached = await api("POST", `${NOVA}/servers/${id}/os-volume_attachments`, { volumeAttachment: { volumeId: volume } });
+    expect(attached.body.volumeAttachment.device).toBe("/dev/vdd");
+  });
+});
+
+describe("Cinder", () => {
+  const volumes = () => `/volume/v3/${double.identity.project.id}/volumes`;
+
+  it("enforces the volumes and gigabytes quotas with 413s, and names of at most 255 characters", async () => {
+    const quota = await api("GET", `/volume/v3/${double.identity.project.id}/os-quota-sets/${double.identity.project.id}?usage=true`);
+    expect(quota.body.quota_set).toMatchObject({ volumes: { limit: 10, in_use: 0 }, gigabytes: { limit: 1000, in_use: 0 } });
+    const big = await api("POST", volumes(), { volume: { size: 1001 } });
+    expect([big.status, message(big)]).toEqual([
+      413,
+      "Requested volume or snapshot exceeds allowed gigabytes quota. Requested 1001G, quota is 1000G and 0G has been consumed.",
+    ]);
+    double.cinder.quotas.volumes = 1;
+    expect((await api("POST", volumes(), { volume: { size: 1 } })).status).toBe(202);
+    const second = await api("POST", volumes(), { volume: { size: 1 } });
+    expect([second.status, message(second)]).toEqual([413, "Maximum number of volumes allowed (1) exceeded for quota 'volumes'."]);
+    double.cinder.quotas.volumes = 10;
+    const named = await api("POST", volumes(), { volume: { size: 1, name: "v".repeat(256) } });
+    expect([named.status, message(named)]).toEqual([400, "Invalid input received: name has 256 characters, more than 255."]);
+  });
+
+  it("shows a new volume creating before it is available, or in error when a failure is injected", async () => {
+    const id = (await api("POST", volumes(), { volume: { size: 1 } })).body.volume.id;
+    expect((await api("GET", `${volumes()}/${id}`)).body.volume.status).toBe("creating");
+    expect((await api("GET", `${volumes()}/${id}`)).body.volume.status).toBe("available");
+    double.cinder.failVolumes((name) => name === "broken");
+    const broken = (await api("POST", volumes(), { volume: { size: 1, name: "broken" } })).body.volume.id;
+    await api("GET", `${volumes()}/${broken}`);
+    expect((await api("GET", `${volumes()}/${broken}`)).body.volume.status).toBe("error");
+  });
+});
+
+describe("Keystone", () => {
+  it("answers a scope to an unknown project with 401, and gives an unscoped token no catalog and no project access", async () => {
+    expect((await authenticate({ project: { id: "0".repeat(32) } })).status).toBe(401);
+    expect((await authenticate({ project: { name: "other", domain: { id: "default" } } })).status).toBe(401);
+    const unscoped = await authenticate();
+    expect(unscoped.status).toBe(201);
+    const body = (await unscoped.json()) as { token: Record<string, unknown> };
+    expect(body.token.catalog).toBeUndefined();
+    expect(body.token.project).toBeUndefined();
+    const refused = await api("GET", "/network/v2.0/networks", undefined, {
+      "x-auth-token": unscoped.headers.get("x-subject-token") as string,
+    });
+    expect(refused.status).toBe(403);
+  });
+
+  it("refuses a scope with an application credential, which is bound to its project, and shows a token as it was issued", async () => {
+    const { id, secret } = double.identity.applicationCredential;
+    const identity = { methods: ["application_credential"], application_credential: { id, secret } };
+    expect((await authenticate({ project: { id: double.identity.project.id } }, identity)).status).toBe(401);
+    const appToken = (await authenticate(undefined, identity)).headers.get("x-subject-token") as string;
+    const shown = await api("GET", "/identity/v3/auth/tokens", undefined, { "x-subject-token": appToken });
+    expect(shown.body.token).toMatchObject({ methods: ["application_credential"], project: { id: double.identity.project.id } });
+  });
+});
+
+describe("Neutron", () => {
+  const N = "/network/v2.0";
+  async function network(name = "n"): Promise<string> {
+    return (await api("POST", `${N}/networks`, { network: { name } })).body.network.id;
+  }
+  async function subnet(networkId: string, cidr: string, extra: Record<string, unknown> = {}): Promise<Answer> {
+    return api("POST", `${N}/subnets`, { subnet: { network_id: networkId, cidr, ip_version: 4, ...extra } });
+  }
+  const external = () => double.neutron.networks.all().find((n) => n["router:external"] === true)?.id as string;
+
+  it("refuses names over 255 characters, duplicate nameservers and a gateway on the network or broadcast address, and accepts a gateway outside the CIDR", async () => {
+    const long = await api("POST", `${N}/networks`, { network: { name: "x".repeat(256) } });
+    expect([long.status, long.body.NeutronError.message]).toEqual([
+      400,
+      `Invalid input for name. Reason: '${"x".repeat(256)}' exceeds maximum length of 255.`,
+    ]);
+    expect((await api("POST", `${N}/networks`, { network: { name: "x".repeat(255) } })).status).toBe(201);
+    const id = await network();
+    const duplicate = await subnet(id, "10.5.0.0/24", { dns_nameservers: ["1.1.1.1", "1.1.1.1"] });
+    expect([duplicate.status, duplicate.body.NeutronError.message]).toEqual([
+      400,
+      "Invalid input for dns_nameservers. Reason: Duplicate nameserver '1.1.1.1'.",
+    ]);
+    const broadcast = await subnet(id, "10.5.0.0/24", { gateway_ip: "10.5.0.255" });
+    expect([broadcast.status, broadcast.body.NeutronError.message]).toEqual([
+      400,
+      "Invalid input for operation: Gateway is not valid on subnet.",
+    ]);
+    const outside = await subnet(id, "10.5.0.0/24", { gateway_ip: "10.6.0.1" });
+    expect(outside.status).toBe(201);
+  });
+
+  it("gives every DHCP subnet a DHCP port with a pool address, picks free addresses at random, and drops the DHCP port with the subnet", async () => {
+    const id = await network();
+    const created = await subnet(id, "10.5.0.0/24", { allocation_pools: [{ start: "10.5.0.100", end: "10.5.0.200" }] });
+    const dhcp = double.neutron.ports.all().filter((p) => p.network_id === id && p.device_owner === "network:dhcp");
+    expect(dhcp).toHaveLength(1);
+    expect(dhcp[0].device_id).toMatch(new RegExp(`^dhcp[0-9a-f]{32}-${id}$`));
+    const host = (p: { fixed_ips: unknown }) => Number((p.fixed_ips as { ip_address: string }[])[0].ip_address.split(".")[3]);
+    expect(host(dhcp[0] as never)).toBeGreaterThanOrEqual(100);
+    const hosts: number[] = [];
+    for (let n = 0; n < 20; n++) hosts.push(host((await api("POST", `${N}/ports`, { port: { network_id: id } })).body.port));
+    expect(new Set(hosts).size).toBe(20);
+    expect(hosts.every((h) => h >= 100 && h <= 200)).toBe(true);
+    // In order they would be 101..120 or so; at random, not.
+    expect([...hosts].sort((a, b) => a - b)).not.toEqual(hosts);
+    for (const port of double.neutron.ports.all().filter((p) => p.network_id === id && p.device_owner === "")) {
+      await api("DELETE", `${N}/ports/${port.id}`);
+    }
+    expect((await api("DELETE", `${N}/subnets/${created.body.subnet.id}`)).status).toBe(204);
+    expect(double.neutron.ports.all().filter((p) => p.network_id === id)).toEqual([]);
+  });
+
+  it("refuses a router interface overlapping the external network, and floating IPs for unrouted, DHCP or already-served addresses", async () => {
+    const router = (await api("POST", `${N}/routers`, { router: { name: "r", external_gateway_info: { network_id: external() } } })).body
+      .router.id;
+    const id = await network();
+    const overlapping = (await subnet(id, "192.0.2.0/25")).body.subnet.id;
+    const overlap = await api("PUT", `${N}/routers/${router}/add_router_interface`, { subnet_id: overlapping });
+    expect(overlap.status).toBe(400);
+    expect(overlap.body.NeutronError.message).toMatch(
+      /^Bad router request: Cidr 192\.0\.2\.0\/25 of subnet \S+ overlaps with cidr 192\.0\.2\.0\/24 of subnet \S+\.$/,
+    );
+
+    const other = await network("m");
+    const sub = (await subnet(other, "10.6.0.0/24")).body.subnet.id;
+    const port = (await api("POST", `${N}/ports`, { port: { network_id: other } })).body.port.id;
+    const fip = async (portId?: string) =>
+      api("POST", `${N}/floatingips`, { floatingip: { floating_network_id: external(), ...(portId ? { port_id: portId } : {}) } });
+    const unrouted = await fip(port);
+    expect([unrouted.status, unrouted.body.NeutronError.type]).toEqual([404, "ExternalGatewayForFloatingIPNotFound"]);
+    expect(unrouted.body.NeutronError.message).toBe(
+      `External network ${external()} is not reachable from subnet ${sub}.  Therefore, cannot associate Port ${port} with a Floating IP.`,
+    );
+    expect((await api("PUT", `${N}/routers/${router}/add_router_interface`, { subnet_id: sub })).status).toBe(200);
+    expect((await fip(port)).status).toBe(201);
+    const second = await fip();
+    const again = await api("PUT", `${N}/floatingips/${second.body.floatingip.id}`, { floatingip: { port_id: port } });
+    expect([again.status, again.body.NeutronError.type]).toEqual([409, "FloatingIPPortAlreadyAssociated"]);
+    const dhcpPort = double.neutron.ports.all().find((p) => p.network_id === other && p.device_owner === "network:dhcp");
+    const onDhcp = await api("PUT", `${N}/floatingips/${second.body.floatingip.id}`, { floatingip: { port_id: dhcpPort?.id } });
+    expect([onDhcp.status, onDhcp.body.NeutronError.message]).toEqual([
+      400,
+      "Bad floatingip request: Port %(id)s is unable to be assigned a floating IP.",
+    ]);
+    const remove = await api("PUT", `${N}/routers/${router}/remove_router_interface`, { subnet_id: sub });
+    expect([remove.status, remove.body.NeutronError.type]).toEqual([409, "RouterInterfaceInUseByFloatingIP"]);
+  });
+
+  it("enforces quotas with 409 OverQuota and shows them", async () => {
+    expect((await api("GET", `${N}/quotas/${double.identity.project.id}`)).body.quota).toMatchObject({
+      floatingip: 50,
+      port: 500,
+      security_group_rule: 100,
+    });
+    double.neutron.quotas.floatingip = 0;
+    const over = await api("POST", `${N}/floatingips`, { floatingip: { floating_network_id: external() } });
+    expect([over.status, over.body.NeutronError]).toEqual([
+      409,
+      { type: "OverQuota", message: "Quota exceeded for resources: ['floatingip'].", detail: "" },
+    ]);
+  });
+});
+
+/** A server body for the seeded image and m1.large. */
+function server(name: string): Record<string, unknown> {
+  return { name, imageRef: WIKI_IMAGE.id, flavorRef: "4" };
+}
