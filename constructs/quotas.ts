@@ -17,6 +17,8 @@ export interface QuotasProps {
   readonly saltVolumeSize: number;
   /** 1 when the stack creates the deploy keypair, else 0. */
   readonly newKeypairs: number;
+  /** The security groups the stack creates. */
+  readonly securityGroups: number;
   /** The security group rules the stack creates, the default egress rules of its groups included. */
   readonly securityGroupRules: number;
 }
@@ -36,7 +38,7 @@ export interface QuotaNeeds {
  * apply time, and the cloud then answers with its own error (409, 403 or 413).
  */
 export class Quotas extends Construct {
-  /** Ports per deployment besides the workers': bastion 2, Salt master 1, master 2, router 1, DHCP 2. */
+  /** Ports besides one per worker: bastion 2, Salt master 1, Kubernetes master 2, router 1, DHCP 2. */
   static readonly FIXED_PORTS = 8;
 
   readonly needs: QuotaNeeds;
@@ -69,8 +71,8 @@ export class Quotas extends Construct {
         network: 2,
         subnet: 2,
         router: 1,
-        port: Token.asNumber(Op.add(Quotas.FIXED_PORTS - 1, props.nodeCount)),
-        security_group: 4,
+        port: Token.asNumber(Op.add(Quotas.FIXED_PORTS, Op.sub(props.nodeCount, 1))),
+        security_group: props.securityGroups,
         security_group_rule: props.securityGroupRules,
       },
     };
@@ -78,8 +80,9 @@ export class Quotas extends Construct {
     const needs = this.needsLocal;
     const need = (service: keyof QuotaNeeds, quota: string) => `local.${needs.friendlyUniqueId}.${service}.${quota}`;
 
-    const scope_ = new DataOpenstackIdentityAuthScopeV3(this, "Scope", { count: count(), name: "kube-on-os" });
-    const projectId = Token.asString(`\${${scope_.fqn}[0].project_id}`);
+    // The project the credentials are scoped to, from the token itself.
+    const authScope = new DataOpenstackIdentityAuthScopeV3(this, "Scope", { count: count(), name: "kube-on-os" });
+    const projectId = Token.asString(`\${${authScope.fqn}[0].project_id}`);
     new DataOpenstackComputeQuotasetV2(this, "Compute", {
       count: count(),
       projectId,

@@ -149,6 +149,7 @@ export class KubeOnOsStack extends TerraformStack {
       serverGroupPolicy: v.kube_server_group_policy.stringValue,
       saltVolumeSize: v.salt_volume_size.numberValue,
       newKeypairs: Token.asNumber(Fn.lengthOf(splat(keypair, "name"))),
+      securityGroups: Object.keys(this.network.securityGroups).length,
       securityGroupRules: this.network.securityGroupRuleCount,
     });
 
