@@ -5,6 +5,8 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/toolchain/lib.sh"
 
 bash "$KOO_ROOT/scripts/toolchain.sh"
+# The Debian root the rehearsal's hosts boot from; it skips itself where namespaces are not allowed.
+bash "$KOO_ROOT/scripts/toolchain/debian-root.sh"
 source "$KOO_ROOT/scripts/toolchain/env.sh"
 cd "$KOO_ROOT"
 # npm ci generated the bindings already; this is a no-op then, and a repair if .gen/ was removed.

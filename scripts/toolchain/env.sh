@@ -11,7 +11,9 @@ KOO_SSHD="$(koo_sshd_current)/bin/sshd"
 PATH="$(dirname "$KOO_TOFU"):$PATH"
 # Terraform, when the machine has a recent enough one: the tests run it beside tofu.
 KOO_TERRAFORM="$(koo_terraform_binary)"
-export KOO_TOFU KOO_TERRAFORM KOO_VENV KOO_CLOUD_INIT_SCHEMA KOO_GITLAB_CI_LOCAL KOO_SSHD PATH
+# The rehearsal's Debian root, when this machine could build it (scripts/toolchain/debian-root.sh).
+KOO_DEBIAN_ROOT="$(koo_debian_root_dir)"
+export KOO_TOFU KOO_TERRAFORM KOO_VENV KOO_CLOUD_INIT_SCHEMA KOO_GITLAB_CI_LOCAL KOO_SSHD KOO_DEBIAN_ROOT PATH
 export CHECKPOINT_DISABLE=1
 
 # A CLI configuration the user already has is respected; otherwise (or when the variable names a

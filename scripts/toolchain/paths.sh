@@ -68,6 +68,21 @@ koo_venv_dir() {
 
 # The validator's wrapper runs on one venv's Python, so each venv gets its own copy (a few MB).
 koo_cloud_init_dir() { echo "$KOO_CACHE/cloud-init/$KOO_CLOUD_INIT_VERSION/$(basename "$(koo_venv_dir)")"; }
+
+# The rehearsal's hosts (scripts/toolchain/debian-root.sh): a Debian root with what the cloud-init
+# and the states install (no host has internet), and the pinned Salt. Python 3.11 is bookworm's.
+KOO_DEBIAN_SUITE="bookworm"
+KOO_DEBIAN_PYTHON="py3.11"
+KOO_DEBIAN_MIRROR="${KOO_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+# debootstrap resolves no virtual packages: python3-cffi-backend is what python3-cryptography
+# (cloud-init's) needs, spelled out.
+# core.packages (salt/core/defaults.yaml) and the bastion's iptables and fail2ban are among them.
+KOO_DEBIAN_PACKAGES="python3,python3-venv,python3-cffi-backend,cloud-init,openssh-server,sudo,iproute2,iptables,procps,fail2ban,ca-certificates,curl,vim,htop,jq"
+koo_debian_root_dir() {
+  local hash
+  hash=$(printf '%s %s' "$KOO_DEBIAN_PACKAGES" "$(sha256sum "$KOO_REQUIREMENTS")" | sha256sum | cut -c1-12)
+  echo "$KOO_CACHE/debian-root/$KOO_DEBIAN_SUITE-$KOO_DEBIAN_PYTHON-salt-$(koo_salt_version)-$hash"
+}
 koo_gcl_dir() { echo "$KOO_CACHE/gitlab-ci-local/$KOO_GCL_VERSION"; }
 
 # OpenSSH's sshd for the provisioning test's hosts, unpacked from the openssh-server package that
