@@ -50,7 +50,7 @@ const DHCP_HOST_UUID = randomUUID().replace(/-/g, "").slice(0, 32);
 /** How many free addresses Neutron's IPAM picks among (neutrondb_ipam/driver.py, MAX_WIN). */
 const MAX_WIN = 1000;
 
-/** neutron-lib's NAME_MAX_LEN and DESCRIPTION_MAX_LEN (neutron_lib/db/constants.py). */
+/** neutron-lib's NAME_FIELD_SIZE and DESCRIPTION_FIELD_SIZE (neutron_lib/db/constants.py). */
 const MAX_LENGTHS: Record<string, number> = { name: 255, description: 255 };
 
 /**
@@ -111,8 +111,8 @@ export class Neutron {
   }
 
   /**
-   * neutron/quota/resource_registry.py and the no-lock quota driver: creating `count` more of
-   * `quota` beyond its limit is a 409 OverQuota (neutron_lib/exceptions OverQuota: "Quota
+   * neutron/db/quota/driver.py, DbQuotaDriver (OverQuota with the sorted overs): creating `count`
+   * more of `quota` beyond its limit is a 409 OverQuota (neutron_lib/exceptions OverQuota: "Quota
    * exceeded for resources: ['port']."; the list is Python's repr).
    */
   private checkQuota(quota: NeutronQuota, count = 1): void {

@@ -395,7 +395,11 @@ export class Nova {
     return atLeast(request, 64) ? { ...common, policy: group.policy, rules: group.rules } : { ...common, policies: [group.policy] };
   }
 
-  /** What the project uses of each quota, as Nova counts it (nova/quota.py, _server_group_count_members_by_user etc.). */
+  /**
+   * What the project uses of each quota, as Nova counts it (nova/quota.py,
+   * _instances_cores_ram_count, _keypair_get_count_by_user, _server_group_count and
+   * _server_group_count_members_by_user): ERROR servers count too.
+   */
   usage(): Partial<Record<NovaQuota, number>> {
     const servers = this.servers.all();
     return {
