@@ -50,14 +50,14 @@ const CURVES: Record<string, { name: string; pointBytes: number }> = {
 
 /** Each key type's fields after the type name, as cryptography's loaders read them. */
 const KEY_FIELDS: Record<string, (reader: BlobReader) => boolean> = {
-  // _RSAPublicKey.get_public: mpint e, mpint n
+  // _SSHFormatRSA.load_public: mpint e, mpint n
   "ssh-rsa": (r) => r.string().length > 0 && r.string().length > 0,
-  // _ED25519PublicKey.get_public: a 32-byte point
+  // _SSHFormatEd25519.load_public: a 32-byte point
   "ssh-ed25519": (r) => r.string().length === 32,
   ...Object.fromEntries(
     Object.entries(CURVES).map(([type, curve]) => [
       type,
-      // _ECDSAPublicKey.get_public: the curve's name, then an uncompressed point
+      // _SSHFormatECDSA.load_public: the curve's name, then an uncompressed point
       (r: BlobReader) => {
         if (r.string().toString("latin1") !== curve.name) return false;
         const point = r.string();
