@@ -16,18 +16,29 @@ const base = process.env.KOO_DEBIAN_ROOT ?? "";
 // Like the L5 suite, skipped where namespaces are not allowed (KOO_SKIP_NAMESPACE_TESTS=1).
 const built = base !== "" && fs.existsSync(path.join(base, ".complete")) && process.env.KOO_SKIP_NAMESPACE_TESTS !== "1";
 
-/** Runs `command` in a fresh host: an overlay on the base root, in namespaces of its own. */
-function inHost(command: string, hostname = "rehearsal-host"): { status: number | null; stdout: string; stderr: string; upper: string } {
+/**
+ * Runs `command` in a fresh host: an overlay on the base root holding `files` (path → content),
+ * in mount, UTS, PID and network namespaces of its own (no network: hosts have no internet).
+ */
+function inHost(
+  command: string,
+  files: Record<string, string> = {},
+  hostname = "rehearsal-host",
+): { status: number | null; stdout: string; stderr: string; upper: string } {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "kube-on-os-host-"));
   const [upper, work, merged] = ["upper", "work", "merged"].map((name) => path.join(dir, name));
   for (const d of [upper, work, merged]) fs.mkdirSync(d);
+  for (const [file, content] of Object.entries(files)) {
+    fs.mkdirSync(path.dirname(path.join(upper, file)), { recursive: true });
+    fs.writeFileSync(path.join(upper, file), content, { mode: 0o755 });
+  }
   const script = [
     `mount -t overlay overlay -o lowerdir=${base}/root,upperdir=${upper},workdir=${work} ${merged}`,
     `mount -t proc proc ${merged}/proc`,
     `hostname ${hostname}`,
     `exec chroot ${merged} /bin/sh -c "$1"`,
   ].join("\n");
-  const result = spawnSync("unshare", ["--mount", "--uts", "--pid", "--fork", "bash", "-euc", script, "host", command], {
+  const result = spawnSync("unshare", ["--mount", "--uts", "--pid", "--net", "--fork", "bash", "-euc", script, "host", command], {
     encoding: "utf8",
   });
   return { status: result.status, stdout: result.stdout, stderr: result.stderr, upper };
@@ -58,6 +69,25 @@ function inHost(command: string, hostname = "rehearsal-host"): { status: number 
     const host = inHost(`dpkg-query -W -f '\${Package} \${db:Status-Status}\\n' ${wanted.join(" ")}`);
     expect(host.status).toBe(0);
     expect(host.stdout.trim().split("\n").sort()).toEqual(wanted.map((p) => `${p} installed`).sort());
+  });
+
+  it("lets the cloud-init's Salt install skip its download when the pinned release is there, and only then", () => {
+    const script = fs.readFileSync(path.join(__dirname, "..", "templates", "cloud-init", "files", "install-salt.sh"), "utf8");
+    const env = (version: string) => `KOO_ROLE=salt-master\nKOO_SALT_VERSION=${version}\n`;
+    const pinned = inHost("bash /tmp/install_script.sh", {
+      "/tmp/install_script.sh": script,
+      "/etc/kube-on-os/bootstrap.env": env(SALT_VERSION),
+    });
+    expect({ status: pinned.status, stdout: pinned.stdout }).toEqual({
+      status: 0,
+      stdout: `install-salt: Salt ${SALT_VERSION} is already installed; nothing downloaded\n`,
+    });
+    // Another release goes on to the download, which a host without internet never finishes.
+    const other = inHost("timeout 3 bash /tmp/install_script.sh", {
+      "/tmp/install_script.sh": script,
+      "/etc/kube-on-os/bootstrap.env": env("3006.9"),
+    });
+    expect({ status: other.status, stdout: other.stdout }).toEqual({ status: 124, stdout: "" });
   });
 
   it("is the Debian release whose Python the Salt wheels were built for", () => {

@@ -1,10 +1,32 @@
 #!/usr/bin/env bash
 # Installs the pinned Salt release from the Salt Project's official Debian/Ubuntu packages.
-# Reads KOO_SALT_VERSION and KOO_ROLE from /etc/kube-on-os/bootstrap.env, written by cloud-init.
+# Reads KOO_SALT_VERSION and KOO_ROLE from /etc/kube-on-os/bootstrap.env, written by cloud-init
+# (KOO_BOOTSTRAP_ENV points elsewhere in tests). Skips the download when that release is there.
 set -euo pipefail
 
 # shellcheck source=/dev/null
-source /etc/kube-on-os/bootstrap.env
+source "${KOO_BOOTSTRAP_ENV:-/etc/kube-on-os/bootstrap.env}"
+
+packages=(salt-minion)
+if [[ ${KOO_ROLE} == salt-master ]]; then
+  packages+=(salt-master)
+fi
+
+# An image (or the rehearsal's Debian root) that already has the pinned release needs no download.
+pinned_salt_installed() {
+  local program
+  [[ $(salt-call --version 2>/dev/null) == "salt-call ${KOO_SALT_VERSION} "* ]] || return 1
+  for program in "${packages[@]}"; do
+    command -v "${program}" >/dev/null || return 1
+  done
+}
+if pinned_salt_installed; then
+  if [[ -d /run/systemd/system ]]; then
+    systemctl enable --now "${packages[@]}"
+  fi
+  echo "install-salt: Salt ${KOO_SALT_VERSION} is already installed; nothing downloaded"
+  exit 0
+fi
 
 keyring=/etc/apt/keyrings/salt-archive-keyring.pgp
 mkdir -p /etc/apt/keyrings
@@ -20,10 +42,6 @@ Pin-Priority: 1001
 PIN
 
 apt-get update -q
-packages=(salt-minion)
-if [[ ${KOO_ROLE} == salt-master ]]; then
-  packages+=(salt-master)
-fi
 DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${packages[@]}"
 systemctl enable --now "${packages[@]}"
 echo "install-salt: installed ${packages[*]} ${KOO_SALT_VERSION}"
