@@ -117,6 +117,8 @@ export class Nova {
   hosts = 16;
   /** Reads of a new server that still show BUILD: the provider's waiter sees it building. */
   buildReads = 1;
+  /** Reads of a deleted server that still show it, deleting: the provider's waiter sees that too. */
+  deleteReads = 1;
   private failures: { matches: (name: string) => boolean; message: string }[] = [];
 
   /**
@@ -282,7 +284,16 @@ export class Nova {
     });
     app.get(`${base}/servers/detail`, async (request) => {
       auth(request);
-      return { servers: filterBy(this.servers.all(), request.query as Query).map((s) => this.serverView(s.id, request)) };
+      const shown = filterBy(this.servers.all(), request.query as Query).flatMap((s) => {
+        try {
+          return [this.serverView(s.id, request)];
+        } catch (error) {
+          // A server whose deletion finished while listing is no longer there.
+          if (error instanceof ApiError && error.status === 404) return [];
+          throw error;
+        }
+      });
+      return { servers: shown };
     });
     app.get(`${base}/servers/:id`, async (request) => {
       auth(request);
@@ -295,9 +306,14 @@ export class Nova {
       if (changes.name !== undefined) this.servers.update(id, { name: changes.name, updated: now() });
       return { server: this.serverView(id, request) };
     });
+    // nova/compute/api.py, _delete: the API answers at once. A server on a host goes on showing,
+    // with task_state "deleting", until that host has removed it; one that never got a host
+    // (ERROR at scheduling) is deleted by the API itself (_local_delete), at once.
     app.delete(`${base}/servers/:id`, async (request, reply) => {
       auth(request);
-      this.deleteServer((request.params as { id: string }).id);
+      const { id } = request.params as { id: string };
+      if (this.servers.get(id).host) this.servers.update(id, { deleting: 0 });
+      else this.deleteServer(id);
       return reply.code(204).send();
     });
     app.get(`${base}/servers/:id/os-interface`, async (request) => {
@@ -517,6 +533,14 @@ export class Nova {
    * ACTIVE on a host, or ERROR with a fault when no host fits or a failure was injected.
    */
   private serverView(id: string, request: FastifyRequest): Resource {
+    const deleting = this.servers.get(id).deleting as number | undefined;
+    if (deleting !== undefined) {
+      if (deleting >= this.deleteReads) {
+        this.deleteServer(id);
+        throw new ApiError(404, "itemNotFound", `Instance ${id} could not be found.`);
+      }
+      this.servers.update(id, { deleting: deleting + 1 });
+    }
     const stored = this.servers.get(id);
     const reads = (stored.reads as number) + 1;
     let outcome: Record<string, unknown> = {};
@@ -580,7 +604,7 @@ export class Nova {
       key_name: server.key_name,
       "OS-SRV-USG:launched_at": active ? server.launched_at : null,
       "OS-SRV-USG:terminated_at": null,
-      "OS-EXT-STS:task_state": active || failed ? null : "spawning",
+      "OS-EXT-STS:task_state": server.deleting !== undefined ? "deleting" : active || failed ? null : "spawning",
       "OS-EXT-STS:vm_state": active ? "active" : failed ? "error" : "building",
       "OS-EXT-STS:power_state": active ? 1 : 0,
       ...(failed ? { fault: server.fault } : {}),
