@@ -45,6 +45,11 @@ export interface OpenStackDouble {
    * keep a client mid-operation (e.g. a plan that holds the state lock).
    */
   hold(matches: (method: string, url: string) => boolean): { readonly reached: Promise<void>; release(): void };
+  /**
+   * Calls `listener` after every response: a server may have gone ACTIVE on a read, so the
+   * rehearsal's cloud (test/rehearsal/cloud.ts) looks at the state after each request.
+   */
+  observe(listener: () => void): void;
   /** OS_* variables for password authentication, as an openrc file would set them. */
   passwordEnv(): Record<string, string>;
   /** OS_* variables for application-credential authentication. */
@@ -103,8 +108,10 @@ export async function startOpenStackDouble(options: OpenStackDoubleOptions = {})
       await hold.gate;
     }
   });
+  const observers: (() => void)[] = [];
   app.addHook("onResponse", async (request, reply) => {
     requests.push({ method: request.method, url: request.url, status: reply.statusCode });
+    for (const observer of observers) observer();
   });
   app.setErrorHandler((error: FastifyError | ApiError, request, reply) => {
     if (error instanceof ApiError) return reply.code(error.status).send(errorBody(request.url, error));
@@ -166,6 +173,9 @@ export async function startOpenStackDouble(options: OpenStackDoubleOptions = {})
           release();
         },
       };
+    },
+    observe: (listener) => {
+      observers.push(listener);
     },
     close: () => app.close(),
   };

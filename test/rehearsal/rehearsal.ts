@@ -1,0 +1,93 @@
+/**
+ * The deployment rehearsal (issue 15): the synthesized stack applied with real OpenTofu against
+ * the OpenStack API double, whose servers the rehearsal's cloud (cloud.ts) boots as hosts with
+ * real cloud-init, sshd and Salt on a Debian root. The provisioning chain runs unchanged through
+ * the bastion, logging in with an ssh-agent as a user's laptop does. Needs root and namespaces.
+ */
+import { ChildProcess, execFileSync, spawn } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { OpenStackDouble, startOpenStackDouble } from "../openstack-double/server";
+import { StateServer, startStateServer } from "../http-state/server";
+import { Cloud, routable } from "./cloud";
+
+export interface RehearsalOptions {
+  /** The deployment's domain (minion ids are `<host>.<domain>`). */
+  readonly domain: string;
+  /** The Debian root; @default process.env.KOO_DEBIAN_ROOT + "/root" */
+  readonly base?: string;
+}
+
+export interface Rehearsal {
+  readonly double: OpenStackDouble;
+  readonly state: StateServer;
+  readonly cloud: Cloud;
+  readonly dir: string;
+  /** SSH_AUTH_SOCK and the public key the deployment installs (TF_VAR_deploy_ssh_public_key). */
+  readonly agentEnv: { SSH_AUTH_SOCK: string };
+  readonly publicKey: string;
+  readonly externalCidr: string;
+  close(): Promise<void>;
+}
+
+/** True where the rehearsal can run: root, namespaces, and the Debian root the toolchain built. */
+export function rehearsalAvailable(): { ok: boolean; reason: string } {
+  if (process.env.KOO_SKIP_NAMESPACE_TESTS === "1") return { ok: false, reason: "KOO_SKIP_NAMESPACE_TESTS=1" };
+  if (process.getuid?.() !== 0) return { ok: false, reason: "not root" };
+  const base = process.env.KOO_DEBIAN_ROOT ?? "";
+  if (base === "" || !fs.existsSync(path.join(base, ".complete"))) return { ok: false, reason: "no Debian root (scripts/toolchain/debian-root.sh)" };
+  return { ok: true, reason: "" };
+}
+
+export async function startRehearsal(options: RehearsalOptions): Promise<Rehearsal> {
+  const base = options.base ?? path.join(process.env.KOO_DEBIAN_ROOT ?? "", "root");
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "kube-on-os-rehearsal-"));
+  // RFC 2544's benchmarking range: never on the internet, and a /24 of its own for each process.
+  const externalCidr = `198.18.${process.pid % 256}.0/24`;
+  if (!routable(externalCidr)) throw new Error(`rehearsal: ${externalCidr} overlaps a route of this machine`);
+  const processes: ChildProcess[] = [];
+  const closers: (() => Promise<void> | void)[] = [];
+  const close = async () => {
+    for (const closer of closers.reverse()) {
+      try {
+        await closer();
+      } catch (error) {
+        console.error(`rehearsal: cleanup: ${(error as Error).message}`);
+      }
+    }
+    for (const child of processes) child.kill("SIGTERM");
+    fs.rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    const double = await startOpenStackDouble({ externalNetwork: { name: "vlan1066", cidr: externalCidr } });
+    closers.push(() => double.close());
+    // The rehearsal's cloud runs as many servers as the journey asks for.
+    for (const quota of ["instances", "cores", "ram"] as const) double.nova.quotas[quota] = -1;
+    const state = await startStateServer({ username: "gitlab-ci-token", password: "rehearsal" });
+    closers.push(() => state.close());
+
+    execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "kube-on-os-rehearsal", "-f", path.join(dir, "deploy")]);
+    const agentSocket = path.join(dir, "agent.sock");
+    processes.push(spawn("ssh-agent", ["-D", "-a", agentSocket], { stdio: "ignore" }));
+    for (let i = 0; i < 100 && !fs.existsSync(agentSocket); i++) await new Promise((resolve) => setTimeout(resolve, 50));
+    execFileSync("ssh-add", ["-q", path.join(dir, "deploy")], { env: { ...process.env, SSH_AUTH_SOCK: agentSocket } });
+
+    const cloud = new Cloud({ double, base, dir: path.join(dir, "cloud"), externalCidr, defaultUser: "ubuntu" });
+    closers.push(() => cloud.close());
+    cloud.start();
+    return {
+      double,
+      state,
+      cloud,
+      dir,
+      agentEnv: { SSH_AUTH_SOCK: agentSocket },
+      publicKey: fs.readFileSync(path.join(dir, "deploy.pub"), "utf8").trim(),
+      externalCidr,
+      close,
+    };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}
