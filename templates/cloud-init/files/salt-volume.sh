@@ -46,8 +46,14 @@ if ! blkid -L salt-srv >/dev/null 2>&1; then
     parted -s "${device}" mklabel gpt mkpart salt-srv ext4 1MiB 80% mkpart salt-pki ext4 80% 100%
     udevadm settle
   fi
-  mkfs.ext4 -q -L salt-srv "${device}1"
-  mkfs.ext4 -q -L salt-pki "${device}2"
+  # The kernel names the partitions: vdb1 on virtio-blk, but nvme0n1p1 or loop0p1 on others.
+  mapfile -t partitions < <(lsblk -lnpo NAME,TYPE "${device}" | awk '$2 == "part" { print $1 }')
+  [[ ${#partitions[@]} -eq 2 ]] || {
+    echo "salt-volume: ${device} has ${#partitions[@]} partitions, not the 2 this script makes; not formatting it" >&2
+    exit 1
+  }
+  mkfs.ext4 -q -L salt-srv "${partitions[0]}"
+  mkfs.ext4 -q -L salt-pki "${partitions[1]}"
 fi
 
 mkdir -p /srv/salt /etc/salt/pki
