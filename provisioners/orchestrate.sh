@@ -45,6 +45,29 @@ wait_for() {
 is_ready() { [[ -e $work/ready ]]; }
 reader_gone() { ! kill -0 "$reader" 2>/dev/null; }
 
+# The Salt master's own configuration comes first, applied masterless. When it changes (on the
+# first run it always does: the reactor), the salt_master state restarts salt-master, and a
+# salt-run talking to the master at that moment dies with tornado's StreamClosedError.
+salt-call --local --retcode-passthrough --out=json state.apply salt_master >"$work/master.json" 2>"$work/master.err" || true
+if ! master_states=$("${KOO_SALT_OUTPUT[@]}" local-states <"$work/master.json" 2>"$work/master.parse"); then
+  # Failing states (one per line after the counts), or why there were no results at all.
+  reason=$(tail -n +2 <<<"$master_states" | paste -sd ';' -)
+  [[ -n $reason ]] || reason="$(cat "$work/master.parse") $(koo_last_line "$(cat "$work/master.err")")"
+  koo_die 1 "configuring the Salt master on $host failed: $reason"
+fi
+read -r _ master_changed <<<"$master_states"
+if ((master_changed > 0)); then
+  # A restarted master answers once its own minion has reconnected.
+  self_id=$(cat /etc/salt/minion_id 2>/dev/null || hostname -f)
+  deadline=$((SECONDS + 120))
+  until salt --out=json --static --timeout=10 --list "$self_id" test.ping >"$work/self.json" 2>/dev/null &&
+    koo_silent silent "$work/self.json" "$self_id" && ((${#silent[@]} == 0)); do
+    ((SECONDS < deadline)) || koo_die 1 "the Salt master on $host did not answer for 120 s after its configuration changed"
+    sleep 2
+  done
+  echo "Salt master configured on $host: $master_changed states changed; it answers again"
+fi
+
 # The reader (salt_output.py events) runs state.event and prints a line per minion job return.
 # Its own tags, unique to this run, mark when it is listening and when it has seen everything.
 nonce="$$-$RANDOM$RANDOM"

@@ -117,6 +117,15 @@ def failing_states(states: dict) -> list[str]:
     ]
 
 
+def local_states(text: str) -> tuple[int, int, list[str]]:
+    """States, changed states and failing states of ``salt-call --local --out=json state.apply``."""
+    result = last_object(text)
+    states = (result or {}).get("local")
+    if not isinstance(states, dict):
+        raise ValueError(f"salt-call printed no state results: {one_line(text)}")
+    return len(ordered_states(states)), changed_count(states), failing_states(states)
+
+
 # --- salt-key, test.ping, microk8s.forget_node -------------------------------------------------
 
 
@@ -328,6 +337,15 @@ def main(argv: list[str]) -> int:
     if command == "answered":
         print("\n".join(answered(arguments, sys.stdin.read())))
         return 0
+    if command == "local-states" and not arguments:
+        try:
+            total, changed, failed = local_states(sys.stdin.read())
+        except ValueError as error:
+            print(error, file=sys.stderr)
+            return 3
+        print(f"{total} {changed}")
+        print("\n".join(failed))
+        return 1 if failed else 0
     if command == "forget-node" and len(arguments) == 1:
         print(forget_node(arguments[0], sys.stdin.read()))
         return 0

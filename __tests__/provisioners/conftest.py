@@ -22,6 +22,7 @@ PROGRAMS = {
     "salt": "fake_salt.py",
     "salt-key": "fake_salt_key.py",
     "salt-run": "fake_salt_run.py",
+    "salt-call": "fake_salt_call.py",
     "cloud-init": "fake_cloud_init.py",
     "hostname": "fake_hostname.py",
 }

@@ -85,6 +85,12 @@ orch-test-salt-function-cluster-check:
     - require:
       - salt: orch-test-salt-state-workers
 """,
+    # What orchestrate.sh applies masterless before orchestrating (the real one configures the
+    # machine's own salt-master); the salt-call wrapper's file root is this overlay.
+    "salt_master/init.sls": """
+koo-test-salt-master-test-succeed_without_changes:
+  test.succeed_without_changes: []
+""",
     "koo_test/ok.sls": """
 koo-test-ok-test-succeed_with_changes:
   test.succeed_with_changes: []
@@ -140,8 +146,11 @@ def import_salt_cluster():
     return importlib.import_module("salt_cluster")
 
 
-def write_wrappers(bin_dir: Path, master_dir: Path, log: Path) -> None:
-    """salt, salt-key and salt-run in bin_dir: the venv's real ones, with the cluster's config."""
+def write_wrappers(bin_dir: Path, master_dir: Path, log: Path, minion_dir: Path | None = None, file_root: Path | None = None) -> None:
+    """
+    salt, salt-key and salt-run in bin_dir: the venv's real ones, with the cluster's config; and,
+    given a minion's config and a file root, salt-call, masterless on those.
+    """
     venv_bin = Path(sys.executable).parent
     bin_dir.mkdir(parents=True, exist_ok=True)
     for command in ("salt", "salt-key", "salt-run"):
@@ -150,5 +159,13 @@ def write_wrappers(bin_dir: Path, master_dir: Path, log: Path) -> None:
             "#!/bin/sh\n"
             f"printf '%s\\n' \"{command} $*\" >>'{log}'\n"
             f"exec '{venv_bin / command}' --config-dir='{master_dir}' \"$@\"\n"
+        )
+        wrapper.chmod(0o755)
+    if minion_dir and file_root:
+        wrapper = bin_dir / "salt-call"
+        wrapper.write_text(
+            "#!/bin/sh\n"
+            "printf '%s\\n' \"salt-call $*\" >>'" + str(log) + "'\n"
+            f"exec '{venv_bin / 'salt-call'}' --config-dir='{minion_dir}' --file-root='{file_root}' \"$@\"\n"
         )
         wrapper.chmod(0o755)

@@ -46,7 +46,7 @@ def cluster(tmp_path_factory):
     cluster = PendingKeysCluster(root, {**NODES, INTRUDER: ("10.1.0.99", "intruder")}, {}, OVERLAY)
     cluster.bin = root / "wrappers"
     cluster.calls = root / "calls.log"
-    write_wrappers(cluster.bin, cluster.master_dir, cluster.calls)
+    write_wrappers(cluster.bin, cluster.master_dir, cluster.calls, root / MASTER / "etc", cluster.overlay)
     try:
         cluster.start()
         yield cluster
