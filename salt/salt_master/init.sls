@@ -3,6 +3,8 @@ salt_master-config-file-managed:
     - name: /etc/salt/master.d/kube-on-os.conf
     - source: salt://salt_master/files/master.conf
     - mode: "0644"
+    # Salt installed from wheels, or baked into an image, may come without master.d/.
+    - makedirs: true
 
 salt_master-service-running:
   service.running:
