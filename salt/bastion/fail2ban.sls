@@ -8,6 +8,9 @@ bastion-fail2ban-file-managed-jail:
     - contents: |
         [sshd]
         enabled = true
+        # sshd logs to the journal; a journald-only system (Debian 12, newer Ubuntu) has no
+        # /var/log/auth.log for the default backend to read.
+        backend = systemd
         maxretry = 5
         bantime = 1h
     - require:
