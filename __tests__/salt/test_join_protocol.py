@@ -4,8 +4,8 @@ its reactor) and real minions on 127.0.0.1 run the real microk8s.master and micr
 SLS, the real modules, the real mine with its ACL and the real reactor, against fake microk8s
 nodes that spend single-use tokens the way the cluster agent does.
 
-Only two SLS are replaced, through an overlay in front of salt/: microk8s/init.sls (it would
-install the snap) and core/hosts.sls (it would write this machine's /etc/hosts; the overlay
+Only three SLS are replaced, through an overlay in front of salt/: microk8s/init.sls and
+microk8s/install.sls (they would install the snap; joiners include only the latter) and core/hosts.sls (it would write this machine's /etc/hosts; the overlay
 writes the same kube_on_os.hosts_file into the fake master's stand-in for it).
 """
 
@@ -41,6 +41,7 @@ PILLAR = {
 }
 OVERLAY = {
     "microk8s/init.sls": "microk8s-test-installed:\n  test.succeed_without_changes: []\n",
+    "microk8s/install.sls": "microk8s-test-installed:\n  test.succeed_without_changes: []\n",
     "core/hosts.sls": (
         "core-hosts-file-managed:\n"
         "  file.managed:\n"

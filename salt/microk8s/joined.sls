@@ -7,7 +7,7 @@
 {%- from "microk8s/map.jinja" import microk8s with context %}
 include:
   - core.hosts
-  - microk8s
+  - microk8s.install
 
 microk8s-joined-microk8s-cluster-joined:
   microk8s.cluster_joined:
@@ -17,4 +17,4 @@ microk8s-joined-microk8s-cluster-joined:
     - max_interval: {{ microk8s.join.max_interval }}
     - require:
       - sls: core.hosts
-      - sls: microk8s
+      - sls: microk8s.install
