@@ -79,10 +79,10 @@ KOO_DEBIAN_MIRROR="${KOO_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 # core.packages (salt/core/defaults.yaml) and the bastion's iptables and fail2ban are among them;
 # python3-systemd is what fail2ban's journald backend imports (a Recommends, which debootstrap
 # leaves out and apt on a real machine installs); parted and e2fsprogs prepare the Salt volume;
-# locales is there on Ubuntu's images, and cloud-init's locale module needs it; without systemd,
-# Salt's debian_service module enables services with insserv; bastion.iptables installs
-# iptables-persistent.
-KOO_DEBIAN_PACKAGES="python3,python3-venv,python3-cffi-backend,cloud-init,openssh-server,sudo,iproute2,iptables,procps,fail2ban,python3-systemd,parted,e2fsprogs,locales,insserv,iptables-persistent,ca-certificates,curl,vim,htop,jq"
+# locales is there on Ubuntu's images, and cloud-init's locale module needs it. Hosts run no
+# systemd, so services are sysvinit's (sysvinit-core: init scripts, insserv, runlevel), which
+# Salt's debian_service module manages; bastion.iptables installs iptables-persistent.
+KOO_DEBIAN_PACKAGES="python3,python3-venv,python3-cffi-backend,cloud-init,openssh-server,sudo,iproute2,iptables,procps,fail2ban,python3-systemd,parted,e2fsprogs,locales,sysvinit-core,iptables-persistent,ca-certificates,curl,vim,htop,jq"
 koo_debian_root_dir() {
   local hash
   hash=$(printf '%s %s' "$KOO_DEBIAN_PACKAGES" "$(sha256sum "$KOO_REQUIREMENTS")" | sha256sum | cut -c1-12)

@@ -40,6 +40,8 @@ export interface CloudOptions {
   readonly defaultUser: string;
   /** Extra files for every host's image (path → content). */
   readonly imageFiles?: Record<string, { content: string | Buffer; mode?: number }>;
+  /** Programs that add to every host's image before it boots, called with its overlay's upper directory. */
+  readonly imageInstallers?: string[];
 }
 
 interface Attachment {
@@ -242,6 +244,10 @@ export class Cloud {
     const host = new Host({ name: String(server.name), netns, base: this.options.base, dir, files });
     const running: RunningHost = { serverId, host, netns, index, interfaces, attachments: [], floating: new Set() };
     this.hosts.set(serverId, running);
+    for (const installer of this.options.imageInstallers ?? []) {
+      fs.mkdirSync(host.upper, { recursive: true });
+      execFileSync(installer, [host.upper], { stdio: ["ignore", "ignore", "pipe"] });
+    }
     await host.start();
     // Volumes attached before the boot are there at boot, as on a hypervisor.
     this.attachVolumes(running);
