@@ -75,6 +75,7 @@ class HostFiles {
       FAKE_SALT_LOG: path.join(this.fakes, "calls.jsonl"),
       KOO_SALT_ROOT: this.saltRoot,
       KOO_PILLAR_ROOT: this.pillarRoot,
+      KOO_MACHINE_LEDGER: path.join(this.fakes, "machines"),
     };
   }
 

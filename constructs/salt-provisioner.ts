@@ -183,6 +183,8 @@ export class SaltProvisioner extends Construct {
     });
 
     const machineIds = Fn.concat([[bastion.instance.id, saltMaster.instance.id, kubeNodes.master.id], splat(kubeNodes.workers, "id")]);
+    // The same machines in minionIds' order (Salt master, bastion, Kubernetes master, workers).
+    const minionMachineIds = Fn.concat([[saltMaster.instance.id, bastion.instance.id, kubeNodes.master.id], splat(kubeNodes.workers, "id")]);
     this.acceptMinionKeys = new NullResource(this, "AcceptMinionKeys", {
       count: count(),
       // A re-created machine brings a new key, so the machines' ids are triggers too.
@@ -190,7 +192,11 @@ export class SaltProvisioner extends Construct {
       provisioners: [
         remoteExec(
           toSaltMaster,
-          Fn.format(`sudo bash ${REMOTE_BIN}/accept-minion-keys.sh --timeout %d %s`, [minionTimeout, Fn.join(" ", props.minionIds)]),
+          // ID=MACHINE: the script deletes an id's old key when its machine was replaced.
+          Fn.format(`sudo bash ${REMOTE_BIN}/accept-minion-keys.sh --timeout %d %s`, [
+            minionTimeout,
+            Fn.join(" ", Fn.formatlist("%s=%s", [props.minionIds, minionMachineIds])),
+          ]),
         ),
       ],
     });

@@ -3,13 +3,16 @@
 # then waits until every one of them answers test.ping. Each phase may take --timeout seconds.
 #
 # Keys are accepted one id at a time, never with --accept-all: a key from any other machine is
-# reported and left pending for an operator. An expected id whose key was rejected, or denied
-# (the same id came back with a different key, e.g. a rebuilt machine), fails at once: only an
-# operator can tell a rebuilt machine from an impostor.
+# reported and left pending for an operator. Each id may come as ID=MACHINE, the id of the
+# machine (Nova server) that Terraform made for it: the script keeps, on the master, which machine
+# each key it accepted belongs to, and when Terraform has replaced that machine (-replace, a
+# rebuilt node) it deletes the old machine's key and accepts the new one's. Otherwise an expected
+# id whose key was rejected, or denied (the same id came back with a different key), fails at
+# once: only an operator can tell a rebuilt machine from an impostor.
 set -euo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-KOO_USAGE="accept-minion-keys.sh [--timeout SECONDS] [--interval SECONDS] MINION_ID..."
+KOO_USAGE="accept-minion-keys.sh [--timeout SECONDS] [--interval SECONDS] MINION_ID[=MACHINE_ID]..."
 
 timeout=900
 interval=5
@@ -44,12 +47,20 @@ done
 koo_is_positive_int "$timeout" || koo_usage_error "--timeout must be a positive whole number of seconds, got \"$timeout\""
 koo_is_positive_int "$interval" || koo_usage_error "--interval must be a positive whole number of seconds, got \"$interval\""
 [[ ${#ids[@]} -gt 0 ]] || koo_usage_error "no minion ids given"
-declare -A seen=()
-for id in "${ids[@]}"; do
+declare -A seen=() machine=()
+for i in "${!ids[@]}"; do
+  id=${ids[$i]%%=*}
+  if [[ ${ids[$i]} == *=* ]]; then
+    machine[$id]=${ids[$i]#*=}
+    [[ ${machine[$id]} =~ ^[A-Za-z0-9-]+$ ]] || koo_usage_error "machine id of $id must be letters, digits and dashes, got \"${machine[$id]}\""
+  fi
+  ids[i]=$id
   koo_is_dns_name "$id" || koo_usage_error "minion id \"$id\" is not a lower-case DNS name"
   [[ -z ${seen[$id]:-} ]] || koo_usage_error "minion id $id is given twice"
   seen[$id]=1
 done
+# "<minion id> <machine id>" per key this script accepted; on the master's PKI (the Salt volume).
+ledger=${KOO_MACHINE_LEDGER:-/etc/salt/pki/master/kube-on-os-machines}
 
 host=$(koo_host)
 work=$(mktemp -d)
@@ -75,8 +86,35 @@ accept_key() {
   accepted=$(sed -n 's/^Key for minion \(.*\) accepted\.$/\1/p' <<<"$output")
   [[ -n $accepted ]] || return 1
   [[ $accepted == "$id" ]] || koo_die 1 "salt-key --accept=$id accepted other keys on $host: ${accepted//$'\n'/, }"
+  [[ -z ${machine[$id]:-} ]] || ledger_set "$id" "${machine[$id]}"
   echo "accepted minion key: $id"
 }
+
+# ledger_get ID: the machine whose key was accepted for ID, if this script recorded one.
+ledger_get() {
+  [[ -f $ledger ]] || return 0
+  awk -v id="$1" '$1 == id { print $2 }' "$ledger"
+}
+
+# ledger_set ID [MACHINE]: records (or, without MACHINE, forgets) the machine of ID's key.
+ledger_set() {
+  local next
+  next=$(mktemp "$ledger.XXXXXX")
+  [[ ! -f $ledger ]] || awk -v id="$1" '$1 != id' "$ledger" >"$next"
+  [[ -z ${2:-} ]] || echo "$1 $2" >>"$next"
+  chmod 0600 "$next"
+  mv -f "$next" "$ledger"
+}
+
+# Keys of machines Terraform has replaced: the recorded machine is not the current one, so the key
+# accepted for the id (and a denied one the new machine presented) belongs to a deleted machine.
+for id in "${ids[@]}"; do
+  known=$(ledger_get "$id")
+  [[ -n ${machine[$id]:-} && -n $known && $known != "${machine[$id]}" ]] || continue
+  output=$(salt-key -y --delete="$id" 2>&1) || koo_die 1 "salt-key --delete=$id failed on $host: $(koo_first_line "$output")"
+  ledger_set "$id"
+  echo "deleted the minion key of $id: its machine $known was replaced by ${machine[$id]}"
+done
 
 # The deadline is per phase: keys first, then test.ping.
 seconds_left() {

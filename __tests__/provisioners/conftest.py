@@ -53,6 +53,8 @@ class Fakes:
             "FAKE_SALT_STATE": str(self.state_file),
             "FAKE_SALT_LOG": str(self.log_file),
             "TMPDIR": str(root),
+            # accept-minion-keys.sh's record of which machine each accepted key belongs to.
+            "KOO_MACHINE_LEDGER": str(root / "machines"),
         }
 
     def write(self, state: dict) -> None:

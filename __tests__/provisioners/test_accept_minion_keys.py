@@ -99,6 +99,44 @@ def test_a_denied_or_rejected_expected_key_fails_at_once(fakes, state, message):
     assert len(fakes.calls("salt-key")) == 1
 
 
+def test_records_the_machine_of_each_key_it_accepts(fakes, tmp_path):
+    fakes.update(keys=keys(accepted=[SALT], pending=[WORKER0]), ping=everyone_answers([SALT, WORKER0]))
+    result = fakes.run("accept-minion-keys.sh", *FAST, f"{SALT}=m-salt", f"{WORKER0}=m-worker-1")
+    assert result.returncode == 0, result.stderr
+    assert lines(result.stdout)[0] == f"accepted minion key: {WORKER0}"
+    # Only keys this script accepted are recorded: the Salt master's was accepted before.
+    assert (tmp_path / "fakes" / "machines").read_text() == f"{WORKER0} m-worker-1\n"
+
+
+def test_deletes_the_key_of_a_machine_terraform_replaced_and_accepts_the_new_one(fakes, tmp_path):
+    (tmp_path / "fakes" / "machines").write_text(f"{BASTION} m-bastion\n{WORKER0} m-worker-1\n")
+    fakes.update(
+        # The new machine presented its key while the old one was still accepted: denied.
+        keys=keys(accepted=[SALT, BASTION, WORKER0], denied=[WORKER0]),
+        arrivals={"2": {"minions_pre": [WORKER0]}},
+        ping=everyone_answers([SALT, BASTION, WORKER0]),
+    )
+    result = fakes.run("accept-minion-keys.sh", *FAST, f"{SALT}=m-salt", f"{BASTION}=m-bastion", f"{WORKER0}=m-worker-2")
+    assert result.returncode == 0, result.stderr
+    assert lines(result.stdout)[:4] == [
+        f"deleted the minion key of {WORKER0}: its machine m-worker-1 was replaced by m-worker-2",
+        f"waiting for 1 of 3 minion keys: {WORKER0} (N s left)",
+        f"accepted minion key: {WORKER0}",
+        "all 3 minion keys accepted",
+    ]
+    assert accepts(fakes) == [["-y", f"--delete={WORKER0}"], ["-y", f"--accept={WORKER0}"]]
+    assert sorted((tmp_path / "fakes" / "machines").read_text().splitlines()) == [f"{BASTION} m-bastion", f"{WORKER0} m-worker-2"]
+
+
+def test_a_denied_key_of_the_same_machine_still_fails(fakes, tmp_path):
+    (tmp_path / "fakes" / "machines").write_text(f"{WORKER0} m-worker-1\n")
+    fakes.update(keys=keys(accepted=[SALT, WORKER0], denied=[WORKER0]))
+    result = fakes.run("accept-minion-keys.sh", *FAST, SALT, f"{WORKER0}=m-worker-1")
+    assert result.returncode == 1
+    assert f"minion key of {WORKER0} is denied" in result.stderr
+    assert accepts(fakes) == []
+
+
 def test_times_out_naming_the_missing_keys(fakes):
     fakes.update(keys=keys(accepted=[SALT]), ping=everyone_answers(EXPECTED))
     result = fakes.run("accept-minion-keys.sh", "--timeout=2", "--interval=1", SALT, WORKER0, WORKER1)
@@ -138,7 +176,7 @@ def test_a_failing_salt_key_is_an_error(fakes):
     )
 
 
-USAGE = "usage: accept-minion-keys.sh [--timeout SECONDS] [--interval SECONDS] MINION_ID...\n"
+USAGE = "usage: accept-minion-keys.sh [--timeout SECONDS] [--interval SECONDS] MINION_ID[=MACHINE_ID]...\n"
 
 
 @pytest.mark.parametrize(
@@ -156,6 +194,8 @@ USAGE = "usage: accept-minion-keys.sh [--timeout SECONDS] [--interval SECONDS] M
         (("--", "-bad.lab.example.org"), 'minion id "-bad.lab.example.org" is not a lower-case DNS name'),
         (("bad..example.org",), 'minion id "bad..example.org" is not a lower-case DNS name'),
         ((SALT, SALT), f"minion id {SALT} is given twice"),
+        ((f"{SALT}=m-1", f"{SALT}=m-2"), f"minion id {SALT} is given twice"),
+        ((f"{SALT}=$(reboot)",), f'machine id of {SALT} must be letters, digits and dashes, got "$(reboot)"'),
     ],
 )
 def test_usage_errors(fakes, args, message):
