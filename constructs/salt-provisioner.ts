@@ -184,7 +184,10 @@ export class SaltProvisioner extends Construct {
 
     const machineIds = Fn.concat([[bastion.instance.id, saltMaster.instance.id, kubeNodes.master.id], splat(kubeNodes.workers, "id")]);
     // The same machines in minionIds' order (Salt master, bastion, Kubernetes master, workers).
-    const minionMachineIds = Fn.concat([[saltMaster.instance.id, bastion.instance.id, kubeNodes.master.id], splat(kubeNodes.workers, "id")]);
+    const minionMachineIds = Fn.concat([
+      [saltMaster.instance.id, bastion.instance.id, kubeNodes.master.id],
+      splat(kubeNodes.workers, "id"),
+    ]);
     this.acceptMinionKeys = new NullResource(this, "AcceptMinionKeys", {
       count: count(),
       // A re-created machine brings a new key, so the machines' ids are triggers too.

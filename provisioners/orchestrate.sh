@@ -59,6 +59,7 @@ read -r _ master_changed <<<"$master_states"
 if ((master_changed > 0)); then
   # A restarted master answers once its own minion has reconnected.
   self_id=$(cat /etc/salt/minion_id 2>/dev/null || hostname -f)
+  silent=()
   deadline=$((SECONDS + 120))
   until salt --out=json --static --timeout=10 --list "$self_id" test.ping >"$work/self.json" 2>/dev/null &&
     koo_silent silent "$work/self.json" "$self_id" && ((${#silent[@]} == 0)); do

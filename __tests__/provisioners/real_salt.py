@@ -146,7 +146,9 @@ def import_salt_cluster():
     return importlib.import_module("salt_cluster")
 
 
-def write_wrappers(bin_dir: Path, master_dir: Path, log: Path, minion_dir: Path | None = None, file_root: Path | None = None) -> None:
+def write_wrappers(
+    bin_dir: Path, master_dir: Path, log: Path, minion_dir: Path | None = None, file_root: Path | None = None
+) -> None:
     """
     salt, salt-key and salt-run in bin_dir: the venv's real ones, with the cluster's config; and,
     given a minion's config and a file root, salt-call, masterless on those.

@@ -116,7 +116,8 @@ def test_deletes_the_key_of_a_machine_terraform_replaced_and_accepts_the_new_one
         arrivals={"2": {"minions_pre": [WORKER0]}},
         ping=everyone_answers([SALT, BASTION, WORKER0]),
     )
-    result = fakes.run("accept-minion-keys.sh", *FAST, f"{SALT}=m-salt", f"{BASTION}=m-bastion", f"{WORKER0}=m-worker-2")
+    machines = [f"{SALT}=m-salt", f"{BASTION}=m-bastion", f"{WORKER0}=m-worker-2"]
+    result = fakes.run("accept-minion-keys.sh", *FAST, *machines)
     assert result.returncode == 0, result.stderr
     assert lines(result.stdout)[:4] == [
         f"deleted the minion key of {WORKER0}: its machine m-worker-1 was replaced by m-worker-2",
@@ -125,7 +126,8 @@ def test_deletes_the_key_of_a_machine_terraform_replaced_and_accepts_the_new_one
         "all 3 minion keys accepted",
     ]
     assert accepts(fakes) == [["-y", f"--delete={WORKER0}"], ["-y", f"--accept={WORKER0}"]]
-    assert sorted((tmp_path / "fakes" / "machines").read_text().splitlines()) == [f"{BASTION} m-bastion", f"{WORKER0} m-worker-2"]
+    recorded = (tmp_path / "fakes" / "machines").read_text().splitlines()
+    assert sorted(recorded) == [f"{BASTION} m-bastion", f"{WORKER0} m-worker-2"]
 
 
 def test_a_denied_key_of_the_same_machine_still_fails(fakes, tmp_path):

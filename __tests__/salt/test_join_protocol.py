@@ -5,8 +5,9 @@ SLS, the real modules, the real mine with its ACL and the real reactor, against 
 nodes that spend single-use tokens the way the cluster agent does.
 
 Only three SLS are replaced, through an overlay in front of salt/: microk8s/init.sls and
-microk8s/install.sls (they would install the snap; joiners include only the latter) and core/hosts.sls (it would write this machine's /etc/hosts; the overlay
-writes the same kube_on_os.hosts_file into the fake master's stand-in for it).
+microk8s/install.sls (they would install the snap; joiners include only the latter) and
+core/hosts.sls (it would write this machine's /etc/hosts; the overlay writes the same
+kube_on_os.hosts_file into the fake master's stand-in for it).
 """
 
 from __future__ import annotations

@@ -214,7 +214,22 @@ export class Cloud {
       const port = double.neutron.ports.get(portId);
       const name = `ens${n + 3}`;
       const cloudSide = `h${index}n${n}`;
-      run("ip", ["link", "add", name, "netns", netns, "address", String(port.mac_address), "type", "veth", "peer", "name", cloudSide, "netns", this.netns]);
+      run("ip", [
+        "link",
+        "add",
+        name,
+        "netns",
+        netns,
+        "address",
+        String(port.mac_address),
+        "type",
+        "veth",
+        "peer",
+        "name",
+        cloudSide,
+        "netns",
+        this.netns,
+      ]);
       this.inCloud("ip", "link", "set", cloudSide, "master", this.bridge(String(port.network_id)));
       this.inCloud("ip", "link", "set", cloudSide, "up");
       inHost("ip", "link", "set", name, "up");
@@ -309,7 +324,8 @@ export class Cloud {
     const wanted = new Map<string, { fixed: string; iface: string }>();
     for (const fip of neutron.floatingips.all()) {
       const iface = running.interfaces.find((i) => i.portId === fip.port_id);
-      if (iface && fip.fixed_ip_address) wanted.set(String(fip.floating_ip_address), { fixed: String(fip.fixed_ip_address), iface: iface.name });
+      if (iface && fip.fixed_ip_address)
+        wanted.set(String(fip.floating_ip_address), { fixed: String(fip.fixed_ip_address), iface: iface.name });
     }
     for (const [address, { fixed, iface }] of wanted) {
       if (running.floating.has(address)) continue;

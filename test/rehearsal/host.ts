@@ -88,9 +88,13 @@ export class Host {
       'exec chroot "$m" /usr/bin/python3 /usr/local/lib/koo-rehearsal/init',
     ].join("\n");
     const log = fs.openSync(path.join(this.options.dir, "init.log"), "a");
-    this.init = spawn("ip", ["netns", "exec", this.options.netns, "unshare", "--mount", "--uts", "--pid", "--fork", "bash", "-euc", script], {
-      stdio: ["ignore", log, log],
-    });
+    this.init = spawn(
+      "ip",
+      ["netns", "exec", this.options.netns, "unshare", "--mount", "--uts", "--pid", "--fork", "bash", "-euc", script],
+      {
+        stdio: ["ignore", log, log],
+      },
+    );
     fs.closeSync(log);
     const deadline = Date.now() + 20_000;
     for (;;) {
@@ -99,7 +103,8 @@ export class Host {
         const probe = await this.exec("test -d /proc/1 && hostname");
         if (probe.status === 0) return;
       }
-      if (this.init.exitCode !== null) throw new Error(`host ${this.name}: did not start: ${fs.readFileSync(path.join(this.options.dir, "init.log"), "utf8")}`);
+      if (this.init.exitCode !== null)
+        throw new Error(`host ${this.name}: did not start: ${fs.readFileSync(path.join(this.options.dir, "init.log"), "utf8")}`);
       if (Date.now() > deadline) throw new Error(`host ${this.name}: PID 1 did not come up in 20 s`);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }

@@ -36,7 +36,8 @@ export function rehearsalAvailable(): { ok: boolean; reason: string } {
   if (process.env.KOO_SKIP_NAMESPACE_TESTS === "1") return { ok: false, reason: "KOO_SKIP_NAMESPACE_TESTS=1" };
   if (process.getuid?.() !== 0) return { ok: false, reason: "not root" };
   const base = process.env.KOO_DEBIAN_ROOT ?? "";
-  if (base === "" || !fs.existsSync(path.join(base, ".complete"))) return { ok: false, reason: "no Debian root (scripts/toolchain/debian-root.sh)" };
+  if (base === "" || !fs.existsSync(path.join(base, ".complete")))
+    return { ok: false, reason: "no Debian root (scripts/toolchain/debian-root.sh)" };
   return { ok: true, reason: "" };
 }
 
