@@ -74,7 +74,15 @@ export async function startRehearsal(options: RehearsalOptions): Promise<Rehears
     for (let i = 0; i < 100 && !fs.existsSync(agentSocket); i++) await new Promise((resolve) => setTimeout(resolve, 50));
     execFileSync("ssh-add", ["-q", path.join(dir, "deploy")], { env: { ...process.env, SSH_AUTH_SOCK: agentSocket } });
 
-    const cloud = new Cloud({ double, base, dir: path.join(dir, "cloud"), externalCidr, defaultUser: "ubuntu" });
+    const cloud = new Cloud({
+      double,
+      base,
+      dir: path.join(dir, "cloud"),
+      externalCidr,
+      defaultUser: "ubuntu",
+      // Ubuntu's images have snapd; the rehearsal's snap and microk8s are fakes.
+      imageInstallers: [path.join(__dirname, "fake-microk8s", "install.sh")],
+    });
     closers.push(() => cloud.close());
     cloud.start();
     return {
