@@ -14,7 +14,7 @@ What it reproduces, and where from (see fixtures/microk8s/README.md for the outp
   the master resolves it ($FAKE_MICROK8S_DIR/etc-hosts stands in for the master's /etc/hosts when
   present), and whether dqlite already knows the joiner's address; errors are printed the way
   join.py relays them, with exit code 6; an unreachable master ends in a ConnectionRefusedError;
-- a worker gets var/lock/clustered.lock, after which status refuses to run (exit 1);
+- a worker gets var/lock/clustered.lock, after which status prints only a message (exit 0);
 - remove-node of a node unknown to Kubernetes exits 1 even when --force removed it from dqlite.
 """
 
@@ -87,9 +87,10 @@ def locked(home: Path):
 
 
 def worker_refusal() -> int:
+    """microk8s-status.wrapper on a node joined with --worker: a message, exit 0 (1.28 and later)."""
     print("This MicroK8s deployment is acting as a node in a cluster.")
-    print("Please use the master node.")
-    return 1
+    print("Please use the control plane node.")
+    return 0
 
 
 def status(state: dict) -> int:
@@ -99,9 +100,9 @@ def status(state: dict) -> int:
     print(f"  running: {state['running']}")
     print("high-availability:")
     if not state["running"]:
-        # microk8s prints the message one column off: not valid YAML (status.py print_yaml).
+        # status.py print_yaml with isReady false: the message under high-availability.
         print("  enabled: False")
-        print("   message: microk8s is not running. Use microk8s inspect for a deeper inspection.")
+        print("  message: microk8s is not running. Use microk8s inspect for a deeper inspection.")
         return 0
     print(f"  enabled: {state['addons'].get('ha-cluster') == 'enabled'}")
     members = database(bootstrap(state), state)["members"]

@@ -86,10 +86,9 @@ def test_status_without_ha_has_no_nodes(microk8s):
     assert microk8s.addons()["hostpath-storage"]["status"] == "enabled"
 
 
-def test_a_stopped_microk8s_prints_invalid_yaml_which_still_parses_as_not_running(microk8s):
+def test_a_microk8s_that_is_not_ready_prints_valid_yaml_parsed_as_not_running(microk8s):
     text = fixture("status-not-running.yaml")
-    with pytest.raises(yaml.YAMLError):
-        yaml.safe_load(text)
+    assert yaml.safe_load(text)["high-availability"]["message"].startswith("microk8s is not running")
     microk8s.__salt__ = with_status(text)
     assert microk8s.status() == {
         "running": False,
@@ -101,11 +100,17 @@ def test_a_stopped_microk8s_prints_invalid_yaml_which_still_parses_as_not_runnin
     assert microk8s.is_running() is False
 
 
+def test_a_stopped_microk8s_prints_a_line_not_a_status_and_is_not_running(microk8s):
+    microk8s.__salt__ = with_status(fixture("status-stopped.txt"))
+    assert microk8s.status()["running"] is False
+    assert microk8s.status()["message"] == "microk8s is not running, try microk8s start"
+    assert microk8s.is_running() is False
+
+
 def test_a_worker_node_has_no_status_and_is_running_by_its_service(microk8s):
     services = []
     microk8s.__salt__ = with_status(
         fixture("status-worker.txt"),
-        retcode=1,
         **{"file.file_exists": lambda path: path.endswith("/var/lock/clustered.lock")},
         **{"service.status": lambda name: services.append(name) or True},
     )
@@ -114,7 +119,7 @@ def test_a_worker_node_has_no_status_and_is_running_by_its_service(microk8s):
         "worker": True,
         "high_availability": {"enabled": False, "nodes": []},
         "addons": {},
-        "message": "This MicroK8s deployment is acting as a node in a cluster. Please use the master node.",
+        "message": "This MicroK8s deployment is acting as a node in a cluster. Please use the control plane node.",
     }
     assert microk8s.is_worker() is True
     assert microk8s.is_running() is True

@@ -6,7 +6,8 @@ import yaml
 from salt.exceptions import CommandExecutionError
 
 NOT_RUNNING = "microk8s is not running"
-# What status prints (exit 1) on a node that joined as a worker: only the control plane knows.
+# What status prints (exit 0, microk8s-status.wrapper) on a node that joined as a worker: only the
+# control plane knows.
 WORKER_NODE = "acting as a node in a cluster"
 
 
@@ -30,16 +31,18 @@ def parse(text: str) -> dict:
     ``{"running": bool, "worker": False, "high_availability": {"enabled": bool, "nodes": [{"address", "role"}]},
     "addons": {name: {"status", "description", "version"}}, "message": str | None}``
 
-    A stopped microk8s prints its message one column off, which is not valid YAML; that case is
-    recognised by the message rather than failing.
+    What microk8s 1.28 prints instead of a status is recognised too: on a node joined with
+    --worker the status wrapper's message (exit 0), and on a stopped node exit_if_stopped's
+    (exit 0). A running node that is not ready prints valid YAML with a message.
     """
+    if WORKER_NODE in text:
+        return worker_node(text)
     try:
         raw = yaml.safe_load(text) or {}
     except yaml.YAMLError as error:
-        for line in text.splitlines():
-            if NOT_RUNNING in line:
-                return _without_status(False, line.split("message:", 1)[-1].strip())
         raise CommandExecutionError(f"unparsable microk8s status: {error}") from error
+    if isinstance(raw, str) and NOT_RUNNING in raw:
+        return _without_status(False, raw.strip())
     if not isinstance(raw, dict):
         raise CommandExecutionError(f"unexpected microk8s status: {text[:200]!r}")
     running = (raw.get("microk8s") or {}).get("running") is True
@@ -58,7 +61,8 @@ def parse(text: str) -> dict:
         "worker": False,
         "high_availability": {"enabled": ha.get("enabled") is True, "nodes": nodes},
         "addons": addons,
-        "message": (raw.get("microk8s") or {}).get("message"),
+        # status.py print_yaml puts the not-ready message under high-availability.
+        "message": (raw.get("microk8s") or {}).get("message") or ha.get("message"),
     }
 
 
