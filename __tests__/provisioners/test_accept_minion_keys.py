@@ -119,13 +119,16 @@ def test_deletes_the_key_of_a_machine_terraform_replaced_and_accepts_the_new_one
     machines = [f"{SALT}=m-salt", f"{BASTION}=m-bastion", f"{WORKER0}=m-worker-2"]
     result = fakes.run("accept-minion-keys.sh", *FAST, *machines)
     assert result.returncode == 0, result.stderr
-    assert lines(result.stdout)[:4] == [
+    assert lines(result.stdout)[:5] == [
         f"deleted the minion key of {WORKER0}: its machine m-worker-1 was replaced by m-worker-2",
         f"waiting for 1 of 3 minion keys: {WORKER0} (N s left)",
         f"accepted minion key: {WORKER0}",
         "all 3 minion keys accepted",
+        f"restarting salt-minion on {WORKER0}: a minion whose key was denied returns nothing until it restarts",
     ]
     assert accepts(fakes) == [["-y", f"--delete={WORKER0}"], ["-y", f"--accept={WORKER0}"]]
+    restart = ["--async", "--list", WORKER0, "cmd.run_bg", "salt-call --local service.restart salt-minion"]
+    assert fakes.calls("salt")[0] == restart
     recorded = (tmp_path / "fakes" / "machines").read_text().splitlines()
     assert sorted(recorded) == [f"{BASTION} m-bastion", f"{WORKER0} m-worker-2"]
 
