@@ -138,7 +138,9 @@ def test_each_role_renders_exactly_its_states(tmp_path, pillar_data, host):
     assert roles_of(minion.highstate()) == ROLES[host]
 
 
-def test_orchestration_runs_master_then_bastion_and_k8s_master_then_batched_workers_then_a_check(tmp_path, pillar_data):
+def test_orchestration_runs_master_then_bastion_and_k8s_master_then_workers_then_retracts_tokens_then_a_check(
+    tmp_path, pillar_data
+):
     minion = Minion(tmp_path, f"salt.{DOMAIN}", pillar_data)
     orch = minion.call("state.show_sls", "orch.deploy")
     order = [
@@ -148,6 +150,7 @@ def test_orchestration_runs_master_then_bastion_and_k8s_master_then_batched_work
         "orch-deploy-salt-function-mine-update",
         "orch-deploy-salt-state-bastion-and-master",
         "orch-deploy-salt-state-workers",
+        "orch-deploy-salt-state-spent-tokens",
         "orch-deploy-salt-function-cluster-check",
     ]
     assert sorted(orch) == sorted(order)
@@ -165,8 +168,8 @@ def test_orchestration_of_a_single_node_has_no_worker_step(tmp_path, pillar_data
     single = {**pillar_data, "microk8s": {**pillar_data["microk8s"], "nodes": pillar_data["microk8s"]["nodes"][:1]}}
     orch = Minion(tmp_path, f"salt.{DOMAIN}", single).call("state.show_sls", "orch.deploy")
     assert "orch-deploy-salt-state-workers" not in orch
-    check = [item for item in orch["orch-deploy-salt-function-cluster-check"]["salt"] if isinstance(item, dict)]
-    assert {"require": [{"salt": "orch-deploy-salt-state-bastion-and-master"}]} in check
+    spent = [item for item in orch["orch-deploy-salt-state-spent-tokens"]["salt"] if isinstance(item, dict)]
+    assert {"require": [{"salt": "orch-deploy-salt-state-bastion-and-master"}]} in spent
 
 
 def test_core_renders_the_wiki_states_on_every_machine(tmp_path, pillar_data):

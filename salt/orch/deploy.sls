@@ -2,8 +2,9 @@
   salt-run state.orchestrate orch.deploy: the Salt master first; then every minion syncs the
   custom modules, reads the fresh pillar and publishes its addresses to the mine, so core.hosts
   on the Kubernetes master names every joiner; then the bastion and the Kubernetes master
-  (which issues and publishes the join tokens) together; then every worker in batches; then a
-  cluster check against microk8s:nodes. The chain has the same length at any number of nodes.
+  (which issues and publishes the join tokens) together; then every worker in batches; then the
+  master retracts the tokens spent; then a cluster check against microk8s:nodes. The chain has
+  the same length at any number of nodes.
 #}
 {%- set batch = salt["pillar.get"]("orchestration:worker_batch", "25%") %}
 {#- Salt fails a batched salt.state that targets no minion ("No minions returned"), so with a
@@ -57,9 +58,18 @@ orch-deploy-salt-state-workers:
       - salt: orch-deploy-salt-state-bastion-and-master
 {%- endif %}
 
+{#- The master published a token for each joiner before they joined; once they have, it retracts
+    them, so that the next highstate finds nothing to change. #}
+orch-deploy-salt-state-spent-tokens:
+  salt.state:
+    - tgt: "k8s-master.*"
+    - sls: microk8s.master
+    - require:
+      - salt: {{ "orch-deploy-salt-state-workers" if has_workers else "orch-deploy-salt-state-bastion-and-master" }}
+
 orch-deploy-salt-function-cluster-check:
   salt.function:
     - name: microk8s.cluster_check
     - tgt: "k8s-master.*"
     - require:
-      - salt: {{ "orch-deploy-salt-state-workers" if has_workers else "orch-deploy-salt-state-bastion-and-master" }}
+      - salt: orch-deploy-salt-state-spent-tokens
