@@ -14,14 +14,15 @@ State, under the real paths:
 
 Behaviour, each from the microk8s 1.28 source it follows (canonical/microk8s branch 1.28, and
 canonical/microk8s-cluster-agent; where the current release differs it says so):
-- status (scripts/wrappers/status.py): `--format yaml` prints microk8s.running, high-availability
-  (enabled from 3 voters, nodes with address and role) and addons; a stopped node prints
-  `microk8s is not running` with its inspect hint and exits 1 (status.py, `if not is_cluster_ready()`);
-  on a node joined with --worker (var/lock/clustered.lock, common/utils.py is_node_running_dqlite
-  false and the lock present) it prints that the node is part of a cluster and to use the control
-  plane, and exits 0 in 1.28;
-- enable/disable (wrappers/microk8s-enable.wrapper): refused on a worker the same way (exit 0 in
-  1.28); addons are the cluster's, kept with its database, so every control-plane node sees them;
+- status (scripts/wrappers/status.py print_yaml): `--format yaml` prints microk8s.running,
+  high-availability (enabled while the ha-cluster addon is, then every dqlite member with its
+  role) and the addons, enabled first; a stopped node prints `microk8s is not running, try microk8s start` and
+  exits 0 (common/utils.py exit_if_stopped); on a node joined with --worker the wrapper
+  (microk8s-resources/wrappers/microk8s-status.wrapper) prints that the node is part of a cluster
+  and to use the control plane node, and exits 0 (1.28 and the current master alike);
+- enable/disable (scripts/wrappers/enable.py): refused on a worker by is_cluster_locked ("Please
+  use the master node.", exit 1), and on a stopped node by ensure_started (exit 1); addons are
+  the cluster's, kept with its database, so every control-plane node sees them;
 - add-node (scripts/wrappers/add_token.py): a 32-character token, `<token>` in
   cluster-tokens.txt when single-use (--token-ttl -1, the default), `<token>|<expiry>` otherwise;
   `--format json` prints the token with its check and one URL per address of the node;
@@ -73,8 +74,13 @@ ADDONS = [
     "metrics-server", "minio", "observability", "prometheus", "rbac", "registry", "storage",
 ]  # fmt: skip
 NOT_RUNNING = "microk8s is not running. Use microk8s inspect for a deeper inspection."
-# status.py / the enable wrapper on a node joined with --worker (1.28; exit 0).
-WORKER_MESSAGE = "This MicroK8s deployment is acting as a node in a cluster.\nPlease use the control plane node."
+# common/utils.py exit_if_stopped (status, exit 0) and ensure_started (others, stderr, exit 1).
+STOPPED = "microk8s is not running, try microk8s start"
+# microk8s-status.wrapper on a node joined with --worker, before status.py runs (1.28 and
+# current alike: exit 0).
+WORKER_STATUS = "This MicroK8s deployment is acting as a node in a cluster.\nPlease use the control plane node."
+# common/utils.py is_cluster_locked, which enable.py and disable.py call first (exit 1).
+WORKER_LOCKED = "This MicroK8s deployment is acting as a node in a cluster.\nPlease use the master node."
 
 
 def read(path: Path, default):
@@ -270,31 +276,33 @@ def status(state: dict, args: list[str]) -> int:
             time.sleep(1)
         return 0
     if is_worker():
-        print(WORKER_MESSAGE)
+        print(WORKER_STATUS)
         return 0
     if not state["running"]:
-        # status.py print_yaml(isReady=False): the message under high-availability, exit 1.
-        if "--format" in args and args[args.index("--format") + 1] == "yaml":
-            print(f"microk8s:\n  running: false\nhigh-availability:\n  message: {NOT_RUNNING}")
-        else:
-            print(NOT_RUNNING)
-        return 1
+        print(STOPPED)
+        return 0
     data = cluster(state)
-    voters = [m for m in data["members"] if m["role"] == "voter"]
-    print("microk8s:\n  running: true")
-    print(f"high-availability:\n  enabled: {'true' if len(voters) >= 3 else 'false'}\n  nodes:")
-    for member in data["members"]:
-        print(f"  - address: {member['address']}\n    role: {member['role']}")
+    # status.py print_yaml, column for column (Python's True/False included). "enabled" is
+    # common/utils.py is_ha_enabled(): the ha-cluster addon, not whether 3 voters formed; the
+    # members are listed whenever it is on (get_dqlite_info).
+    ha_enabled = data["addons"].get("ha-cluster") == "enabled"
+    print(f"microk8s:\n  running: True\nhigh-availability:\n  enabled: {ha_enabled}")
+    if ha_enabled:
+        print("  nodes:")
+        for member in data["members"]:
+            print(f"    - address: {member['address']}\n      role: {member['role']}")
     print("addons:")
-    for name, addon in sorted(data["addons"].items()):
-        print(f"- name: {name}\n  repository: core\n  description: {name}\n  version: 1.28.15\n  status: {addon}")
+    for wanted in ("enabled", "disabled"):
+        for name, addon_status in sorted(data["addons"].items()):
+            if addon_status == wanted:
+                print(f"  - name: {name}\n    repository: core\n    description: {name}\n    version: 1.28.15\n    status: {wanted}")
     return 0
 
 
 def addon(state: dict, command: str, args: list[str]) -> int:
     if is_worker():
-        print(WORKER_MESSAGE)
-        return 0
+        print(WORKER_LOCKED)
+        return 1
     data = cluster(state)
     for spec in args:
         name = spec.split(":", 1)[0]
@@ -365,7 +373,7 @@ def leave(state: dict) -> int:
 
 def remove_node(state: dict, args: list[str]) -> int:
     if is_worker():
-        print(WORKER_MESSAGE)
+        print(WORKER_LOCKED)
         return 1
     target, force = args[0], "--force" in args
     data = cluster(state)
@@ -463,7 +471,7 @@ def main(argv: list[str]) -> int:
         print("Taking a backup of the current certificates under /var/snap/microk8s/7000/certs-backup/")
         return 0
     if not state["running"]:
-        print(NOT_RUNNING)
+        print(STOPPED, file=sys.stderr)
         return 1
     handlers = {
         "enable": lambda: addon(state, "enable", rest),
