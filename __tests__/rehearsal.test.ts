@@ -1,0 +1,292 @@
+/**
+ * L5, the deployment rehearsal (test/rehearsal/): real OpenTofu applies the synthesized stack
+ * against the OpenStack API double; every server it creates boots as a host of its own (network
+ * namespace with the double's addresses, overlay on a Debian root, Debian's cloud-init from the
+ * user_data the double received, OpenSSH, salt-master and salt-minion); the provisioning chain
+ * runs unchanged through the bastion with an ssh-agent, and the real Salt orchestration
+ * configures every host. Only microk8s and snap are faked (test/rehearsal/microk8s/).
+ *
+ * Skipped where namespaces are not allowed (KOO_SKIP_NAMESPACE_TESTS=1, the GitLab test job) or
+ * the toolchain could not build the Debian root. `npm run rehearse` runs it alone and reports
+ * its measurements.
+ */
+import * as fs from "node:fs";
+import * as path from "node:path";
+import YAML from "yaml";
+import { rehearsalAvailable, Rehearsal, startRehearsal } from "../test/rehearsal/rehearsal";
+import { synthToDir } from "./support/synth";
+import { RunResult, runTofuAsync } from "./support/tofu";
+
+const ROOT = path.resolve(__dirname, "..");
+const DOMAIN = "lab.example";
+const id = (host: string) => `${host}.${DOMAIN}`;
+const [BASTION, SALT, MASTER] = ["bastion", "salt", "k8s-master"].map(id);
+const workers = (n: number) => Array.from({ length: n - 1 }, (_, i) => id(`k8s-worker-${i}`));
+const STEPS = ["WaitForBastion", "WaitForSaltMaster", "SyncSaltTree", "AcceptMinionKeys", "Orchestrate"];
+/** Where `npm run rehearse` wants the measurements. */
+const REPORT = process.env.KOO_REHEARSAL_REPORT;
+/** Another Salt tree to rehearse instead of salt/ (e.g. an older commit's, to see its defects). */
+const SALT_TREE = process.env.KOO_REHEARSAL_SALT_TREE || undefined;
+
+type Tofu = (args: string[], extra?: NodeJS.ProcessEnv) => Promise<RunResult>;
+
+/** The provisioners' lines, as "<Step>: <line>", without Terraform's own connection lines. */
+export function scriptLines(stdout: string): string[] {
+  const terraform =
+    /^(Connecting to remote host via SSH\.\.\.|Host: |User: |Password: |Private key: |Certificate: |SSH Agent: |Checking Host Key: |Target Platform: |Using configured bastion host\.\.\.|Connected!|Bastion )/;
+  return [
+    ...stdout.matchAll(/^(?:null_resource|terraform_data)\.SaltProvisioner_([A-Za-z]+)_[0-9A-F]{8}\[(\d+)\] \(remote-exec\): (.*)$/gm),
+  ]
+    .map(([, step, index, line]) => [step === "NodeMembership" ? `${step}[${index}]` : step, line.trim()])
+    .filter(([, line]) => !terraform.test(line))
+    .map(([step, line]) => `${step}: ${line}`);
+}
+
+/** An apply's outcome, with the chain's last line: on a failure, the reason. */
+function outcome(result: RunResult): { status: number | null; stderr: string; last: string | undefined } {
+  return { status: result.status, stderr: result.stderr, last: scriptLines(result.stdout).at(-1) };
+}
+
+const SUCCEEDED = { status: 0, stderr: "", last: expect.stringMatching(/^Orchestrate: orchestration orch\.deploy succeeded in \d+ s/) };
+
+/** The steps that ran, in order of their first line. */
+function stepsRun(stdout: string): string[] {
+  return [...new Set(scriptLines(stdout).map((line) => line.split(":")[0]))];
+}
+
+/** Per minion, its highstate's "N states, C changed, F failed" from orchestrate.sh's lines. */
+export function highstates(stdout: string): Record<string, { states: number; changed: number; failed: number; line: string }> {
+  const result: Record<string, { states: number; changed: number; failed: number; line: string }> = {};
+  for (const [line, minion, states, changed, failed] of stdout.matchAll(
+    /\[([^\]]+)\] state\.highstate: (\d+) states, (\d+) changed, (\d+) failed.*$/gm,
+  )) {
+    result[minion] = { states: Number(states), changed: Number(changed), failed: Number(failed), line };
+  }
+  return result;
+}
+
+const available = rehearsalAvailable();
+(available.ok ? describe : describe.skip)(`L5: the deployment rehearsal${available.ok ? "" : ` (skipped: ${available.reason})`}`, () => {
+  let rehearsal: Rehearsal;
+  let synthEnv: NodeJS.ProcessEnv;
+  const measured: Record<string, unknown> = {};
+  const started = Date.now();
+
+  async function workspace(extra: NodeJS.ProcessEnv = {}, saltTree = SALT_TREE): Promise<Tofu> {
+    const dir = await synthToDir(fs.mkdtempSync(path.join(rehearsal.dir, "synth-")), { ...synthEnv, ...extra }, { saltTree });
+    const env = { ...rehearsal.double.passwordEnv(), ...rehearsal.state.backendEnv("rehearsal"), ...rehearsal.agentEnv, ...synthEnv };
+    const tofu: Tofu = (args, more = {}) => runTofuAsync(args, dir, { ...env, ...extra, ...more });
+    const init = await tofu(["init", "-input=false"]);
+    if (init.status !== 0) throw new Error(`tofu init failed:\n${init.stderr}`);
+    return tofu;
+  }
+
+  /** The Kubernetes nodes the master's kubectl shows Ready, by name. */
+  async function readyNodes(): Promise<string[]> {
+    const result = await rehearsal.cloud.host(MASTER).exec("microk8s kubectl get nodes -o json");
+    if (result.status !== 0) throw new Error(`kubectl get nodes failed: ${result.stderr}`);
+    return JSON.parse(result.stdout)
+      .items.filter((node: any) => node.status.conditions.some((c: any) => c.type === "Ready" && c.status === "True"))
+      .map((node: any) => node.metadata.name)
+      .sort();
+  }
+
+  /** dqlite voters, from the master's `microk8s status --format yaml`. */
+  async function voters(): Promise<number> {
+    const result = await rehearsal.cloud.host(MASTER).exec("microk8s status --format yaml");
+    const status = YAML.parse(result.stdout);
+    return (status["high-availability"]?.nodes ?? []).filter((node: any) => node.role === "voter").length;
+  }
+
+  /** True on a node joined with --worker (microk8s' var/lock/clustered.lock). */
+  async function isWorker(host: string): Promise<boolean> {
+    return (await rehearsal.cloud.host(host).exec("test -e /var/snap/microk8s/current/var/lock/clustered.lock")).status === 0;
+  }
+
+  beforeAll(async () => {
+    rehearsal = await startRehearsal({ domain: DOMAIN });
+    synthEnv = { TF_VAR_deploy_domain_name: DOMAIN, TF_VAR_deploy_ssh_public_key: rehearsal.publicKey };
+  }, 60_000);
+
+  afterAll(async () => {
+    measured.wallSeconds = Math.round((Date.now() - started) / 1000);
+    if (REPORT) fs.writeFileSync(REPORT, JSON.stringify(measured, null, 2));
+    await rehearsal?.close();
+  }, 120_000);
+
+  afterEach(() => {
+    expect(rehearsal.double.unhandled).toEqual([]);
+    expect(rehearsal.cloud.errors).toEqual([]);
+  });
+
+  describe("the first apply, with 3 nodes", () => {
+    let tofu: Tofu;
+    let apply: RunResult;
+
+    beforeAll(async () => {
+      tofu = await workspace();
+      const t0 = Date.now();
+      apply = await tofu(["apply", "-auto-approve", "-input=false"]);
+      measured.firstApplySeconds = Math.round((Date.now() - t0) / 1000);
+      if (apply.status !== 0) console.error(`the first apply failed; its last lines:\n${scriptLines(apply.stdout).slice(-20).join("\n")}`);
+      measured.firstRun = highstates(apply.stdout);
+      measured.hostMemoryMiB = await rehearsal.cloud.memoryMiB();
+    }, 1_500_000);
+
+    it("boots every planned machine as a host, and runs the five steps in order", () => {
+      expect(outcome(apply)).toEqual(SUCCEEDED);
+      expect(rehearsal.cloud.hostNames()).toEqual([BASTION, MASTER, ...workers(3), SALT].sort());
+      expect(stepsRun(apply.stdout)).toEqual(STEPS);
+    });
+
+    it("finishes every highstate with no failed state, and the orchestration succeeds", () => {
+      const results = highstates(apply.stdout);
+      expect(Object.keys(results).sort()).toEqual([BASTION, MASTER, ...workers(3), SALT].sort());
+      for (const result of Object.values(results)) expect(result.line).toMatch(/, 0 failed$/);
+      expect(scriptLines(apply.stdout).at(-1)).toMatch(/^Orchestrate: orchestration orch\.deploy succeeded in \d+ s/);
+    });
+
+    it("plans no changes on the next apply", async () => {
+      expect((await tofu(["plan", "-detailed-exitcode", "-input=false"])).status).toBe(0);
+    });
+
+    it("keeps sshd's hardening over a drop-in that weakens it", async () => {
+      const bastion = rehearsal.cloud.host(BASTION);
+      await bastion.exec("printf 'PasswordAuthentication yes\\nPermitRootLogin yes\\n' > /etc/ssh/sshd_config.d/00-weaker.conf");
+      const effective = await bastion.exec("/usr/sbin/sshd -T | grep -E '^(passwordauthentication|permitrootlogin) '");
+      expect(effective.stdout.split("\n").filter(Boolean).sort()).toEqual(["passwordauthentication no", "permitrootlogin no"]);
+    });
+
+    it("applies core.sshd where sshd is not running (no /run/sshd)", async () => {
+      const salt = rehearsal.cloud.host(SALT);
+      // A changed config is what makes Salt run its check (sshd -t), here with sshd stopped as
+      // systemd leaves it: ssh.service's RuntimeDirectory /run/sshd gone with it.
+      await rehearsal.cloud.host(BASTION).exec("echo '# local edit' >> /etc/ssh/sshd_config && rm -rf /run/sshd");
+      const result = await salt.exec(`salt --out=json --static ${BASTION} state.apply core.sshd`, { timeoutMs: 300_000 });
+      const states = JSON.parse(result.stdout)[BASTION];
+      const failed = Object.values<any>(states).filter((state) => state.result !== true);
+      expect(failed.map((state) => `${state.__id__}: ${state.comment}`)).toEqual([]);
+    });
+  });
+
+  describe("an edit of one SLS file", () => {
+    let apply: RunResult;
+
+    beforeAll(async () => {
+      const tree = fs.mkdtempSync(path.join(rehearsal.dir, "salt-"));
+      fs.cpSync(SALT_TREE ?? path.join(ROOT, "salt"), tree, { recursive: true });
+      fs.appendFileSync(path.join(tree, "core", "motd.sls"), "\n# edited by the rehearsal\n");
+      const tofu = await workspace({}, tree);
+      apply = await tofu(["apply", "-auto-approve", "-input=false"]);
+      measured.secondRun = highstates(apply.stdout);
+    }, 1_500_000);
+
+    it("re-runs only the sync, the keys and the orchestration", () => {
+      expect(outcome(apply)).toEqual(SUCCEEDED);
+      expect(apply.stdout).toContain("Apply complete! Resources: 3 added, 0 changed, 3 destroyed.");
+      expect(stepsRun(apply.stdout)).toEqual(["SyncSaltTree", "AcceptMinionKeys", "Orchestrate"]);
+    });
+
+    it("finds every host as the first run left it: every highstate changes nothing", () => {
+      const results = highstates(apply.stdout);
+      expect(Object.keys(results).sort()).toEqual([BASTION, MASTER, ...workers(3), SALT].sort());
+      expect(Object.entries(results).filter(([, result]) => result.changed > 0 || result.failed > 0)).toEqual([]);
+    });
+  });
+
+  describe("scaling to 5 nodes", () => {
+    let apply: RunResult;
+
+    beforeAll(async () => {
+      const tofu = await workspace({ TF_VAR_num_kube_nodes: "5" });
+      apply = await tofu(["apply", "-auto-approve", "-input=false"]);
+    }, 1_500_000);
+
+    it("boots the two new workers and fails nothing on the hosts that were there", () => {
+      expect(outcome(apply)).toEqual(SUCCEEDED);
+      expect(rehearsal.cloud.hostNames()).toEqual([BASTION, MASTER, ...workers(5), SALT].sort());
+      const results = highstates(apply.stdout);
+      expect(Object.keys(results).sort()).toEqual([BASTION, MASTER, ...workers(5), SALT].sort());
+      expect(Object.entries(results).filter(([, result]) => result.failed > 0)).toEqual([]);
+    });
+
+    it("joins the new nodes as workers past the three voters, and every node is Ready", async () => {
+      expect(await readyNodes()).toEqual(["k8s-master", "k8s-worker-0", "k8s-worker-1", "k8s-worker-2", "k8s-worker-3"]);
+      expect(await voters()).toBe(3);
+      for (const worker of workers(5).slice(2)) expect(await isWorker(worker)).toBe(true);
+      for (const voter of workers(5).slice(0, 2)) expect(await isWorker(voter)).toBe(false);
+    });
+  });
+
+  describe("scaling back to 3 nodes", () => {
+    let apply: RunResult;
+
+    beforeAll(async () => {
+      const tofu = await workspace({ TF_VAR_num_kube_nodes: "3" });
+      apply = await tofu(["apply", "-auto-approve", "-input=false"]);
+    }, 1_500_000);
+
+    it("removes the departed nodes from the cluster and their keys, then their machines", async () => {
+      expect(outcome(apply)).toEqual(SUCCEEDED);
+      const lines = scriptLines(apply.stdout);
+      for (const [index, worker] of [
+        [2, id("k8s-worker-2")],
+        [3, id("k8s-worker-3")],
+      ] as const) {
+        expect(lines).toContainEqual(expect.stringMatching(new RegExp(`^NodeMembership\\[${index}\\]: removed node ${worker} `)));
+        expect(lines).toContain(`NodeMembership[${index}]: deleted minion key: ${worker}`);
+      }
+      expect(rehearsal.cloud.hostNames()).toEqual([BASTION, MASTER, ...workers(3), SALT].sort());
+      expect(await readyNodes()).toEqual(["k8s-master", "k8s-worker-0", "k8s-worker-1"]);
+      const keys = await rehearsal.cloud.host(SALT).exec("salt-key --list=all --out=json");
+      expect(JSON.parse(keys.stdout).minions.sort()).toEqual([BASTION, MASTER, ...workers(3), SALT].sort());
+    });
+  });
+
+  describe("replacing a worker's machine (-replace)", () => {
+    let apply: RunResult;
+    let address: string;
+
+    beforeAll(async () => {
+      const tofu = await workspace({ TF_VAR_num_kube_nodes: "3" });
+      const state = await tofu(["state", "list"]);
+      address =
+        state.stdout.split("\n").find((line) => /^openstack_compute_instance_v2\.KubeNodes_Worker_[0-9A-F]{8}\[1\]$/.test(line)) ?? "";
+      apply = await tofu(["apply", "-auto-approve", "-input=false", `-replace=${address}`]);
+    }, 1_500_000);
+
+    it("accepts the new machine's key with no manual step, restarting its minion", () => {
+      expect(address).not.toBe("");
+      const worker = id("k8s-worker-1");
+      const lines = scriptLines(apply.stdout);
+      expect(lines).toContainEqual(
+        expect.stringMatching(new RegExp(`^AcceptMinionKeys: deleted the minion key of ${worker}: its machine `)),
+      );
+      expect(lines).toContain(`AcceptMinionKeys: accepted minion key: ${worker}`);
+      expect(lines).toContain(
+        `AcceptMinionKeys: restarting salt-minion on ${worker}: a minion whose key was denied returns nothing until it restarts`,
+      );
+      expect(lines).toContain("AcceptMinionKeys: all 5 minions answer test.ping");
+    });
+
+    // An open defect the rehearsal found: the rebuilt node (a control-plane voter) does not rejoin;
+    // its join ends "has published no join token for this node" after every attempt, although the
+    // protocol should have the master forget its old member and issue a token. Marked failing so
+    // that the day it rejoins, this fails and asks to be turned into a plain test.
+    it.failing("rejoins the cluster: the orchestration succeeds and the node is Ready again", async () => {
+      expect(outcome(apply)).toEqual(SUCCEEDED);
+      expect(await readyNodes()).toEqual(["k8s-master", "k8s-worker-0", "k8s-worker-1"]);
+    });
+  });
+
+  describe("destroy", () => {
+    it("removes every machine and leaves the double as seeded", async () => {
+      const tofu = await workspace({ TF_VAR_num_kube_nodes: "3" });
+      const destroy = await tofu(["destroy", "-auto-approve", "-input=false"]);
+      expect({ status: destroy.status, stderr: destroy.stderr }).toEqual({ status: 0, stderr: "" });
+      await rehearsal.cloud.settled();
+      expect(rehearsal.cloud.hostNames()).toEqual([]);
+      expect(rehearsal.double.resourceCount()).toBe(0);
+    });
+  });
+});
