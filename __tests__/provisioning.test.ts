@@ -555,7 +555,9 @@ describeWithNamespaces("L5: the provisioning chain over SSH through the bastion"
     let upgrade: RunResult;
 
     beforeAll(async () => {
-      // A new cluster: every minion's key is waiting from the start.
+      // A new cluster, with a Salt master of its own: every minion's key is waiting from the
+      // start, and no machine is on record yet.
+      fs.rmSync(files.env.KOO_MACHINE_LEDGER, { force: true });
       files.update({
         keys: { minions: [], minions_pre: [...EXPECTED_MINIONS].sort(), minions_rejected: [], minions_denied: [] },
         arrivals: {},

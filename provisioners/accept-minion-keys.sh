@@ -60,8 +60,6 @@ for i in "${!ids[@]}"; do
   [[ -z ${seen[$id]:-} ]] || koo_usage_error "minion id $id is given twice"
   seen[$id]=1
 done
-# "<minion id> <machine id>" per key this script accepted; on the master's PKI (the Salt volume).
-ledger=${KOO_MACHINE_LEDGER:-/etc/salt/pki/master/kube-on-os-machines}
 
 host=$(koo_host)
 work=$(mktemp -d)
@@ -87,36 +85,29 @@ accept_key() {
   accepted=$(sed -n 's/^Key for minion \(.*\) accepted\.$/\1/p' <<<"$output")
   [[ -n $accepted ]] || return 1
   [[ $accepted == "$id" ]] || koo_die 1 "salt-key --accept=$id accepted other keys on $host: ${accepted//$'\n'/, }"
-  [[ -z ${machine[$id]:-} ]] || ledger_set "$id" "${machine[$id]}"
+  [[ -z ${machine[$id]:-} ]] || koo_ledger_set "$id" "${machine[$id]}"
   echo "accepted minion key: $id"
-}
-
-# ledger_get ID: the machine whose key was accepted for ID, if this script recorded one.
-ledger_get() {
-  [[ -f $ledger ]] || return 0
-  awk -v id="$1" '$1 == id { print $2 }' "$ledger"
-}
-
-# ledger_set ID [MACHINE]: records (or, without MACHINE, forgets) the machine of ID's key.
-ledger_set() {
-  local next
-  next=$(mktemp "$ledger.XXXXXX")
-  [[ ! -f $ledger ]] || awk -v id="$1" '$1 != id' "$ledger" >"$next"
-  [[ -z ${2:-} ]] || echo "$1 $2" >>"$next"
-  chmod 0600 "$next"
-  mv -f "$next" "$ledger"
 }
 
 # Keys of machines Terraform has replaced: the recorded machine is not the current one, so the key
 # accepted for the id (and a denied one the new machine presented) belongs to a deleted machine.
+# A pending key is already the new machine's (the old one's went with it, remove-node.sh).
+declare -A was=()
 for id in "${ids[@]}"; do
-  known=$(ledger_get "$id")
-  [[ -n ${machine[$id]:-} && -n $known && $known != "${machine[$id]}" ]] || continue
-  output=$(salt-key -y --delete="$id" 2>&1) || koo_die 1 "salt-key --delete=$id failed on $host: $(koo_first_line "$output")"
-  ledger_set "$id"
-  replaced+=("$id")
-  echo "deleted the minion key of $id: its machine $known was replaced by ${machine[$id]}"
+  known=$(koo_ledger_get "$id")
+  [[ -z ${machine[$id]:-} || -z $known || $known == "${machine[$id]}" ]] || was[$id]=$known
 done
+if ((${#was[@]} > 0)); then
+  read_key_status
+  while read -r status id; do
+    [[ -n ${was[$id]:-} ]] || continue
+    koo_ledger_set "$id"
+    [[ $status == accepted || $status == denied ]] || continue
+    output=$(salt-key -y --delete="$id" 2>&1) || koo_die 1 "salt-key --delete=$id failed on $host: $(koo_first_line "$output")"
+    replaced+=("$id")
+    echo "deleted the minion key of $id: its machine ${was[$id]} was replaced by ${machine[$id]}"
+  done <"$work/status"
+fi
 
 # restart_replaced ID...: a minion that started while its key was denied runs the jobs it gets
 # but returns nothing until it restarts (Salt's own advice: delete the key on the master and

@@ -102,3 +102,24 @@ koo_silent() {
     grep -qxF -- "$id" <<<"$answered" || koo_silent_result+=("$id")
   done
 }
+
+# The machine ledger: "<minion id> <machine id>" for each key accept-minion-keys.sh accepted, on
+# the master's PKI (the Salt volume), so that a key whose machine Terraform replaced is known.
+KOO_MACHINE_LEDGER=${KOO_MACHINE_LEDGER:-/etc/salt/pki/master/kube-on-os-machines}
+
+# koo_ledger_get ID: the machine whose key was accepted for ID, if one was recorded.
+koo_ledger_get() {
+  [[ -f $KOO_MACHINE_LEDGER ]] || return 0
+  awk -v id="$1" '$1 == id { print $2 }' "$KOO_MACHINE_LEDGER"
+}
+
+# koo_ledger_set ID [MACHINE]: records (or, without MACHINE, forgets) the machine of ID's key.
+koo_ledger_set() {
+  local next
+  [[ -n ${2:-} || -f $KOO_MACHINE_LEDGER ]] || return 0
+  next=$(mktemp "$KOO_MACHINE_LEDGER.XXXXXX")
+  [[ ! -f $KOO_MACHINE_LEDGER ]] || awk -v id="$1" '$1 != id' "$KOO_MACHINE_LEDGER" >"$next"
+  [[ -z ${2:-} ]] || echo "$1 $2" >>"$next"
+  chmod 0600 "$next"
+  mv -f "$next" "$KOO_MACHINE_LEDGER"
+}

@@ -41,6 +41,8 @@ read_key_status() {
   read -r key_status _ <"$work/status"
 }
 
+# The departed machine's record goes with its key (accept-minion-keys.sh keeps it).
+koo_ledger_set "$node"
 read_key_status
 if [[ $key_status == absent ]]; then
   echo "minion key of $node is already absent on $host"

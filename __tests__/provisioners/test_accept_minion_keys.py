@@ -113,7 +113,8 @@ def test_deletes_the_key_of_a_machine_terraform_replaced_and_accepts_the_new_one
     fakes.update(
         # The new machine presented its key while the old one was still accepted: denied.
         keys=keys(accepted=[SALT, BASTION, WORKER0], denied=[WORKER0]),
-        arrivals={"2": {"minions_pre": [WORKER0]}},
+        # Poll 1 finds the replaced machine's keys, poll 2 none for it, poll 3 its new one.
+        arrivals={"3": {"minions_pre": [WORKER0]}},
         ping=everyone_answers([SALT, BASTION, WORKER0]),
     )
     machines = [f"{SALT}=m-salt", f"{BASTION}=m-bastion", f"{WORKER0}=m-worker-2"]
@@ -131,6 +132,17 @@ def test_deletes_the_key_of_a_machine_terraform_replaced_and_accepts_the_new_one
     assert fakes.calls("salt")[0] == restart
     recorded = (tmp_path / "fakes" / "machines").read_text().splitlines()
     assert sorted(recorded) == [f"{BASTION} m-bastion", f"{WORKER0} m-worker-2"]
+
+
+def test_a_new_machines_pending_key_is_accepted_as_it_is_when_the_old_key_is_gone(fakes, tmp_path):
+    # Scaled down (remove-node.sh deleted the key) and up again: the pending key is the new one's.
+    (tmp_path / "fakes" / "machines").write_text(f"{WORKER0} m-worker-1\n")
+    fakes.update(keys=keys(accepted=[SALT], pending=[WORKER0]), ping=everyone_answers([SALT, WORKER0]))
+    result = fakes.run("accept-minion-keys.sh", *FAST, SALT, f"{WORKER0}=m-worker-2")
+    assert result.returncode == 0, result.stderr
+    assert lines(result.stdout)[0] == f"accepted minion key: {WORKER0}"
+    assert accepts(fakes) == [["-y", f"--accept={WORKER0}"]]
+    assert (tmp_path / "fakes" / "machines").read_text() == f"{WORKER0} m-worker-2\n"
 
 
 def test_a_denied_key_of_the_same_machine_still_fails(fakes, tmp_path):

@@ -30,6 +30,14 @@ def test_forgets_the_node_on_the_master_then_deletes_its_key(fakes):
     assert fakes.read()["keys"]["minions"] == [MASTER, OTHER]
 
 
+def test_forgets_the_departed_machine_in_the_key_ledger(fakes, tmp_path):
+    ledger = tmp_path / "fakes" / "machines"
+    ledger.write_text(f"{OTHER} m-0\n{NODE} m-1\n")
+    fakes.update(**state(forget=True))
+    assert fakes.run("remove-node.sh", MASTER, NODE, ADDRESS).returncode == 0
+    assert ledger.read_text() == f"{OTHER} m-0\n"
+
+
 def test_a_node_already_gone_is_fine(fakes):
     fakes.update(**state(forget=False, accepted=(MASTER, OTHER)))
     result = fakes.run("remove-node.sh", MASTER, NODE, ADDRESS)
