@@ -370,7 +370,9 @@ def renew_join_token(joiner: str, reason: str, serial: int | None = None) -> dic
     event) when ``joiner`` has no usable token, for ``reason``:
 
     - ``no-token``: none is published for it (a rebuilt node the master counts as joined); a
-      token is issued unless it holds a live one, which is published again;
+      dqlite member still at its pillar address is removed first (the rehearsal's -replace of a
+      voter found the mine withholding its token otherwise), then a token is issued unless it
+      holds a live one, which is published again;
     - ``already-known``: the joiner was rebuilt; its old dqlite member, found at the joiner's
       pillar address (never an address the event names), is removed first;
     - ``hostname-unresolved``: the master's /etc/hosts (``core.hosts``, from the mine) is
@@ -399,8 +401,12 @@ def renew_join_token(joiner: str, reason: str, serial: int | None = None) -> dic
         else:
             renew = not (current and serial is not None and current["serial"] > int(serial))
         if renew:
-            if reason == "already-known":
-                result["forgot"] = _forget(roles["addresses"][joiner])
+            address = roles["addresses"][joiner]
+            # A joiner asks only when it is not in a cluster itself: a member at its address is
+            # what is left of the machine it replaced, and while the cluster knows that address
+            # the mine publishes no token for it (pending_joiners).
+            if reason == "already-known" or (reason == ha.MISSING and address in _member_hosts()):
+                result["forgot"] = _forget(address)
             if reason == "hostname-unresolved":
                 refreshed = __salt__["state.sls"]("core.hosts", queue=True)
                 result["hosts"] = all(state.get("result") for state in (refreshed or {}).values())
