@@ -85,7 +85,8 @@ KOO_DEBIAN_MIRROR="${KOO_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 KOO_DEBIAN_PACKAGES="python3,python3-venv,python3-cffi-backend,cloud-init,openssh-server,sudo,iproute2,iptables,procps,fail2ban,python3-systemd,parted,e2fsprogs,locales,sysvinit-core,iptables-persistent,ca-certificates,curl,vim,htop,jq"
 koo_debian_root_dir() {
   local hash
-  hash=$(printf '%s %s' "$KOO_DEBIAN_PACKAGES" "$(sha256sum "$KOO_REQUIREMENTS")" | sha256sum | cut -c1-12)
+  # The requirements' content only (sha256sum of a path prints the path too): every clone shares it.
+  hash=$(printf '%s %s' "$KOO_DEBIAN_PACKAGES" "$(sha256sum <"$KOO_REQUIREMENTS" | cut -d' ' -f1)" | sha256sum | cut -c1-12)
   echo "$KOO_CACHE/debian-root/$KOO_DEBIAN_SUITE-$KOO_DEBIAN_PYTHON-salt-$(koo_salt_version)-$hash"
 }
 koo_gcl_dir() { echo "$KOO_CACHE/gitlab-ci-local/$KOO_GCL_VERSION"; }
