@@ -10,7 +10,7 @@
  * through `env` (sshd's SetEnv). Needs root (namespaces, useradd, sudoers), as CI runs, and
  * scripts/toolchain/ssh-hosts.sh (sshd, sudo).
  */
-import { ChildProcess, execFileSync, spawn } from "node:child_process";
+import { ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as net from "node:net";
 import * as os from "node:os";
@@ -89,6 +89,13 @@ function removeStale(): void {
     const name = line.split(":")[0];
     if (!gone(pidOf(name, USER_PREFIX))) continue;
     fs.rmSync(`/etc/sudoers.d/${name}`, { force: true });
+    // Sessions of a crashed run outlive its sshd; userdel refuses a user that still has processes.
+    spawnSync("bash", [
+      "-c",
+      'pkill -KILL -u "$1"; for _ in $(seq 50); do pgrep -u "$1" >/dev/null || exit 0; sleep 0.1; done',
+      "bash",
+      name,
+    ]);
     run("userdel", [name]);
   }
   for (const line of run("ip", ["netns", "list"]).split("\n")) {
