@@ -81,6 +81,14 @@ const available = rehearsalAvailable();
     return tofu;
   }
 
+  /** A copy of the rehearsed Salt tree with `line` appended to core/motd.sls: an operator's edit of one SLS. */
+  function editedSaltTree(line: string): string {
+    const tree = fs.mkdtempSync(path.join(rehearsal.dir, "salt-"));
+    fs.cpSync(SALT_TREE ?? path.join(ROOT, "salt"), tree, { recursive: true });
+    fs.appendFileSync(path.join(tree, "core", "motd.sls"), `\n${line}\n`);
+    return tree;
+  }
+
   /** The Kubernetes nodes the master's kubectl shows Ready, by name. */
   async function readyNodes(): Promise<string[]> {
     const result = await rehearsal.cloud.host(MASTER).exec("microk8s kubectl get nodes -o json");
@@ -104,7 +112,7 @@ const available = rehearsalAvailable();
   }
 
   beforeAll(async () => {
-    rehearsal = await startRehearsal({ domain: DOMAIN });
+    rehearsal = await startRehearsal();
     synthEnv = { TF_VAR_deploy_domain_name: DOMAIN, TF_VAR_deploy_ssh_public_key: rehearsal.publicKey };
   }, 60_000);
 
@@ -173,10 +181,7 @@ const available = rehearsalAvailable();
     let apply: RunResult;
 
     beforeAll(async () => {
-      const tree = fs.mkdtempSync(path.join(rehearsal.dir, "salt-"));
-      fs.cpSync(SALT_TREE ?? path.join(ROOT, "salt"), tree, { recursive: true });
-      fs.appendFileSync(path.join(tree, "core", "motd.sls"), "\n# edited by the rehearsal\n");
-      const tofu = await workspace({}, tree);
+      const tofu = await workspace({}, editedSaltTree("# edited by the rehearsal"));
       apply = await tofu(["apply", "-auto-approve", "-input=false"]);
       measured.secondRun = highstates(apply.stdout);
     }, 1_500_000);
@@ -222,10 +227,7 @@ const available = rehearsalAvailable();
     let apply: RunResult;
 
     beforeAll(async () => {
-      const tree = fs.mkdtempSync(path.join(rehearsal.dir, "salt-"));
-      fs.cpSync(SALT_TREE ?? path.join(ROOT, "salt"), tree, { recursive: true });
-      fs.appendFileSync(path.join(tree, "core", "motd.sls"), "\n# edited again by the rehearsal\n");
-      const tofu = await workspace({ TF_VAR_num_kube_nodes: "5" }, tree);
+      const tofu = await workspace({ TF_VAR_num_kube_nodes: "5" }, editedSaltTree("# edited again by the rehearsal"));
       apply = await tofu(["apply", "-auto-approve", "-input=false"]);
     }, 1_500_000);
 

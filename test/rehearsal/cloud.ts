@@ -38,8 +38,6 @@ export interface CloudOptions {
   readonly externalCidr: string;
   /** The image's default user (an Ubuntu image's is `ubuntu`), who gets the keypair's key. */
   readonly defaultUser: string;
-  /** Extra files for every host's image (path → content). */
-  readonly imageFiles?: Record<string, { content: string | Buffer; mode?: number }>;
   /** Programs that add to every host's image before it boots, called with its overlay's upper directory. */
   readonly imageInstallers?: string[];
 }
@@ -251,7 +249,6 @@ export class Cloud {
     const userData = server.user_data ? Buffer.from(String(server.user_data), "base64") : Buffer.from("");
     const files = {
       ...imageFiles(),
-      ...this.options.imageFiles,
       "/etc/cloud/cloud.cfg.d/90-koo-rehearsal.cfg": { content: this.cloudConfig() },
       "/var/lib/cloud/seed/nocloud/meta-data": { content: metaData },
       "/var/lib/cloud/seed/nocloud/user-data": { content: userData },

@@ -20,8 +20,6 @@ export interface HostOptions {
   readonly dir: string;
   /** Files laid into the overlay before boot (path in the host → content and mode). */
   readonly files: Record<string, { content: string | Buffer; mode?: number }>;
-  /** Block devices of the host's /dev: name → major:minor (its attached volumes). */
-  readonly devices?: Record<string, string>;
 }
 
 export interface ExecResult {
@@ -63,9 +61,6 @@ export class Host {
       fs.writeFileSync(target, content, { mode: mode ?? 0o644 });
       fs.chmodSync(target, mode ?? 0o644);
     }
-    const devices = Object.entries(this.options.devices ?? {})
-      .map(([name, numbers]) => `mknod -m 0660 "$m/dev/${name}" b ${numbers.replace(":", " ")}`)
-      .join("\n");
     const script = [
       `m=${this.merged}`,
       `mount -t overlay overlay -o lowerdir=${this.options.base},upperdir=${this.upper},workdir=${this.work} "$m"`,
@@ -81,7 +76,6 @@ export class Host {
       'ln -s pts/ptmx "$m/dev/ptmx"',
       'ln -s /proc/self/fd "$m/dev/fd"',
       'mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs "$m/dev/shm"',
-      devices,
       `hostname ${JSON.stringify(this.options.name.split(".")[0])}`,
       // chroot does not change the working directory: PID 1 starts in its new root's top.
       'cd "$m"',
@@ -164,15 +158,6 @@ export class Host {
   detach(command: string, log: string): void {
     const [program, ...args] = this.enter(`setsid bash -c ${shellQuote(command)} >>${log} 2>&1 </dev/null &`);
     execFileSync(program, args, { stdio: "ignore" });
-  }
-
-  /** A file of the host, read from its overlay (or the base below it). */
-  read(file: string): string {
-    for (const layer of [this.upper, this.options.base]) {
-      const candidate = path.join(layer, file);
-      if (fs.existsSync(candidate)) return fs.readFileSync(candidate, "utf8");
-    }
-    throw new Error(`host ${this.name}: no ${file}`);
   }
 
   /** Powers the host off: PID 1 dies, and with it every process; the overlay goes with the mount namespace. */

@@ -13,8 +13,6 @@ import { StateServer, startStateServer } from "../http-state/server";
 import { Cloud, routable } from "./cloud";
 
 export interface RehearsalOptions {
-  /** The deployment's domain (minion ids are `<host>.<domain>`). */
-  readonly domain: string;
   /** The Debian root; @default process.env.KOO_DEBIAN_ROOT + "/root" */
   readonly base?: string;
 }
@@ -41,7 +39,7 @@ export function rehearsalAvailable(): { ok: boolean; reason: string } {
   return { ok: true, reason: "" };
 }
 
-export async function startRehearsal(options: RehearsalOptions): Promise<Rehearsal> {
+export async function startRehearsal(options: RehearsalOptions = {}): Promise<Rehearsal> {
   const base = options.base ?? path.join(process.env.KOO_DEBIAN_ROOT ?? "", "root");
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "kube-on-os-rehearsal-"));
   // RFC 2544's benchmarking range: never on the internet, and a /24 of its own for each process.
