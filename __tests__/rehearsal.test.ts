@@ -154,6 +154,12 @@ const available = rehearsalAvailable();
       expect(scriptLines(apply.stdout).at(-1)).toMatch(/^Orchestrate: orchestration orch\.deploy succeeded in \d+ s/);
     });
 
+    it("restarts the Salt master with the configuration it wrote: the reactor of the join protocol runs", async () => {
+      // salt-run reactor.list asks the running reactor; one the master never loaded lists nothing.
+      const result = await rehearsal.cloud.host(SALT).exec("salt-run --out=json reactor.list");
+      expect(result.stdout).toMatch(/"kube-on-os\/microk8s\/join-token\/renew": \[\s*"salt:\/\/reactor\/microk8s-renew-join-token\.sls"/);
+    });
+
     it("plans no changes on the next apply", async () => {
       expect((await tofu(["plan", "-detailed-exitcode", "-input=false"])).status).toBe(0);
     });
@@ -290,13 +296,13 @@ const available = rehearsalAvailable();
       expect(lines).toContain("AcceptMinionKeys: all 5 minions answer test.ping");
     });
 
-    // An open defect the rehearsal found: the rebuilt node (a control-plane voter the cluster
-    // still lists) does not rejoin; every join attempt ends "has published no join token for this
-    // node", so its request for a token never gets one published. Marked failing: the day it
-    // rejoins, this fails and asks to become a plain test.
-    it.failing("rejoins the cluster: the orchestration succeeds and the node is Ready again", async () => {
+    // The rebuilt node is a control-plane voter the cluster still lists: no token is published
+    // for it until its request reaches the master's reactor, which forgets the old member first.
+    it("rejoins the cluster: the orchestration succeeds and the node is Ready again", async () => {
       expect(outcome(apply)).toEqual(SUCCEEDED);
       expect(await readyNodes()).toEqual(["k8s-master", "k8s-worker-0", "k8s-worker-1"]);
+      expect(await voters()).toBe(3);
+      expect(await isWorker(id("k8s-worker-1"))).toBe(false);
     });
   });
 

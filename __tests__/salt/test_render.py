@@ -138,6 +138,23 @@ def test_each_role_renders_exactly_its_states(tmp_path, pillar_data, host):
     assert roles_of(minion.highstate()) == ROLES[host]
 
 
+@pytest.mark.parametrize("host", sorted(ROLES))
+def test_a_watching_service_is_enabled_by_a_state_of_its_own(tmp_path, pillar_data, host):
+    # Salt runs a watching state's mod_watch only when the state itself changed nothing, so a
+    # service.running that also enables its service skips the restart on the run that enables
+    # it: the rehearsal's first apply left salt-master without its reactor this way.
+    minion = Minion(tmp_path, f"{host}.{DOMAIN}", pillar_data, grains=BASTION_GRAINS if host == "bastion" else None)
+    highstate = minion.highstate()
+    services = {k: v for k, v in highstate.items() if "service" in v}
+    enabled = {args_of(v, "service.enabled")["name"] for v in services.values() if "enabled" in v["service"]}
+    watching = [args_of(v, "service.running") for v in services.values() if "running" in v["service"]]
+    watching = [args for args in watching if args.get("watch")]
+    assert [args["name"] for args in watching if "enable" in args] == []
+    assert {args["name"] for args in watching} <= enabled
+    if host in ("salt", "bastion"):
+        assert watching != []
+
+
 def test_orchestration_runs_master_then_bastion_and_k8s_master_then_workers_then_retracts_tokens_then_a_check(
     tmp_path, pillar_data
 ):

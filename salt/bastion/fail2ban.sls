@@ -16,9 +16,16 @@ bastion-fail2ban-file-managed-jail:
     - require:
       - pkg: bastion-fail2ban-pkg-installed
 
+# Enabled apart from running: an enable in service.running is its change, and Salt then skips
+# the restart its watch asks for (salt_master/init.sls says more).
+bastion-fail2ban-service-enabled:
+  service.enabled:
+    - name: fail2ban
+
 bastion-fail2ban-service-running:
   service.running:
     - name: fail2ban
-    - enable: true
+    - require:
+      - service: bastion-fail2ban-service-enabled
     - watch:
       - file: bastion-fail2ban-file-managed-jail

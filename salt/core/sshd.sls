@@ -15,10 +15,17 @@ core-sshd-file-managed-config:
     - require:
       - file: core-sshd-file-directory-privsep
 
+# Enabled apart from running: an enable in service.running is its change, and Salt then skips
+# the reload its watch asks for (salt_master/init.sls says more).
+core-sshd-service-enabled:
+  service.enabled:
+    - name: ssh
+
 core-sshd-service-running:
   service.running:
     - name: ssh
-    - enable: true
     - reload: true
+    - require:
+      - service: core-sshd-service-enabled
     - watch:
       - file: core-sshd-file-managed-config
