@@ -76,7 +76,8 @@ function imageFiles(dir = IMAGE, prefix = "/"): Record<string, { content: Buffer
 
 export class Cloud {
   readonly netns: string;
-  private readonly tag = `${process.pid % 100000}`;
+  /** Names this process's namespaces and links (koo<pid>up fits IFNAMSIZ at any pid); removeStale reads it back. */
+  private readonly tag = `${process.pid}`;
   private readonly hosts = new Map<string, RunningHost>();
   private readonly bridges = new Map<string, string>();
   private readonly routerAddresses = new Set<string>();
@@ -101,6 +102,9 @@ export class Cloud {
   /** Creates the cloud namespace and its uplink, and starts following the double. */
   start(): void {
     const { hostSide, cloudSide, hostAddress, cloudAddress } = this.uplink;
+    removeStale();
+    fs.mkdirSync(this.options.dir, { recursive: true });
+    fs.writeFileSync(path.join(this.options.dir, OWNER), `${process.pid}\n`);
     run("ip", ["netns", "add", this.netns]);
     this.inCloud("ip", "link", "set", "lo", "up");
     this.inCloud("sysctl", "-qw", "net.ipv4.ip_forward=1");
@@ -376,6 +380,40 @@ export class Cloud {
     this.dns?.kill("SIGTERM");
     bestEffort(() => run("ip", ["link", "del", this.uplink.hostSide]));
     bestEffort(() => run("ip", ["netns", "del", this.netns]));
+  }
+}
+
+/** The file in a cloud's directory that names the process running it. */
+const OWNER = "owner.pid";
+
+function gone(pid: number): boolean {
+  return !fs.existsSync(`/proc/${pid}`);
+}
+
+/**
+ * Removes what rehearsals that crashed (or were killed) left on this machine: their hosts'
+ * processes, which outlive them in their namespaces, the namespaces and uplinks named after the
+ * dead process, and the loop devices of their volumes. Another live rehearsal's are kept.
+ */
+export function removeStale(): void {
+  for (const line of run("ip", ["netns", "list"]).split("\n")) {
+    const name = line.split(" ")[0];
+    const match = /^koo(\d+)(cloud|h\d+)$/.exec(name);
+    if (!match || !gone(Number(match[1]))) continue;
+    for (const pid of run("ip", ["netns", "pids", name]).split(/\s+/).filter(Boolean)) {
+      bestEffort(() => process.kill(Number(pid), "SIGKILL"));
+    }
+    bestEffort(() => run("ip", ["netns", "del", name]));
+    bestEffort(() => run("ip", ["link", "del", `koo${match[1]}up`]));
+  }
+  const loops = JSON.parse(run("losetup", ["--list", "--json", "--output", "NAME,BACK-FILE"]) || "{}").loopdevices ?? [];
+  for (const loop of loops as { name: string; "back-file": string | null }[]) {
+    const backFile = loop["back-file"] ?? "";
+    if (!/\/kube-on-os-rehearsal-[^/]+\/cloud\/volumes\/[^/]+\.img( \(deleted\))?$/.test(backFile)) continue;
+    const owner = path.join(path.dirname(path.dirname(backFile.replace(/ \(deleted\)$/, ""))), OWNER);
+    const pid = fs.existsSync(owner) ? Number(fs.readFileSync(owner, "utf8")) : NaN;
+    if (Number.isInteger(pid) && !gone(pid)) continue;
+    bestEffort(() => run("losetup", ["--detach", loop.name]));
   }
 }
 
