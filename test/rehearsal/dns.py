@@ -24,6 +24,8 @@ while True:
     answer_flags = 0x8000 | (flags & 0x7900) | 0x0080 | NXDOMAIN
     answer = struct.pack("!HHHHHH", ident, answer_flags, qdcount, 0, 0, 0) + query[12:]
     # The answer must come from the address the query went to, or the resolver drops it.
-    destination = next((data[8:12] for level, kind, data in ancillary if level == socket.IPPROTO_IP and kind == IP_PKTINFO), None)
+    destination = next(
+        (data[8:12] for level, kind, data in ancillary if level == socket.IPPROTO_IP and kind == IP_PKTINFO), None
+    )
     pktinfo = [(socket.IPPROTO_IP, IP_PKTINFO, struct.pack("=i4s4s", 0, destination, bytes(4)))] if destination else []
     sock.sendmsg([answer], pktinfo, 0, client)

@@ -100,7 +100,9 @@ def node() -> dict:
 
 def addresses() -> list[str]:
     """The node's IPv4 addresses (add_token.py's get_network_info lists them all)."""
-    output = subprocess.run(["ip", "-4", "-o", "addr", "show", "scope", "global"], capture_output=True, text=True).stdout
+    output = subprocess.run(
+        ["ip", "-4", "-o", "addr", "show", "scope", "global"], capture_output=True, text=True
+    ).stdout
     return [line.split()[3].split("/")[0] for line in output.splitlines()]
 
 
@@ -110,7 +112,9 @@ def hostname() -> str:
 
 def node_ip() -> str:
     """kubelet's InternalIP: the address of the interface with the default route."""
-    route = subprocess.run(["ip", "-4", "-o", "route", "show", "default"], capture_output=True, text=True).stdout.split()
+    route = subprocess.run(
+        ["ip", "-4", "-o", "route", "show", "default"], capture_output=True, text=True
+    ).stdout.split()
     device = route[route.index("dev") + 1] if "dev" in route else None
     output = subprocess.run(["ip", "-4", "-o", "addr", "show", *(["dev", device] if device else []), "scope", "global"],
                             capture_output=True, text=True).stdout  # fmt: skip
@@ -162,7 +166,7 @@ def resolves(name: str, address: str) -> bool:
 
 
 class Agent(http.server.BaseHTTPRequestHandler):
-    def log_message(self, format, *args):  # noqa: A002 - BaseHTTPRequestHandler's signature
+    def log_message(self, format, *args):
         with AGENT_LOG.open("a") as log:
             log.write(f"{self.address_string()} {format % args}\n")
 
@@ -174,7 +178,7 @@ class Agent(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def do_POST(self):  # noqa: N802 - http.server's naming
+    def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
         with LOCK:
             status, answer = self.handle_path(self.path, body)
@@ -201,7 +205,10 @@ class Agent(http.server.BaseHTTPRequestHandler):
             return 500, {"error": "invalid token"}
         name = str(body.get("hostname"))
         if not resolves(name, joiner):
-            return 400, {"error": f'the hostname ({name}) of the joining node does not resolve to the IP "{joiner}". Refusing join'}
+            return 400, {
+                "error": f"the hostname ({name}) of the joining node does not resolve to the IP "
+                f'"{joiner}". Refusing join'
+            }
         cluster = read(CLUSTER, own_cluster())
         # join.go: the first join moves dqlite from 127.0.0.1 to the address the joiner used.
         local = self.connection.getsockname()[0]
@@ -212,7 +219,9 @@ class Agent(http.server.BaseHTTPRequestHandler):
             return 504, {"error": f"the joining node ({joiner}) is already known to dqlite"}
         if not body.get("worker"):
             voters = sum(1 for m in cluster["members"] if m["role"] == "voter")
-            cluster["members"].append({"address": f"{joiner}:{DQLITE_PORT}", "role": "voter" if voters < 3 else "standby"})
+            cluster["members"].append(
+                {"address": f"{joiner}:{DQLITE_PORT}", "role": "voter" if voters < 3 else "standby"}
+            )
         cluster["nodes"] = [n for n in cluster["nodes"] if n["address"] != joiner] + [{"name": name, "address": joiner}]
         write(CLUSTER, cluster)
         return 200, {"agent": self.connection.getsockname()[0]}
@@ -295,7 +304,10 @@ def status(state: dict, args: list[str]) -> int:
     for wanted in ("enabled", "disabled"):
         for name, addon_status in sorted(data["addons"].items()):
             if addon_status == wanted:
-                print(f"  - name: {name}\n    repository: core\n    description: {name}\n    version: 1.28.15\n    status: {wanted}")
+                print(
+                    f"  - name: {name}\n    repository: core\n    description: {name}\n"
+                    f"    version: 1.28.15\n    status: {wanted}"
+                )
     return 0
 
 
@@ -338,7 +350,9 @@ def join(state: dict, args: list[str]) -> int:
     worker = "--worker" in args
     print(f"Contacting cluster at {address}")
     # join.py get_connection_info: only HTTPException is caught; a refused connection is a traceback.
-    status_code, answer = request(address, "/join", {"token": token, "hostname": hostname(), "worker": worker}, timeout=30)
+    status_code, answer = request(
+        address, "/join", {"token": token, "hostname": hostname(), "worker": worker}, timeout=30
+    )
     if status_code != 200:
         print(f"Connection failed. {answer.get('error')} ({status_code}).")
         return 6
@@ -382,7 +396,10 @@ def remove_node(state: dict, args: list[str]) -> int:
     member = f"{address}:{DQLITE_PORT}"
     in_dqlite = any(m["address"] == member for m in data["members"])
     if found and in_dqlite and not force:
-        print(f"Removal failed. Node {target} is registered with dqlite. Please, run first 'microk8s leave' on the departing node.")
+        print(
+            f"Removal failed. Node {target} is registered with dqlite. "
+            "Please, run first 'microk8s leave' on the departing node."
+        )
         return 1
     if force:
         data["members"] = [m for m in data["members"] if m["address"] != member]
@@ -423,21 +440,26 @@ def snap(args: list[str]) -> int:
         if not state["installed"]:
             print("error: no matching snaps installed", file=sys.stderr)
             return 1
-        print(f"Name      Version   Rev   Tracking       Publisher   Notes\nmicrok8s  v1.28.15  7000  {state['channel']}  canonical✓  classic")
+        print(
+            "Name      Version   Rev   Tracking       Publisher   Notes\n"
+            f"microk8s  v1.28.15  7000  {state['channel']}  canonical✓  classic"
+        )
         return 0
     if args[:2] == ["install", "microk8s"]:
         if state["installed"]:
-            print("snap \"microk8s\" is already installed")
+            print('snap "microk8s" is already installed')
             return 0
         channel = next((a.split("=", 1)[1] for a in args if a.startswith("--channel=")), "latest/stable")
         # The launch configuration is read once, at install (microk8s' snap/hooks/install).
         launch = SNAP_COMMON / ".microk8s.yaml"
-        state.update(installed=True, running=True, channel=channel, launch=launch.read_text() if launch.exists() else None)
+        state.update(
+            installed=True, running=True, channel=channel, launch=launch.read_text() if launch.exists() else None
+        )
         CSR_TEMPLATE.parent.mkdir(parents=True, exist_ok=True)
         CSR_TEMPLATE.write_text("[ alt_names ]\nDNS.1 = kubernetes\nIP.1 = 127.0.0.1\nIP.2 = 10.152.183.1\n#MOREIPS\n")
         write(NODE, state)
         start_agent()
-        print(f"microk8s (1.28/stable) v1.28.15 from Canonical✓ installed")
+        print("microk8s (1.28/stable) v1.28.15 from Canonical✓ installed")
         return 0
     print(f"fake snap: unsupported {args}", file=sys.stderr)
     return 2
