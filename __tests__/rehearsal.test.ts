@@ -10,9 +10,11 @@
  * the toolchain could not build the Debian root. `npm run rehearse` runs it alone and reports
  * its measurements.
  */
+import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import YAML from "yaml";
+import { cleanCopy } from "../constructs/salt-provisioner";
 import { rehearsalAvailable, Rehearsal, startRehearsal } from "../test/rehearsal/rehearsal";
 import { synthToDir } from "./support/synth";
 import { RunResult, runTofuAsync } from "./support/tofu";
@@ -25,6 +27,9 @@ const workers = (n: number) => Array.from({ length: n - 1 }, (_, i) => id(`k8s-w
 const STEPS = ["WaitForBastion", "WaitForSaltMaster", "SyncSaltTree", "AcceptMinionKeys", "Orchestrate"];
 /** Where `npm run rehearse` wants the measurements. */
 const REPORT = process.env.KOO_REHEARSAL_REPORT;
+/** root's console password: ephemeral, given at plan and apply time only, as the README says. */
+const ROOT_PASSWORD = "rehearsal console password 4e2a";
+const STRANGER = id("stranger");
 /** Another Salt tree to rehearse instead of salt/ (e.g. an older commit's, to see its defects). */
 const SALT_TREE = process.env.KOO_REHEARSAL_SALT_TREE || undefined;
 
@@ -70,12 +75,25 @@ const available = rehearsalAvailable();
   let rehearsal: Rehearsal;
   let synthEnv: NodeJS.ProcessEnv;
   const measured: Record<string, unknown> = {};
+  /** Everything tofu printed, for the check that the root password never shows. */
+  const printed: string[] = [];
   const started = Date.now();
 
   async function workspace(extra: NodeJS.ProcessEnv = {}, saltTree = SALT_TREE): Promise<Tofu> {
     const dir = await synthToDir(fs.mkdtempSync(path.join(rehearsal.dir, "synth-")), { ...synthEnv, ...extra }, { saltTree });
-    const env = { ...rehearsal.double.passwordEnv(), ...rehearsal.state.backendEnv("rehearsal"), ...rehearsal.agentEnv, ...synthEnv };
-    const tofu: Tofu = (args, more = {}) => runTofuAsync(args, dir, { ...env, ...extra, ...more });
+    const env = {
+      ...rehearsal.double.passwordEnv(),
+      ...rehearsal.state.backendEnv("rehearsal"),
+      ...rehearsal.agentEnv,
+      ...synthEnv,
+      TF_VAR_set_root_password: "true",
+      TF_VAR_root_password: ROOT_PASSWORD,
+    };
+    const tofu: Tofu = async (args, more = {}) => {
+      const result = await runTofuAsync(args, dir, { ...env, ...extra, ...more });
+      printed.push(result.stdout, result.stderr);
+      return result;
+    };
     const init = await tofu(["init", "-input=false"]);
     if (init.status !== 0) throw new Error(`tofu init failed:\n${init.stderr}`);
     return tofu;
@@ -160,6 +178,51 @@ const available = rehearsalAvailable();
       expect(result.stdout).toMatch(/"kube-on-os\/microk8s\/join-token\/renew": \[\s*"salt:\/\/reactor\/microk8s-renew-join-token\.sls"/);
     });
 
+    it("installs exactly salt/ and pillar/ on the Salt master, with the pillar Terraform wrote, readable by root only", async () => {
+      const srv = path.join(`/proc/${rehearsal.cloud.host(SALT).pid}/root`, "srv");
+      expect(cleanCopy(path.join(srv, "salt")).hash).toBe(cleanCopy(SALT_TREE ?? path.join(ROOT, "salt")).hash);
+      const pillar = fs.mkdtempSync(path.join(rehearsal.dir, "pillar-"));
+      fs.cpSync(path.join(srv, "pillar"), pillar, { recursive: true });
+      const written = YAML.parse(fs.readFileSync(path.join(pillar, "_from_terraform.sls"), "utf8"));
+      fs.rmSync(path.join(pillar, "_from_terraform.sls"));
+      expect(cleanCopy(pillar).hash).toBe(cleanCopy(path.join(ROOT, "pillar")).hash);
+      const outputs = JSON.parse((await tofu(["output", "-json"])).stdout);
+      expect(written.microk8s).toMatchObject({
+        master: MASTER,
+        allowed_csr_ip: outputs.master_floating_ip.value,
+        nodes: [
+          { id: MASTER, address: "10.1.0.10" },
+          { id: id("k8s-worker-0"), address: "10.1.0.100" },
+          { id: id("k8s-worker-1"), address: "10.1.0.101" },
+        ],
+      });
+      expect(fs.statSync(path.join(srv, "pillar", "_from_terraform.sls"))).toMatchObject({ uid: 0, mode: 0o100640 });
+    });
+
+    it("sets root's console password on every host as a SHA-512 crypt hash of the ephemeral root_password", async () => {
+      expect(scriptLines(apply.stdout)).toContain("Orchestrate: root password: set on 5 machines");
+      for (const host of rehearsal.cloud.hostNames()) {
+        const shadow = await rehearsal.cloud.host(host).exec("getent shadow root");
+        const hash = shadow.stdout.split(":")[1];
+        expect({ host, hash }).toEqual({ host, hash: expect.stringMatching(/^\$6\$[^$]+\$/) });
+        const again = execFileSync("openssl", ["passwd", "-6", "-salt", hash.split("$")[2], "-stdin"], {
+          input: ROOT_PASSWORD,
+          encoding: "utf8",
+        });
+        expect({ host, hash: again.trim() }).toEqual({ host, hash });
+      }
+      // The plaintext passed through a directory only the deploy user can enter, and is gone.
+      const secrets = await rehearsal.cloud
+        .host(SALT)
+        .exec("stat -c '%a %n' /home/*/.kube-on-os/secrets && ls -A /home/*/.kube-on-os/secrets");
+      expect(secrets.stdout).toMatch(/^700 \/home\/[^/]+\/\.kube-on-os\/secrets\n$/);
+    });
+
+    it("keeps no key material in the state", () => {
+      // The key pair's private_key attribute is there, empty: Nova made no key, the user's public one was given.
+      expect(JSON.stringify(rehearsal.state.readState("rehearsal"))).not.toMatch(/PRIVATE KEY|"private_key":"[^"]/);
+    });
+
     it("plans no changes on the next apply", async () => {
       expect((await tofu(["plan", "-detailed-exitcode", "-input=false"])).status).toBe(0);
     });
@@ -187,15 +250,32 @@ const available = rehearsalAvailable();
     let apply: RunResult;
 
     beforeAll(async () => {
+      // A stranger's minion key waits on the Salt master, as a machine outside the plan would leave it.
+      const master = rehearsal.cloud.host(SALT);
+      const stranger = await master.exec(
+        `salt-key --gen-keys=${STRANGER} --gen-keys-dir=/tmp && cp /tmp/${STRANGER}.pub /etc/salt/pki/master/minions_pre/${STRANGER}`,
+      );
+      if (stranger.status !== 0) throw new Error(`the stranger's key: ${stranger.stderr}`);
       const tofu = await workspace({}, editedSaltTree("# edited by the rehearsal"));
       apply = await tofu(["apply", "-auto-approve", "-input=false"]);
       measured.secondRun = highstates(apply.stdout);
     }, 1_500_000);
 
+    afterAll(async () => {
+      await rehearsal.cloud.host(SALT).exec(`salt-key -y --delete=${STRANGER}`);
+    });
+
     it("re-runs only the sync, the keys and the orchestration", () => {
       expect(outcome(apply)).toEqual(SUCCEEDED);
       expect(apply.stdout).toContain("Apply complete! Resources: 3 added, 0 changed, 3 destroyed.");
       expect(stepsRun(apply.stdout)).toEqual(["SyncSaltTree", "AcceptMinionKeys", "Orchestrate"]);
+    });
+
+    it("accepts no key it does not expect: the stranger's stays pending", async () => {
+      expect(scriptLines(apply.stdout)).toContain(`AcceptMinionKeys: unexpected minion key left pending: ${STRANGER}`);
+      const keys = JSON.parse((await rehearsal.cloud.host(SALT).exec("salt-key --list=all --out=json")).stdout);
+      expect(keys.minions_pre).toEqual([STRANGER]);
+      expect(keys.minions).not.toContain(STRANGER);
     });
 
     it("finds every host as the first run left it: every highstate changes nothing", () => {
@@ -307,6 +387,26 @@ const available = rehearsalAvailable();
   });
 
   describe("destroy", () => {
+    it("never showed root_password: not in any output, the state, a plan, the hosts' files or logs", async () => {
+      const tofu = await workspace({ TF_VAR_num_kube_nodes: "3" });
+      await tofu(["plan", "-input=false", "-out=plan.cache"]);
+      printed.push((await tofu(["show", "-json", "plan.cache"])).stdout);
+      expect(printed.length).toBeGreaterThan(20);
+      expect(printed.filter((text) => text.includes(ROOT_PASSWORD))).toEqual([]);
+      expect(JSON.stringify(rehearsal.state.readState("rehearsal"))).not.toContain(ROOT_PASSWORD);
+      // What each host wrote (its overlay's upper layer, the Salt volume), and the rehearsal's
+      // own files (workspaces, the cloud's seeds and logs), but not the volumes' raw images.
+      const grep = (dir: string): string[] =>
+        fs.readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+          const file = path.join(dir, entry.name);
+          if (entry.isDirectory()) return grep(file);
+          return entry.isFile() && !file.endsWith(".img") && fs.readFileSync(file).includes(ROOT_PASSWORD) ? [file] : [];
+        });
+      expect(grep(rehearsal.dir)).toEqual([]);
+      const onVolume = await rehearsal.cloud.host(SALT).exec(`grep -rlF '${ROOT_PASSWORD}' /srv /var/log /var/cache/salt /tmp /home /root`);
+      expect(onVolume.stdout).toBe("");
+    });
+
     it("removes every machine and leaves the double as seeded", async () => {
       const tofu = await workspace({ TF_VAR_num_kube_nodes: "3" });
       const destroy = await tofu(["destroy", "-auto-approve", "-input=false"]);
