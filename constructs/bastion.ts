@@ -3,7 +3,7 @@ import { ComputeInstanceV2 } from "../.gen/providers/openstack/compute-instance-
 import { NetworkingFloatingipAssociateV2 } from "../.gen/providers/openstack/networking-floatingip-associate-v2";
 import { NetworkingFloatingipV2 } from "../.gen/providers/openstack/networking-floatingip-v2";
 import { NetworkingPortV2 } from "../.gen/providers/openstack/networking-port-v2";
-import { HOSTS } from "./config";
+import { HOSTS } from "./cluster-layout";
 import { CONFIG_DRIVE, fixedPort, floatingIpFor, fqdn, MachineProps, userDataFor } from "./machine";
 
 export interface BastionProps extends MachineProps {

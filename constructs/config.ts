@@ -1,5 +1,6 @@
 import { parse as parseHcl } from "@cdktf/hcl2json";
 import { Ipv4Network, networkSize, networksOverlap, parseIpv4Network } from "./cidr";
+import { HOSTS } from "./cluster-layout";
 
 /**
  * The deployment parameters. Each one is a Terraform variable of the same name (so `TF_VAR_x`
@@ -431,17 +432,6 @@ export interface LoadedSettings {
   readonly config: KubeOnOsConfig;
   readonly backend: BackendKind;
 }
-
-/** Static host numbers within each network, by role (see docs/architecture.md). */
-export const HOSTS = {
-  publicGateway: 1,
-  bastionPublic: 10,
-  kubeMasterPublic: 11,
-  bastionPrivate: 1,
-  saltMasterPrivate: 5,
-  kubeMasterPrivate: 10,
-  firstWorkerPrivate: 100,
-} as const;
 
 function describeValue(raw: string): string {
   return JSON.stringify(raw);

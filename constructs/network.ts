@@ -7,7 +7,7 @@ import { NetworkingRouterV2 } from "../.gen/providers/openstack/networking-route
 import { NetworkingSecgroupRuleV2 } from "../.gen/providers/openstack/networking-secgroup-rule-v2";
 import { NetworkingSecgroupV2 } from "../.gen/providers/openstack/networking-secgroup-v2";
 import { NetworkingSubnetV2 } from "../.gen/providers/openstack/networking-subnet-v2";
-import { HOSTS } from "./config";
+import { HOSTS } from "./cluster-layout";
 import { parseIpv4Network } from "./cidr";
 
 export interface NetworkProps {

@@ -4,7 +4,7 @@ import { BlockstorageVolumeV3 } from "../.gen/providers/openstack/blockstorage-v
 import { ComputeInstanceV2 } from "../.gen/providers/openstack/compute-instance-v2";
 import { ComputeVolumeAttachV2 } from "../.gen/providers/openstack/compute-volume-attach-v2";
 import { NetworkingPortV2 } from "../.gen/providers/openstack/networking-port-v2";
-import { HOSTS } from "./config";
+import { HOSTS } from "./cluster-layout";
 import { CONFIG_DRIVE, fixedPort, fqdn, MachineProps, userDataFor } from "./machine";
 
 export interface SaltMasterProps extends MachineProps {

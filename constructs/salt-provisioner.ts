@@ -19,7 +19,7 @@ import {
 } from "cdktf";
 import { Construct } from "constructs";
 import { Bastion } from "./bastion";
-import { HOSTS } from "./config";
+import { HOSTS } from "./cluster-layout";
 import { KubeNodePool } from "./kube-node-pool";
 import { atCountIndex, splat } from "./machine";
 import { SaltMaster } from "./salt-master";
