@@ -33,10 +33,17 @@ async function evaluatedUserData(env: NodeJS.ProcessEnv): Promise<Record<string,
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "kube-on-os-ci-eval-"));
   fs.writeFileSync(
     path.join(dir, "main.tf.json"),
-    // Only the locals user_data may use: it references variables and functions alone.
+    // The locals that read variables alone (root's password, the cluster layout): user_data uses no others.
     JSON.stringify({
       variable: stack.variable,
-      locals: { root_password_users: stack.locals.root_password_users, salt_volume_id: SALT_VOLUME_ID },
+      locals: {
+        ...Object.fromEntries(
+          Object.entries(stack.locals).filter(
+            ([, value]) => !/\b(openstack_\w+|data|null_resource|terraform_data)\./.test(JSON.stringify(value)),
+          ),
+        ),
+        salt_volume_id: SALT_VOLUME_ID,
+      },
       resource: { terraform_data: data },
       output,
     }),

@@ -1,10 +1,11 @@
-import { Fn, TerraformStack, Testing, Token } from "cdktf";
+import { Fn, Testing, Token } from "cdktf";
 import { Construct } from "constructs";
 import { BlockstorageVolumeV3 } from "../.gen/providers/openstack/blockstorage-volume-v3";
 import { ComputeInstanceV2 } from "../.gen/providers/openstack/compute-instance-v2";
 import { ComputeVolumeAttachV2 } from "../.gen/providers/openstack/compute-volume-attach-v2";
 import { NetworkingFloatingipAssociateV2 } from "../.gen/providers/openstack/networking-floatingip-associate-v2";
 import { Bastion } from "../constructs/bastion";
+import { ClusterLayout } from "../constructs/cluster-layout";
 import { KubeNodePool, KubeNodePoolProps } from "../constructs/kube-node-pool";
 import { MachineProps } from "../constructs/machine";
 import { Network } from "../constructs/network";
@@ -15,7 +16,7 @@ function machineProps(scope: Construct): MachineProps {
   return {
     network,
     imageId: "ad156007-77bb-4e32-ac97-7f8340cab73d",
-    domain: "lab.example",
+    layout: new ClusterLayout(scope, { domain: "lab.example", publicCidr: "10.0.0.0/16", privateCidr: "10.1.0.0/16", nodeCount: 3 }),
     keyPair: "deploy",
     bootstrap: {
       dnsNameservers: ["9.9.9.9"],
@@ -109,7 +110,7 @@ describe("KubeNodePool", () => {
   const props =
     (extra: Partial<KubeNodePoolProps> = {}) =>
     (scope: Construct, base: MachineProps) =>
-      new KubeNodePool(scope, "KubeNodes", { ...base, nodeCount: 3, podCidr: "10.244.0.0/16", serviceCidr: "10.152.183.0/24", ...extra });
+      new KubeNodePool(scope, "KubeNodes", { ...base, podCidr: "10.244.0.0/16", serviceCidr: "10.152.183.0/24", ...extra });
   const synthesized = json(props());
 
   it("puts the master on both networks at 10.0.0.11 and 10.1.0.10, behind the API group, with a floating IP", () => {
@@ -122,23 +123,23 @@ describe("KubeNodePool", () => {
     expect(associations.map((a) => a.port_id)).toEqual([expect.stringMatching(/KubeNodes_MasterPublicPort_/)]);
   });
 
-  it("counts the workers from nodeCount, at 10.1.0.100 + n", () => {
-    const workerPort = port(synthesized, "k8s-worker-${count.index}.lab.example-private");
+  it("counts the workers from the layout, and names and addresses each by its index in the layout's lists", () => {
+    const workerPort = port(synthesized, "${element(local.kube_worker_fqdns, count.index)}-private");
     // Terraform computes the count, so TF_VAR_num_kube_nodes works at plan time.
     expect(workerPort.count).toBe("${(3 - 1)}");
-    expect(workerPort.fixed_ip[0].ip_address).toBe('${cidrhost("10.1.0.0/16", (100 + count.index))}');
+    expect(workerPort.fixed_ip[0].ip_address).toBe("${element(local.kube_worker_private_ips, count.index)}");
     const worker = resourcesOf(synthesized, ComputeInstanceV2.tfResourceType).find((i) => i.count !== undefined);
-    expect(worker).toMatchObject({ count: "${(3 - 1)}", name: "k8s-worker-${count.index}.lab.example" });
+    expect(worker).toMatchObject({ count: "${(3 - 1)}", name: "${element(local.kube_worker_fqdns, count.index)}" });
     expect(worker.network[0].port).toMatch(/^\$\{openstack_networking_port_v2\.KubeNodes_WorkerPort_\w+\[count\.index\]\.id\}$/);
   });
 
   it("names each worker's cloud-config after its own index", () => {
     const worker = resourcesOf(synthesized, ComputeInstanceV2.tfResourceType).find((i) => i.count !== undefined);
-    expect(worker.user_data).toContain('hostname: ${jsonencode("k8s-worker-${tostring(count.index)}")}');
+    expect(worker.user_data).toContain("hostname: ${jsonencode(element(local.kube_worker_hosts, count.index))}");
   });
 
   it("lets node ports carry pod and service traffic", () => {
-    for (const name of ["k8s-master.lab.example-private", "k8s-worker-${count.index}.lab.example-private"]) {
+    for (const name of ["k8s-master.lab.example-private", "${element(local.kube_worker_fqdns, count.index)}-private"]) {
       expect(port(synthesized, name).allowed_address_pairs).toEqual([{ ip_address: "10.244.0.0/16" }, { ip_address: "10.152.183.0/24" }]);
     }
   });
@@ -156,19 +157,11 @@ describe("KubeNodePool", () => {
   });
 
   it.each([
-    [{ nodeCount: 0 }, "KubeNodePool: nodeCount must be a whole number of at least 1 (got 0)"],
     [
       { serverGroupPolicy: "spread" },
       'KubeNodePool: serverGroupPolicy must be one of soft-anti-affinity, anti-affinity, soft-affinity, affinity, none (got "spread")',
     ],
   ])("rejects %j", (extra, message) => {
     expect(() => json(props(extra))).toThrow(message);
-  });
-
-  it("exposes the worker FQDNs as a Terraform list", () => {
-    const stack = new TerraformStack(Testing.app(), "t");
-    const pool = props()(stack, machineProps(stack));
-    expect(pool.workerFqdns).toHaveLength(1);
-    expect(pool.masterFqdn).toBe("k8s-master.lab.example");
   });
 });

@@ -17,7 +17,7 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { cleanCopy } from "../constructs/salt-provisioner";
+import { cleanCopy } from "../constructs/provisioning/tree-hash";
 import { OpenStackDouble, startOpenStackDouble } from "../test/openstack-double/server";
 import { StateServer, startStateServer } from "../test/http-state/server";
 import { SshHosts, startSshHosts } from "../test/ssh-hosts/server";
@@ -152,6 +152,18 @@ function editedSaltTree(line: string): string {
   return tree;
 }
 
+/** A committed fixture with today's content hashes of salt/, pillar/ and provisioners/ (from `json`) for its placeholders. */
+function fixtureWithTodaysHashes(json: any, fixture: string): any {
+  const steps = Object.values<any>(json.resource.null_resource);
+  const hashes: Record<string, string> = {
+    "<sha256 of salt/>": steps.find((step) => step.triggers.salt_tree).triggers.salt_tree,
+    "<sha256 of pillar/>": steps.find((step) => step.triggers.pillar_tree).triggers.pillar_tree,
+    "<sha256 of provisioners/>": steps.find((step) => step.triggers.scripts).triggers.scripts,
+  };
+  const text = fs.readFileSync(path.join(__dirname, "fixtures", fixture), "utf8");
+  return JSON.parse(text.replace(/<sha256 of [a-z]+\/>/g, (placeholder) => hashes[placeholder]));
+}
+
 /**
  * The stack as commit eb9d706 synthesized it, from today's: the chain's steps as they were then
  * (terraform_data, the committed fixture, with today's content hashes and asset paths filled in),
@@ -160,20 +172,22 @@ function editedSaltTree(line: string): string {
  * addresses and NodeMembership are today's but for the types.
  */
 function asOfEb9d706(json: any): any {
-  const steps = Object.values<any>(json.resource.null_resource);
-  const hashes: Record<string, string> = {
-    "<sha256 of salt/>": steps.find((step) => step.triggers.salt_tree).triggers.salt_tree,
-    "<sha256 of pillar/>": steps.find((step) => step.triggers.pillar_tree).triggers.pillar_tree,
-    "<sha256 of provisioners/>": steps.find((step) => step.triggers.scripts).triggers.scripts,
-  };
-  const fixture = fs.readFileSync(path.join(__dirname, "fixtures", "terraform-data-chain@eb9d706.json"), "utf8");
   const old = structuredClone(json);
-  old.resource.terraform_data = JSON.parse(fixture.replace(/<sha256 of [a-z]+\/>/g, (placeholder) => hashes[placeholder])).terraform_data;
+  old.resource.terraform_data = fixtureWithTodaysHashes(json, "terraform-data-chain@eb9d706.json").terraform_data;
   delete old.resource.null_resource;
   delete old.removed;
   delete old.provider.null;
   delete old.terraform.required_providers.null;
   return old;
+}
+
+/**
+ * The whole stack as commit a4e49bc synthesized it, before the cluster layout module: its
+ * resources, locals and outputs, with today's variables (this test's TF_VAR_ values), backend and
+ * content hashes.
+ */
+function asOfA4e49bc(json: any): any {
+  return { ...fixtureWithTodaysHashes(json, "stack@a4e49bc.json"), "//": json["//"], terraform: json.terraform, variable: json.variable };
 }
 
 /** The provisioners' output lines: "<step>: <line>" (Terraform prefixes the resource address). */
@@ -563,6 +577,42 @@ describeWithNamespaces("L5: the provisioning chain over SSH through the bastion"
         `NodeMembership[0]: removed node ${WORKER_0} (10.1.0.100) from the microk8s cluster on ${MASTER}`,
         `NodeMembership[1]: removed node ${WORKER_1} (10.1.0.101) from the microk8s cluster on ${MASTER}`,
       ]);
+      expect(double.resourceCount()).toBe(0);
+    });
+  });
+  describe("upgrading a deployment made before the cluster layout module (a4e49bc)", () => {
+    let before: Tofu;
+    let after: Tofu;
+    let installed: RunResult;
+
+    beforeAll(async () => {
+      fs.rmSync(files.env.KOO_MACHINE_LEDGER, { force: true });
+      files.update({
+        keys: { minions: [], minions_pre: [...EXPECTED_MINIONS].sort(), minions_rejected: [], minions_denied: [] },
+        arrivals: {},
+      });
+      files.replay("succeeded");
+      before = await workspace(undefined, "l5-layout", asOfA4e49bc);
+      installed = await before(["apply", "-auto-approve", "-input=false"]);
+      after = await workspace(undefined, "l5-layout");
+    }, 600_000);
+
+    it("starts from a deployment whose chain ran to the end", () => {
+      expect(installed.stderr).toBe("");
+      expect(installed.status).toBe(0);
+      expect(stepsRun(installed.stdout)).toEqual(STEPS);
+    });
+
+    it("plans no change at all with today's stack: every address, name, address and trigger is the same", async () => {
+      expect(await plannedChanges(after)).toEqual([]);
+      expect((await after(["plan", "-detailed-exitcode", "-input=false"])).status).toBe(0);
+    });
+
+    it("destroys it, removing each worker from the cluster first", async () => {
+      const destroy = await after(["destroy", "-auto-approve", "-input=false"]);
+      expect(destroy.stderr).toBe("");
+      expect(destroy.status).toBe(0);
+      expect(scriptLines(destroy.stdout).filter((line) => /removed node/.test(line))).toHaveLength(2);
       expect(double.resourceCount()).toBe(0);
     });
   });

@@ -14,7 +14,7 @@ import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import YAML from "yaml";
-import { cleanCopy } from "../constructs/salt-provisioner";
+import { cleanCopy } from "../constructs/provisioning/tree-hash";
 import { rehearsalAvailable, Rehearsal, startRehearsal } from "../test/rehearsal/rehearsal";
 import { synthToDir } from "./support/synth";
 import { RunResult, runTofuAsync } from "./support/tofu";

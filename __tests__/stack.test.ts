@@ -122,3 +122,72 @@ describe("KubeOnOsStack", () => {
     for (const output of Object.values(json.output)) expect(output.description).toMatch(/\.$/);
   });
 });
+
+/**
+ * Every resource address of the default stack. State refers to these: a construct renamed or
+ * moved changes an address, and Terraform would destroy and re-create the resource; for a
+ * NodeMembership record that destroy removes a healthy worker from the cluster. A change here
+ * ships a `moved` block (cdktf: `resource.moveTo()`/`moveFromId()`), and the upgrade test in
+ * provisioning.test.ts applies the old stack before the new one.
+ */
+const ADDRESSES = [
+  "data.openstack_blockstorage_quotaset_v3.Quotas_BlockStorage_71E29EE3",
+  "data.openstack_compute_flavor_v2.Quotas_BastionFlavor_DD0482BC",
+  "data.openstack_compute_flavor_v2.Quotas_KubeNodeFlavor_EBC4EC2D",
+  "data.openstack_compute_flavor_v2.Quotas_SaltMasterFlavor_6E037E8A",
+  "data.openstack_compute_quotaset_v2.Quotas_Compute_EAC7774A",
+  "data.openstack_identity_auth_scope_v3.Quotas_Scope_2C9E6C9C",
+  "data.openstack_networking_network_v2.Network_ExternalNetwork_2FE1A5D2",
+  "data.openstack_networking_quota_v2.Quotas_Network_ED06D85E",
+  "null_resource.SaltProvisioner_AcceptMinionKeys_D0003BB4",
+  "null_resource.SaltProvisioner_Orchestrate_4246D273",
+  "null_resource.SaltProvisioner_SyncSaltTree_700E2940",
+  "null_resource.SaltProvisioner_WaitForBastion_D3BD5F38",
+  "null_resource.SaltProvisioner_WaitForSaltMaster_639D0072",
+  "openstack_blockstorage_volume_v3.SaltMaster_Volume_FF9AB832",
+  "openstack_compute_instance_v2.Bastion_Instance_3BC4E4CC",
+  "openstack_compute_instance_v2.KubeNodes_Master_97D1ACE4",
+  "openstack_compute_instance_v2.KubeNodes_Worker_C67D357D",
+  "openstack_compute_instance_v2.SaltMaster_Instance_6E8AABC5",
+  "openstack_compute_keypair_v2.DeployKeypair",
+  "openstack_compute_servergroup_v2.KubeNodes_ServerGroup_8FFC6899",
+  "openstack_compute_volume_attach_v2.SaltMaster_VolumeAttachment_EB429AB7",
+  "openstack_networking_floatingip_associate_v2.Bastion_FloatingIpAssociation_26B29183",
+  "openstack_networking_floatingip_associate_v2.KubeNodes_MasterFloatingIpAssociation_2C4B22FE",
+  "openstack_networking_floatingip_v2.Bastion_FloatingIp_8C4B8B22",
+  "openstack_networking_floatingip_v2.KubeNodes_MasterFloatingIp_091CDBB9",
+  "openstack_networking_network_v2.Network_PrivateNetwork_04AC6DEA",
+  "openstack_networking_network_v2.Network_PublicNetwork_95DA8D1B",
+  "openstack_networking_port_v2.Bastion_PrivatePort_AF6AFA36",
+  "openstack_networking_port_v2.Bastion_PublicPort_1F30E9F8",
+  "openstack_networking_port_v2.KubeNodes_MasterPrivatePort_C7D2FCC3",
+  "openstack_networking_port_v2.KubeNodes_MasterPublicPort_A6B6EB02",
+  "openstack_networking_port_v2.KubeNodes_WorkerPort_64251A27",
+  "openstack_networking_port_v2.SaltMaster_Port_E3A9FF6C",
+  "openstack_networking_router_interface_v2.Network_PublicRouterInterface_C5176AB2",
+  "openstack_networking_router_v2.Network_Router_B43C5A1B",
+  "openstack_networking_secgroup_rule_v2.Network_BastionSshRule_B1994367",
+  "openstack_networking_secgroup_rule_v2.Network_InternalRule_E2C95BCE",
+  "openstack_networking_secgroup_rule_v2.Network_KubeApiRule_26A019B7",
+  "openstack_networking_secgroup_rule_v2.Network_KubeHttpRule_D661F9E1",
+  "openstack_networking_secgroup_rule_v2.Network_KubeHttpsRule_088A7C3C",
+  "openstack_networking_secgroup_rule_v2.Network_SaltMasterRule_EEDC02ED",
+  "openstack_networking_secgroup_v2.Network_BastionSecurityGroup_2EFEA316",
+  "openstack_networking_secgroup_v2.Network_InternalSecurityGroup_A68E4A6A",
+  "openstack_networking_secgroup_v2.Network_KubeApiSecurityGroup_A4073833",
+  "openstack_networking_secgroup_v2.Network_SaltMasterSecurityGroup_4E3E921C",
+  "openstack_networking_subnet_v2.Network_PrivateSubnet_43E99EF4",
+  "openstack_networking_subnet_v2.Network_PublicSubnet_F7F151DA",
+  "terraform_data.SaltProvisioner_NodeMembership_FE0F49D1",
+];
+
+describe("resource addresses", () => {
+  it("are the pinned ones, so that an existing deployment keeps every resource", async () => {
+    const json = await synthStack({});
+    const addresses = [
+      ...Object.entries(json.resource).flatMap(([type, resources]) => Object.keys(resources).map((name) => `${type}.${name}`)),
+      ...Object.entries(json.data).flatMap(([type, sources]) => Object.keys(sources).map((name) => `data.${type}.${name}`)),
+    ];
+    expect(addresses.sort()).toEqual(ADDRESSES);
+  });
+});

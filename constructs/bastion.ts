@@ -3,8 +3,7 @@ import { ComputeInstanceV2 } from "../.gen/providers/openstack/compute-instance-
 import { NetworkingFloatingipAssociateV2 } from "../.gen/providers/openstack/networking-floatingip-associate-v2";
 import { NetworkingFloatingipV2 } from "../.gen/providers/openstack/networking-floatingip-v2";
 import { NetworkingPortV2 } from "../.gen/providers/openstack/networking-port-v2";
-import { HOSTS } from "./cluster-layout";
-import { CONFIG_DRIVE, fixedPort, floatingIpFor, fqdn, MachineProps, userDataFor } from "./machine";
+import { CONFIG_DRIVE, fixedPort, floatingIpFor, MachineProps, userDataFor } from "./machine";
 
 export interface BastionProps extends MachineProps {
   /** @default Bastion.DEFAULT_FLAVOR */
@@ -17,7 +16,6 @@ export interface BastionProps extends MachineProps {
  */
 export class Bastion extends Construct {
   static readonly DEFAULT_FLAVOR = "m1.small";
-  static readonly HOST = "bastion";
 
   readonly instance: ComputeInstanceV2;
   readonly publicPort: NetworkingPortV2;
@@ -33,13 +31,14 @@ export class Bastion extends Construct {
     super(scope, id);
     const flavor = props.flavor ?? Bastion.DEFAULT_FLAVOR;
     const { network } = props;
-    this.fqdn = fqdn(Bastion.HOST, props.domain);
+    const host = props.layout.bastion;
+    this.fqdn = host.fqdn;
 
     this.publicPort = fixedPort(this, "PublicPort", {
       name: `${this.fqdn}-public`,
       network: network.publicNetwork,
       subnet: network.publicSubnet,
-      address: network.publicAddress(HOSTS.bastionPublic),
+      address: host.publicIp,
       securityGroups: [network.securityGroups.bastion],
     });
     // It forwards the private network's traffic, whose source addresses are not its own.
@@ -47,7 +46,7 @@ export class Bastion extends Construct {
       name: `${this.fqdn}-private`,
       network: network.privateNetwork,
       subnet: network.privateSubnet,
-      address: network.privateAddress(HOSTS.bastionPrivate),
+      address: host.privateIp,
       securityGroups: [network.securityGroups.internal],
       allowedAddressPairs: ["0.0.0.0/0"],
     });
@@ -60,7 +59,7 @@ export class Bastion extends Construct {
       keyPair: props.keyPair,
       userData: userDataFor(
         "bastion",
-        { hostname: Bastion.HOST, fqdn: this.fqdn, privateIp: network.privateAddress(HOSTS.bastionPrivate), dualHomed: true },
+        { hostname: host.host, fqdn: host.fqdn, privateIp: host.privateIp, dualHomed: true },
         props.bootstrap,
       ),
       // The public port comes first so that the default route stays on the public network.

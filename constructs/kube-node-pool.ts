@@ -4,13 +4,10 @@ import { ComputeInstanceV2 } from "../.gen/providers/openstack/compute-instance-
 import { ComputeServergroupV2 } from "../.gen/providers/openstack/compute-servergroup-v2";
 import { NetworkingFloatingipV2 } from "../.gen/providers/openstack/networking-floatingip-v2";
 import { NetworkingPortV2 } from "../.gen/providers/openstack/networking-port-v2";
-import { HOSTS } from "./cluster-layout";
 import { SERVER_GROUP_POLICIES } from "./config";
-import { atCountIndex, CONFIG_DRIVE, fixedPort, floatingIpFor, fqdn, MachineProps, splat, userDataFor } from "./machine";
+import { atCountIndex, CONFIG_DRIVE, fixedPort, floatingIpFor, MachineProps, splat, userDataFor } from "./machine";
 
 export interface KubeNodePoolProps extends MachineProps {
-  /** Nodes including the master (node 0); a token keeps TF_VAR_num_kube_nodes working at plan time. */
-  readonly nodeCount: number;
   /** @default KubeNodePool.DEFAULT_FLAVOR */
   readonly flavor?: string;
   /** Pod and service networks: node ports may send from these. */
@@ -21,19 +18,12 @@ export interface KubeNodePoolProps extends MachineProps {
 }
 
 /**
- * The microk8s nodes: a master on both networks with a floating IP (API and ingress), and
- * `nodeCount - 1` private workers at consecutive addresses, all counted by Terraform.
+ * The microk8s nodes: a master on both networks with a floating IP (API and ingress), and the
+ * layout's private workers, counted by Terraform, named and addressed by the layout.
  */
 export class KubeNodePool extends Construct {
   static readonly DEFAULT_FLAVOR = "m1.large";
   static readonly DEFAULT_SERVER_GROUP_POLICY = "soft-anti-affinity";
-  static readonly MASTER_HOST = "k8s-master";
-  static readonly WORKER_HOST = "k8s-worker";
-
-  /** The highest private host number the pool's fixed addresses take for `nodeCount` nodes. */
-  static lastPrivateHost(nodeCount: number): number {
-    return Token.asNumber(Fn.max([HOSTS.kubeMasterPrivate, Op.add(HOSTS.firstWorkerPrivate, Op.sub(nodeCount, 2))]));
-  }
 
   readonly master: ComputeInstanceV2;
   readonly masterPublicPort: NetworkingPortV2;
@@ -42,61 +32,50 @@ export class KubeNodePool extends Construct {
   readonly workers: ComputeInstanceV2;
   readonly workerPorts: NetworkingPortV2;
   readonly serverGroup: ComputeServergroupV2;
-  readonly masterFqdn: string;
-  /** The workers' FQDNs (a Terraform list). */
-  readonly workerFqdns: string[];
 
   constructor(scope: Construct, id: string, props: KubeNodePoolProps) {
     super(scope, id);
     const flavor = props.flavor ?? KubeNodePool.DEFAULT_FLAVOR;
     const policy = props.serverGroupPolicy ?? KubeNodePool.DEFAULT_SERVER_GROUP_POLICY;
-    if (!Token.isUnresolved(props.nodeCount) && !(Number.isInteger(props.nodeCount) && props.nodeCount >= 1)) {
-      throw new Error(`KubeNodePool: nodeCount must be a whole number of at least 1 (got ${props.nodeCount})`);
-    }
     if (!Token.isUnresolved(policy) && !(SERVER_GROUP_POLICIES as readonly string[]).includes(policy)) {
       throw new Error(`KubeNodePool: serverGroupPolicy must be one of ${SERVER_GROUP_POLICIES.join(", ")} (got "${policy}")`);
     }
-    const { network, domain } = props;
+    const { network, layout } = props;
+    const master = layout.kubeMaster;
     const podTraffic = [props.podCidr, props.serviceCidr];
-    this.masterFqdn = fqdn(KubeNodePool.MASTER_HOST, domain);
 
     // count = 0 when the policy is "none"; one() then gives the instances a null group.
     this.serverGroup = new ComputeServergroupV2(this, "ServerGroup", {
       count: TerraformCount.of(Token.asNumber(Fn.conditional(Op.eq(policy, "none"), 0, 1))),
-      name: `${domain}-k8s-nodes`,
+      name: `${layout.domain}-k8s-nodes`,
       policies: [policy],
     });
     const schedulerHints = [{ group: Token.asString(Fn.one(splat(this.serverGroup, "id"))) }];
 
     this.masterPublicPort = fixedPort(this, "MasterPublicPort", {
-      name: `${this.masterFqdn}-public`,
+      name: `${master.fqdn}-public`,
       network: network.publicNetwork,
       subnet: network.publicSubnet,
-      address: network.publicAddress(HOSTS.kubeMasterPublic),
+      address: master.publicIp,
       securityGroups: [network.securityGroups.kubeApi],
     });
     this.masterPrivatePort = fixedPort(this, "MasterPrivatePort", {
-      name: `${this.masterFqdn}-private`,
+      name: `${master.fqdn}-private`,
       network: network.privateNetwork,
       subnet: network.privateSubnet,
-      address: network.privateAddress(HOSTS.kubeMasterPrivate),
+      address: master.privateIp,
       securityGroups: [network.securityGroups.internal],
       allowedAddressPairs: podTraffic,
     });
     this.master = new ComputeInstanceV2(this, "Master", {
-      name: this.masterFqdn,
+      name: master.fqdn,
       imageId: props.imageId,
       configDrive: CONFIG_DRIVE,
       flavorName: flavor,
       keyPair: props.keyPair,
       userData: userDataFor(
         "salt-minion",
-        {
-          hostname: KubeNodePool.MASTER_HOST,
-          fqdn: this.masterFqdn,
-          privateIp: network.privateAddress(HOSTS.kubeMasterPrivate),
-          dualHomed: true,
-        },
+        { hostname: master.host, fqdn: master.fqdn, privateIp: master.privateIp, dualHomed: true },
         props.bootstrap,
       ),
       // Public first: the default route stays on the public network.
@@ -105,33 +84,27 @@ export class KubeNodePool extends Construct {
     });
     this.masterFloatingIp = floatingIpFor(this, "MasterFloatingIp", network, this.masterPublicPort).floatingIp;
 
-    const workerCount = Token.asNumber(Op.sub(props.nodeCount, 1));
-    const portCount = TerraformCount.of(workerCount);
-    const workerName = `${KubeNodePool.WORKER_HOST}-\${count.index}.${domain}`;
+    const portCount = TerraformCount.of(layout.workerCount);
+    const portWorker = layout.worker(portCount.index);
     this.workerPorts = fixedPort(this, "WorkerPort", {
       count: portCount,
-      name: `${workerName}-private`,
+      name: `${portWorker.fqdn}-private`,
       network: network.privateNetwork,
       subnet: network.privateSubnet,
-      address: network.privateAddress(Token.asNumber(Op.add(HOSTS.firstWorkerPrivate, portCount.index))),
+      address: portWorker.privateIp,
       securityGroups: [network.securityGroups.internal],
       allowedAddressPairs: podTraffic,
     });
-    const instanceCount = TerraformCount.of(workerCount);
-    const workerHost = `${KubeNodePool.WORKER_HOST}-${Fn.tostring(instanceCount.index)}`;
+    const instanceCount = TerraformCount.of(layout.workerCount);
+    const worker = layout.worker(instanceCount.index);
     this.workers = new ComputeInstanceV2(this, "Worker", {
       count: instanceCount,
       userData: userDataFor(
         "salt-minion",
-        {
-          hostname: workerHost,
-          fqdn: fqdn(workerHost, domain),
-          privateIp: network.privateAddress(Token.asNumber(Op.add(HOSTS.firstWorkerPrivate, instanceCount.index))),
-          dualHomed: false,
-        },
+        { hostname: worker.host, fqdn: worker.fqdn, privateIp: worker.privateIp, dualHomed: false },
         props.bootstrap,
       ),
-      name: workerName,
+      name: worker.fqdn,
       imageId: props.imageId,
       configDrive: CONFIG_DRIVE,
       flavorName: flavor,
@@ -139,6 +112,5 @@ export class KubeNodePool extends Construct {
       network: [{ port: atCountIndex(this.workerPorts, "id") }],
       schedulerHints,
     });
-    this.workerFqdns = splat(this.workers, "name");
   }
 }

@@ -7,6 +7,7 @@ import { NetworkingPortV2 } from "../.gen/providers/openstack/networking-port-v2
 import { NetworkingSecgroupV2 } from "../.gen/providers/openstack/networking-secgroup-v2";
 import { NetworkingSubnetV2 } from "../.gen/providers/openstack/networking-subnet-v2";
 import { CloudInitRole, renderCloudInit } from "./cloud-init";
+import { ClusterLayout } from "./cluster-layout";
 import { Network } from "./network";
 
 /** What every machine construct needs besides its own role. */
@@ -14,8 +15,8 @@ export interface MachineProps {
   readonly network: Network;
   /** Glance image every machine boots from. */
   readonly imageId: string;
-  /** Domain of the machine's FQDN, which is also its Salt minion id. */
-  readonly domain: string;
+  /** Names and addresses of every machine. */
+  readonly layout: ClusterLayout;
   /** Nova keypair for the deploy user. @default - none: access comes from cloud-init and Salt */
   readonly keyPair?: string;
   /** What every machine's cloud-init needs to know about the deployment. */
@@ -109,11 +110,6 @@ export function userDataFor(role: CloudInitRole, host: HostIdentity, bootstrap: 
  */
 export function deployKeypairName(domain: string): string {
   return `${Fn.replace(domain, ".", "_")}-deploy`;
-}
-
-/** `<host>.<domain>`: hostname, FQDN, OpenStack name and Salt minion id at once. */
-export function fqdn(host: string, domain: string): string {
-  return `${host}.${domain}`;
 }
 
 export interface FixedPortOptions {

@@ -4,8 +4,7 @@ import { BlockstorageVolumeV3 } from "../.gen/providers/openstack/blockstorage-v
 import { ComputeInstanceV2 } from "../.gen/providers/openstack/compute-instance-v2";
 import { ComputeVolumeAttachV2 } from "../.gen/providers/openstack/compute-volume-attach-v2";
 import { NetworkingPortV2 } from "../.gen/providers/openstack/networking-port-v2";
-import { HOSTS } from "./cluster-layout";
-import { CONFIG_DRIVE, fixedPort, fqdn, MachineProps, userDataFor } from "./machine";
+import { CONFIG_DRIVE, fixedPort, MachineProps, userDataFor } from "./machine";
 
 export interface SaltMasterProps extends MachineProps {
   /** @default SaltMaster.DEFAULT_FLAVOR */
@@ -22,7 +21,6 @@ export interface SaltMasterProps extends MachineProps {
 export class SaltMaster extends Construct {
   static readonly DEFAULT_FLAVOR = "m1.medium";
   static readonly DEFAULT_VOLUME_SIZE = 10;
-  static readonly HOST = "salt";
 
   readonly instance: ComputeInstanceV2;
   readonly port: NetworkingPortV2;
@@ -39,8 +37,9 @@ export class SaltMaster extends Construct {
       throw new Error(`SaltMaster: volumeSize must be a whole number of GiB, at least 1 (got ${volumeSize})`);
     }
     const { network } = props;
-    this.fqdn = fqdn(SaltMaster.HOST, props.domain);
-    this.privateIp = network.privateAddress(HOSTS.saltMasterPrivate);
+    const host = props.layout.saltMaster;
+    this.fqdn = host.fqdn;
+    this.privateIp = host.privateIp;
 
     this.port = fixedPort(this, "Port", {
       name: `${this.fqdn}-private`,
@@ -62,7 +61,7 @@ export class SaltMaster extends Construct {
       keyPair: props.keyPair,
       userData: userDataFor(
         "salt-master",
-        { hostname: SaltMaster.HOST, fqdn: this.fqdn, privateIp: this.privateIp, dualHomed: false, volumeId: this.volume.id },
+        { hostname: host.host, fqdn: this.fqdn, privateIp: this.privateIp, dualHomed: false, volumeId: this.volume.id },
         props.bootstrap,
       ),
       network: [{ port: this.port.id }],

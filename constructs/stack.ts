@@ -6,7 +6,6 @@ import {
   Op,
   TerraformCount,
   TerraformLocal,
-  TerraformOutput,
   TerraformStack,
   TerraformVariable,
   Token,
@@ -16,14 +15,17 @@ import { Construct } from "constructs";
 import { ComputeKeypairV2 } from "../.gen/providers/openstack/compute-keypair-v2";
 import { OpenstackProvider } from "../.gen/providers/openstack/provider";
 import { Bastion } from "./bastion";
-import { HOSTS } from "./cluster-layout";
+import { ClusterLayout } from "./cluster-layout";
 import { BackendKind, KubeOnOsConfig, VariableName, VariableSpec, VARIABLES } from "./config";
 import { KubeNodePool } from "./kube-node-pool";
-import { deployKeypairName, fqdn, MachineProps, splat } from "./machine";
+import { deployKeypairName, MachineProps, splat } from "./machine";
 import { Network } from "./network";
+import { stackOutputs } from "./outputs";
+import { SaltProvisioner } from "./provisioning/chain";
+import { saltPillar } from "./provisioning/pillar";
 import { Quotas } from "./quotas";
+import { RootPassword } from "./root-password";
 import { SaltMaster } from "./salt-master";
-import { SaltProvisioner, saltPillar } from "./salt-provisioner";
 
 export interface KubeOnOsStackProps {
   /** Validated parameters; they become the Terraform variables' defaults. */
@@ -47,6 +49,7 @@ export const HTTP_BACKEND_LOCKING = { lockMethod: "POST", unlockMethod: "DELETE"
 export class KubeOnOsStack extends TerraformStack {
   /** One Terraform variable per parameter, by its Terraform name. */
   readonly variables: { readonly [K in VariableName]: TerraformVariable };
+  readonly layout: ClusterLayout;
   readonly network: Network;
   readonly bastion: Bastion;
   readonly saltMaster: SaltMaster;
@@ -83,6 +86,12 @@ export class KubeOnOsStack extends TerraformStack {
     ) as { [K in VariableName]: TerraformVariable };
 
     const v = this.variables;
+    this.layout = new ClusterLayout(this, {
+      domain: v.deploy_domain_name.stringValue,
+      publicCidr: v.public_network_cidr.stringValue,
+      privateCidr: v.private_network_cidr.stringValue,
+      nodeCount: v.num_kube_nodes.numberValue,
+    });
     this.network = new Network(this, "Network", {
       externalNetworkName: v.external_network_name.stringValue,
       namePrefix: v.deploy_domain_name.stringValue,
@@ -91,7 +100,7 @@ export class KubeOnOsStack extends TerraformStack {
       dnsNameservers: v.dns_nameservers.listValue,
       sshAllowedCidrs: v.ssh_allowed_cidrs.listValue,
       apiAllowedCidrs: v.api_allowed_cidrs.listValue,
-      lastPrivateStaticHost: KubeNodePool.lastPrivateHost(v.num_kube_nodes.numberValue),
+      lastPrivateStaticHost: this.layout.lastPrivateHost,
     });
 
     // A new keypair from deploy_ssh_public_key, or the existing keypair_name, or none.
@@ -104,23 +113,17 @@ export class KubeOnOsStack extends TerraformStack {
     const keyPair = Token.asString(
       Fn.conditional(Op.gte(Fn.lengthOf(v.keypair_name.stringValue), 1), v.keypair_name.stringValue, Fn.one(splat(keypair, "name"))),
     );
-    // Root gets a console password only from a hash, and only when asked to. The plaintext
-    // root_password is ephemeral, so it can never be part of user_data.
-    const rootPasswordUsers = new TerraformLocal(
-      this,
-      "root_password_users",
-      '${var.set_root_password && var.root_password_hash != null ? [{ name = "root", password = var.root_password_hash, type = "hash" }] : []}',
-    );
+    const rootPassword = new RootPassword(this);
     const machine: MachineProps = {
       network: this.network,
       imageId: v.base_image.stringValue,
-      domain: v.deploy_domain_name.stringValue,
+      layout: this.layout,
       keyPair,
       bootstrap: {
         dnsNameservers: v.dns_nameservers.listValue,
-        saltMasterIp: this.network.privateAddress(HOSTS.saltMasterPrivate),
-        saltMasterFqdn: fqdn(SaltMaster.HOST, v.deploy_domain_name.stringValue),
-        rootPasswordUsers: rootPasswordUsers.asString,
+        saltMasterIp: this.layout.saltMaster.privateIp,
+        saltMasterFqdn: this.layout.saltMaster.fqdn,
+        rootPasswordUsers: rootPassword.cloudInitUsers,
         privateCidr: v.private_network_cidr.stringValue,
       },
     };
@@ -132,7 +135,6 @@ export class KubeOnOsStack extends TerraformStack {
     });
     this.kubeNodes = new KubeNodePool(this, "KubeNodes", {
       ...machine,
-      nodeCount: v.num_kube_nodes.numberValue,
       flavor: v.kube_node_flavor.stringValue,
       podCidr: v.pod_cidr.stringValue,
       serviceCidr: v.service_cidr.stringValue,
@@ -154,11 +156,6 @@ export class KubeOnOsStack extends TerraformStack {
       securityGroupRules: this.network.securityGroupRuleCount,
     });
 
-    const domain = v.deploy_domain_name.stringValue;
-    const minionIds = Fn.concat([
-      Fn.formatlist("%s.%s", [[SaltMaster.HOST, Bastion.HOST, KubeNodePool.MASTER_HOST], domain]),
-      this.kubeNodes.workerFqdns,
-    ]);
     // lookup() with a null default: a role without a key is not checked.
     const hostKey = (role: string) =>
       new TerraformLocal(this, `${role}_host_key`, `\${lookup(${v.ssh_host_keys.value}, "${role}", null)}`).asString;
@@ -170,19 +167,17 @@ export class KubeOnOsStack extends TerraformStack {
       user: v.deploy_user.stringValue,
       bastionHostKey: hostKey("bastion"),
       saltMasterHostKey: hostKey("salt_master"),
-      minionIds,
+      layout: this.layout,
       enabled: v.run_provisioners.booleanValue,
-      // cdktf renders a null literal on the right of Op.neq as undefined, so the test is written out.
-      rootPassword: `\${var.set_root_password && var.root_password != null ? var.root_password : ""}`,
+      rootPassword: rootPassword.plaintext,
       saltTree: props.saltTree,
       pillarTree: props.pillarTree,
       pillar: saltPillar(this, {
+        layout: this.layout,
         users: v.users.value,
-        domain,
         publicCidr: v.public_network_cidr.stringValue,
         privateCidr: v.private_network_cidr.stringValue,
         nameservers: v.dns_nameservers.listValue,
-        nodeCount: v.num_kube_nodes.numberValue,
         masterFloatingIp: this.kubeNodes.masterFloatingIp.address,
         podCidr: v.pod_cidr.stringValue,
         serviceCidr: v.service_cidr.stringValue,
@@ -199,66 +194,14 @@ export class KubeOnOsStack extends TerraformStack {
       this.provisioner.steps.map((step) => ({ from: `terraform_data.${step.friendlyUniqueId}`, lifecycle: { destroy: false } })),
     );
 
-    const outputs: [string, string, string][] = [
-      ["external_network_id", this.network.externalNetwork.id, "ID of the external network the router uplinks to."],
-      ["router_id", this.network.router.id, "ID of the cluster's router."],
-      ["public_network_id", this.network.publicNetwork.id, "ID of the public network (bastion, Kubernetes master)."],
-      ["public_subnet_id", this.network.publicSubnet.id, "ID of the public subnet."],
-      ["private_network_id", this.network.privateNetwork.id, "ID of the private network (every machine)."],
-      ["private_subnet_id", this.network.privateSubnet.id, "ID of the private subnet, whose gateway is the bastion."],
-      ["bastion_floating_ip", this.bastion.publicIp, "The bastion's floating IP: the SSH jump host to every machine."],
-      ["master_floating_ip", this.kubeNodes.masterFloatingIp.address, "The Kubernetes master's floating IP (API on 16443, ingress)."],
-      ["salt_volume_id", this.saltMaster.volume.id, "ID of the Salt master's persistent volume; it survives re-creating the instance."],
-    ];
-    for (const [name, value, description] of outputs) {
-      new TerraformOutput(this, name, { value, description });
-    }
-    new TerraformOutput(this, "quota_needs", {
-      description: "What this deployment counts against the project's Nova, Cinder and Neutron quotas (docs/quotas.md).",
-      value: this.quotas.needsLocal.expression,
-    });
-    // Lists and format strings are built with format()/formatlist() rather than interpolated
-    // TypeScript strings: cdktf cannot nest a token-bearing string inside a function call.
-    const user = v.deploy_user.stringValue;
-    const jump = `${user}@${this.bastion.publicIp}`;
-    const jumpHost = Fn.format("%s@%s", [user, this.bastion.publicIp]);
-    const masterPrivateIp = this.network.privateAddress(HOSTS.kubeMasterPrivate);
-    const privateHosts = Fn.concat([
-      Fn.formatlist("%s.%s", [[SaltMaster.HOST, KubeNodePool.MASTER_HOST], domain]),
-      this.kubeNodes.workerFqdns,
-    ]);
-    const privateIps = Fn.concat([[this.saltMaster.privateIp, masterPrivateIp], splat(this.kubeNodes.workers, "access_ip_v4")]);
-    new TerraformOutput(this, "ssh_config", {
-      description: "An ~/.ssh/config snippet that reaches every machine by its FQDN, through the bastion.",
-      value: Fn.join("", [
-        `Host ${this.bastion.fqdn}\n  HostName ${this.bastion.publicIp}\n  User ${user}\n`,
-        Fn.join(
-          "",
-          Fn.formatlist("Host %s\n  HostName %s\n  User %s\n  ProxyJump %s\n", [
-            privateHosts,
-            privateIps,
-            user,
-            Fn.format("%s.%s", [Bastion.HOST, domain]),
-          ]),
-        ),
-      ]),
-    });
-    new TerraformOutput(this, "ssh_commands", {
-      description: "The ssh command that logs in to each machine, by FQDN (= minion id); private hosts through the bastion.",
-      value: Fn.zipmap(
-        Fn.concat([Fn.formatlist("%s.%s", [[Bastion.HOST], domain]), privateHosts]),
-        Fn.concat([[Fn.format("ssh %s", [jumpHost])], Fn.formatlist("ssh -J %s %s@%s", [jumpHost, user, privateIps])]),
-      ),
-    });
-    new TerraformOutput(this, "kubeconfig_command", {
-      description: "Fetches the cluster's kubeconfig through the bastion, pointed at the master's floating IP.",
-      value:
-        `ssh -J ${jump} ${user}@${masterPrivateIp} sudo microk8s config` +
-        ` | sed 's#server: https://[^:]*:#server: https://${this.kubeNodes.masterFloatingIp.address}:#' > kubeconfig`,
-    });
-    new TerraformOutput(this, "minion_ids", {
-      description: "Salt minion ids (= FQDNs) of every machine: Salt master, bastion, Kubernetes master, workers.",
-      value: minionIds,
+    stackOutputs(this, {
+      layout: this.layout,
+      network: this.network,
+      bastion: this.bastion,
+      saltMaster: this.saltMaster,
+      kubeNodes: this.kubeNodes,
+      quotas: this.quotas,
+      user: v.deploy_user.stringValue,
     });
   }
 

@@ -21,9 +21,12 @@ DOMAIN = "lab.example"
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHhU0xQm2c2RZkzC9M7tRrFSe0Q5sQm8l8S3ZzQxYw1a waldorf@example"
 
 
-def synthesized_variables(tmp_path_factory) -> dict:
-    """The stack's variable defaults, synthesized by main.ts with these TF_VAR_ values."""
-    cwd = tmp_path_factory.mktemp("synth")
+def terraform_pillar() -> dict:
+    """
+    The _from_terraform pillar Terraform writes for the stack synthesized with these TF_VAR_
+    values: applied against the OpenStack API double and evaluated from the state
+    (__tests__/support/terraform-pillar.ts), names, addresses and control plane included.
+    """
     env = {
         **os.environ,
         "TF_VAR_deploy_domain_name": DOMAIN,
@@ -38,43 +41,17 @@ def synthesized_variables(tmp_path_factory) -> dict:
         text=True,
         check=True,
     ).stdout.strip()
-    subprocess.run(
-        ["node", "--require", register, str(ROOT / "main.ts")], cwd=cwd, env=env, check=True, capture_output=True
+    script = ROOT / "__tests__" / "support" / "terraform-pillar.ts"
+    result = subprocess.run(
+        ["node", "--require", register, str(script)], cwd=ROOT, env=env, capture_output=True, text=True
     )
-    stack = json.loads((cwd / "cdktf.out" / "stacks" / "kube-on-os" / "cdk.tf.json").read_text())
-    return {name: spec.get("default") for name, spec in stack["variable"].items()}
-
-
-def from_terraform(variables: dict) -> dict:
-    """The _from_terraform pillar in the shape of pillar/_from_terraform.sls.example."""
-    domain = variables["deploy_domain_name"]
-    workers = [
-        {"id": f"k8s-worker-{n}.{domain}", "address": f"10.1.0.{100 + n}"}
-        for n in range(variables["num_kube_nodes"] - 1)
-    ]
-    return {
-        "users": variables["users"],
-        "mine_functions": {"network.ip_addrs": {"cidr": variables["private_network_cidr"]}},
-        "network": {
-            "domain": variables["deploy_domain_name"],
-            "public_cidr": variables["public_network_cidr"],
-            "private_cidr": variables["private_network_cidr"],
-            "external_gateway": "10.0.0.1",
-        },
-        "core": {"nameservers": variables["dns_nameservers"]},
-        "microk8s": {
-            "master": f"k8s-master.{variables['deploy_domain_name']}",
-            "allowed_csr_ip": "203.0.113.10",
-            "pod_cidr": variables["pod_cidr"],
-            "service_cidr": variables["service_cidr"],
-            "nodes": [{"id": f"k8s-master.{domain}", "address": "10.1.0.10"}, *workers],
-        },
-    }
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
 
 
 @pytest.fixture(scope="session")
-def pillar_data(tmp_path_factory) -> dict:
-    return from_terraform(synthesized_variables(tmp_path_factory))
+def pillar_data() -> dict:
+    return terraform_pillar()
 
 
 class Minion(LocalMinion):
@@ -229,7 +206,7 @@ def test_microk8s_uses_the_pillar_networks_and_the_floating_ip(tmp_path, pillar_
     launch = args_of(highstate["microk8s-install-file-managed-launch-config"], "file.managed")
     assert launch["context"] == {"pod_cidr": "10.244.0.0/16", "service_cidr": "10.152.183.0/24"}
     san = args_of(highstate["microk8s-certificates-microk8s-extra-san"], "microk8s.extra_san")
-    assert san["name"] == "203.0.113.10"
+    assert san["name"] == pillar_data["microk8s"]["allowed_csr_ip"]
     refresh = args_of(highstate["microk8s-certificates-cmd-run-refresh"], "cmd.run")
     assert refresh["onchanges"] == [{"microk8s": "microk8s-certificates-microk8s-extra-san"}]
     enabled = {

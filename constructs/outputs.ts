@@ -1,0 +1,78 @@
+import { Fn, TerraformOutput } from "cdktf";
+import { Construct } from "constructs";
+import { Bastion } from "./bastion";
+import { ClusterLayout } from "./cluster-layout";
+import { KubeNodePool } from "./kube-node-pool";
+import { Network } from "./network";
+import { Quotas } from "./quotas";
+import { SaltMaster } from "./salt-master";
+
+export interface StackOutputsProps {
+  readonly layout: ClusterLayout;
+  readonly network: Network;
+  readonly bastion: Bastion;
+  readonly saltMaster: SaltMaster;
+  readonly kubeNodes: KubeNodePool;
+  readonly quotas: Quotas;
+  /** The login user on every machine. */
+  readonly user: string;
+}
+
+/** What `tofu output` shows: ids, addresses, how to log in, and the minion ids. */
+export function stackOutputs(scope: Construct, props: StackOutputsProps): void {
+  const { layout, network, bastion, saltMaster, kubeNodes, user } = props;
+  const outputs: [string, string, string][] = [
+    ["external_network_id", network.externalNetwork.id, "ID of the external network the router uplinks to."],
+    ["router_id", network.router.id, "ID of the cluster's router."],
+    ["public_network_id", network.publicNetwork.id, "ID of the public network (bastion, Kubernetes master)."],
+    ["public_subnet_id", network.publicSubnet.id, "ID of the public subnet."],
+    ["private_network_id", network.privateNetwork.id, "ID of the private network (every machine)."],
+    ["private_subnet_id", network.privateSubnet.id, "ID of the private subnet, whose gateway is the bastion."],
+    ["bastion_floating_ip", bastion.publicIp, "The bastion's floating IP: the SSH jump host to every machine."],
+    ["master_floating_ip", kubeNodes.masterFloatingIp.address, "The Kubernetes master's floating IP (API on 16443, ingress)."],
+    ["salt_volume_id", saltMaster.volume.id, "ID of the Salt master's persistent volume; it survives re-creating the instance."],
+  ];
+  for (const [name, value, description] of outputs) {
+    new TerraformOutput(scope, name, { value, description });
+  }
+  new TerraformOutput(scope, "quota_needs", {
+    description: "What this deployment counts against the project's Nova, Cinder and Neutron quotas (docs/quotas.md).",
+    value: props.quotas.needsLocal.expression,
+  });
+  // Lists and format strings are built with format()/formatlist() rather than interpolated
+  // TypeScript strings: cdktf cannot nest a token-bearing string inside a function call.
+  const jump = `${user}@${bastion.publicIp}`;
+  const jumpHost = Fn.format("%s@%s", [user, bastion.publicIp]);
+  new TerraformOutput(scope, "ssh_config", {
+    description: "An ~/.ssh/config snippet that reaches every machine by its FQDN, through the bastion.",
+    value: Fn.join("", [
+      `Host ${layout.bastion.fqdn}\n  HostName ${bastion.publicIp}\n  User ${user}\n`,
+      Fn.join(
+        "",
+        Fn.formatlist("Host %s\n  HostName %s\n  User %s\n  ProxyJump %s\n", [
+          layout.privateFqdns,
+          layout.privateIps,
+          user,
+          layout.bastion.fqdn,
+        ]),
+      ),
+    ]),
+  });
+  new TerraformOutput(scope, "ssh_commands", {
+    description: "The ssh command that logs in to each machine, by FQDN (= minion id); private hosts through the bastion.",
+    value: Fn.zipmap(
+      Fn.concat([[layout.bastion.fqdn], layout.privateFqdns]),
+      Fn.concat([[Fn.format("ssh %s", [jumpHost])], Fn.formatlist("ssh -J %s %s@%s", [jumpHost, user, layout.privateIps])]),
+    ),
+  });
+  new TerraformOutput(scope, "kubeconfig_command", {
+    description: "Fetches the cluster's kubeconfig through the bastion, pointed at the master's floating IP.",
+    value:
+      `ssh -J ${jump} ${user}@${layout.kubeMaster.privateIp} sudo microk8s config` +
+      ` | sed 's#server: https://[^:]*:#server: https://${kubeNodes.masterFloatingIp.address}:#' > kubeconfig`,
+  });
+  new TerraformOutput(scope, "minion_ids", {
+    description: "Salt minion ids (= FQDNs) of every machine: Salt master, bastion, Kubernetes master, workers.",
+    value: layout.minionIds,
+  });
+}

@@ -1,0 +1,215 @@
+import * as path from "node:path";
+import { Resource as NullResource } from "@cdktf/provider-null/lib/resource";
+import {
+  DataResource,
+  FileProvisioner,
+  Fn,
+  IResolvable,
+  RemoteExecProvisioner,
+  SSHProvisionerConnection,
+  TerraformCount,
+  Token,
+} from "cdktf";
+import { Construct } from "constructs";
+import { Bastion } from "../bastion";
+import { ClusterLayout } from "../cluster-layout";
+import { KubeNodePool } from "../kube-node-pool";
+import { splat } from "../machine";
+import { SaltMaster } from "../salt-master";
+import { nodeMembership } from "./node-membership";
+import { CONNECTION_TIMEOUT, REMOTE_BIN, REMOTE_SECRETS, REMOTE_STAGE, remoteExec, sshConnection, throughBastion } from "./ssh";
+import { REPO_ROOT, uploadedTree } from "./tree-hash";
+
+export interface SaltProvisionerProps {
+  readonly bastion: Bastion;
+  readonly saltMaster: SaltMaster;
+  readonly kubeNodes: KubeNodePool;
+  /** Kubernetes nodes including the master, as for KubeNodePool (a token at plan time). */
+  readonly nodeCount: number;
+  /** The login user; its key must be in the ssh-agent of whoever runs Terraform. */
+  readonly user: string;
+  /** The bastion's known host key (or CA key). @default - not checked */
+  readonly bastionHostKey?: string;
+  /** The Salt master's known host key (or CA key). @default - not checked */
+  readonly saltMasterHostKey?: string;
+  /** The minion ids to accept (every machine's FQDN) and the Kubernetes master's. */
+  readonly layout: ClusterLayout;
+  /** The content of /srv/pillar/_from_terraform.sls (see saltPillar()). */
+  readonly pillar: string;
+  /**
+   * Root's console password, set on every minion through Salt (as a SHA-512 crypt hash) before
+   * the orchestration: an expression that is "" when the password is not to be set, meant for
+   * the ephemeral root_password, which Terraform keeps out of plans and state.
+   * @default - root's password is not managed by the chain
+   */
+  readonly rootPassword?: string;
+  /** Whether the chain exists at all (a bool token, from run_provisioners). */
+  readonly enabled: boolean | IResolvable;
+  /** @default the repository's salt/ */
+  readonly saltTree?: string;
+  /** @default the repository's pillar/ */
+  readonly pillarTree?: string;
+  /** @default the repository's provisioners/ */
+  readonly scripts?: string;
+  /** Seconds to wait for cloud-init on each host. @default SaltProvisioner.DEFAULT_CLOUD_INIT_TIMEOUT */
+  readonly cloudInitTimeout?: number;
+  /** Seconds to wait for every minion's key and first answer. @default SaltProvisioner.DEFAULT_MINION_TIMEOUT */
+  readonly minionTimeout?: number;
+}
+
+/**
+ * The provisioning chain, all through the bastion with the deployer's ssh-agent: wait for
+ * cloud-init on the bastion, then on the Salt master; sync the Salt tree and the pillar that
+ * Terraform writes; accept exactly the expected minion keys; run the orchestration. Each step is
+ * a null_resource (hashicorp/null) whose triggers include its predecessor's id, so whatever
+ * re-runs one step re-runs the steps after it. The chain has the same five steps at any number
+ * of nodes: workers converge in parallel inside the orchestration. The last step also sets
+ * root's console password first, when asked to.
+ *
+ * Each worker also gets a NodeMembership record (./node-membership.ts) whose destroy-time
+ * provisioner removes the node from the microk8s cluster before Terraform deletes the machine.
+ *
+ * The steps' Terraform addresses are a contract (the README quotes them, and state refers to
+ * them): the construct ids here and the stack's "SaltProvisioner" stay as they are.
+ */
+export class SaltProvisioner extends Construct {
+  static readonly DEFAULT_CLOUD_INIT_TIMEOUT = 1800;
+  static readonly DEFAULT_MINION_TIMEOUT = 900;
+  /** How long SSH keeps retrying while a machine boots. */
+  static readonly CONNECTION_TIMEOUT = CONNECTION_TIMEOUT;
+
+  readonly waitForBastion: NullResource;
+  readonly waitForSaltMaster: NullResource;
+  readonly syncSaltTree: NullResource;
+  readonly acceptMinionKeys: NullResource;
+  readonly orchestrate: NullResource;
+  /** The five steps in order, for those that name their addresses (the stack's `removed` blocks). */
+  readonly steps: readonly NullResource[];
+  /** One per worker: removing one removes that node from the cluster first. */
+  readonly nodeMembership: DataResource;
+
+  constructor(scope: Construct, id: string, props: SaltProvisionerProps) {
+    super(scope, id);
+    const cloudInitTimeout = props.cloudInitTimeout ?? SaltProvisioner.DEFAULT_CLOUD_INIT_TIMEOUT;
+    const minionTimeout = props.minionTimeout ?? SaltProvisioner.DEFAULT_MINION_TIMEOUT;
+    for (const [name, value] of [
+      ["cloudInitTimeout", cloudInitTimeout],
+      ["minionTimeout", minionTimeout],
+    ] as const) {
+      if (!Token.isUnresolved(value) && !(Number.isInteger(value) && value > 0)) {
+        throw new Error(`SaltProvisioner: ${name} must be a whole number of seconds above 0 (got ${value})`);
+      }
+    }
+    const saltTree = uploadedTree(this, "SaltTree", props.saltTree ?? path.join(REPO_ROOT, "salt"), "saltTree");
+    const pillarTree = uploadedTree(this, "PillarTree", props.pillarTree ?? path.join(REPO_ROOT, "pillar"), "pillarTree");
+    const scripts = uploadedTree(this, "Scripts", props.scripts ?? path.join(REPO_ROOT, "provisioners"), "scripts");
+
+    const { bastion, saltMaster, kubeNodes } = props;
+    const minionIds = props.layout.minionIds;
+    const count = () => TerraformCount.of(Token.asNumber(Fn.conditional(props.enabled, 1, 0)));
+    const idOf = (step: NullResource) => Fn.one(splat(step, "id"));
+    const toBastion = sshConnection(props.user, bastion.publicIp, props.bastionHostKey);
+    const toSaltMaster = throughBastion(
+      sshConnection(props.user, saltMaster.privateIp, props.saltMasterHostKey),
+      bastion.publicIp,
+      props.bastionHostKey,
+    );
+    const uploadScripts = (connection: SSHProvisionerConnection): (RemoteExecProvisioner | FileProvisioner)[] => [
+      remoteExec(connection, `rm -rf ${REMOTE_BIN}`, `mkdir -p ${REMOTE_BIN}`),
+      // The trailing slash uploads the directory's contents into REMOTE_BIN, not a directory named after the asset's hash.
+      { type: "file", source: `${scripts.asset.path}/`, destination: REMOTE_BIN, connection },
+    ];
+    const waitForCloudInit = (connection: SSHProvisionerConnection) =>
+      remoteExec(connection, `bash ${REMOTE_BIN}/wait-cloud-init.sh ${cloudInitTimeout}`);
+
+    // null_resource triggers are a map of strings: lists go in as jsonencode().
+    this.waitForBastion = new NullResource(this, "WaitForBastion", {
+      count: count(),
+      triggers: { instance: bastion.instance.id, scripts: scripts.hash },
+      dependsOn: [bastion.floatingIpAssociation],
+      provisioners: [...uploadScripts(toBastion), waitForCloudInit(toBastion)],
+    });
+
+    this.waitForSaltMaster = new NullResource(this, "WaitForSaltMaster", {
+      count: count(),
+      triggers: {
+        after: idOf(this.waitForBastion),
+        instance: saltMaster.instance.id,
+        volume: saltMaster.volumeAttachment.id,
+      },
+      provisioners: [...uploadScripts(toSaltMaster), waitForCloudInit(toSaltMaster)],
+    });
+
+    this.syncSaltTree = new NullResource(this, "SyncSaltTree", {
+      count: count(),
+      triggers: {
+        after: idOf(this.waitForSaltMaster),
+        salt_tree: saltTree.hash,
+        pillar_tree: pillarTree.hash,
+        pillar_data: Fn.sha256(props.pillar),
+      },
+      provisioners: [
+        remoteExec(toSaltMaster, `rm -rf ${REMOTE_STAGE}`, `mkdir -p ${REMOTE_STAGE}/salt ${REMOTE_STAGE}/pillar`),
+        { type: "file", source: `${saltTree.asset.path}/`, destination: `${REMOTE_STAGE}/salt`, connection: toSaltMaster },
+        { type: "file", source: `${pillarTree.asset.path}/`, destination: `${REMOTE_STAGE}/pillar`, connection: toSaltMaster },
+        { type: "file", content: props.pillar, destination: `${REMOTE_STAGE}/_from_terraform.sls`, connection: toSaltMaster },
+        remoteExec(toSaltMaster, `sudo bash ${REMOTE_BIN}/install-salt-tree.sh ${REMOTE_STAGE}`),
+      ],
+    });
+
+    const machineIds = Fn.concat([[bastion.instance.id, saltMaster.instance.id, kubeNodes.master.id], splat(kubeNodes.workers, "id")]);
+    // The same machines in minionIds' order (Salt master, bastion, Kubernetes master, workers).
+    const minionMachineIds = Fn.concat([
+      [saltMaster.instance.id, bastion.instance.id, kubeNodes.master.id],
+      splat(kubeNodes.workers, "id"),
+    ]);
+    this.acceptMinionKeys = new NullResource(this, "AcceptMinionKeys", {
+      count: count(),
+      // A re-created machine brings a new key, so the machines' ids are triggers too.
+      triggers: { after: idOf(this.syncSaltTree), minions: Fn.jsonencode(minionIds), machines: Fn.jsonencode(machineIds) },
+      provisioners: [
+        remoteExec(
+          toSaltMaster,
+          // ID=MACHINE: the script deletes an id's old key when its machine was replaced.
+          Fn.format(`sudo bash ${REMOTE_BIN}/accept-minion-keys.sh --timeout %d %s`, [
+            minionTimeout,
+            Fn.join(" ", Fn.formatlist("%s=%s", [minionIds, minionMachineIds])),
+          ]),
+        ),
+      ],
+    });
+
+    // An ephemeral value cannot be a trigger: the password is set again whenever the orchestration runs.
+    const setRootPassword: (RemoteExecProvisioner | FileProvisioner)[] =
+      props.rootPassword === undefined
+        ? []
+        : [
+            remoteExec(toSaltMaster, `install -d -m 0700 ${REMOTE_SECRETS}`),
+            { type: "file", content: props.rootPassword, destination: `${REMOTE_SECRETS}/root-password`, connection: toSaltMaster },
+            remoteExec(
+              toSaltMaster,
+              Fn.format(`sudo bash ${REMOTE_BIN}/set-root-password.sh ${REMOTE_SECRETS}/root-password %s`, [Fn.join(" ", minionIds)]),
+            ),
+          ];
+    this.orchestrate = new NullResource(this, "Orchestrate", {
+      count: count(),
+      triggers: { after: idOf(this.acceptMinionKeys) },
+      provisioners: [...setRootPassword, remoteExec(toSaltMaster, `sudo bash ${REMOTE_BIN}/orchestrate.sh orch.deploy`)],
+    });
+
+    this.steps = [this.waitForBastion, this.waitForSaltMaster, this.syncSaltTree, this.acceptMinionKeys, this.orchestrate];
+
+    this.nodeMembership = nodeMembership(this, "NodeMembership", {
+      bastion,
+      saltMaster,
+      kubeNodes,
+      nodeCount: props.nodeCount,
+      masterId: props.layout.kubeMaster.fqdn,
+      user: props.user,
+      bastionHostKey: props.bastionHostKey,
+      saltMasterHostKey: props.saltMasterHostKey,
+      enabled: props.enabled,
+      after: [this.orchestrate, saltMaster.instance, bastion.floatingIpAssociation],
+    });
+  }
+}

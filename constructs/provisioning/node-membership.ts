@@ -1,0 +1,87 @@
+import { DataResource, Fn, IResolvable, ITerraformDependable, Op, TerraformCount, Token } from "cdktf";
+import { Construct } from "constructs";
+import { Bastion } from "../bastion";
+import { KubeNodePool } from "../kube-node-pool";
+import { atCountIndex } from "../machine";
+import { SaltMaster } from "../salt-master";
+import { CONNECTION_TIMEOUT, REMOTE_BIN } from "./ssh";
+
+export interface NodeMembershipProps {
+  readonly bastion: Bastion;
+  readonly saltMaster: SaltMaster;
+  readonly kubeNodes: KubeNodePool;
+  /** Kubernetes nodes including the master (a token at plan time). */
+  readonly nodeCount: number;
+  readonly masterId: string;
+  readonly user: string;
+  readonly bastionHostKey?: string;
+  readonly saltMasterHostKey?: string;
+  /** Whether the records exist at all (a bool token, from run_provisioners). */
+  readonly enabled: boolean | IResolvable;
+  /** What creates the records: they are destroyed before it re-runs on a scale-down. */
+  readonly after: ITerraformDependable[];
+}
+
+/**
+ * One record per worker whose destroy-time provisioner removes the node from the microk8s
+ * cluster (and its key from Salt) before Terraform deletes the machine.
+ *
+ * Its Terraform address is a contract: a record destroyed by a rename would remove a healthy
+ * worker from the cluster (__tests__ pin every address of the default stack).
+ *
+ * It stays a terraform_data: its destroy-time provisioner forgets a worker from the cluster, so
+ * the record must never be replaced while its worker lives, yet what it stores must stay current
+ * (a new host key in ssh_host_keys, a new bastion address), or a later scale-down would log in
+ * with stale details and leave the departed node in the cluster. terraform_data updates `input`
+ * in place. A null_resource can only store data in `triggers`, and replaces itself on any change
+ * of them, running remove-node.sh against a healthy worker; with `ignore_changes = [triggers]` it
+ * would not, but would then keep the details of the day it was created. Neither is safe, so this
+ * one record stays built in.
+ */
+export function nodeMembership(scope: Construct, id: string, props: NodeMembershipProps): DataResource {
+  const { bastion, saltMaster, kubeNodes } = props;
+  const count = TerraformCount.of(Token.asNumber(Fn.conditional(props.enabled, Op.sub(props.nodeCount, 1), 0)));
+  // Destroy-time provisioners may only read `self`, so the record keeps its connection in input.
+  const membership = new DataResource(scope, id, {
+    count,
+    input: {
+      node_id: atCountIndex(kubeNodes.workers, "name"),
+      address: atCountIndex(kubeNodes.workers, "access_ip_v4"),
+      master_id: props.masterId,
+      user: props.user,
+      host: saltMaster.privateIp,
+      host_key: props.saltMasterHostKey ?? null,
+      bastion_host: bastion.publicIp,
+      bastion_host_key: props.bastionHostKey ?? null,
+    },
+    // Created after the orchestration, so on a scale-down it is destroyed (the node leaves)
+    // before the orchestration re-runs, and before its machine is deleted.
+    dependsOn: props.after,
+  });
+  // cdktf's RemoteExecProvisioner has no `when`/`on_failure`. A failed removal must not block
+  // destroying a broken cluster, so it continues (and says so in the log).
+  membership.addOverride("provisioner", [
+    {
+      "remote-exec": {
+        when: "destroy",
+        on_failure: "continue",
+        inline: [
+          "set -eu",
+          `sudo bash ${REMOTE_BIN}/remove-node.sh \${self.input.master_id} \${self.input.node_id} \${self.input.address}`,
+        ],
+        connection: {
+          type: "ssh",
+          host: "${self.input.host}",
+          user: "${self.input.user}",
+          agent: true,
+          host_key: "${self.input.host_key}",
+          bastion_host: "${self.input.bastion_host}",
+          bastion_user: "${self.input.user}",
+          bastion_host_key: "${self.input.bastion_host_key}",
+          timeout: CONNECTION_TIMEOUT,
+        },
+      },
+    },
+  ]);
+  return membership;
+}

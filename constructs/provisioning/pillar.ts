@@ -1,0 +1,57 @@
+import { Fn, TerraformLocal } from "cdktf";
+import { Construct } from "constructs";
+import { ClusterLayout, HOSTS } from "../cluster-layout";
+
+export interface SaltPillarProps {
+  /** Names, addresses and the control plane. */
+  readonly layout: ClusterLayout;
+  /** The users variable: a list of { username, ssh_public_key }. */
+  readonly users: unknown;
+  readonly publicCidr: string;
+  readonly privateCidr: string;
+  readonly nameservers: string[];
+  readonly masterFloatingIp: string;
+  readonly podCidr: string;
+  readonly serviceCidr: string;
+}
+
+/**
+ * /srv/pillar/_from_terraform.sls as a yamlencode() of Terraform values, following
+ * pillar/_from_terraform.sls.example. Node ids and addresses are the layout's, which the machines
+ * take theirs from too: a plan shows the node list before any machine exists. Only the master's
+ * floating IP waits for its allocation.
+ */
+export function saltPillar(scope: Construct, props: SaltPillarProps): string {
+  const { layout } = props;
+  // A literal for-expression: cdktf renders a token that follows a literal `}` inside an
+  // expression as a nested `${...}`, so no token comes after an object literal here.
+  const nodes = new TerraformLocal(
+    scope,
+    "kube_nodes",
+    `\${[for i, id in ${layout.locals.kubeNodeIds.expression} : { id = id, address = ${layout.locals.kubeNodeAddresses.expression}[i] }]}`,
+  );
+  const pillar = new TerraformLocal(
+    scope,
+    "salt_pillar",
+    Fn.yamlencode({
+      users: props.users,
+      mine_functions: { "network.ip_addrs": { cidr: props.privateCidr } },
+      network: {
+        domain: layout.domain,
+        public_cidr: props.publicCidr,
+        private_cidr: props.privateCidr,
+        external_gateway: Fn.cidrhost(props.publicCidr, HOSTS.publicGateway),
+      },
+      core: { nameservers: props.nameservers },
+      microk8s: {
+        master: layout.kubeMaster.fqdn,
+        allowed_csr_ip: props.masterFloatingIp,
+        pod_cidr: props.podCidr,
+        service_cidr: props.serviceCidr,
+        nodes: nodes.expression,
+        control_plane: layout.controlPlane,
+      },
+    }),
+  );
+  return pillar.asString;
+}
