@@ -4,10 +4,11 @@ import { VARIABLES } from "../constructs/config";
 
 const readme = fs.readFileSync(path.join(__dirname, "..", "README.md"), "utf8");
 
-describe("README", () => {
-  it("documents every variable with its type and default", () => {
+describe("README and docs/", () => {
+  it("documents every variable with its type and default (docs/parameters.md)", () => {
+    const parameters = fs.readFileSync(path.join(__dirname, "..", "docs", "parameters.md"), "utf8");
     for (const [name, spec] of Object.entries(VARIABLES)) {
-      const row = readme.split("\n").find((line) => new RegExp(`^\\| +\`${name}\` +\\|`).test(line));
+      const row = parameters.split("\n").find((line) => new RegExp(`^\\| +\`${name}\` +\\|`).test(line));
       expect(row).toBeDefined();
       expect(row).toContain(`\`${spec.type}\``);
       expect(row).toContain(spec.default === undefined ? "`null`" : `\`${JSON.stringify(spec.default)}\``);

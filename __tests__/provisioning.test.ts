@@ -11,8 +11,8 @@
  * The deployment rehearsal (rehearsal.test.ts) runs the same chain on real hosts with real Salt
  * and checks the trees installed, the keys accepted, the root password and the state there. This
  * suite keeps what the rehearsal cannot yet: checked host keys (the rehearsal's hosts make their
- * own at boot), the README's exact lines, a failed state and the next apply converging, and the
- * upgrade from eb9d706's chain.
+ * own at boot), the exact lines docs/provisioning.md shows, a failed state and the next apply
+ * converging, and the upgrade from eb9d706's chain.
  */
 import * as fs from "node:fs";
 import * as os from "node:os";
@@ -254,7 +254,7 @@ describeWithNamespaces("L5: the provisioning chain over SSH through the bastion"
       TF_VAR_deploy_user: hosts.user,
       TF_VAR_ssh_host_keys: JSON.stringify({ bastion: hosts.hostKey, salt_master: hosts.hostKey }),
     };
-    // The ephemeral password is given at plan and apply time only, as the README says.
+    // The ephemeral password is given at plan and apply time only, as docs/provisioning.md says.
     const rootPassword = { TF_VAR_set_root_password: "true", TF_VAR_root_password: ROOT_PASSWORD };
     tofuEnv = { ...double.passwordEnv(), ...hosts.agentEnv, ...synthEnv, ...rootPassword };
   }, 60_000);
@@ -321,7 +321,7 @@ describeWithNamespaces("L5: the provisioning chain over SSH through the bastion"
     expect(log).toMatch(new RegExp(`Connection from 169\\.254\\.\\d+\\.\\d+ port \\d+ on ${bastionIp.replace(/\./g, "\\.")} port 22`));
   });
 
-  it("prints what each step did, as the README shows", () => {
+  it("prints what each step did, as docs/provisioning.md shows", () => {
     const lines = scriptLines(first.stdout).map((line) =>
       line
         .replace(/sha256 [0-9a-f]{12}/g, "sha256 H")

@@ -27,7 +27,7 @@ const workers = (n: number) => Array.from({ length: n - 1 }, (_, i) => id(`k8s-w
 const STEPS = ["WaitForBastion", "WaitForSaltMaster", "SyncSaltTree", "AcceptMinionKeys", "Orchestrate"];
 /** Where `npm run rehearse` wants the measurements. */
 const REPORT = process.env.KOO_REHEARSAL_REPORT;
-/** root's console password: ephemeral, given at plan and apply time only, as the README says. */
+/** root's console password: ephemeral, given at plan and apply time only, as docs/provisioning.md says. */
 const ROOT_PASSWORD = "rehearsal console password 4e2a";
 const STRANGER = id("stranger");
 /** Another Salt tree to rehearse instead of salt/ (e.g. an older commit's, to see its defects). */
