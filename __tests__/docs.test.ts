@@ -1,6 +1,6 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { VARIABLES } from "../constructs/config";
+import { VARIABLES } from "../config/parameters";
 
 const readme = fs.readFileSync(path.join(__dirname, "..", "README.md"), "utf8");
 
