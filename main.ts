@@ -1,5 +1,6 @@
 import { App } from "cdktf";
-import { ConfigError, loadSettings } from "./constructs/config";
+import { ConfigError } from "./config/config-error";
+import { loadSettings } from "./config/load";
 import { KubeOnOsStack } from "./constructs/stack";
 
 /** Stack name; the synthesized JSON lands in cdktf.out/stacks/<name>/cdk.tf.json. */

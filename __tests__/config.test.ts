@@ -1,4 +1,6 @@
-import { ConfigError, loadBackend, loadConfig, VARIABLES } from "../constructs/config";
+import { ConfigError } from "../config/config-error";
+import { loadBackend, loadConfig } from "../config/load";
+import { VARIABLES } from "../config/parameters";
 
 const KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHhU0xQm2c2RZkzC9M7tRrFSe0Q5sQm8l8S3ZzQxYw1a waldorf@example";
 

@@ -2,7 +2,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { Testing } from "cdktf";
-import { loadConfig } from "../constructs/config";
+import { loadConfig } from "../config/load";
 import { cleanCopy } from "../constructs/provisioning/tree-hash";
 import { KubeOnOsStack } from "../constructs/stack";
 import { resourceById, synthStack, TerraformJson } from "./support/synth";

@@ -1,5 +1,5 @@
 import { Testing } from "cdktf";
-import { VARIABLES, VariableSpec } from "../constructs/config";
+import { VARIABLES, VariableSpec } from "../config/parameters";
 import { buildStack, resourceById, synthStack } from "./support/synth";
 
 describe("KubeOnOsStack", () => {

@@ -5,7 +5,8 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { ConfigError, loadConfig } from "../constructs/config";
+import { ConfigError } from "../config/config-error";
+import { loadConfig } from "../config/load";
 import { synthToDir } from "./support/synth";
 import { describeEachCli, initOffline, runTf, TfCli } from "./support/tofu";
 

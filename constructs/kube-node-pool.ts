@@ -4,7 +4,7 @@ import { ComputeInstanceV2 } from "../.gen/providers/openstack/compute-instance-
 import { ComputeServergroupV2 } from "../.gen/providers/openstack/compute-servergroup-v2";
 import { NetworkingFloatingipV2 } from "../.gen/providers/openstack/networking-floatingip-v2";
 import { NetworkingPortV2 } from "../.gen/providers/openstack/networking-port-v2";
-import { SERVER_GROUP_POLICIES } from "./config";
+import { SERVER_GROUP_POLICIES } from "../config/parameters";
 import { atCountIndex, CONFIG_DRIVE, fixedPort, floatingIpFor, MachineProps, splat, userDataFor } from "./machine";
 
 export interface KubeNodePoolProps extends MachineProps {

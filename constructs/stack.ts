@@ -14,9 +14,11 @@ import { NullProvider } from "@cdktf/provider-null/lib/provider";
 import { Construct } from "constructs";
 import { ComputeKeypairV2 } from "../.gen/providers/openstack/compute-keypair-v2";
 import { OpenstackProvider } from "../.gen/providers/openstack/provider";
+import { BackendKind } from "../config/load";
+import { KubeOnOsConfig, VariableName } from "../config/parameters";
+import { declareVariables } from "../config/terraform-variables";
 import { Bastion } from "./bastion";
 import { ClusterLayout } from "./cluster-layout";
-import { BackendKind, KubeOnOsConfig, VariableName, VariableSpec, VARIABLES } from "./config";
 import { KubeNodePool } from "./kube-node-pool";
 import { deployKeypairName, MachineProps, splat } from "./machine";
 import { Network } from "./network";
@@ -78,12 +80,7 @@ export class KubeOnOsStack extends TerraformStack {
     // from: the registry's for real deploys, the toolchain's stand-in in the offline tests.
     new NullProvider(this, "null", {});
 
-    this.variables = Object.fromEntries(
-      (Object.entries(VARIABLES) as [VariableName, VariableSpec<unknown>][]).map(([name, spec]) => [
-        name,
-        this.declareVariable(name, spec, props.config),
-      ]),
-    ) as { [K in VariableName]: TerraformVariable };
+    this.variables = declareVariables(this, props.config);
 
     const v = this.variables;
     this.layout = new ClusterLayout(this, {
@@ -203,31 +200,5 @@ export class KubeOnOsStack extends TerraformStack {
       quotas: this.quotas,
       user: v.deploy_user.stringValue,
     });
-  }
-
-  private declareVariable(name: VariableName, spec: VariableSpec<unknown>, config: KubeOnOsConfig): TerraformVariable {
-    // Sensitive values are never recorded.
-    const value = spec.sensitive ? undefined : config[name as keyof KubeOnOsConfig];
-    const variable = new TerraformVariable(this, name, {
-      type: spec.type,
-      description: spec.description,
-      default: value,
-      nullable: value === undefined,
-      sensitive: spec.sensitive,
-      validation: [...spec.rules, ...(spec.planTimeRules ?? [])].map((rule) => ({
-        condition: `\${${rule.condition}}`,
-        errorMessage: `${name} must be ${rule.mustBe}.`,
-      })),
-    });
-    if (spec.ephemeral) {
-      // cdktf 0.21 predates ephemeral input variables; the override is the only way to declare one.
-      variable.addOverride("ephemeral", true);
-    }
-    if (value === undefined) {
-      // cdktf drops a null default, which would make the variable required; an explicit null
-      // keeps it optional (root_password is only needed when set_root_password is true).
-      variable.addOverride("default", null);
-    }
-    return variable;
   }
 }

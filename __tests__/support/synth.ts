@@ -1,5 +1,5 @@
 import { App, Testing } from "cdktf";
-import { BackendKind, loadConfig } from "../../constructs/config";
+import { BackendKind, loadConfig } from "../../config/load";
 import { KubeOnOsStack, KubeOnOsStackProps } from "../../constructs/stack";
 
 /** Terraform JSON as the tests read it. */

@@ -1,0 +1,340 @@
+import {
+  all,
+  allowing,
+  attribute,
+  characters,
+  CRYPT_HASH,
+  distinctBy,
+  DNS_NAME,
+  each,
+  eachKey,
+  eachValue,
+  ipv4Address,
+  ipv4Network,
+  isNot,
+  items,
+  LINUX_USERNAME,
+  NOT_BLANK,
+  oneOf,
+  PlanTimeRule,
+  Range,
+  Rule,
+  rule,
+  SSH_PUBLIC_KEY,
+  TRIMMED,
+  UUID,
+  wholeNumber,
+} from "./rules";
+
+/**
+ * The deployment parameters. Each one is a Terraform variable of the same name (so `TF_VAR_x`
+ * works at plan time) and is read from the same `TF_VAR_x` at synth time, validated there with
+ * the same rules, and recorded as the variable's default. docs/parameters.md is generated from
+ * this table (`npm run docs:parameters`).
+ */
+
+export interface UserAccount {
+  readonly username: string;
+  readonly ssh_public_key: string;
+}
+
+/** The Terraform type constraints the parameters use, each with the TypeScript type of its values. */
+export interface TerraformTypes {
+  string: string;
+  number: number;
+  bool: boolean;
+  "list(string)": string[];
+  "map(string)": Record<string, string>;
+  "list(object({ username = string, ssh_public_key = string }))": UserAccount[];
+}
+
+export type TypeConstraint = keyof TerraformTypes;
+
+/** The constraint whose values are exactly `T`; any for `unknown`. */
+type ConstraintOf<T> = unknown extends T
+  ? TypeConstraint
+  : { [C in TypeConstraint]: [TerraformTypes[C]] extends [T] ? ([T] extends [TerraformTypes[C]] ? C : never) : never }[TypeConstraint];
+
+export interface VariableSpec<T> {
+  /** Terraform type constraint; it must hold values of type `T`. */
+  readonly type: ConstraintOf<T>;
+  readonly description: string;
+  /** `undefined` means the variable has no usable default (`null`). */
+  readonly default: T | undefined;
+  readonly rules: readonly Rule<T>[];
+  /** Sensitive values are validated for plan time only, and never recorded in the JSON. */
+  readonly sensitive?: boolean;
+  /**
+   * Ephemeral values are kept out of plan files, `tofu show -json` and state as well (OpenTofu
+   * 1.11+, Terraform 1.10+); they can feed provisioners and connections, not resource arguments.
+   */
+  readonly ephemeral?: boolean;
+  /**
+   * Rules over this and other variables that involve a secret, which synth never sees (it may be
+   * given at plan time only): checked by Terraform's validation alone.
+   */
+  readonly planTimeRules?: readonly PlanTimeRule[];
+}
+
+/** The hosts the provisioners log in to, as keys of ssh_host_keys. */
+export const SSH_HOST_ROLES = ["bastion", "salt_master"] as const;
+
+/** Nova server group policies for the Kubernetes nodes, plus "none" for no group. */
+export const SERVER_GROUP_POLICIES = ["soft-anti-affinity", "anti-affinity", "soft-affinity", "affinity", "none"] as const;
+
+/** Prefix lengths accepted for the networks the stack creates. */
+const SUBNET_PREFIX = { min: 8, max: 24 } satisfies Range;
+
+/** How many DNS servers a Neutron subnet takes. */
+const NAMESERVERS = { min: 1, max: 5 } satisfies Range;
+
+const SALT_VOLUME_GIB = { min: 1, max: 1024 } satisfies Range;
+
+/** A user name for an account on the machines: root's is never given away. */
+const ACCOUNT_NAME = all(LINUX_USERNAME, isNot("root"));
+
+function nonEmptyString(name: string): Rule<string> {
+  return rule(name, all(NOT_BLANK, TRIMMED), "a non-empty string without leading or trailing spaces");
+}
+
+function subnetCidr(name: string): Rule<string> {
+  return rule(
+    name,
+    ipv4Network(SUBNET_PREFIX),
+    `an IPv4 network address in CIDR form with a prefix from /${SUBNET_PREFIX.min} to /${SUBNET_PREFIX.max}, such as 10.0.0.0/16`,
+  );
+}
+
+function cidrList(name: string, minItems: number): Rule<string[]> {
+  return rule(
+    name,
+    all(items({ min: minItems }), each("c", ipv4Network({ min: 0, max: 32 }))),
+    `a list of${minItems > 0 ? ` at least ${minItems}` : ""} IPv4 networks in CIDR form, such as ["203.0.113.0/24"]`,
+  );
+}
+
+export const VARIABLES = {
+  num_kube_nodes: {
+    type: "number",
+    description: "Number of Kubernetes nodes, the master included: 3 gives 1 master and 2 workers.",
+    default: 3,
+    rules: [rule("num_kube_nodes", wholeNumber({ min: 1 }), "a whole number of at least 1 (the master counts)")],
+  } satisfies VariableSpec<number>,
+  kube_node_flavor: {
+    type: "string",
+    description: "OpenStack flavor of the Kubernetes nodes (see `openstack flavor list`).",
+    default: "m1.large",
+    rules: [nonEmptyString("kube_node_flavor")],
+  } satisfies VariableSpec<string>,
+  external_network_name: {
+    type: "string",
+    description: "Name of the external (provider) network the router uplinks to and floating IPs come from.",
+    default: "vlan1066",
+    rules: [nonEmptyString("external_network_name")],
+  } satisfies VariableSpec<string>,
+  base_image: {
+    type: "string",
+    description: "ID of the Ubuntu 20.04 (focal) image every machine boots from.",
+    default: "ad156007-77bb-4e32-ac97-7f8340cab73d",
+    rules: [rule("base_image", UUID, "an image ID (a lower-case UUID such as ad156007-77bb-4e32-ac97-7f8340cab73d)")],
+  } satisfies VariableSpec<string>,
+  deploy_domain_name: {
+    type: "string",
+    description: "DNS domain appended to every machine name: the Salt master is salt.<domain>.",
+    default: "kube-on-os",
+    rules: [rule("deploy_domain_name", DNS_NAME, "a lower-case DNS name: labels of a-z, 0-9 and '-', separated by dots, no spaces")],
+  } satisfies VariableSpec<string>,
+  deploy_user: {
+    type: "string",
+    description: "The image's default user, used by the provisioners to log in.",
+    default: "ubuntu",
+    rules: [rule("deploy_user", ACCOUNT_NAME, "a Linux user name other than root (lower case, starting with a letter or '_')")],
+  } satisfies VariableSpec<string>,
+  set_root_password: {
+    type: "bool",
+    description:
+      "Set root's console password on every machine, from root_password_hash (by cloud-init, at creation) or root_password (by the provisioning chain, through Salt); for debugging only, SSH root login stays disabled.",
+    default: false,
+    rules: [],
+    planTimeRules: [
+      {
+        condition: "!var.set_root_password || var.root_password != null || var.root_password_hash != null",
+        mustBe: "false unless root_password or root_password_hash is given",
+      },
+    ],
+  } satisfies VariableSpec<boolean>,
+  root_password: {
+    type: "string",
+    description:
+      "Root console password set when set_root_password is true, on every machine through Salt, as a SHA-512 crypt hash, each time the orchestration runs. Ephemeral: given at plan and apply, never stored in the synthesized JSON, a plan or the state.",
+    default: undefined,
+    sensitive: true,
+    ephemeral: true,
+    rules: [rule("root_password", allowing(null, characters({ min: 12 })), "at least 12 characters long")],
+  } satisfies VariableSpec<string>,
+  root_password_hash: {
+    type: "string",
+    description:
+      "Recommended form of the root console password: a crypt(3) hash (e.g. from `openssl passwd -6`), set through cloud-init when set_root_password is true.",
+    default: undefined,
+    sensitive: true,
+    rules: [
+      rule(
+        "root_password_hash",
+        allowing(null, CRYPT_HASH),
+        "a crypt(3) SHA-512, SHA-256, yescrypt or bcrypt hash such as $6$salt$... (or unset)",
+      ),
+    ],
+  } satisfies VariableSpec<string>,
+  users: {
+    type: "list(object({ username = string, ssh_public_key = string }))",
+    description: "People who get an account with SSH access on every machine (created by Salt's core.users state).",
+    default: [],
+    rules: [
+      rule("users", each("u", attribute("username", ACCOUNT_NAME)), "a list whose usernames are Linux user names other than root"),
+      rule(
+        "users",
+        each("u", attribute("ssh_public_key", SSH_PUBLIC_KEY)),
+        "a list whose ssh_public_key values are single OpenSSH public key lines (ssh-ed25519, ssh-rsa, ecdsa-...)",
+      ),
+      rule("users", distinctBy("u", "username"), "a list without duplicate usernames"),
+    ],
+  } satisfies VariableSpec<UserAccount[]>,
+  deploy_ssh_public_key: {
+    type: "string",
+    description:
+      "OpenSSH public key installed for deploy_user on every machine, as a new Nova keypair. Empty: use keypair_name, or no keypair.",
+    default: "",
+    rules: [
+      rule(
+        "deploy_ssh_public_key",
+        allowing("", SSH_PUBLIC_KEY),
+        "empty or a single OpenSSH public key line (ssh-ed25519, ssh-rsa, ecdsa-...)",
+      ),
+    ],
+  } satisfies VariableSpec<string>,
+  keypair_name: {
+    type: "string",
+    description: "Name of an existing Nova keypair for deploy_user, used when deploy_ssh_public_key is empty.",
+    default: "",
+    rules: [rule("keypair_name", TRIMMED, "a keypair name without leading or trailing spaces")],
+  } satisfies VariableSpec<string>,
+  bastion_flavor: {
+    type: "string",
+    description: "OpenStack flavor of the bastion.",
+    default: "m1.small",
+    rules: [nonEmptyString("bastion_flavor")],
+  } satisfies VariableSpec<string>,
+  salt_master_flavor: {
+    type: "string",
+    description: "OpenStack flavor of the Salt master.",
+    default: "m1.medium",
+    rules: [nonEmptyString("salt_master_flavor")],
+  } satisfies VariableSpec<string>,
+  salt_volume_size: {
+    type: "number",
+    description: "Size in GiB of the Salt master's persistent volume (/srv/salt and the Salt PKI).",
+    default: 10,
+    rules: [
+      rule("salt_volume_size", wholeNumber(SALT_VOLUME_GIB), `a whole number of GiB from ${SALT_VOLUME_GIB.min} to ${SALT_VOLUME_GIB.max}`),
+    ],
+  } satisfies VariableSpec<number>,
+  kube_server_group_policy: {
+    type: "string",
+    description: "Nova server group policy that spreads the Kubernetes nodes, or none.",
+    default: "soft-anti-affinity",
+    rules: [rule("kube_server_group_policy", oneOf(SERVER_GROUP_POLICIES), `one of ${SERVER_GROUP_POLICIES.join(", ")}`)],
+  } satisfies VariableSpec<string>,
+  public_network_cidr: {
+    type: "string",
+    description: "CIDR of the public network (router, bastion, Kubernetes master). Static hosts use its lower half, DHCP the upper half.",
+    default: "10.0.0.0/16",
+    rules: [subnetCidr("public_network_cidr")],
+  } satisfies VariableSpec<string>,
+  private_network_cidr: {
+    type: "string",
+    description:
+      "CIDR of the private network (all machines; the bastion is its gateway). Static hosts use its lower half, DHCP the upper half.",
+    default: "10.1.0.0/16",
+    rules: [subnetCidr("private_network_cidr")],
+  } satisfies VariableSpec<string>,
+  pod_cidr: {
+    type: "string",
+    description: "Kubernetes pod network. Must not overlap the public or private network (microk8s' own default, 10.1.0.0/16, does).",
+    default: "10.244.0.0/16",
+    rules: [subnetCidr("pod_cidr")],
+  } satisfies VariableSpec<string>,
+  service_cidr: {
+    type: "string",
+    description: "Kubernetes service network. Must not overlap the other networks.",
+    default: "10.152.183.0/24",
+    rules: [subnetCidr("service_cidr")],
+  } satisfies VariableSpec<string>,
+  ssh_allowed_cidrs: {
+    type: "list(string)",
+    description: "Networks allowed to reach the bastion's SSH port. The provisioners connect from here too.",
+    default: ["0.0.0.0/0"],
+    rules: [cidrList("ssh_allowed_cidrs", 1)],
+  } satisfies VariableSpec<string[]>,
+  api_allowed_cidrs: {
+    type: "list(string)",
+    description: "Networks allowed to reach the Kubernetes API (port 16443) on the master. Empty closes it.",
+    default: ["0.0.0.0/0"],
+    rules: [cidrList("api_allowed_cidrs", 0)],
+  } satisfies VariableSpec<string[]>,
+  dns_nameservers: {
+    type: "list(string)",
+    description: "DNS servers handed out by DHCP on both networks.",
+    default: ["1.1.1.1", "1.0.0.1"],
+    rules: [
+      rule(
+        "dns_nameservers",
+        all(items(NAMESERVERS), each("a", ipv4Address())),
+        `a list of ${NAMESERVERS.min} to ${NAMESERVERS.max} IPv4 addresses`,
+      ),
+    ],
+  } satisfies VariableSpec<string[]>,
+  run_provisioners: {
+    type: "bool",
+    description:
+      "Run the provisioning chain (wait for cloud-init, sync Salt, accept minion keys, orchestrate) through the bastion. false creates the machines only (tests against an API double, or configuring them by other means).",
+    default: true,
+    rules: [],
+  } satisfies VariableSpec<boolean>,
+  check_quotas: {
+    type: "bool",
+    description:
+      "Read the project's Nova, Cinder and Neutron quotas at plan time and stop the plan if a limit is smaller than the deployment needs. false skips it (a cloud whose policy hides quotas from project members).",
+    default: true,
+    rules: [],
+  } satisfies VariableSpec<boolean>,
+  ssh_host_keys: {
+    type: "map(string)",
+    description:
+      "Known SSH host keys (or signing CA keys) of the hosts the provisioners log in to, by role: bastion, salt_master. A role without a key is not checked.",
+    default: {},
+    rules: [
+      rule("ssh_host_keys", eachKey("role", oneOf(SSH_HOST_ROLES)), `a map whose keys are ${SSH_HOST_ROLES.join(" or ")}`),
+      rule(
+        "ssh_host_keys",
+        eachValue("key", SSH_PUBLIC_KEY),
+        "a map whose values are single OpenSSH public key lines (ssh-ed25519, ecdsa-..., ssh-rsa)",
+      ),
+    ],
+  } satisfies VariableSpec<Record<string, string>>,
+};
+
+export type VariableName = keyof typeof VARIABLES;
+
+/** The variables, in the table's order (which is the order of the JSON's variable blocks). */
+// Object.keys() is typed string[] whatever the object.
+export const VARIABLE_NAMES = Object.keys(VARIABLES) as VariableName[];
+
+/** The sensitive variables: validated when given, never recorded, absent from KubeOnOsConfig. */
+export type SecretName = { [K in VariableName]: (typeof VARIABLES)[K] extends { readonly sensitive: true } ? K : never }[VariableName];
+
+/** The TypeScript type of a variable's values. */
+export type ValueOf<K extends VariableName> = TerraformTypes[(typeof VARIABLES)[K]["type"]];
+
+/** Validated parameters. The secrets are deliberately absent: they exist at plan time only. */
+export type KubeOnOsConfig = { readonly [K in Exclude<VariableName, SecretName>]: ValueOf<K> };

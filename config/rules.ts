@@ -1,0 +1,208 @@
+import { parseIpv4Network } from "../constructs/cidr";
+
+/**
+ * Every rule on a parameter is checked twice: in TypeScript when synth reads `TF_VAR_*`, and as a
+ * Terraform `validation` when a value is given at plan time only. A check here is written once
+ * and yields both; __tests__/validate.test.ts plans with real tofu and terraform to prove that the
+ * two sides accept and reject the same values.
+ *
+ * Terraform (1.11) evaluates both operands of `&&` and `||`, where OpenTofu stops at the first
+ * that decides; so no operand may fail with an error where another would have made it
+ * irrelevant. A check that can fail on a value (a null's length) sits behind a conditional
+ * instead, which evaluates only the branch it takes.
+ */
+
+/** A check on one value, in both languages. */
+export interface Check<T> {
+  /** The synth-time check. */
+  test(value: T): boolean;
+  /** The same check as a Terraform expression over `ref`, an expression holding the value. */
+  condition(ref: string): string;
+  /** `condition` never fails with an error, whatever `ref` holds (null included). */
+  readonly total?: boolean;
+}
+
+/** A check bound to one Terraform variable, with what a user reads when it fails. */
+export interface Rule<T> {
+  test(value: T): boolean;
+  /** The check as a Terraform expression over `var.<name>`. */
+  readonly condition: string;
+  /** Completes "<name> must be ...". */
+  readonly mustBe: string;
+}
+
+/** A rule over a secret or over several variables, which synth cannot check: Terraform alone does. */
+export type PlanTimeRule = Omit<Rule<never>, "test">;
+
+export function rule<T>(name: string, check: Check<T>, mustBe: string): Rule<T> {
+  return { test: (value) => check.test(value), condition: check.condition(`var.${name}`), mustBe };
+}
+
+/** Inclusive bounds; an absent one is not checked. */
+export interface Range {
+  readonly min?: number;
+  readonly max?: number;
+}
+
+function inRange(n: number, { min, max }: Range): boolean {
+  return (min === undefined || n >= min) && (max === undefined || n <= max);
+}
+
+function rangeCondition(expression: string, { min, max }: Range): string {
+  const bounds = [...(min === undefined ? [] : [`${expression} >= ${min}`]), ...(max === undefined ? [] : [`${expression} <= ${max}`])];
+  return bounds.join(" && ");
+}
+
+/** All of `checks`. */
+export function all<T>(...checks: Check<T>[]): Check<T> {
+  return {
+    test: (value) => checks.every((check) => check.test(value)),
+    condition: (ref) => checks.map((check) => check.condition(ref)).join(" && "),
+    total: checks.every((check) => check.total),
+  };
+}
+
+/**
+ * `allowed` (null: an unset optional value, "": an empty string meaning "none"), or else `check`:
+ * joined by `||` when `check` never fails, else by a conditional.
+ */
+export function allowing<T>(allowed: null | "", check: Check<T>): Check<T> {
+  const literal = JSON.stringify(allowed);
+  return {
+    test: (value) => value === allowed || (allowed === null && value === undefined) || check.test(value),
+    condition: (ref) =>
+      check.total ? `${ref} == ${literal} || ${check.condition(ref)}` : `${ref} == ${literal} ? true : ${check.condition(ref)}`,
+    total: check.total,
+  };
+}
+
+/** A whole number within `range`. */
+export function wholeNumber(range: Range): Check<number> {
+  return {
+    test: (n) => Number.isInteger(n) && inRange(n, range),
+    condition: (ref) => `${rangeCondition(ref, range)} && floor(${ref}) == ${ref}`,
+  };
+}
+
+/** A string whose length is within `range`. */
+export function characters(range: Range): Check<string> {
+  return { test: (s) => inRange(s.length, range), condition: (ref) => rangeCondition(`length(${ref})`, range) };
+}
+
+/** A list whose length is within `range`. */
+export function items(range: Range): Check<readonly unknown[]> {
+  return { test: (list) => inRange(list.length, range), condition: (ref) => rangeCondition(`length(${ref})`, range) };
+}
+
+/** A string with something besides white space. */
+export const NOT_BLANK: Check<string> = { test: (s) => s.trim().length > 0, condition: (ref) => `length(trimspace(${ref})) > 0` };
+
+/** A string without leading or trailing white space. */
+export const TRIMMED: Check<string> = { test: (s) => s.trim() === s, condition: (ref) => `trimspace(${ref}) == ${ref}` };
+
+/** One of `values`. */
+export function oneOf(values: readonly string[]): Check<string> {
+  return { test: (s) => values.includes(s), condition: (ref) => `contains(${JSON.stringify(values)}, ${ref})` };
+}
+
+/** Anything but `value`. */
+export function isNot(value: string): Check<string> {
+  return { test: (s) => s !== value, condition: (ref) => `${ref} != ${JSON.stringify(value)}` };
+}
+
+/**
+ * A regular expression written once, in syntax that RE2 (Terraform's `regex()`) and JavaScript
+ * read alike. It is pasted verbatim into an HCL string, so it holds no `"`, no `${` or `%{` and no
+ * backslash but `\n` (a newline to HCL and to JavaScript alike): a literal `.` or `$` is `[.]`
+ * or `[$]`. JavaScript lacks POSIX classes, so `[:space:]` is spelled out for it as RE2 defines
+ * it.
+ */
+export function pattern(source: string): Check<string> {
+  if (/"|[$%]\{|\\([^n]|$)|\(\?/.test(source))
+    throw new Error(`pattern ${source}: not verbatim HCL, or not read alike by RE2 and JavaScript`);
+  const forJavaScript = source.replace(/\[:space:\]/g, "\\t\\n\\v\\f\\r ");
+  if (forJavaScript.includes("[:")) throw new Error(`pattern ${source}: only the POSIX class [:space:] is translated for JavaScript`);
+  const regExp = new RegExp(forJavaScript);
+  return { test: (s) => regExp.test(s), condition: (ref) => `can(regex("${source}", ${ref}))`, total: true };
+}
+
+/** An IPv4 network address (no host bits set) in CIDR form, with a prefix length within `prefix`. */
+export function ipv4Network(prefix: Range): Check<string> {
+  return {
+    test: (s) => {
+      const network = parseIpv4Network(s);
+      return typeof network !== "string" && inRange(network.prefixLength, prefix);
+    },
+    // try() keeps an unparsable value from turning into a function error, so the user sees the
+    // rule's message instead.
+    condition: (ref) =>
+      `try(can(cidrnetmask(${ref})) && cidrhost(${ref}, 0) == split("/", ${ref})[0]` +
+      ` && ${rangeCondition(`tonumber(split("/", ${ref})[1])`, prefix)}, false)`,
+    total: true,
+  };
+}
+
+/** An IPv4 address in four-part decimal form. */
+export function ipv4Address(): Check<string> {
+  const host = ipv4Network({ min: 32, max: 32 });
+  return { test: (s) => host.test(`${s}/32`), condition: (ref) => host.condition(`format("%s/32", ${ref})`), total: true };
+}
+
+/** Every element of a list passes `check`; `element` names it in the Terraform `for`. */
+export function each<T>(element: string, check: Check<T>): Check<readonly T[]> {
+  return {
+    test: (list) => list.every((value) => check.test(value)),
+    condition: (ref) => `alltrue([for ${element} in ${ref} : ${check.condition(element)}])`,
+  };
+}
+
+/** Every key of a map passes `check`; `key` names it in the Terraform `for`. */
+export function eachKey(key: string, check: Check<string>): Check<Readonly<Record<string, unknown>>> {
+  return {
+    test: (map) => Object.keys(map).every((k) => check.test(k)),
+    condition: (ref) => `alltrue([for ${key} in keys(${ref}) : ${check.condition(key)}])`,
+  };
+}
+
+/** Every value of a map passes `check`; `value` names it in the Terraform `for`. */
+export function eachValue<T>(value: string, check: Check<T>): Check<Readonly<Record<string, T>>> {
+  return {
+    test: (map) => Object.values(map).every((v) => check.test(v)),
+    condition: (ref) => `alltrue([for ${value} in values(${ref}) : ${check.condition(value)}])`,
+  };
+}
+
+/** The object's attribute `name` passes `check`. */
+export function attribute<K extends string, T>(name: K, check: Check<T>): Check<Readonly<Record<K, T>>> {
+  return { test: (object) => check.test(object[name]), condition: (ref) => check.condition(`${ref}.${name}`) };
+}
+
+/** No two objects of a list share a value of `name`; `element` names one in the Terraform `for`. */
+export function distinctBy<K extends string>(element: string, name: K): Check<readonly Readonly<Record<K, unknown>>[]> {
+  return {
+    test: (list) => new Set(list.map((object) => object[name])).size === list.length,
+    condition: (ref) => `length(distinct([for ${element} in ${ref} : ${element}.${name}])) == length(${ref})`,
+  };
+}
+
+// The patterns the parameters share.
+
+/** A Linux user name, as useradd accepts it by default. */
+export const LINUX_USERNAME = pattern("^[a-z_][a-z0-9_-]{0,31}$");
+
+/** An OpenSSH public key line: key type, base64 blob, optional comment. */
+export const SSH_PUBLIC_KEY = pattern(
+  "^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh[.]com|sk-ecdsa-sha2-nistp256@openssh[.]com) [A-Za-z0-9+/]+={0,3}( [^\\n]*)?$",
+);
+
+/** A lower-case DNS name: labels of up to 63 characters, 253 in all. */
+export const DNS_NAME = all(
+  characters({ max: 253 }),
+  pattern("^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?([.][a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$"),
+);
+
+/** A lower-case UUID, as OpenStack writes IDs. */
+export const UUID = pattern("^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$");
+
+/** A crypt(3) hash: SHA-256, SHA-512, yescrypt or bcrypt. */
+export const CRYPT_HASH = pattern("^[$](5|6|y|2b)[$][^[:space:]]+$");
