@@ -3,7 +3,7 @@ import { parseIpv4Network } from "../constructs/cidr";
 /**
  * Every rule on a parameter is checked twice: in TypeScript when synth reads `TF_VAR_*`, and as a
  * Terraform `validation` when a value is given at plan time only. A check here is written once
- * and yields both; __tests__/validate.test.ts plans with real tofu and terraform to prove that the
+ * and yields both; __tests__/l1-validate.test.ts plans with real tofu and terraform to prove that the
  * two sides accept and reject the same values.
  *
  * Terraform (1.11) evaluates both operands of `&&` and `||`, where OpenTofu stops at the first

@@ -23,7 +23,7 @@ const os = require("node:os");
 const path = require("node:path");
 
 const ROOT = path.join(__dirname, "..");
-// Must match FORWARDED_TF_VARS in config/forward.ts (__tests__/main.test.ts runs both ends).
+// Must match FORWARDED_TF_VARS in config/forward.ts (__tests__/l0-main.test.ts runs both ends).
 const FORWARDED_TF_VARS = "KUBE_ON_OS_FORWARDED_TF_VARS";
 // The oldest releases with ephemeral input variables (root_password).
 const MIN_VERSION = { terraform: "1.10.0", tofu: "1.11.0" };

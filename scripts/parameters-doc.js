@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // `npm run docs:parameters`: writes docs/parameters.md from the parameter table
-// (config/parameters.ts, rendered by config/parameters-doc.ts). __tests__/parameters-doc.test.ts
+// (config/parameters.ts, rendered by config/parameters-doc.ts). __tests__/l0-parameters-doc.test.ts
 // fails while the committed file differs from what this writes.
 "use strict";
 

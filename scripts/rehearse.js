@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// `npm run rehearse`: the deployment rehearsal (__tests__/rehearsal.test.ts) on its own, then what
+// `npm run rehearse`: the deployment rehearsal (__tests__/l5-rehearsal.test.ts) on its own, then what
 // it measured: the journey's wall time, each apply's, the memory of every host, and the states
 // each highstate applied and changed. `npm test` runs the same suite; this is its benchmark.
 // Needs root and network namespaces, as the rehearsal does; it installs the toolchain first.
@@ -19,7 +19,7 @@ for (const installer of ["toolchain.sh", "toolchain/debian-root.sh"]) {
 const started = Date.now();
 const jest = spawnSync(
   "bash",
-  ["-c", `source "${root}/scripts/toolchain/env.sh" && exec npx --no-install jest --ci --runInBand __tests__/rehearsal.test.ts`],
+  ["-c", `source "${root}/scripts/toolchain/env.sh" && exec npx --no-install jest --ci --runInBand __tests__/l5-rehearsal.test.ts`],
   { cwd: root, stdio: "inherit", env: { ...process.env, KOO_REHEARSAL_REPORT: report } },
 );
 const seconds = Math.round((Date.now() - started) / 1000);

@@ -2,7 +2,7 @@
  * GitLab's `rules:if` expressions and `rules` lists, evaluated as GitLab documents them, for the
  * pipeline contexts gitlab-ci-local cannot stand in for: it always sets CI_COMMIT_BRANCH from the
  * checkout and only reads `workflow:rules` for variables, so a merge request pipeline, a tag or a
- * branch with an open merge request cannot be run through it. __tests__/gitlab-ci.test.ts checks
+ * branch with an open merge request cannot be run through it. __tests__/journey-gitlab-ci.test.ts checks
  * this evaluator against gitlab-ci-local where both can answer (branch pipelines).
  *
  * Semantics (GitLab docs, ci/jobs/job_rules.md "CI/CD variable expressions" and "rules"):

@@ -1,5 +1,5 @@
 /**
- * What __tests__/gitlab-ci.test.ts needs around gitlab-ci-local: GitLab's CI schema taken out of
+ * What __tests__/journey-gitlab-ci.test.ts needs around gitlab-ci-local: GitLab's CI schema taken out of
  * the pinned gitlab-ci-local package, a stand-in for the part of GitLab's API the pipeline talks to
  * (the Terraform state endpoints), and a throw-away GitLab project made from the work tree.
  */
@@ -8,7 +8,7 @@ import * as fs from "node:fs";
 import * as http from "node:http";
 import * as path from "node:path";
 import * as ts from "typescript";
-import { StateServer } from "../../test/http-state/server";
+import { StateServer } from "../doubles/http-state/server";
 
 export const ROOT = path.resolve(__dirname, "..", "..");
 

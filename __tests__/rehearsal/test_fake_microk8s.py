@@ -1,5 +1,5 @@
 """
-The rehearsal's microk8s (test/rehearsal/fake-microk8s/microk8s.py) on its own: one node, its
+The rehearsal's microk8s (__tests__/doubles/rehearsal/fake-microk8s/microk8s.py) on its own: one node, its
 state under a temporary root, its cluster agent on a free port of 127.0.0.1. Each test holds the
 fake to a behaviour its docstring cites from microk8s 1.28, and the Salt module's status parser
 (salt/_modules/microk8s/_status.py) reads what the fake prints. The rehearsal runs the fake

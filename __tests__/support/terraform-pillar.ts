@@ -7,8 +7,8 @@
  *
  *   node --require ts-node/register/transpile-only __tests__/support/terraform-pillar.ts
  */
-import { startStateServer } from "../../test/http-state/server";
-import { startOpenStackDouble } from "../../test/openstack-double/server";
+import { startStateServer } from "../doubles/http-state/server";
+import { startOpenStackDouble } from "../doubles/openstack/server";
 import { workspace } from "./workspace";
 
 async function main(): Promise<void> {

@@ -5,8 +5,8 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import type { StateServer } from "../../test/http-state/server";
-import type { OpenStackDouble } from "../../test/openstack-double/server";
+import type { StateServer } from "../doubles/http-state/server";
+import type { OpenStackDouble } from "../doubles/openstack/server";
 import { synthToDir } from "./synth";
 import { RunResult, runTfAsync, TfCli, tfClis } from "./tofu";
 

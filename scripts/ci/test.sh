@@ -2,7 +2,7 @@
 # The pipeline's test job: `npm test`, everything .ci/run runs.
 #
 # KOO_CI_TESTS, when set, names the jest files to run instead. It exists for
-# __tests__/gitlab-ci.test.ts, which runs this pipeline locally from inside `npm test`: running
+# __tests__/journey-gitlab-ci.test.ts, which runs this pipeline locally from inside `npm test`: running
 # `npm test` again in there would recurse (npm test → local pipeline → npm test → ...) and at
 # least double the suite's time, for nothing, since the outer `npm test` is running every suite
 # already. The local run still does what npm test does before its suites (the toolchain, into the
@@ -19,7 +19,7 @@ if [[ -n ${KOO_CI_TESTS:-} ]]; then
   ((${#tests[@]} > 0)) || ci_die "KOO_CI_TESTS is blank; leave it empty to run npm test, or name jest files"
   for test in "${tests[@]}"; do
     [[ -f $test ]] || ci_die "KOO_CI_TESTS names '$test', which does not exist"
-    [[ $(basename "$test") != gitlab-ci.test.ts ]] || ci_die "KOO_CI_TESTS must not name $test: it would run this pipeline again"
+    [[ $(basename "$test") != journey-gitlab-ci.test.ts ]] || ci_die "KOO_CI_TESTS must not name $test: it would run this pipeline again"
   done
 fi
 

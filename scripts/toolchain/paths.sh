@@ -14,7 +14,7 @@ go_mod_version() {
 koo_tofu_version() { go_mod_version tofu github.com/opentofu/opentofu; }
 koo_openstack_version() { go_mod_version openstack github.com/terraform-provider-openstack/terraform-provider-openstack/v3; }
 # The offline tests' stand-in for hashicorp/null (scripts/toolchain/go/null) claims the version
-# that @cdktf/provider-null's bindings were generated from; __tests__/null-provider.test.ts keeps
+# that @cdktf/provider-null's bindings were generated from; __tests__/toolchain-null-provider.test.ts keeps
 # the two equal. Real deploys get this version of the real provider from the registry.
 KOO_NULL_VERSION="3.2.4"
 koo_null_version() { echo "$KOO_NULL_VERSION"; }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What the provisioning test's SSH hosts need (test/ssh-hosts/): OpenSSH's sshd, sudo for their
+# What the provisioning test's SSH hosts need (__tests__/doubles/ssh-hosts/): OpenSSH's sshd, sudo for their
 # deploy user, ssh-agent for the deployer, and iproute2 for the network namespace they live in.
 #
 # sshd is unpacked from Debian's openssh-server (with libwrap0, which it links) rather than

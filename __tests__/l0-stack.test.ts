@@ -128,7 +128,7 @@ describe("KubeOnOsStack", () => {
  * moved changes an address, and Terraform would destroy and re-create the resource; for a
  * NodeMembership record that destroy removes a healthy worker from the cluster. A change here
  * ships a `moved` block (cdktf: `resource.moveTo()`/`moveFromId()`), and the upgrade test in
- * provisioning.test.ts applies the old stack before the new one.
+ * l5-chain-over-ssh.test.ts applies the old stack before the new one.
  */
 const ADDRESSES = [
   "data.openstack_blockstorage_quotaset_v3.Quotas_BlockStorage_71E29EE3",

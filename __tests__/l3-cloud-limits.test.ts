@@ -4,11 +4,11 @@
  * server that goes to ERROR, the Salt volume behind a flavor's ephemeral disk, config drives.
  * Each failure is followed by the fix a user would make and a re-apply that converges.
  */
-import { CINDER_DEFAULT_QUOTAS } from "../test/openstack-double/cinder";
-import { NEUTRON_DEFAULT_QUOTAS } from "../test/openstack-double/neutron";
-import { NOVA_DEFAULT_QUOTAS } from "../test/openstack-double/nova";
-import { StateServer, startStateServer } from "../test/http-state/server";
-import { OpenStackDouble, startOpenStackDouble } from "../test/openstack-double/server";
+import { CINDER_DEFAULT_QUOTAS } from "./doubles/openstack/cinder";
+import { NEUTRON_DEFAULT_QUOTAS } from "./doubles/openstack/neutron";
+import { NOVA_DEFAULT_QUOTAS } from "./doubles/openstack/nova";
+import { StateServer, startStateServer } from "./doubles/http-state/server";
+import { OpenStackDouble, startOpenStackDouble } from "./doubles/openstack/server";
 import { RunResult } from "./support/tofu";
 import { workspace, Workspace } from "./support/workspace";
 

@@ -7,7 +7,7 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { OpenStackDouble, startOpenStackDouble } from "../test/openstack-double/server";
+import { OpenStackDouble, startOpenStackDouble } from "./doubles/openstack/server";
 import { RunResult, runTofuAsync } from "./support/tofu";
 
 let double: OpenStackDouble;

@@ -8,7 +8,7 @@ import { ChildProcess, execFileSync, spawn } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { OpenStackDouble, startOpenStackDouble } from "../openstack-double/server";
+import { OpenStackDouble, startOpenStackDouble } from "../openstack/server";
 import { StateServer, startStateServer } from "../http-state/server";
 import { Cloud, routable } from "./cloud";
 

@@ -1,14 +1,14 @@
 /**
  * L5 for the provisioning chain: real OpenTofu applies the synthesized stack against the
  * OpenStack API double, and the chain's provisioners log in over real SSH. OpenSSH's sshd runs
- * in a network namespace of the test's own (test/ssh-hosts), where the double's floating IPs and
+ * in a network namespace of the test's own (__tests__/doubles/ssh-hosts), where the double's floating IPs and
  * the private network are local: the bastion is reached at its floating IP, the Salt master at
  * 10.1.0.5 only through the bastion hop. Authentication is an ssh-agent; host keys are checked.
  * The real salt/ and pillar/ trees are uploaded and the real provisioners/ scripts run with real
  * sudo. Only the programs on the "hosts" are fakes: salt, salt-key, salt-run, cloud-init and
  * hostname (__tests__/provisioners/fakes), replaying output captured from Salt 3007.
  *
- * The deployment rehearsal (rehearsal.test.ts) runs the same chain on real hosts with real Salt
+ * The deployment rehearsal (l5-rehearsal.test.ts) runs the same chain on real hosts with real Salt
  * and checks the trees installed, the keys accepted, the root password and the state there. This
  * suite keeps what the rehearsal cannot yet: checked host keys (the rehearsal's hosts make their
  * own at boot), the exact lines docs/provisioning.md shows, a failed state and the next apply
@@ -18,9 +18,9 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { cleanCopy } from "../constructs/provisioning/tree-hash";
-import { OpenStackDouble, startOpenStackDouble } from "../test/openstack-double/server";
-import { StateServer, startStateServer } from "../test/http-state/server";
-import { SshHosts, startSshHosts } from "../test/ssh-hosts/server";
+import { OpenStackDouble, startOpenStackDouble } from "./doubles/openstack/server";
+import { StateServer, startStateServer } from "./doubles/http-state/server";
+import { SshHosts, startSshHosts } from "./doubles/ssh-hosts/server";
 import { synthToDir } from "./support/synth";
 import { RunResult, runTofuAsync } from "./support/tofu";
 
@@ -168,7 +168,7 @@ function fixtureWithTodaysHashes(json: any, fixture: string): any {
  * The stack as commit eb9d706 synthesized it, from today's: the chain's steps as they were then
  * (terraform_data, the committed fixture, with today's content hashes and asset paths filled in),
  * without hashicorp/null and the `removed` blocks. Everything else is today's, so that upgrading
- * from it changes the chain only; __tests__/salt-provisioner.test.ts checks that the fixture's
+ * from it changes the chain only; __tests__/l1-provisioning-chain.test.ts checks that the fixture's
  * addresses and NodeMembership are today's but for the types.
  */
 function asOfEb9d706(json: any): any {

@@ -47,7 +47,7 @@ export interface OpenStackDouble {
   hold(matches: (method: string, url: string) => boolean): { readonly reached: Promise<void>; release(): void };
   /**
    * Calls `listener` after every response: a server may have gone ACTIVE on a read, so the
-   * rehearsal's cloud (test/rehearsal/cloud.ts) looks at the state after each request.
+   * rehearsal's cloud (__tests__/doubles/rehearsal/cloud.ts) looks at the state after each request.
    */
   observe(listener: () => void): void;
   /** OS_* variables for password authentication, as an openrc file would set them. */

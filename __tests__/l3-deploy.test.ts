@@ -5,9 +5,9 @@
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { NOVA_DEFAULT_QUOTAS } from "../test/openstack-double/nova";
-import { OpenStackDouble, startOpenStackDouble } from "../test/openstack-double/server";
-import { StateServer, startStateServer } from "../test/http-state/server";
+import { NOVA_DEFAULT_QUOTAS } from "./doubles/openstack/nova";
+import { OpenStackDouble, startOpenStackDouble } from "./doubles/openstack/server";
+import { StateServer, startStateServer } from "./doubles/http-state/server";
 import YAML from "yaml";
 import { describeEachCli, TfCli, tfClis } from "./support/tofu";
 import { WITHOUT_PROVISIONERS, Workspace, workspace as makeWorkspace } from "./support/workspace";

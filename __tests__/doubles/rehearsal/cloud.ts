@@ -23,7 +23,7 @@ import { ChildProcess, execFileSync, spawn } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import ipaddr from "ipaddr.js";
-import type { OpenStackDouble } from "../openstack-double/server";
+import type { OpenStackDouble } from "../openstack/server";
 import { Host } from "./host";
 
 const IMAGE = path.join(__dirname, "image");
@@ -62,7 +62,7 @@ function run(command: string, args: string[]): string {
   return execFileSync(command, args, { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
 }
 
-/** The image's own files, as laid into every host: test/rehearsal/image. */
+/** The image's own files, as laid into every host: __tests__/doubles/rehearsal/image. */
 function imageFiles(dir = IMAGE, prefix = "/"): Record<string, { content: Buffer; mode: number }> {
   const files: Record<string, { content: Buffer; mode: number }> = {};
   for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {

@@ -1,10 +1,10 @@
 /**
- * L5, the deployment rehearsal (test/rehearsal/): real OpenTofu applies the synthesized stack
+ * L5, the deployment rehearsal (__tests__/doubles/rehearsal/): real OpenTofu applies the synthesized stack
  * against the OpenStack API double; every server it creates boots as a host of its own (network
  * namespace with the double's addresses, overlay on a Debian root, Debian's cloud-init from the
  * user_data the double received, OpenSSH, salt-master and salt-minion); the provisioning chain
  * runs unchanged through the bastion with an ssh-agent, and the real Salt orchestration
- * configures every host. Only microk8s and snap are faked (test/rehearsal/microk8s/).
+ * configures every host. Only microk8s and snap are faked (__tests__/doubles/rehearsal/microk8s/).
  *
  * Skipped where namespaces are not allowed (KOO_SKIP_NAMESPACE_TESTS=1, the GitLab test job) or
  * the toolchain could not build the Debian root. `npm run rehearse` runs it alone and reports
@@ -15,7 +15,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import YAML from "yaml";
 import { cleanCopy } from "../constructs/provisioning/tree-hash";
-import { rehearsalAvailable, Rehearsal, startRehearsal } from "../test/rehearsal/rehearsal";
+import { rehearsalAvailable, Rehearsal, startRehearsal } from "./doubles/rehearsal/rehearsal";
 import { synthToDir } from "./support/synth";
 import { RunResult, runTofuAsync } from "./support/tofu";
 

@@ -11,8 +11,8 @@ import * as http from "node:http";
 import * as os from "node:os";
 import * as path from "node:path";
 import YAML from "yaml";
-import { OpenStackDouble, startOpenStackDouble } from "../test/openstack-double/server";
-import { StateServer, startStateServer } from "../test/http-state/server";
+import { OpenStackDouble, startOpenStackDouble } from "./doubles/openstack/server";
+import { StateServer, startStateServer } from "./doubles/http-state/server";
 import {
   GitLabApi,
   PipelineRun,
@@ -290,7 +290,7 @@ describe("the pipeline, run locally by gitlab-ci-local", () => {
         // registry access would set it (scripts/ci/common.sh: ci_provider_config).
         ...["--variable", "KUBE_ON_OS_OFFLINE_PROVIDERS=true"],
         // One small suite instead of `npm test`, which is running this file (scripts/ci/test.sh).
-        ...["--variable", "KOO_CI_TESTS=__tests__/network.test.ts"],
+        ...["--variable", "KOO_CI_TESTS=__tests__/l0-network.test.ts"],
         ...args,
       ],
       env,
@@ -397,7 +397,7 @@ describe("the pipeline, run locally by gitlab-ci-local", () => {
   });
 
   it("runs the test job's suite instead of npm test", () => {
-    expect(pipeline.output).toContain("test: only __tests__/network.test.ts (KOO_CI_TESTS)");
+    expect(pipeline.output).toContain("test: only __tests__/l0-network.test.ts (KOO_CI_TESTS)");
     expect(pipeline.output).toMatch(/test +> Tests: +\d+ passed, \d+ total/);
   });
 
@@ -569,7 +569,12 @@ describe("the pipeline's scripts on bad input", () => {
     ],
     ["tofu.sh", ["apply"], { GITLAB_TOFU_ROOT_DIR: "infra" }, "GITLAB_TOFU_ROOT_DIR='infra' cannot be changed here"],
     ["test.sh", [], { KOO_CI_TESTS: " \t " }, "KOO_CI_TESTS is blank; leave it empty to run npm test, or name jest files"],
-    ["test.sh", [], { KOO_CI_TESTS: "__tests__/gitlab-ci.test.ts" }, "KOO_CI_TESTS must not name __tests__/gitlab-ci.test.ts"],
+    [
+      "test.sh",
+      [],
+      { KOO_CI_TESTS: "__tests__/journey-gitlab-ci.test.ts" },
+      "KOO_CI_TESTS must not name __tests__/journey-gitlab-ci.test.ts",
+    ],
     ["test.sh", [], { KOO_CI_TESTS: "__tests__/nope.test.ts" }, "KOO_CI_TESTS names '__tests__/nope.test.ts', which does not exist"],
   ])("%s %j stops with one line when %j", (name, args, extra, message) => {
     const result = script(name, args, extra);

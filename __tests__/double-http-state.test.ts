@@ -1,6 +1,6 @@
 /** The http state server speaks the protocol OpenTofu's http backend and GitLab use. */
 import { createHash } from "node:crypto";
-import { StateServer, startStateServer } from "../test/http-state/server";
+import { StateServer, startStateServer } from "./doubles/http-state/server";
 
 const AUTH = { username: "gitlab-ci-token", password: "state-secret-31" };
 let server: StateServer;

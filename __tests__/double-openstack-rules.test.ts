@@ -1,14 +1,14 @@
 /**
  * The OpenStack API double rejects what Nova, Cinder, Neutron and Keystone reject, with their
- * status codes and messages (each rule cites its upstream file in test/openstack-double/), and
+ * status codes and messages (each rule cites its upstream file in __tests__/doubles/openstack/), and
  * accepts what they accept. Requests go straight to the API, as the provider would send them.
  */
 import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { NO_VALID_HOST } from "../test/openstack-double/nova";
-import { OpenStackDouble, startOpenStackDouble, WIKI_IMAGE } from "../test/openstack-double/server";
+import { NO_VALID_HOST } from "./doubles/openstack/nova";
+import { OpenStackDouble, startOpenStackDouble, WIKI_IMAGE } from "./doubles/openstack/server";
 
 let double: OpenStackDouble;
 let token: string;

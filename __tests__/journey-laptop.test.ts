@@ -15,7 +15,7 @@ import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { OpenStackDouble, startOpenStackDouble } from "../test/openstack-double/server";
+import { OpenStackDouble, startOpenStackDouble } from "./doubles/openstack/server";
 import { describeEachCli, machineNetworkEnv, runAsync, RunResult, TfCli } from "./support/tofu";
 
 const ROOT = path.join(__dirname, "..");

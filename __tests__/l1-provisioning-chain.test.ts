@@ -219,7 +219,7 @@ describe("SaltProvisioner", () => {
       const membership = structuredClone(step(json, "NodeMembership"));
       membership.depends_on = membership.depends_on.map((dependency: string) => dependency.replace(/^null_resource\./, "terraform_data."));
       // The master's id now comes from the cluster layout, as format(): the same value, so the
-      // record's input does not change (provisioning.test.ts applies the old stack, then today's).
+      // record's input does not change (l5-chain-over-ssh.test.ts applies the old stack, then today's).
       membership.input.master_id = "k8s-master.${var.deploy_domain_name}";
       expect(membership).toEqual(EB9D706[address(json, "NodeMembership").split(".")[1]]);
     });

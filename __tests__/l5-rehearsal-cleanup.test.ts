@@ -7,7 +7,7 @@ import { execFileSync, spawn, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { removeStale } from "../test/rehearsal/cloud";
+import { removeStale } from "./doubles/rehearsal/cloud";
 
 const run = (command: string, ...args: string[]) => execFileSync(command, args, { encoding: "utf8" }).trim();
 const namespaces = () =>

@@ -37,7 +37,7 @@ describeEachCli("L1: validate with the real provider", (cli) => {
   it("initialises offline from the provider mirror", () => {
     const init = initOffline(stackDir, cli);
     expect(init.stdout).toContain("terraform-provider-openstack/openstack v3.4.0");
-    // The toolchain's stand-in (__tests__/null-provider.test.ts), under the real provider's name.
+    // The toolchain's stand-in (__tests__/toolchain-null-provider.test.ts), under the real provider's name.
     expect(init.stdout).toContain("hashicorp/null v3.2.4");
     const lock = fs.readFileSync(path.join(stackDir, ".terraform.lock.hcl"), "utf8");
     expect(lock).toContain(`provider "${DEFAULT_REGISTRY[cli.name]}/terraform-provider-openstack/openstack"`);
