@@ -199,7 +199,7 @@ describe("SaltProvisioner", () => {
   it("writes the pillar with yamlencode() from Terraform values, in the shape of _from_terraform.sls.example", () => {
     const pillar = json.locals.salt_pillar as string;
     expect(pillar).toMatch(/^\$\{yamlencode\(\{/);
-    for (const key of ["users", "mine_functions", "network.ip_addrs", "public_cidr", "private_cidr", "external_gateway", "nameservers"]) {
+    for (const key of ["users", "mine_functions", "network.ip_addrs", "public_cidr", "private_cidr", "nameservers"]) {
       expect(pillar).toContain(`"${key}" = `);
     }
     for (const key of ["master", "allowed_csr_ip", "pod_cidr", "service_cidr", "nodes", "control_plane"]) {

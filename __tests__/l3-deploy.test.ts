@@ -288,7 +288,7 @@ describe("L3: apply, re-plan with no changes, destroy", () => {
     expect(pillar).toEqual({
       users: [],
       mine_functions: { "network.ip_addrs": { cidr: "10.1.0.0/16" } },
-      network: { domain: "kube-on-os", public_cidr: "10.0.0.0/16", private_cidr: "10.1.0.0/16", external_gateway: "10.0.0.1" },
+      network: { public_cidr: "10.0.0.0/16", private_cidr: "10.1.0.0/16" },
       core: { nameservers: ["1.1.1.1", "1.0.0.1"] },
       microk8s: {
         master: "k8s-master.kube-on-os",

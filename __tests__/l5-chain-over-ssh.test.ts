@@ -603,8 +603,19 @@ describeWithNamespaces("L5: the provisioning chain over SSH through the bastion"
       expect(stepsRun(installed.stdout)).toEqual(STEPS);
     });
 
-    it("plans no change at all with today's stack: every address, name, address and trigger is the same", async () => {
-      expect(await plannedChanges(after)).toEqual([]);
+    it("plans to change nothing but the pillar's content: the sync and the steps after it run again, no machine is touched", async () => {
+      // Every address, name, address and trigger is the same; only two pillar keys no state read
+      // (network:domain, network:external_gateway) are gone, so the pillar data's hash changed.
+      expect(await plannedChanges(after)).toEqual(
+        ["AcceptMinionKeys", "Orchestrate", "SyncSaltTree"].map((step) => `null_resource.${step}[0] delete+create`),
+      );
+    });
+
+    it("applies it removing no node, and then plans no changes", async () => {
+      const upgrade = await after(["apply", "-auto-approve", "-input=false"]);
+      expect(upgrade.stderr).toBe("");
+      expect(upgrade.stdout).toContain("Apply complete! Resources: 3 added, 0 changed, 3 destroyed.");
+      expect(scriptLines(upgrade.stdout).filter((line) => line.startsWith("NodeMembership"))).toEqual([]);
       expect((await after(["plan", "-detailed-exitcode", "-input=false"])).status).toBe(0);
     });
 

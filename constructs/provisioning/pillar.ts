@@ -1,6 +1,6 @@
 import { Fn, TerraformLocal } from "cdktf";
 import { Construct } from "constructs";
-import { ClusterLayout, HOSTS } from "../cluster-layout";
+import { ClusterLayout } from "../cluster-layout";
 
 export interface SaltPillarProps {
   /** Names, addresses and the control plane. */
@@ -36,12 +36,7 @@ export function saltPillar(scope: Construct, props: SaltPillarProps): string {
     Fn.yamlencode({
       users: props.users,
       mine_functions: { "network.ip_addrs": { cidr: props.privateCidr } },
-      network: {
-        domain: layout.domain,
-        public_cidr: props.publicCidr,
-        private_cidr: props.privateCidr,
-        external_gateway: Fn.cidrhost(props.publicCidr, HOSTS.publicGateway),
-      },
+      network: { public_cidr: props.publicCidr, private_cidr: props.privateCidr },
       core: { nameservers: props.nameservers },
       microk8s: {
         master: layout.kubeMaster.fqdn,
