@@ -276,21 +276,34 @@ def nodes(count: int) -> list[dict]:
     return [{"id": f"n{i}", "address": f"10.1.0.{10 + i}"} for i in range(count)]
 
 
-def test_the_first_three_nodes_are_the_default_control_plane(microk8s):
-    assert roles_of(microk8s, {"nodes": nodes(5)}) == {
+def layout(count: int) -> dict:
+    """The pillar as Terraform writes it: every node, and the first three (at most) as voters."""
+    return {"nodes": nodes(count), "control_plane": [f"n{i}" for i in range(min(3, count))]}
+
+
+def test_terraforms_first_three_nodes_are_the_control_plane_and_the_rest_workers(microk8s):
+    assert roles_of(microk8s, layout(5)) == {
         "master": "n0",
         "control_plane": ["n0", "n1", "n2"],
         "workers": ["n3", "n4"],
         "joiners": {"n1": False, "n2": False, "n3": True, "n4": True},
         "addresses": {f"n{i}": f"10.1.0.{10 + i}" for i in range(5)},
     }
-    assert roles_of(microk8s, {"nodes": nodes(2)})["workers"] == []
+    assert roles_of(microk8s, layout(2))["workers"] == []
+    assert roles_of(microk8s, layout(1)) == {
+        "master": "n0",
+        "control_plane": ["n0"],
+        "workers": [],
+        "joiners": {},
+        "addresses": {"n0": "10.1.0.10"},
+    }
 
 
-def test_the_pillar_may_name_the_control_plane_and_its_size(microk8s):
+def test_the_pillar_may_name_other_voters_and_the_module_counts_none_itself(microk8s):
     explicit = roles_of(microk8s, {"nodes": nodes(4), "master": "n2", "control_plane": ["n3", "n2"]})
     assert (explicit["control_plane"], explicit["workers"]) == (["n2", "n3"], ["n0", "n1"])
-    assert roles_of(microk8s, {"nodes": nodes(4), "control_plane_size": 1})["workers"] == ["n1", "n2", "n3"]
+    # One voter is what the pillar says, not three: the size has one home, Terraform's layout.
+    assert roles_of(microk8s, {"nodes": nodes(4), "control_plane": ["n0"]})["workers"] == ["n1", "n2", "n3"]
 
 
 @pytest.mark.parametrize(
@@ -308,8 +321,21 @@ def test_the_pillar_may_name_the_control_plane_and_its_size(microk8s):
             r"pillar microk8s:nodes addresses must be unique, got '10.1.0.10'",
         ),
         ({"nodes": nodes(2), "control_plane": ["n0", "x"]}, r"microk8s:control_plane may only name ids .*got \['x'\]"),
-        ({"nodes": nodes(4), "master": "n3"}, r"pillar microk8s:master must be one of the control plane .*got 'n3'"),
-        ({"nodes": nodes(2), "control_plane_size": 0}, r"microk8s:control_plane_size must be .* at least 1, got 0"),
+        ({**layout(4), "master": "n3"}, r"pillar microk8s:master must be one of the control plane .*got 'n3'"),
+        ({"nodes": nodes(2)}, r"^pillar microk8s:control_plane must list the node ids of the dqlite voters, got None$"),
+        (
+            {"nodes": nodes(2), "control_plane": []},
+            r"^pillar microk8s:control_plane must list the node ids .*, got \[\]$",
+        ),
+        (
+            {"nodes": nodes(2), "control_plane": "n0"},
+            r"^pillar microk8s:control_plane must list the node ids .*, got 'n0'$",
+        ),
+        (
+            {**layout(4), "control_plane_size": 3},
+            r"^pillar microk8s:control_plane_size is not read any more; name the voters in microk8s:control_plane, "
+            r"got 3$",
+        ),
     ],
 )
 def test_a_bad_pillar_names_the_key_and_the_value(microk8s, settings, message):

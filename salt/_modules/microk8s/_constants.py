@@ -18,8 +18,6 @@ DEFAULT_TIMEOUT = 300
 SINGLE_USE_TTL = -1
 # A token expiring sooner than this is renewed rather than published.
 TOKEN_EXPIRY_MARGIN = 120
-# microk8s HA needs at least three voters; the first three nodes are the default control plane.
-CONTROL_PLANE_SIZE = 3
 # The join protocol: the mine function the master publishes tokens through, and the event tag
 # a joiner fires when its token has to be renewed (salt_master's reactor listens for it).
 MINE_FUNCTION = "microk8s.join_tokens"

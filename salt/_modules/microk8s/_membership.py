@@ -12,7 +12,6 @@ import json
 from salt.exceptions import CommandExecutionError
 
 from . import _cli, _status
-from . import _constants as constants
 
 
 def _fail(key: str, problem: str, value) -> CommandExecutionError:
@@ -24,9 +23,10 @@ def parse_roles(settings: dict) -> dict:
     Who is who in the cluster, from the ``microk8s`` pillar:
 
     - ``nodes``: every Kubernetes node as ``{id, address}`` (its private address), in order;
-    - ``master``: the node that bootstraps the cluster and issues tokens (default: the first);
-    - ``control_plane``: the dqlite voters (default: the first ``control_plane_size`` nodes,
-      3 unless set, since microk8s HA needs three); everyone else joins as a worker.
+    - ``control_plane``: the ids of the dqlite voters; everyone else joins as a worker.
+      Terraform's cluster layout writes it (the first three nodes, as microk8s HA needs three),
+      so that the size lives in one place; a pillar layer may name other voters;
+    - ``master``: the node that bootstraps the cluster and issues tokens (default: the first).
 
     Returns ``{"master", "control_plane", "workers", "joiners", "addresses"}``, the master first
     in ``control_plane``. Raises CommandExecutionError naming the key and the bad value.
@@ -49,12 +49,16 @@ def parse_roles(settings: dict) -> dict:
         addresses[str(node["id"])] = str(node["address"])
     ids = list(addresses)
 
-    size = settings.get("control_plane_size", constants.CONTROL_PLANE_SIZE)
-    if not isinstance(size, int) or isinstance(size, bool) or size < 1:
-        raise _fail("control_plane_size", "must be a whole number of at least 1", size)
-    control_plane = settings.get("control_plane") or ids[:size]
-    if not isinstance(control_plane, list):
-        raise _fail("control_plane", "must be a list of node ids", control_plane)
+    if "control_plane_size" in settings:
+        # Removed rather than ignored: a size that silently stopped counting would change roles.
+        raise _fail(
+            "control_plane_size",
+            "is not read any more; name the voters in microk8s:control_plane",
+            settings["control_plane_size"],
+        )
+    control_plane = settings.get("control_plane")
+    if not isinstance(control_plane, list) or not control_plane:
+        raise _fail("control_plane", "must list the node ids of the dqlite voters", control_plane)
     unknown = [node for node in control_plane if node not in addresses]
     if unknown:
         raise _fail("control_plane", "may only name ids from microk8s:nodes", unknown)
