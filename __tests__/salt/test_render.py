@@ -296,18 +296,6 @@ def test_missing_layers_are_fine_and_terraform_values_arrive(tmp_path, pillar_da
     assert items["orchestration"]["worker_batch"] == "25%"
 
 
-def test_file_transfer_serves_the_pillar_files(tmp_path, pillar_data):
-    pillar = {
-        **pillar_data,
-        "file_transfer": {"files": [{"name": "/etc/example.conf", "source": "salt://files/example.conf"}]},
-    }
-    minion = Minion(tmp_path, f"salt.{DOMAIN}", pillar)
-    rendered = minion.call("state.show_sls", "file_transfer")
-    state = args_of(rendered["file_transfer-file-managed-/etc/example.conf"], "file.managed")
-    assert state["source"] == "salt://files/example.conf"
-    assert state["mode"] == "0644"
-
-
 def test_pillar_example_documents_every_key_the_states_read():
     example = yaml.safe_load((ROOT / "pillar" / "pillar.example").read_text())
     sources = [p.read_text() for p in (ROOT / "salt").rglob("*") if p.suffix in (".sls", ".jinja")]
