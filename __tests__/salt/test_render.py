@@ -353,6 +353,8 @@ def test_an_sls_without_jinja_is_rendered_as_plain_data():
     assert [
         str(p.relative_to(ROOT)) for p in plain if p.read_text().split("\n", 1)[0] not in ("#!yaml", "#!json")
     ] == []
+    example = (ROOT / "pillar" / "_from_terraform.sls.example").read_text()
+    assert example.startswith("#!yaml\n")
 
 
 def test_a_later_layer_replaces_the_control_plane_rather_than_merging_it(tmp_path, pillar_data):
