@@ -1,3 +1,4 @@
+#!yaml
 # Roles come from the minion id (= FQDN) that cloud-init sets: <role-host>.<domain>.
 base:
   '*':

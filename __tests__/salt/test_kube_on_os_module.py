@@ -49,3 +49,10 @@ def test_interface_in_fails_rather_than_guessing(kube_on_os):
     kube_on_os.__grains__ = {"ip4_interfaces": {"lo": ["127.0.0.1"]}}
     with pytest.raises(CommandExecutionError, match=r"no interface has an address in 10\.0\.0\.0/16"):
         kube_on_os.interface_in("10.0.0.0/16")
+
+
+@pytest.mark.parametrize("cidr", [None, "", "public"])
+def test_interface_in_refuses_what_is_not_a_network(kube_on_os, cidr):
+    kube_on_os.__grains__ = {"ip4_interfaces": {"lo": ["127.0.0.1"]}}
+    with pytest.raises(CommandExecutionError, match=rf"^interface_in needs a network in CIDR notation, got {cidr!r}$"):
+        kube_on_os.interface_in(cidr)

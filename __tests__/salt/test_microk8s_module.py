@@ -7,6 +7,7 @@ fake microk8s (fake_microk8s.py), and the real Salt loader loading the package a
 from __future__ import annotations
 
 import importlib
+import inspect
 import json
 import stat
 from pathlib import Path
@@ -240,7 +241,7 @@ def test_each_cli_wrapper_runs_one_argument_list_with_a_timeout(microk8s, call, 
     microk8s.__salt__ = {"cmd.run_all": run_all}
     result = call(microk8s)
     assert result == (True if argv[0] == "status" else "done")
-    assert seen == [(("microk8s", *argv), False, timeout, True, importlib.import_module("microk8s._ha").redact)]
+    assert seen == [(("microk8s", *argv), False, timeout, True, importlib.import_module("microk8s._cli").redact)]
 
 
 def test_add_node_passes_a_chosen_token_and_ttl(microk8s):
@@ -275,21 +276,34 @@ def nodes(count: int) -> list[dict]:
     return [{"id": f"n{i}", "address": f"10.1.0.{10 + i}"} for i in range(count)]
 
 
-def test_the_first_three_nodes_are_the_default_control_plane(microk8s):
-    assert roles_of(microk8s, {"nodes": nodes(5)}) == {
+def layout(count: int) -> dict:
+    """The pillar as Terraform writes it: every node, and the first three (at most) as voters."""
+    return {"nodes": nodes(count), "control_plane": [f"n{i}" for i in range(min(3, count))]}
+
+
+def test_terraforms_first_three_nodes_are_the_control_plane_and_the_rest_workers(microk8s):
+    assert roles_of(microk8s, layout(5)) == {
         "master": "n0",
         "control_plane": ["n0", "n1", "n2"],
         "workers": ["n3", "n4"],
         "joiners": {"n1": False, "n2": False, "n3": True, "n4": True},
         "addresses": {f"n{i}": f"10.1.0.{10 + i}" for i in range(5)},
     }
-    assert roles_of(microk8s, {"nodes": nodes(2)})["workers"] == []
+    assert roles_of(microk8s, layout(2))["workers"] == []
+    assert roles_of(microk8s, layout(1)) == {
+        "master": "n0",
+        "control_plane": ["n0"],
+        "workers": [],
+        "joiners": {},
+        "addresses": {"n0": "10.1.0.10"},
+    }
 
 
-def test_the_pillar_may_name_the_control_plane_and_its_size(microk8s):
+def test_the_pillar_may_name_other_voters_and_the_module_counts_none_itself(microk8s):
     explicit = roles_of(microk8s, {"nodes": nodes(4), "master": "n2", "control_plane": ["n3", "n2"]})
     assert (explicit["control_plane"], explicit["workers"]) == (["n2", "n3"], ["n0", "n1"])
-    assert roles_of(microk8s, {"nodes": nodes(4), "control_plane_size": 1})["workers"] == ["n1", "n2", "n3"]
+    # One voter is what the pillar says, not three: the size has one home, Terraform's layout.
+    assert roles_of(microk8s, {"nodes": nodes(4), "control_plane": ["n0"]})["workers"] == ["n1", "n2", "n3"]
 
 
 @pytest.mark.parametrize(
@@ -307,8 +321,21 @@ def test_the_pillar_may_name_the_control_plane_and_its_size(microk8s):
             r"pillar microk8s:nodes addresses must be unique, got '10.1.0.10'",
         ),
         ({"nodes": nodes(2), "control_plane": ["n0", "x"]}, r"microk8s:control_plane may only name ids .*got \['x'\]"),
-        ({"nodes": nodes(4), "master": "n3"}, r"pillar microk8s:master must be one of the control plane .*got 'n3'"),
-        ({"nodes": nodes(2), "control_plane_size": 0}, r"microk8s:control_plane_size must be .* at least 1, got 0"),
+        ({**layout(4), "master": "n3"}, r"pillar microk8s:master must be one of the control plane .*got 'n3'"),
+        ({"nodes": nodes(2)}, r"^pillar microk8s:control_plane must list the node ids of the dqlite voters, got None$"),
+        (
+            {"nodes": nodes(2), "control_plane": []},
+            r"^pillar microk8s:control_plane must list the node ids .*, got \[\]$",
+        ),
+        (
+            {"nodes": nodes(2), "control_plane": "n0"},
+            r"^pillar microk8s:control_plane must list the node ids .*, got 'n0'$",
+        ),
+        (
+            {**layout(4), "control_plane_size": 3},
+            r"^pillar microk8s:control_plane_size is not read any more; name the voters in microk8s:control_plane, "
+            r"got 3$",
+        ),
     ],
 )
 def test_a_bad_pillar_names_the_key_and_the_value(microk8s, settings, message):
@@ -317,23 +344,23 @@ def test_a_bad_pillar_names_the_key_and_the_value(microk8s, settings, message):
 
 
 def test_the_token_file_tells_single_use_from_expiring_tokens(microk8s):
-    ha = importlib.import_module("microk8s._ha")
-    tokens = ha.parse_cluster_tokens(fixture("cluster-tokens.txt"))
+    tokens_module = importlib.import_module("microk8s._tokens")
+    tokens = tokens_module.parse_cluster_tokens(fixture("cluster-tokens.txt"))
     assert tokens == {"2f1f9b8e0c7d4a3b9e6f5d4c3b2a1908": None, "9a8b7c6d5e4f30211f2e3d4c5b6a7980": 1700003600}
-    assert ha.token_is_live("2f1f9b8e0c7d4a3b9e6f5d4c3b2a1908", tokens, now=2e9)
-    assert ha.token_is_live("9a8b7c6d5e4f30211f2e3d4c5b6a7980", tokens, now=1700000000)
+    assert tokens_module.token_is_live("2f1f9b8e0c7d4a3b9e6f5d4c3b2a1908", tokens, now=2e9)
+    assert tokens_module.token_is_live("9a8b7c6d5e4f30211f2e3d4c5b6a7980", tokens, now=1700000000)
     # Expiring within the margin counts as spent: a joiner could not use it in time.
-    assert not ha.token_is_live("9a8b7c6d5e4f30211f2e3d4c5b6a7980", tokens, now=1700003500)
-    assert not ha.token_is_live("unknown", tokens, now=0)
+    assert not tokens_module.token_is_live("9a8b7c6d5e4f30211f2e3d4c5b6a7980", tokens, now=1700003500)
+    assert not tokens_module.token_is_live("unknown", tokens, now=0)
 
 
 def test_the_join_url_on_the_masters_private_address_is_preferred(microk8s):
-    ha = importlib.import_module("microk8s._ha")
+    join = importlib.import_module("microk8s._join")
     urls = json.loads(fixture("add-node.json"))["urls"]
-    assert ha.url_for(urls, "10.0.0.11") == urls[1]
-    assert ha.url_for(urls, "192.0.2.1") == urls[0]
+    assert join.url_for(urls, "10.0.0.11") == urls[1]
+    assert join.url_for(urls, "192.0.2.1") == urls[0]
     with pytest.raises(CommandExecutionError, match="without any URL"):
-        ha.url_for([], "10.1.0.10")
+        join.url_for([], "10.1.0.10")
 
 
 class Cluster:
@@ -595,3 +622,207 @@ def test_forget_node_removes_a_departed_worker_or_control_plane_node_once(microk
     # Removing again (a retried destroy) finds nothing.
     assert master.forget_node("10.1.0.101") is False
     assert master.forget_node("10.1.0.100") is False
+
+
+# join_cluster: the joiner's retry loop (the state microk8s.cluster_joined calls it once).
+
+RENEW_TAG = "kube-on-os/microk8s/join-token/renew"
+
+
+class MasterBehindTheMine:
+    """
+    What a joiner's ``__salt__`` reaches: the master's mine entry for this node, ``microk8s
+    join`` (``outcomes``: None joins; a fixture name fails with microk8s' output of it, or a
+    literal text), and the renewal event, after which the master publishes the next serial
+    once ``renew_after`` more mine reads have passed, as the reactor would.
+    """
+
+    def __init__(self, outcomes, published=True, renew_after=0):
+        self.outcomes = list(outcomes)
+        self.serial = 1 if published else None
+        self.renew_after = renew_after
+        self.pending_renewal = None
+        self.actions = []
+
+    def salt_functions(self) -> dict:
+        def mine_get(target, function):
+            assert (target, function) == (MASTER, "microk8s.join_tokens")
+            if self.pending_renewal is not None:
+                if self.pending_renewal == 0:
+                    self.serial = (self.serial or 0) + 1
+                    self.pending_renewal = None
+                else:
+                    self.pending_renewal -= 1
+            if self.serial is None:
+                return {MASTER: {}}
+            urls = [f"10.0.0.11:25000/token-{self.serial}/c", f"10.1.0.10:25000/token-{self.serial}/c"]
+            return {MASTER: {WORKER: {"urls": urls, "serial": self.serial, "worker": True, "expires": None}}}
+
+        def run_all(cmd, python_shell=True, timeout=None, ignore_retcode=False, log_callback=None):
+            assert python_shell is False and timeout
+            assert cmd[:2] == ["microk8s", "join"]
+            self.actions.append(("join", cmd[2], "--worker" in cmd))
+            outcome = self.outcomes.pop(0)
+            if outcome is None:
+                return ok("Successfully joined the cluster.")
+            text = fixture(outcome) if (FIXTURES / outcome).exists() else outcome
+            return {"retcode": 1, "stdout": text, "stderr": ""}
+
+        def event_send(tag, data):
+            assert tag == RENEW_TAG and data["master"] == MASTER
+            self.actions.append(("renew", data["reason"], data["serial"]))
+            self.pending_renewal = self.renew_after
+            return True
+
+        return {
+            "mine.get": mine_get,
+            "mine.update": lambda: self.actions.append(("mine.update",)),
+            "event.send": event_send,
+            "cmd.run_all": run_all,
+        }
+
+
+@pytest.fixture
+def sleeps(monkeypatch, microk8s):
+    waited = []
+    monkeypatch.setattr(importlib.import_module("microk8s._join").time, "sleep", waited.append)
+    return waited
+
+
+def join_cluster(microk8s, master: MasterBehindTheMine, attempts=8, interval=5, max_interval=60):
+    microk8s.__salt__ = master.salt_functions()
+    microk8s.__opts__ = {"id": WORKER}
+    return microk8s.join_cluster(MASTER, "10.1.0.10", True, attempts, interval, max_interval)
+
+
+def test_join_cluster_joins_at_the_first_try_on_the_masters_private_address(microk8s, sleeps):
+    master = MasterBehindTheMine([None])
+    assert join_cluster(microk8s, master) == {"attempts": 1, "serial": 1}
+    assert master.actions == [("join", "10.1.0.10:25000/token-1/c", True)]
+    assert sleeps == []
+
+
+@pytest.mark.parametrize(
+    ("fixture_name", "kind"),
+    [
+        ("error-invalid-token.txt", "invalid-token"),
+        ("error-already-known.txt", "already-known"),
+        ("error-hostname-unresolved.txt", "hostname-unresolved"),
+    ],
+)
+def test_a_spent_token_is_renewed_through_the_master_and_the_join_retried(microk8s, sleeps, fixture_name, kind):
+    # The failed attempt consumed the single-use token (or it expired): retrying it cannot work.
+    master = MasterBehindTheMine([fixture_name, None], renew_after=1)
+    assert join_cluster(microk8s, master) == {"attempts": 3, "serial": 2}
+    # After a failed name lookup the joiner publishes its addresses before it asks.
+    published = [("mine.update",)] if kind == "hostname-unresolved" else []
+    assert master.actions == [
+        ("join", "10.1.0.10:25000/token-1/c", True),
+        *published,
+        ("renew", kind, 1),
+        ("join", "10.1.0.10:25000/token-2/c", True),
+    ]
+    # One wait while the master had not renewed yet, then one with the new token.
+    assert sleeps == [5, 10]
+
+
+@pytest.mark.parametrize("fixture_name", ["error-unreachable.txt", "error-not-running.txt"])
+def test_an_unready_master_is_waited_for_with_growing_bounded_backoff(microk8s, sleeps, fixture_name):
+    master = MasterBehindTheMine([fixture_name] * 5 + [None])
+    assert join_cluster(microk8s, master, interval=5, max_interval=30) == {"attempts": 6, "serial": 1}
+    assert [a[0] for a in master.actions] == ["join"] * 6
+    assert sleeps == [5, 10, 20, 30, 30]
+
+
+def test_a_master_that_never_publishes_a_token_fails_clearly_after_the_attempts(microk8s, sleeps):
+    master = MasterBehindTheMine([], published=False, renew_after=99)
+    with pytest.raises(CommandExecutionError) as raised:
+        join_cluster(microk8s, master, attempts=4, interval=2, max_interval=5)
+    assert str(raised.value) == (
+        f"not joined to {MASTER} after 4 attempts; last: {MASTER} has published no join token "
+        "for this node (is its highstate done?)"
+    )
+    assert sleeps == [2, 4, 5]
+    assert master.actions == [("renew", "no-token", 0)]
+
+
+def test_a_rebuilt_node_asks_for_a_token_then_has_its_stale_member_forgotten(microk8s, sleeps):
+    # The master counts the rebuilt node's address as joined, so it published nothing for it.
+    master = MasterBehindTheMine(["error-already-known.txt", None], published=False)
+    assert join_cluster(microk8s, master)["serial"] == 2
+    assert master.actions == [
+        ("renew", "no-token", 0),
+        ("join", "10.1.0.10:25000/token-1/c", True),
+        ("renew", "already-known", 1),
+        ("join", "10.1.0.10:25000/token-2/c", True),
+    ]
+
+
+def test_a_renewal_that_never_comes_fails_clearly(microk8s, sleeps):
+    master = MasterBehindTheMine(["error-invalid-token.txt"], renew_after=99)
+    with pytest.raises(CommandExecutionError) as raised:
+        join_cluster(microk8s, master, attempts=3)
+    assert (
+        str(raised.value)
+        == f"not joined to {MASTER} after 3 attempts; last: {MASTER} has not renewed spent join token #1"
+    )
+    assert master.actions == [("join", "10.1.0.10:25000/token-1/c", True), ("renew", "invalid-token", 1)]
+
+
+def test_an_error_retrying_cannot_fix_fails_at_once_without_the_token(microk8s, sleeps):
+    master = MasterBehindTheMine(["not possible to join. This is not an HA MicroK8s cluster"])
+    with pytest.raises(CommandExecutionError) as raised:
+        join_cluster(microk8s, master)
+    assert str(raised.value) == (
+        f"joining {MASTER} failed (other), retrying cannot help: microk8s join 10.1.0.10:25000/<token> --worker "
+        "failed: not possible to join. This is not an HA MicroK8s cluster"
+    )
+    assert sleeps == []
+
+
+# The public functions are what the pillar's mine function, the reactor, the states, the
+# orchestration and the provisioners call by name: their names and signatures are a contract.
+PUBLIC = {
+    "status": "()",
+    "is_worker": "()",
+    "is_running": "()",
+    "start": "()",
+    "wait_ready": "(timeout: int = 300)",
+    "addons": "()",
+    "addon_status": "(name: str)",
+    "enable": "(name: str, args: list[str] | None = None)",
+    "disable": "(name: str)",
+    "refresh_certs": "(cert: str = 'server.crt')",
+    "extra_san": "()",
+    "config_set_extra_san": "(address: str)",
+    "node_roles": "()",
+    "members": "()",
+    "nodes": "()",
+    "membership": "()",
+    "leave": "()",
+    "remove_node": "(node: str, force: bool = False)",
+    "forget_node": "(address: str)",
+    "cluster_check": "(expected_nodes: int | None = None)",
+    "add_node": "(token: str | None = None, ttl: int = -1)",
+    "join_tokens": "()",
+    "pending_joiners": "()",
+    "join_token_plan": "()",
+    "issue_join_tokens": "(joiners: list[str], withdraw: list[str] | None = None, ttl: int = -1)",
+    "renew_join_token": "(joiner: str, reason: str, serial: int | None = None)",
+    "join": "(url: str, worker: bool = False)",
+    "classify_error": "(message: str)",
+    "published_token": "(master: str, master_address: str | None = None)",
+    "request_token_renewal": "(master: str, reason: str, serial: int)",
+    "join_cluster": (
+        "(master: str, master_address: str | None, worker: bool, attempts: int, interval: float, max_interval: float)"
+    ),
+}
+
+
+def test_the_public_functions_keep_their_names_and_signatures(microk8s):
+    public = {
+        name: str(inspect.signature(function, eval_str=True)).split(" -> ")[0]
+        for name, function in vars(microk8s).items()
+        if inspect.isfunction(function) and not name.startswith("_") and function.__module__ == microk8s.__name__
+    }
+    assert public == PUBLIC

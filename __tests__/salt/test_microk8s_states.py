@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from conftest import ROOT, load_module
 from salt.exceptions import CommandExecutionError
 
 STATE_PATH = ROOT / "salt" / "_states" / "microk8s.py"
-FIXTURES = Path(__file__).parent / "fixtures" / "microk8s"
 MASTER = "k8s-master.lab.example"
 ME = "k8s-worker-1.lab.example"
 
@@ -349,78 +346,37 @@ def test_only_the_master_issues_tokens_and_failures_are_reported(states):
     }
 
 
-# cluster_joined, on a joiner
-
-
-@pytest.fixture
-def classify(microk8s):
-    """The execution module's real classification, as the state reaches it through __salt__."""
-    return microk8s.classify_error
-
-
-def error(fixture: str) -> CommandExecutionError:
-    return CommandExecutionError(f"microk8s join 10.1.0.10:25000/<token> failed: {(FIXTURES / fixture).read_text()}")
+# cluster_joined, on a joiner: check, predict, act (microk8s.join_cluster, whose retries
+# test_microk8s_module.py tests), verify.
 
 
 class Joiner:
     """
-    A joining node and, behind the mine, its master: ``outcomes`` are what each microk8s join
-    does (None joins; an exception fails). A renewal request makes the master publish the next
-    serial after ``renew_after`` more mine reads, as the reactor would.
+    A joining node as the state sees it: its membership, and ``microk8s.join_cluster``, which
+    joins it (``failure`` None) or gives up with that message.
     """
 
-    def __init__(self, classify, outcomes, role="standalone", members=(), published=True, renew_after=0):
-        self.classify = classify
-        self.outcomes = list(outcomes)
+    def __init__(self, role="standalone", members=(), failure=None, joins_as_nothing=False):
         self.role = role
         self.members = list(members)
-        self.serial = 1 if published else None
-        self.renew_after = renew_after
-        self.pending_renewal = None
+        self.failure = failure
+        self.joins_as_nothing = joins_as_nothing
         self.actions = []
 
     def functions(self):
         def membership():
             return {"role": self.role, "members": self.members}
 
-        def published_token(master, master_address):
-            assert (master, master_address) == (MASTER, "10.1.0.10")
-            if self.pending_renewal is not None:
-                if self.pending_renewal == 0:
-                    self.serial = (self.serial or 0) + 1
-                    self.pending_renewal = None
-                else:
-                    self.pending_renewal -= 1
-            if self.serial is None:
-                return None
-            return {"url": f"10.1.0.10:25000/token-{self.serial}/c", "serial": self.serial, "worker": True}
+        def join_cluster(master, master_address, worker, attempts, interval, max_interval):
+            self.actions.append(("join_cluster", master, master_address, worker, attempts, interval, max_interval))
+            if self.failure:
+                raise CommandExecutionError(self.failure)
+            if not self.joins_as_nothing:
+                self.role = "worker" if worker else "control-plane"
+                self.members = [] if worker else ["10.1.0.10", "10.1.0.101"]
+            return {"attempts": 1, "serial": 1}
 
-        def join(url, worker):
-            self.actions.append(("join", url, worker))
-            outcome = self.outcomes.pop(0)
-            if outcome is not None:
-                raise outcome
-            self.role = "worker" if worker else "control-plane"
-            self.members = [] if worker else ["10.1.0.10", "10.1.0.101"]
-
-        def request_token_renewal(master, reason, serial):
-            self.actions.append(("renew", reason, serial))
-            self.pending_renewal = self.renew_after
-
-        return {
-            "microk8s.membership": membership,
-            "microk8s.published_token": published_token,
-            "microk8s.join": join,
-            "microk8s.classify_error": self.classify,
-            "microk8s.request_token_renewal": request_token_renewal,
-        }
-
-
-@pytest.fixture
-def sleeps(monkeypatch, states):
-    waited = []
-    monkeypatch.setattr(states.time, "sleep", waited.append)
-    return waited
+        return {"microk8s.membership": membership, "microk8s.join_cluster": join_cluster}
 
 
 def join_as(states, joiner, test=False, **kwargs):
@@ -437,22 +393,22 @@ JOINED = {
 }
 
 
-def test_an_already_joined_node_changes_nothing_in_test_mode_too(states, classify, sleeps):
+def test_an_already_joined_node_changes_nothing_in_test_mode_too(states):
     for test in (False, True):
-        worker = Joiner(classify, [], role="worker")
+        worker = Joiner(role="worker")
         assert join_as(states, worker, test) == {
             "name": "join",
             "result": True,
             "changes": {},
             "comment": f"already joined {MASTER} as worker",
         }
-        voter = Joiner(classify, [], role="control-plane", members=["10.1.0.10", "10.1.0.100"])
+        voter = Joiner(role="control-plane", members=["10.1.0.10", "10.1.0.100"])
         assert join_as(states, voter, test, worker=False)["comment"] == f"already joined {MASTER} as control-plane"
         assert worker.actions == voter.actions == []
 
 
-def test_test_mode_predicts_the_join(states, classify, sleeps):
-    joiner = Joiner(classify, [])
+def test_test_mode_predicts_the_join(states):
+    joiner = Joiner()
     assert join_as(states, joiner, test=True) == {
         "name": "join",
         "result": None,
@@ -462,8 +418,8 @@ def test_test_mode_predicts_the_join(states, classify, sleeps):
     assert joiner.actions == []
 
 
-def test_a_node_of_another_cluster_is_not_pulled_out_of_it(states, classify, sleeps):
-    joiner = Joiner(classify, [], role="control-plane", members=["10.9.0.1", "10.9.0.2"])
+def test_a_node_of_another_cluster_is_not_pulled_out_of_it(states):
+    joiner = Joiner(role="control-plane", members=["10.9.0.1", "10.9.0.2"])
     assert join_as(states, joiner) == {
         "name": "join",
         "result": False,
@@ -474,98 +430,55 @@ def test_a_node_of_another_cluster_is_not_pulled_out_of_it(states, classify, sle
     assert joiner.actions == []
 
 
-def test_a_first_try_join_reports_old_and_new(states, classify, sleeps):
-    joiner = Joiner(classify, [None])
-    assert join_as(states, joiner) == JOINED
-    assert joiner.actions == [("join", "10.1.0.10:25000/token-1/c", True)]
-    assert sleeps == []
+def test_a_join_reports_old_and_new_and_passes_the_retry_bounds_on(states):
+    joiner = Joiner()
+    assert join_as(states, joiner, attempts=4, interval=2, max_interval=30) == JOINED
+    assert joiner.actions == [("join_cluster", MASTER, "10.1.0.10", True, 4, 2, 30)]
+    voter = Joiner()
+    assert join_as(states, voter, worker=False)["changes"] == {
+        "cluster": {"old": "standalone", "new": f"control-plane of {MASTER}"}
+    }
+    assert voter.actions == [("join_cluster", MASTER, "10.1.0.10", False, 8, 5, 60)]
 
 
-@pytest.mark.parametrize(
-    "fixture", ["error-invalid-token.txt", "error-already-known.txt", "error-hostname-unresolved.txt"]
-)
-def test_a_spent_token_is_renewed_through_the_master_and_the_join_retried(states, classify, sleeps, fixture):
-    # The failed attempt consumed the single-use token (or it expired): retrying it cannot work.
-    joiner = Joiner(classify, [error(fixture), None], renew_after=1)
-    assert join_as(states, joiner) == JOINED
-    kind = classify((FIXTURES / fixture).read_text())["kind"]
-    assert joiner.actions == [
-        ("join", "10.1.0.10:25000/token-1/c", True),
-        ("renew", kind, 1),
-        ("join", "10.1.0.10:25000/token-2/c", True),
-    ]
-    # One wait while the master had not renewed yet, then one with the new token.
-    assert sleeps == [5, 10]
-
-
-@pytest.mark.parametrize("fixture", ["error-unreachable.txt", "error-not-running.txt"])
-def test_an_unready_master_is_waited_for_with_growing_bounded_backoff(states, classify, sleeps, fixture):
-    joiner = Joiner(classify, [error(fixture)] * 5 + [None])
-    assert join_as(states, joiner, interval=5, max_interval=30) == JOINED
-    assert [a[0] for a in joiner.actions] == ["join"] * 6
-    assert sleeps == [5, 10, 20, 30, 30]
-
-
-def test_a_master_that_never_publishes_a_token_fails_clearly_after_the_attempts(states, classify, sleeps):
-    joiner = Joiner(classify, [], published=False, renew_after=99)
-    assert join_as(states, joiner, attempts=4, interval=2, max_interval=5) == {
+def test_a_join_that_gives_up_fails_with_its_reason(states):
+    reason = f"not joined to {MASTER} after 8 attempts; last: {MASTER} has not renewed spent join token #1"
+    assert join_as(states, Joiner(failure=reason)) == {
         "name": "join",
         "result": False,
         "changes": {},
-        "comment": f"not joined to {MASTER} after 4 attempts; last: {MASTER} has published no join token "
-        "for this node (is its highstate done?)",
+        "comment": reason,
     }
-    assert sleeps == [2, 4, 5]
-    assert joiner.actions == [("renew", "no-token", 0)]
 
 
-def test_a_rebuilt_node_asks_for_a_token_then_has_its_stale_member_forgotten(states, classify, sleeps):
-    # The master counts the rebuilt node's address as joined, so it published nothing for it.
-    joiner = Joiner(classify, [error("error-already-known.txt"), None], published=False)
-    assert join_as(states, joiner) == JOINED
-    assert joiner.actions == [
-        ("renew", "no-token", 0),
-        ("join", "10.1.0.10:25000/token-1/c", True),
-        ("renew", "already-known", 1),
-        ("join", "10.1.0.10:25000/token-2/c", True),
-    ]
-
-
-def test_a_renewal_that_never_comes_fails_clearly(states, classify, sleeps):
-    joiner = Joiner(classify, [error("error-invalid-token.txt")], renew_after=99)
-    assert join_as(states, joiner, attempts=3) == {
+def test_a_join_that_succeeds_without_membership_is_a_failure(states):
+    assert join_as(states, Joiner(joins_as_nothing=True)) == {
         "name": "join",
         "result": False,
         "changes": {},
-        "comment": f"not joined to {MASTER} after 3 attempts; last: {MASTER} has not renewed spent join token #1",
+        "comment": "microk8s join reported success, but this node is standalone ([])",
     }
-    assert joiner.actions == [("join", "10.1.0.10:25000/token-1/c", True), ("renew", "invalid-token", 1)]
 
 
-def test_an_error_retrying_cannot_fix_fails_at_once(states, classify, sleeps):
-    refusal = CommandExecutionError("microk8s join failed: not possible to join. This is not an HA MicroK8s cluster")
-    joiner = Joiner(classify, [refusal])
-    result = join_as(states, joiner)
-    assert result == {
-        "name": "join",
-        "result": False,
-        "changes": {},
-        "comment": f"joining {MASTER} failed (other), retrying cannot help: {refusal}",
-    }
-    assert sleeps == []
-
-
-def test_a_join_that_succeeds_without_membership_is_a_failure(states, classify, sleeps):
-    joiner = Joiner(classify, [None])
+def test_a_membership_that_cannot_be_read_after_the_join_is_a_failure(states):
+    joiner = Joiner()
     functions = joiner.functions()
-    functions["microk8s.join"] = lambda url, worker: None
-    states.__salt__ = functions
+    reads = []
+
+    def membership():
+        reads.append(True)
+        if len(reads) > 1:
+            raise CommandExecutionError("microk8s status failed: microk8s is not running")
+        return {"role": "standalone", "members": []}
+
+    states.__salt__ = {**functions, "microk8s.membership": membership}
     states.__opts__ = {"test": False, "id": ME}
     assert states.cluster_joined("join", MASTER, master_address="10.1.0.10", worker=True) == {
         "name": "join",
         "result": False,
         "changes": {},
-        "comment": "microk8s join reported success, but this node is standalone ([])",
+        "comment": "microk8s join reported success, but the membership cannot be read: "
+        "microk8s status failed: microk8s is not running",
     }
 
 
@@ -576,12 +489,12 @@ ROLES = {
 }
 
 
-def test_role_and_master_address_come_from_the_pillar_when_not_given(states, classify, sleeps):
-    joiner = Joiner(classify, [None])
+def test_role_and_master_address_come_from_the_pillar_when_not_given(states):
+    joiner = Joiner()
     states.__salt__ = {**joiner.functions(), "microk8s.node_roles": lambda: ROLES}
     states.__opts__ = {"test": False, "id": ME}
     assert states.cluster_joined("join", MASTER) == JOINED
-    assert joiner.actions == [("join", "10.1.0.10:25000/token-1/c", True)]
+    assert joiner.actions == [("join_cluster", MASTER, "10.1.0.10", True, 8, 5, 60)]
 
 
 @pytest.mark.parametrize(
@@ -591,8 +504,8 @@ def test_role_and_master_address_come_from_the_pillar_when_not_given(states, cla
         (ME, "other-master.lab.example", f"pillar microk8s:master is {MASTER}, not other-master.lab.example"),
     ],
 )
-def test_a_node_the_pillar_does_not_expect_does_not_join(states, classify, sleeps, minion_id, master, comment):
-    joiner = Joiner(classify, [None])
+def test_a_node_the_pillar_does_not_expect_does_not_join(states, minion_id, master, comment):
+    joiner = Joiner()
     states.__salt__ = {**joiner.functions(), "microk8s.node_roles": lambda: ROLES}
     states.__opts__ = {"test": False, "id": minion_id}
     assert states.cluster_joined("join", master) == {

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import ROOT, LocalMinion
+from conftest import ROOT, VENV_BIN, LocalMinion
 
 DOMAIN = "lab.example"
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHhU0xQm2c2RZkzC9M7tRrFSe0Q5sQm8l8S3ZzQxYw1a waldorf@example"
@@ -270,30 +270,96 @@ def test_missing_layers_are_fine_and_terraform_values_arrive(tmp_path, pillar_da
     items = Minion(tmp_path, f"salt.{DOMAIN}", pillar_data).call("pillar.items")
     assert items["network"]["private_cidr"] == "10.1.0.0/16"
     assert items["mine_functions"]["network.ip_addrs"] == {"cidr": "10.1.0.0/16"}
-    assert items["orchestration"]["worker_batch"] == "25%"
+    # The Salt tree's defaults are its own (defaults.yaml), not a pillar layer's copy of them.
+    assert "orchestration" not in items
 
 
-def test_file_transfer_serves_the_pillar_files(tmp_path, pillar_data):
-    pillar = {
-        **pillar_data,
-        "file_transfer": {"files": [{"name": "/etc/example.conf", "source": "salt://files/example.conf"}]},
-    }
-    minion = Minion(tmp_path, f"salt.{DOMAIN}", pillar)
-    rendered = minion.call("state.show_sls", "file_transfer")
-    state = args_of(rendered["file_transfer-file-managed-/etc/example.conf"], "file.managed")
-    assert state["source"] == "salt://files/example.conf"
-    assert state["mode"] == "0644"
+SALT = ROOT / "salt"
+# What the microk8s module reads from the pillar itself, beside the states' maps.
+MODULE_KEYS = ["microk8s:nodes", "microk8s:master", "microk8s:control_plane", "microk8s:join:token_ttl"]
 
 
-def test_pillar_example_documents_every_key_the_states_read():
+def key_paths(tree: dict, prefix: str = "") -> list[str]:
+    """``a:b:c`` for every leaf of a mapping; a list or a scalar is a leaf."""
+    paths = []
+    for key, value in tree.items():
+        path = f"{prefix}{key}"
+        paths.extend(key_paths(value, f"{path}:") if isinstance(value, dict) and value else [path])
+    return paths
+
+
+def templates() -> list[Path]:
+    return sorted(p for p in SALT.rglob("*") if p.suffix in (".sls", ".jinja"))
+
+
+def test_pillar_example_documents_every_key_the_states_and_modules_read():
     example = yaml.safe_load((ROOT / "pillar" / "pillar.example").read_text())
-    sources = [p.read_text() for p in (ROOT / "salt").rglob("*") if p.suffix in (".sls", ".jinja")]
-    keys = set()
-    for source in sources:
-        keys.update(re.findall(r'pillar\.get"\]\("([a-z_:.]+)"', source))
-    assert keys, "no pillar keys found: the pattern no longer matches the states"
-    for key in sorted(keys):
+    keys = {key for defaults in SALT.glob("*/defaults.yaml") for key in key_paths(yaml.safe_load(defaults.read_text()))}
+    assert {"users", "network:public_cidr", "microk8s:join:attempts", "orchestration:worker_batch"} <= keys
+    for key in sorted(keys | set(MODULE_KEYS)):
         node = example
         for part in key.split(":"):
             assert isinstance(node, dict) and part in node, f"pillar.example lacks {key}"
             node = node[part]
+
+
+def test_the_module_keys_are_the_ones_it_reads():
+    sources = "\n".join(p.read_text() for p in (SALT / "_modules" / "microk8s").glob("*.py"))
+    read = {f"microk8s:{key}" for key in re.findall(r'settings\.get\("([a-z_]+)"\)', sources)}
+    read.update(re.findall(r'pillar\.get"\]\("(microk8s:[a-z_:]+)"', sources))
+    assert read == set(MODULE_KEYS)
+
+
+def test_states_read_the_pillar_only_through_a_map_of_defaults():
+    # A default written next to a pillar lookup in a state would be a second home for it.
+    readers = [
+        str(p.relative_to(SALT))
+        for p in templates()
+        if p.name != "map.jinja" and re.search(r"pillar\.(get|items?|raw|fetch)\b|pillar\[", p.read_text())
+    ]
+    assert readers == []
+    for map_file in SALT.glob("*/map.jinja"):
+        defaults = f'import_yaml "{map_file.parent.name}/defaults.yaml" as defaults'
+        assert defaults in map_file.read_text(), f"{map_file.relative_to(SALT)} must merge its defaults.yaml"
+
+
+def test_an_sls_without_jinja_is_rendered_as_plain_data():
+    sls = [*SALT.rglob("*.sls"), *(ROOT / "pillar").rglob("*.sls")]
+    plain = [p for p in sls if not re.search(r"\{\{|\{%|\{#", p.read_text())]
+    assert len(plain) > 5
+    assert [
+        str(p.relative_to(ROOT)) for p in plain if p.read_text().split("\n", 1)[0] not in ("#!yaml", "#!json")
+    ] == []
+    example = (ROOT / "pillar" / "_from_terraform.sls.example").read_text()
+    assert example.startswith("#!yaml\n")
+
+
+def test_a_later_layer_replaces_the_control_plane_rather_than_merging_it(tmp_path, pillar_data):
+    # docs/microk8s-module.md: a layer over _from_terraform may name other voters.
+    ids = [node["id"] for node in pillar_data["microk8s"]["nodes"]]
+    pillar = {**pillar_data, "microk8s": {**pillar_data["microk8s"], "control_plane": ids}}
+    extra = {f"environments/{DOMAIN.replace('.', '_')}.sls": {"microk8s": {"control_plane": ids[:1]}}}
+    minion = Minion(tmp_path, f"k8s-master.{DOMAIN}", pillar, extra_pillar=extra)
+    assert minion.call("pillar.get", "microk8s:control_plane") == ids[:1]
+    assert minion.call("pillar.get", "microk8s:nodes") == pillar_data["microk8s"]["nodes"]
+
+
+def test_a_bastion_without_its_networks_fails_to_render_and_says_why(tmp_path, pillar_data):
+    pillar = {key: value for key, value in pillar_data.items() if key != "network"}
+    minion = Minion(tmp_path, f"bastion.{DOMAIN}", pillar, grains=BASTION_GRAINS)
+    minion.call("saltutil.sync_all")
+    result = subprocess.run(
+        [
+            str(VENV_BIN / "salt-call"),
+            "--local",
+            f"--config-dir={minion.config_dir}",
+            "--out=json",
+            "state.show_sls",
+            "bastion.iptables",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert "interface_in needs a network in CIDR notation, got None" in result.stdout + result.stderr

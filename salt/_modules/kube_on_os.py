@@ -54,7 +54,11 @@ def interface_in(cidr: str) -> str:
 
         salt bastion.example kube_on_os.interface_in 10.0.0.0/16
     """
-    network = ipaddress.ip_network(cidr)
+    try:
+        network = ipaddress.ip_network(cidr)
+    except (TypeError, ValueError):
+        # The bastion's map has no default network: an unset pillar arrives here as None.
+        raise CommandExecutionError(f"interface_in needs a network in CIDR notation, got {cidr!r}") from None
     for name, addresses in sorted((__grains__.get("ip4_interfaces") or {}).items()):
         if any(ipaddress.ip_address(address) in network for address in addresses):
             return name

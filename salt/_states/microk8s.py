@@ -7,8 +7,6 @@ mode it reports ``result=None`` with the changes it would make; otherwise it act
 
 from __future__ import annotations
 
-import time
-
 from salt.exceptions import CommandExecutionError
 
 # The execution module's _constants.MINE_FUNCTION: Salt loads state modules apart from the
@@ -195,46 +193,6 @@ def _joined(membership: dict, worker: bool, master_address: str | None) -> bool:
     return membership["role"] == "control-plane" and (master_address is None or master_address in membership["members"])
 
 
-def _join(master: str, master_address: str | None, worker: bool, attempts: int, interval: float, max_interval: float):
-    """
-    Joins with this node's published token, at most ``attempts`` times, waiting ``interval``
-    seconds before the second, twice as long before each next one, never more than
-    ``max_interval``. A missing token is asked for once; a spent token (consumed by a failed
-    attempt, expired, refused because the node was rebuilt or its name did not resolve) is
-    renewed through the master; an unready master is waited for. Returns None on success, else why it gave up.
-    """
-    delay = interval
-    renewing = None  # the serial of the token reported spent, until a newer one is published
-    asked = False  # whether the master was asked for a token it had not published
-    last = "no attempt was made"
-    for attempt in range(1, attempts + 1):
-        if attempt > 1:
-            time.sleep(delay)
-            delay = min(delay * 2, max_interval)
-        token = __salt__["microk8s.published_token"](master, master_address)
-        if token is None:
-            last = f"{master} has published no join token for this node (is its highstate done?)"
-            if not asked:
-                __salt__["microk8s.request_token_renewal"](master, "no-token", 0)
-                asked = True
-            continue
-        if renewing is not None and token["serial"] <= renewing:
-            last = f"{master} has not renewed spent join token #{renewing}"
-            continue
-        try:
-            __salt__["microk8s.join"](token["url"], worker)
-            return None
-        except CommandExecutionError as error:
-            last = str(error)
-            verdict = __salt__["microk8s.classify_error"](last)
-        if verdict["action"] == "fail":
-            return f"joining {master} failed ({verdict['kind']}), retrying cannot help: {last}"
-        if verdict["action"] == "renew":
-            __salt__["microk8s.request_token_renewal"](master, verdict["kind"], token["serial"])
-            renewing = token["serial"]
-    return f"not joined to {master} after {attempts} attempts; last: {last}"
-
-
 def _role_in_pillar(master: str, worker: bool | None, master_address: str | None) -> tuple[bool, str]:
     """This node's role and the master's address, as the pillar (microk8s:nodes) has them."""
     roles = __salt__["microk8s.node_roles"]()
@@ -260,9 +218,10 @@ def cluster_joined(
     control-plane voter, with the join token the master published for this node in the mine.
     ``master_address`` picks the master's URL on the private network and confirms control-plane
     membership. Left out, ``worker`` and ``master_address`` come from the pillar
-    (``microk8s.node_roles``: the first three nodes are the control plane by default).
-    Retries are bounded: ``attempts`` joins with exponential backoff from ``interval`` to
-    ``max_interval`` seconds, then a failure saying why.
+    (``microk8s.node_roles``: ``microk8s:control_plane`` are the voters, the rest workers).
+    Checks first, predicts in test mode, then joins through ``microk8s.join_cluster``
+    (``attempts`` joins with exponential backoff from ``interval`` to ``max_interval`` seconds,
+    renewing spent tokens through the master) and verifies the membership afterwards.
 
     .. code-block:: yaml
 
@@ -297,11 +256,16 @@ def cluster_joined(
     if __opts__["test"]:
         ret.update(result=None, changes=changes, comment=f"would join {master} as {wanted}")
         return ret
-    failure = _join(master, master_address, worker, attempts, interval, max_interval)
-    if failure:
-        ret["comment"] = failure
+    try:
+        __salt__["microk8s.join_cluster"](master, master_address, worker, attempts, interval, max_interval)
+    except CommandExecutionError as error:
+        ret["comment"] = str(error)
         return ret
-    after = __salt__["microk8s.membership"]()
+    try:
+        after = __salt__["microk8s.membership"]()
+    except CommandExecutionError as error:
+        ret["comment"] = f"microk8s join reported success, but the membership cannot be read: {error}"
+        return ret
     if not _joined(after, worker, master_address):
         ret["comment"] = f"microk8s join reported success, but this node is {after['role']} ({after['members']})"
         return ret

@@ -1,3 +1,4 @@
+#!yaml
 bastion-fail2ban-pkg-installed:
   pkg.installed:
     - name: fail2ban

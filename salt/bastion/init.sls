@@ -1,3 +1,4 @@
+#!yaml
 include:
   - bastion.sysctl
   - bastion.iptables

@@ -3,8 +3,7 @@
   public network (kube_on_os.interface_in), never "the first interface": interface order is not
   stable, which the wiki lists as a known bug of the original state.
 #}
-{%- set private_cidr = salt["pillar.get"]("network:private_cidr") %}
-{%- set public_cidr = salt["pillar.get"]("network:public_cidr") %}
+{%- from "bastion/map.jinja" import network with context %}
 
 bastion-iptables-pkg-installed:
   pkg.installed:
@@ -16,8 +15,8 @@ bastion-iptables-iptables-append-masquerade:
   iptables.append:
     - table: nat
     - chain: POSTROUTING
-    - source: {{ private_cidr }}
-    - out-interface: {{ salt["kube_on_os.interface_in"](public_cidr) }}
+    - source: {{ network.private_cidr | json }}
+    - out-interface: {{ salt["kube_on_os.interface_in"](network.public_cidr) | json }}
     - jump: MASQUERADE
     - save: true
     - require:

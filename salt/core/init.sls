@@ -1,3 +1,4 @@
+#!yaml
 include:
   - core.sysctl
   - core.locale

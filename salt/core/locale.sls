@@ -2,10 +2,10 @@
 
 core-locale-locale-present:
   locale.present:
-    - name: {{ core.locale }}
+    - name: {{ core.locale | json }}
 
 core-locale-locale-system:
   locale.system:
-    - name: {{ core.locale }}
+    - name: {{ core.locale | json }}
     - require:
       - locale: core-locale-locale-present

@@ -1,3 +1,4 @@
+#!yaml
 core-minion-service-running:
   service.running:
     - name: salt-minion

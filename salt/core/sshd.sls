@@ -1,3 +1,4 @@
+#!yaml
 # sshd -t (the config's check) needs its privilege separation directory, which exists only
 # while sshd runs (ssh.service's RuntimeDirectory), or not at all with socket activation.
 core-sshd-file-directory-privsep:

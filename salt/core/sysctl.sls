@@ -3,7 +3,7 @@
 core-sysctl-sysctl-present-file-max:
   sysctl.present:
     - name: fs.file-max
-    - value: {{ core.nofile_limit }}
+    - value: {{ core.nofile_limit | json }}
 
 core-sysctl-file-managed-limits:
   file.managed:

@@ -1,5 +1,6 @@
 {#- People from the `users` pillar (Terraform's `users` variable): key-only SSH, sudo. #}
-{%- for user in salt["pillar.get"]("users", []) %}
+{%- from "core/map.jinja" import users with context %}
+{%- for user in users %}
 
 core-users-user-present-{{ user.username }}:
   user.present:

@@ -1,3 +1,4 @@
+#!yaml
 include:
   - microk8s.install
   - microk8s.certificates

@@ -9,8 +9,8 @@ microk8s-install-file-managed-launch-config:
     - source: salt://microk8s/files/launch-config.yaml.jinja
     - template: jinja
     - context:
-        pod_cidr: {{ microk8s.pod_cidr }}
-        service_cidr: {{ microk8s.service_cidr }}
+        pod_cidr: {{ microk8s.pod_cidr | json }}
+        service_cidr: {{ microk8s.service_cidr | json }}
 
 microk8s-install-cmd-run-snap:
   cmd.run:

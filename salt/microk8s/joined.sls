@@ -11,10 +11,10 @@ include:
 
 microk8s-joined-microk8s-cluster-joined:
   microk8s.cluster_joined:
-    - master: {{ salt["pillar.get"]("microk8s:master") }}
-    - attempts: {{ microk8s.join.attempts }}
-    - interval: {{ microk8s.join.interval }}
-    - max_interval: {{ microk8s.join.max_interval }}
+    - master: {{ microk8s.master | json }}
+    - attempts: {{ microk8s.join.attempts | json }}
+    - interval: {{ microk8s.join.interval | json }}
+    - max_interval: {{ microk8s.join.max_interval | json }}
     - require:
       - sls: core.hosts
       - sls: microk8s.install

@@ -6,10 +6,11 @@
   master retracts the tokens spent; then a cluster check against microk8s:nodes. The chain has
   the same length at any number of nodes.
 #}
-{%- set batch = salt["pillar.get"]("orchestration:worker_batch", "25%") %}
+{%- from "orch/map.jinja" import orchestration with context %}
+{%- from "microk8s/map.jinja" import microk8s with context %}
 {#- Salt fails a batched salt.state that targets no minion ("No minions returned"), so with a
     single node (no workers) the worker step is left out. #}
-{%- set has_workers = salt["pillar.get"]("microk8s:nodes", []) | length > 1 %}
+{%- set has_workers = microk8s.nodes | length > 1 %}
 
 orch-deploy-salt-state-salt-master:
   salt.state:
@@ -53,7 +54,7 @@ orch-deploy-salt-state-workers:
   salt.state:
     - tgt: "k8s-worker-*"
     - highstate: true
-    - batch: {{ batch | json }}
+    - batch: {{ orchestration.worker_batch | json }}
     - require:
       - salt: orch-deploy-salt-state-bastion-and-master
 {%- endif %}

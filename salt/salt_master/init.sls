@@ -1,3 +1,4 @@
+#!yaml
 salt_master-config-file-managed:
   file.managed:
     - name: /etc/salt/master.d/kube-on-os.conf

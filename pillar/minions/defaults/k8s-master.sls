@@ -1,3 +1,4 @@
+#!yaml
 # The microk8s master publishes the join tokens it issued (microk8s.join_tokens_published);
 # only the Kubernetes nodes may read them from the mine.
 mine_functions:

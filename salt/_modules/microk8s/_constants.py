@@ -9,6 +9,8 @@ CSR_TEMPLATE = "certs/csr.conf.template"
 CLUSTER_TOKENS = "credentials/cluster-tokens.txt"
 # Created by `microk8s join --worker` (join.py mark_worker_node); status refuses to run there.
 WORKER_LOCK = "var/lock/clustered.lock"
+# A worker has no status of its own; this service tells whether it runs.
+KUBELITE_SERVICE = "snap.microk8s.daemon-kubelite"
 # The marker microk8s' csr.conf.template carries where extra IP SANs may go.
 CSR_MARKER = "#MOREIPS"
 DEFAULT_TIMEOUT = 300
@@ -16,11 +18,15 @@ DEFAULT_TIMEOUT = 300
 SINGLE_USE_TTL = -1
 # A token expiring sooner than this is renewed rather than published.
 TOKEN_EXPIRY_MARGIN = 120
-# microk8s HA needs at least three voters; the first three nodes are the default control plane.
-CONTROL_PLANE_SIZE = 3
 # The join protocol: the mine function the master publishes tokens through, and the event tag
 # a joiner fires when its token has to be renewed (salt_master's reactor listens for it).
 MINE_FUNCTION = "microk8s.join_tokens"
 RENEW_TAG = "kube-on-os/microk8s/join-token/renew"
+# Why a joiner asks for a new token: failures that consumed its token (_join classifies them) ...
+RENEWABLE = ("invalid-token", "already-known", "hostname-unresolved")
+# ... or none published for it (a rebuilt node, whose old address the master counts as joined).
+MISSING = "no-token"
+# Failures that go away by waiting for the master.
+TRANSIENT = ("unreachable", "not-running")
 # Where the master keeps the tokens it issued (below the minion's cachedir, mode 0600).
 LEDGER = "kube-on-os/microk8s-join-tokens.json"

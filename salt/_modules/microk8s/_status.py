@@ -1,4 +1,10 @@
-"""Parsing of ``microk8s status --format yaml`` (see microk8s' scripts/wrappers/status.py)."""
+"""
+The node's own status: ``microk8s status --format yaml`` parsed (see microk8s'
+scripts/wrappers/status.py), whether it runs, starting it and waiting for it.
+
+The functions that run microk8s import their siblings on use, not at the top: the rehearsal's
+tests import this file on its own for its parser, where a relative import would fail.
+"""
 
 from __future__ import annotations
 
@@ -66,6 +72,46 @@ def parse(text: str) -> dict:
     }
 
 
-def voters(parsed: dict) -> list[str]:
-    """Addresses of the dqlite voters: the control plane that decides the cluster."""
-    return [n["address"] for n in parsed["high_availability"]["nodes"] if n["role"] == "voter"]
+def status(salt: dict) -> dict:
+    """The parsed status; on a worker node, which has none, ``worker_node()``'s."""
+    from . import _cli
+
+    try:
+        return parse(_cli.run(salt, "status", "--format", "yaml"))
+    except CommandExecutionError as error:
+        if WORKER_NODE in str(error):
+            return worker_node(_cli.output_of(error))
+        raise
+
+
+def is_worker(salt: dict) -> bool:
+    """True on a node that joined a cluster as a worker (microk8s' worker lock file exists)."""
+    from . import _cli, _constants
+
+    return bool(salt["file.file_exists"](_cli.snap_path(salt, _constants.WORKER_LOCK)))
+
+
+def is_running(salt: dict) -> bool:
+    """By the status, or on a worker (which has none) by its kubelite service."""
+    from . import _constants
+
+    if is_worker(salt):
+        return bool(salt["service.status"](_constants.KUBELITE_SERVICE))
+    try:
+        return status(salt)["running"] is True
+    except CommandExecutionError:
+        return False
+
+
+def start(salt: dict) -> str:
+    from . import _cli
+
+    return _cli.run(salt, "start")
+
+
+def wait_ready(salt: dict, timeout: int) -> bool:
+    """``status --wait-ready``, given 30 seconds more than microk8s' own ``timeout``."""
+    from . import _cli
+
+    _cli.run(salt, "status", "--wait-ready", "--timeout", str(timeout), timeout=timeout + 30)
+    return True

@@ -1,0 +1,164 @@
+"""
+Who is in the cluster and who should be: the node roles the pillar gives (the dqlite voters of
+``microk8s:control_plane`` and the workers), the members dqlite and Kubernetes know, and taking
+a node out (``remove-node``, ``leave``).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+
+from salt.exceptions import CommandExecutionError
+
+from . import _cli, _status
+
+
+def _fail(key: str, problem: str, value) -> CommandExecutionError:
+    return CommandExecutionError(f"pillar microk8s:{key} {problem}, got {value!r}")
+
+
+def parse_roles(settings: dict) -> dict:
+    """
+    Who is who in the cluster, from the ``microk8s`` pillar:
+
+    - ``nodes``: every Kubernetes node as ``{id, address}`` (its private address), in order;
+    - ``control_plane``: the ids of the dqlite voters; everyone else joins as a worker.
+      Terraform's cluster layout writes it (the first three nodes, as microk8s HA needs three),
+      so that the size lives in one place; a pillar layer may name other voters;
+    - ``master``: the node that bootstraps the cluster and issues tokens (default: the first).
+
+    Returns ``{"master", "control_plane", "workers", "joiners", "addresses"}``, the master first
+    in ``control_plane``. Raises CommandExecutionError naming the key and the bad value.
+    """
+    nodes = settings.get("nodes")
+    if not isinstance(nodes, list) or not nodes:
+        raise _fail("nodes", "must list every Kubernetes node as {id, address}", nodes)
+    addresses: dict[str, str] = {}
+    for node in nodes:
+        if not isinstance(node, dict) or not node.get("id") or not node.get("address"):
+            raise _fail("nodes", "entries need an id and an address", node)
+        try:
+            ipaddress.ip_address(str(node["address"]))
+        except ValueError:
+            raise _fail("nodes", "addresses must be IP addresses", node["address"]) from None
+        if node["id"] in addresses:
+            raise _fail("nodes", "ids must be unique", node["id"])
+        if str(node["address"]) in addresses.values():
+            raise _fail("nodes", "addresses must be unique", node["address"])
+        addresses[str(node["id"])] = str(node["address"])
+    ids = list(addresses)
+
+    if "control_plane_size" in settings:
+        # Removed rather than ignored: a size that silently stopped counting would change roles.
+        raise _fail(
+            "control_plane_size",
+            "is not read any more; name the voters in microk8s:control_plane",
+            settings["control_plane_size"],
+        )
+    control_plane = settings.get("control_plane")
+    if not isinstance(control_plane, list) or not control_plane:
+        raise _fail("control_plane", "must list the node ids of the dqlite voters", control_plane)
+    unknown = [node for node in control_plane if node not in addresses]
+    if unknown:
+        raise _fail("control_plane", "may only name ids from microk8s:nodes", unknown)
+
+    master = settings.get("master") or ids[0]
+    if master not in control_plane:
+        raise _fail("master", f"must be one of the control plane {control_plane}", master)
+    ordered = [master, *(node for node in ids if node in control_plane and node != master)]
+    workers = [node for node in ids if node not in control_plane]
+    return {
+        "master": master,
+        "control_plane": ordered,
+        "workers": workers,
+        "joiners": {node: node in workers for node in ids if node != master},
+        "addresses": addresses,
+    }
+
+
+def node_roles(salt: dict) -> dict:
+    return parse_roles(salt["pillar.get"]("microk8s", {}))
+
+
+def parse_nodes(text: str) -> list[dict]:
+    """``[{"name", "address" (InternalIP), "ready"}]`` from ``kubectl get nodes -o json``."""
+    result = []
+    for item in (json.loads(text or "{}").get("items")) or []:
+        addresses = item.get("status", {}).get("addresses") or []
+        conditions = item.get("status", {}).get("conditions") or []
+        result.append(
+            {
+                "name": item["metadata"]["name"],
+                "address": next((a["address"] for a in addresses if a.get("type") == "InternalIP"), None),
+                "ready": any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions),
+            }
+        )
+    return result
+
+
+def nodes(salt: dict) -> list[dict]:
+    return parse_nodes(_cli.run(salt, "kubectl", "get", "nodes", "-o", "json"))
+
+
+def members(salt: dict) -> list[dict]:
+    return _status.status(salt)["high_availability"]["nodes"]
+
+
+def member_hosts(salt: dict) -> list[str]:
+    """The addresses of the dqlite members, without their port."""
+    return [member["address"].rsplit(":", 1)[0] for member in members(salt)]
+
+
+def membership(salt: dict) -> dict:
+    """
+    ``{"role": "worker" | "control-plane" | "standalone", "members": [addresses]}``. A node is
+    control plane once dqlite knows more members than itself.
+    """
+    if _status.is_worker(salt):
+        return {"role": "worker", "members": []}
+    addresses = member_hosts(salt)
+    return {"role": "control-plane" if len(addresses) > 1 else "standalone", "members": addresses}
+
+
+def leave(salt: dict) -> str:
+    return _cli.run(salt, "leave")
+
+
+def remove_node(salt: dict, node: str, force: bool = False) -> str:
+    return _cli.run(salt, "remove-node", node, *(["--force"] if force else []))
+
+
+def forget_member(salt: dict, address: str) -> bool:
+    """
+    Removes the dqlite member (and Kubernetes node) at ``address``; False if there is none.
+    microk8s' remove-node exits 1 when the node is in dqlite but not in Kubernetes, even after
+    removing it, so the outcome is judged by the members afterwards.
+    """
+    if address not in member_hosts(salt):
+        return False
+    try:
+        remove_node(salt, address, force=True)
+    except CommandExecutionError:
+        if address in member_hosts(salt):
+            raise
+    return True
+
+
+def forget_node(salt: dict, address: str) -> bool:
+    """The node at ``address`` removed, as a dqlite member or else as a Kubernetes node (a worker)."""
+    if forget_member(salt, address):
+        return True
+    names = [node["name"] for node in nodes(salt) if node["address"] == address]
+    for name in names:
+        remove_node(salt, name, force=True)
+    return bool(names)
+
+
+def cluster_check(salt: dict, expected_nodes: int | None = None) -> dict:
+    """``{"ready", "expected"}``; raises unless that many nodes (default: the pillar's) are Ready."""
+    expected = int(expected_nodes) if expected_nodes is not None else len(node_roles(salt)["addresses"])
+    ready = sorted(node["name"] for node in nodes(salt) if node["ready"])
+    if len(ready) < expected:
+        raise CommandExecutionError(f"only {len(ready)} of {expected} nodes are Ready: {', '.join(ready) or 'none'}")
+    return {"ready": ready, "expected": expected}

@@ -1,0 +1,209 @@
+"""
+The master's side of the join protocol, after microk8s' add_token.py and the cluster agent's
+token checks (canonical/microk8s-cluster-agent): one add-node token per expected joiner, the
+root-only ledger of issued tokens in Salt's cachedir, the mine function's data, and renewal of a
+token a joiner reports spent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import time
+
+import yaml
+from salt.exceptions import CommandExecutionError
+
+from . import _cli, _membership
+from . import _constants as constants
+
+
+def parse_add_node(text: str) -> dict:
+    """``{"token": "<token>/<check>", "urls": ["ip:port/token/check", ...]}`` from --format json or yaml."""
+    stripped = text.strip()
+    data = json.loads(stripped) if stripped.startswith("{") else yaml.safe_load(stripped)
+    return {"token": str(data["token"]), "urls": [str(u) for u in data.get("urls") or []]}
+
+
+def parse_cluster_tokens(text: str) -> dict[str, int | None]:
+    """
+    $SNAP_DATA/credentials/cluster-tokens.txt: one ``<token>`` (single-use) or
+    ``<token>|<expiry epoch>`` (reusable until then) per line, as add_token.py writes them.
+    """
+    tokens: dict[str, int | None] = {}
+    for line in text.splitlines():
+        token, _, expiry = line.strip().partition("|")
+        if token:
+            tokens[token] = int(expiry) if expiry.strip().isdigit() else None
+    return tokens
+
+
+def token_is_live(token: str, tokens: dict[str, int | None], now: float) -> bool:
+    """True while microk8s still accepts ``token`` and it does not expire within the margin."""
+    if token not in tokens:
+        return False
+    expiry = tokens[token]
+    return expiry is None or expiry > now + constants.TOKEN_EXPIRY_MARGIN
+
+
+def add_node(salt: dict, token: str | None = None, ttl: int = constants.SINGLE_USE_TTL) -> dict:
+    args = ["add-node", "--format", "json", "--token-ttl", str(ttl)]
+    if token:
+        args += ["--token", token]
+    return parse_add_node(_cli.run(salt, *args))
+
+
+@contextlib.contextmanager
+def _ledger(opts: dict, write: bool = True):
+    """
+    The issued tokens, ``{"tokens": {joiner: entry}, "serials": {joiner: n}}``, locked for the
+    duration (the highstate and reactor-run renewals may touch it at the same time) and saved
+    afterwards unless ``write`` is False.
+    """
+    path = os.path.join(opts["cachedir"], constants.LEDGER)
+    if not write and not os.path.exists(path):
+        # Nothing issued yet: a reader neither locks nor creates anything.
+        yield {"tokens": {}, "serials": {}}
+        return
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    with open(f"{path}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX if write else fcntl.LOCK_SH)
+        try:
+            with open(path) as existing:
+                ledger = json.load(existing)
+        except FileNotFoundError:
+            ledger = {"tokens": {}, "serials": {}}
+        yield ledger
+        if not write:
+            return
+        fd = os.open(f"{path}.new", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as new:
+            json.dump(ledger, new, indent=1, sort_keys=True)
+        os.replace(f"{path}.new", path)
+
+
+def _live_tokens(salt: dict) -> dict:
+    text = ""
+    path = _cli.snap_path(salt, constants.CLUSTER_TOKENS)
+    if salt["file.file_exists"](path):
+        text = salt["file.read"](path)
+    return parse_cluster_tokens(text)
+
+
+def _published(entry: dict) -> dict:
+    return {key: entry[key] for key in ("urls", "serial", "worker", "expires")}
+
+
+def join_tokens(opts: dict) -> dict:
+    """The mine function's data: ``{joiner: {"urls", "serial", "worker", "expires"}}``."""
+    with _ledger(opts, write=False) as ledger:
+        return {joiner: _published(entry) for joiner, entry in ledger["tokens"].items()}
+
+
+def _issue(salt: dict, ledger: dict, joiner: str, worker: bool, ttl: int) -> dict:
+    issued = add_node(salt, ttl=ttl)
+    serial = ledger["serials"].get(joiner, 0) + 1
+    ledger["serials"][joiner] = serial
+    ledger["tokens"][joiner] = {
+        "token": issued["token"].split("/", 1)[0],
+        "urls": issued["urls"],
+        "serial": serial,
+        "worker": worker,
+        "expires": None if ttl == constants.SINGLE_USE_TTL else int(time.time()) + ttl,
+    }
+    return _published(ledger["tokens"][joiner])
+
+
+def pending_joiners(salt: dict) -> list[str]:
+    """The expected joiners (pillar) whose address neither dqlite nor Kubernetes knows, in order."""
+    roles = _membership.node_roles(salt)
+    known = set(_membership.member_hosts(salt))
+    known.update(node["address"] for node in _membership.nodes(salt) if node["address"])
+    return [joiner for joiner in roles["joiners"] if roles["addresses"][joiner] not in known]
+
+
+def join_token_plan(salt: dict, opts: dict) -> dict:
+    """``{"issue": [pending joiners without a live token], "withdraw": [holders who need none], "serials"}``."""
+    pending = pending_joiners(salt)
+    live = _live_tokens(salt)
+    now = time.time()
+    with _ledger(opts, write=False) as ledger:
+        held = ledger["tokens"]
+        return {
+            "issue": [j for j in pending if j not in held or not token_is_live(held[j]["token"], live, now)],
+            "withdraw": sorted(j for j in held if j not in pending),
+            "serials": {j: entry["serial"] for j, entry in held.items()},
+        }
+
+
+def issue_join_tokens(salt: dict, opts: dict, joiners: list[str], withdraw: list[str] | None, ttl: int) -> dict:
+    """``{joiner: new serial, or None for a withdrawn token}``; refuses joiners the pillar does not expect."""
+    roles = _membership.node_roles(salt)
+    unexpected = [j for j in joiners if j not in roles["joiners"]]
+    if unexpected:
+        raise CommandExecutionError(f"not expected joiners according to pillar microk8s:nodes: {unexpected}")
+    result = {}
+    with _ledger(opts) as ledger:
+        for joiner in withdraw or []:
+            ledger["tokens"].pop(joiner, None)
+            result[joiner] = None
+        for joiner in joiners:
+            result[joiner] = _issue(salt, ledger, joiner, roles["joiners"][joiner], int(ttl))["serial"]
+    return result
+
+
+def renew_join_token(salt: dict, opts: dict, joiner: str, reason: str, serial: int | None) -> dict:
+    """
+    On the master, for ``joiner`` (the minion that fired the renewal event), after ``reason``:
+
+    - ``no-token``: none is published for it (a rebuilt node the master counts as joined); a
+      dqlite member still at its pillar address is removed first (the rehearsal's -replace of a
+      voter found the mine withholding its token otherwise), then a token is issued unless it
+      holds a live one, which is published again;
+    - ``already-known``: the joiner was rebuilt; its old dqlite member, found at the joiner's
+      pillar address (never an address the event names), is removed first;
+    - ``hostname-unresolved``: the master's /etc/hosts (``core.hosts``, from the mine) is
+      refreshed first;
+    - after those and ``invalid-token``, a new token is issued, since microk8s consumed the
+      failed one (or it expired).
+
+    A failure report for a ``serial`` older than the current token is a duplicate: nothing
+    happens. Returns ``{"joiner", "serial", "renewed", "forgot", "hosts"}``.
+    """
+    roles = _membership.node_roles(salt)
+    if opts["id"] != roles["master"]:
+        raise CommandExecutionError(f"{opts['id']} is not the microk8s master ({roles['master']})")
+    if joiner not in roles["joiners"]:
+        raise CommandExecutionError(f"{joiner} is not an expected joiner according to pillar microk8s:nodes")
+    if reason not in (*constants.RENEWABLE, constants.MISSING):
+        raise CommandExecutionError(
+            f"a token is only renewed after {', '.join(constants.RENEWABLE)} or {constants.MISSING}, not {reason!r}"
+        )
+    result = {"joiner": joiner, "renewed": False, "forgot": False, "hosts": False}
+    with _ledger(opts) as ledger:
+        current = ledger["tokens"].get(joiner)
+        if reason == constants.MISSING:
+            renew = not (current and token_is_live(current["token"], _live_tokens(salt), time.time()))
+        else:
+            renew = not (current and serial is not None and current["serial"] > int(serial))
+        if renew:
+            address = roles["addresses"][joiner]
+            # A joiner asks only when it is not in a cluster itself: a member at its address is
+            # what is left of the machine it replaced, and while the cluster knows that address
+            # the mine publishes no token for it (pending_joiners).
+            stale = reason == "already-known" or (
+                reason == constants.MISSING and address in _membership.member_hosts(salt)
+            )
+            if stale:
+                result["forgot"] = _membership.forget_member(salt, address)
+            if reason == "hostname-unresolved":
+                refreshed = salt["state.sls"]("core.hosts", queue=True)
+                result["hosts"] = all(state.get("result") for state in (refreshed or {}).values())
+            ttl = salt["pillar.get"]("microk8s:join:token_ttl", constants.SINGLE_USE_TTL)
+            current = _issue(salt, ledger, joiner, roles["joiners"][joiner], int(ttl))
+        result.update(serial=current["serial"], renewed=renew)
+    if renew or reason == constants.MISSING:
+        salt["mine.update"]()
+    return result
