@@ -6,7 +6,7 @@
  * 10.1.0.5 only through the bastion hop. Authentication is an ssh-agent; host keys are checked.
  * The real salt/ and pillar/ trees are uploaded and the real provisioners/ scripts run with real
  * sudo. Only the programs on the "hosts" are fakes: salt, salt-key, salt-run, cloud-init and
- * hostname (__tests__/provisioners/fakes), replaying output captured from Salt 3007.
+ * hostname (__tests__/doubles/salt-cli), replaying output captured from Salt 3007.
  *
  * The deployment rehearsal (l5-rehearsal.test.ts) runs the same chain on real hosts with real Salt
  * and checks the trees installed, the keys accepted, the root password and the state there. This
@@ -33,8 +33,8 @@ const INTRUDER = id("intruder");
 // RFC 2544's benchmarking range: never on the internet, and a /24 of its own for each process.
 const EXTERNAL_CIDR = `198.18.${process.pid % 256}.0/24`;
 const PRIVATE_CIDR = "10.1.0.0/16";
-const FAKES = path.join(__dirname, "provisioners", "fakes");
-const FIXTURES = path.join(__dirname, "provisioners", "fixtures");
+const FAKES = path.join(__dirname, "doubles", "salt-cli");
+const FIXTURES = path.join(__dirname, "l5-provisioners", "fixtures");
 const PROGRAMS: Record<string, string> = {
   salt: "fake_salt.py",
   "salt-key": "fake_salt_key.py",

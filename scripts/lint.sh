@@ -10,8 +10,8 @@ log "lint: eslint, prettier, shellcheck, ruff, salt-lint, yamllint"
 npx --no-install eslint .
 npx --no-install prettier --check --log-level warn .
 shellcheck -x scripts/*.sh scripts/toolchain/*.sh scripts/ci/*.sh templates/cloud-init/files/*.sh .ci/run provisioners/*.sh
-"$KOO_VENV/bin/ruff" check --quiet __tests__/salt __tests__/provisioners __tests__/rehearsal __tests__/doubles/rehearsal salt provisioners
-"$KOO_VENV/bin/ruff" format --check --quiet __tests__/salt __tests__/provisioners __tests__/rehearsal __tests__/doubles/rehearsal salt provisioners
+"$KOO_VENV/bin/ruff" check --quiet __tests__ salt provisioners
+"$KOO_VENV/bin/ruff" format --check --quiet __tests__ salt provisioners
 find salt pillar -name '*.sls' -print0 | xargs -0 "$KOO_VENV/bin/salt-lint"
 # Only the pure-YAML files: SLS with Jinja is salt-lint's.
 "$KOO_VENV/bin/yamllint" --strict -c .yamllint.yaml salt/*/defaults.yaml salt/salt_master/files/master.conf \

@@ -20,7 +20,7 @@ status=0
 log "jest"
 npx --no-install jest --ci --json --outputFile="$results/jest.json" || status=1
 log "pytest"
-"$KOO_VENV/bin/pytest" -q -p no:cacheprovider --junitxml="$results/pytest.xml" __tests__/salt __tests__/provisioners __tests__/rehearsal || status=1
+"$KOO_VENV/bin/pytest" -q -p no:cacheprovider --junitxml="$results/pytest.xml" __tests__/l4-salt __tests__/l5-provisioners __tests__/double-microk8s || status=1
 
 # One closing line for both runners, read by people and by CI alike.
 "$KOO_VENV/bin/python" - "$results" <<'PY'

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from .conftest import lines
+from harness.provisioners import lines
 
 DOMAIN = "lab.example.org"
 SALT, BASTION, MASTER = f"salt.{DOMAIN}", f"bastion.{DOMAIN}", f"k8s-master.{DOMAIN}"

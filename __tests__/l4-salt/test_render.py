@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import ROOT, VENV_BIN, LocalMinion
+from harness.salt_minion import ROOT, VENV_BIN, LocalMinion
 
 DOMAIN = "lab.example"
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHhU0xQm2c2RZkzC9M7tRrFSe0Q5sQm8l8S3ZzQxYw1a waldorf@example"

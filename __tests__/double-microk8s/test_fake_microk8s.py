@@ -21,11 +21,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+from harness.salt_minion import ROOT, load_module
 
-ROOT = Path(__file__).resolve().parents[2]
-FAKE = ROOT / "test" / "rehearsal" / "fake-microk8s" / "microk8s.py"
-sys.path.insert(0, str(ROOT / "salt" / "_modules" / "microk8s"))
-import _status  # noqa: E402 - the module's own parser, by path (it is a Salt module package)
+FAKE = ROOT / "__tests__" / "doubles" / "rehearsal" / "fake-microk8s" / "microk8s.py"
+# The module's own parser, by path: it is part of a Salt module package, not an importable one.
+_status = load_module("_status", ROOT / "salt" / "_modules" / "microk8s" / "_status.py")
 
 # The fake reads the node's addresses with iproute2's ip, as the rehearsal's Debian root has it;
 # GitLab's node image may not.

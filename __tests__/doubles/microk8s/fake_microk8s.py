@@ -7,7 +7,7 @@ state.json for what a real node keeps in its services. Nodes find each other by 
 $FAKE_MICROK8S_CLUSTER, a directory of links named after each node's address: nothing goes over
 a network.
 
-What it reproduces, and where from (see fixtures/microk8s/README.md for the output shapes):
+What it reproduces, and where from (see __tests__/l4-salt/fixtures/microk8s/README.md for the output shapes):
 - add-node appends ``<token>`` (single-use) or ``<token>|<expiry>`` (add_token.py);
 - join checks, in the cluster agent's order (microk8s-cluster-agent, pkg/api/v2/join.go), the
   token (consumed at once when single-use, *before* the other checks), the joiner's hostname as

@@ -11,9 +11,8 @@ import json
 import sys
 
 import pytest
-
-from .conftest import FIXTURES, PROVISIONERS
-from .real_salt import FAILED_LINES
+from harness.provisioners import FIXTURES, PROVISIONERS
+from harness.real_salt import FAILED_LINES
 
 
 def load_salt_output():

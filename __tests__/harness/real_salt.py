@@ -1,5 +1,5 @@
 """
-The real Salt for the provisioner tests: SaltCluster from __tests__/salt (a salt-master and
+The real Salt for the provisioner tests: SaltCluster (harness.salt_cluster) (a salt-master and
 salt-minions on 127.0.0.1, each minion in its own directory) serving a few test orchestrations,
 and a bin/ of salt, salt-key and salt-run wrappers that point the real commands at its master
 configuration and log every call, for the scripts under test to find first on PATH.
@@ -7,7 +7,6 @@ configuration and log every call, for the scripts under test to find first on PA
 
 from __future__ import annotations
 
-import importlib
 import sys
 from pathlib import Path
 
@@ -133,17 +132,6 @@ FAILED_MESSAGE = (
     "Exception: cluster check failed: k8s-worker-0.lab.example is NotReady; "
     "not run because a requisite failed: orch-test-salt-function-after-workers"
 )
-
-
-def import_salt_cluster():
-    """
-    __tests__/salt/salt_cluster.py. It imports its neighbour conftest.py as ``conftest``, which
-    this package's conftest never claims (it is ``provisioners.conftest``).
-    """
-    salt_tests = str(ROOT / "__tests__" / "salt")
-    if salt_tests not in sys.path:
-        sys.path.append(salt_tests)
-    return importlib.import_module("salt_cluster")
 
 
 def write_wrappers(

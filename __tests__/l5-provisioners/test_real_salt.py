@@ -1,6 +1,6 @@
 """
 accept-minion-keys.sh and orchestrate.sh against a real Salt 3007 master and real minions on
-127.0.0.1 (SaltCluster from __tests__/salt), through wrappers that point salt, salt-key and
+127.0.0.1 (SaltCluster from __tests__/harness), through wrappers that point salt, salt-key and
 salt-run at that master: the real key lists, the real test.ping output, the real state.event
 stream and the real orchestrate runner's JSON. About 40 s.
 """
@@ -14,9 +14,8 @@ import subprocess
 import time
 
 import pytest
-
-from .conftest import PROVISIONERS, leftover_processes
-from .real_salt import (
+from harness.provisioners import PROVISIONERS, leftover_processes
+from harness.real_salt import (
     DOMAIN,
     FAILED_LINES,
     FAILED_MESSAGE,
@@ -25,18 +24,16 @@ from .real_salt import (
     OVERLAY,
     SUCCEEDED_LINES,
     WORKER,
-    import_salt_cluster,
     write_wrappers,
 )
+from harness.salt_cluster import SaltCluster
 
 INTRUDER = f"intruder.{DOMAIN}"
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    salt_cluster = import_salt_cluster()
-
-    class PendingKeysCluster(salt_cluster.SaltCluster):
+    class PendingKeysCluster(SaltCluster):
         """Leaves every minion key pending: accepting them is the job of the script under test."""
 
         def _accept(self, minion_ids, timeout=90):

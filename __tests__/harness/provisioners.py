@@ -1,6 +1,6 @@
 """
 The provisioner scripts under test, run with bash against fake salt, salt-key, salt-run,
-cloud-init and hostname programs (fakes/) that come first on PATH and share one JSON state.
+cloud-init and hostname programs (__tests__/doubles/salt-cli/) that come first on PATH and share one JSON state.
 """
 
 from __future__ import annotations
@@ -12,12 +12,10 @@ import subprocess
 import time
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 PROVISIONERS = ROOT / "provisioners"
-FAKES = Path(__file__).parent / "fakes"
-FIXTURES = Path(__file__).parent / "fixtures"
+FAKES = ROOT / "__tests__" / "doubles" / "salt-cli"
+FIXTURES = ROOT / "__tests__" / "l5-provisioners" / "fixtures"
 PROGRAMS = {
     "salt": "fake_salt.py",
     "salt-key": "fake_salt_key.py",
@@ -115,8 +113,3 @@ def leftover_processes(*markers: str, timeout: float = 5) -> list[str]:
         if not alive or time.monotonic() > deadline:
             return alive
         time.sleep(0.1)
-
-
-@pytest.fixture
-def fakes(tmp_path: Path) -> Fakes:
-    return Fakes(tmp_path / "fakes")

@@ -12,9 +12,8 @@ import signal
 import time
 
 import pytest
-
-from .conftest import FIXTURES, HOST, lines
-from .real_salt import FAILED_LINES, FAILED_MESSAGE, SUCCEEDED_LINES
+from harness.provisioners import FIXTURES, HOST, lines
+from harness.real_salt import FAILED_LINES, FAILED_MESSAGE, SUCCEEDED_LINES
 
 TAGMATCH = re.compile(r"^tagmatch=\(salt/job/\[0-9\]\+/ret/\.\+\|kube-on-os/orchestrate/\(ready\|done\)/[0-9-]+\)$")
 

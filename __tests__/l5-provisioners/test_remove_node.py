@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from .conftest import HOST
+from harness.provisioners import HOST
 
 MASTER, NODE, OTHER = "k8s-master.lab.example.org", "k8s-worker-1.lab.example.org", "k8s-worker-0.lab.example.org"
 ADDRESS = "10.1.0.101"

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import ROOT, FakeMicrok8s, LocalMinion
+from harness.microk8s_node import FakeMicrok8s
+from harness.salt_minion import ROOT, LocalMinion
 from salt.exceptions import CommandExecutionError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "microk8s"

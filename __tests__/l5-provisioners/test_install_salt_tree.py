@@ -9,8 +9,7 @@ import stat
 from pathlib import Path
 
 import pytest
-
-from .conftest import HOST, ROOT
+from harness.provisioners import HOST, ROOT
 
 FROM_TERRAFORM = "domain: lab.example.org\n"
 

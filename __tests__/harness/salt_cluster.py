@@ -19,7 +19,9 @@ import time
 from pathlib import Path
 
 import yaml
-from conftest import ROOT, VENV_BIN, FakeMicrok8s
+
+from harness.microk8s_node import FakeMicrok8s
+from harness.salt_minion import ROOT, VENV_BIN
 
 
 def _free_port() -> int:

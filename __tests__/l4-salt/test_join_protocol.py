@@ -16,7 +16,7 @@ import json
 import shutil
 
 import pytest
-from salt_cluster import SaltCluster
+from harness.salt_cluster import SaltCluster
 
 DOMAIN = "lab.example"
 MASTER = f"k8s-master.{DOMAIN}"

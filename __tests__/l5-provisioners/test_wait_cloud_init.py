@@ -5,8 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
-
-from .conftest import HOST
+from harness.provisioners import HOST
 
 LONG = (
     "status: error\nextended_status: error\nboot_status_code: enabled-by-generator\nerrors:\n\t- modules-final failed"

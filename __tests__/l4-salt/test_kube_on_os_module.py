@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import load_module
+from harness.salt_minion import load_module
 from salt.exceptions import CommandExecutionError
 
 MODULE_PATH = Path(__file__).resolve().parents[2] / "salt" / "_modules" / "kube_on_os.py"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import ROOT, load_module
+from harness.salt_minion import ROOT, load_module
 from salt.exceptions import CommandExecutionError
 
 STATE_PATH = ROOT / "salt" / "_states" / "microk8s.py"

@@ -1,0 +1,64 @@
+"""A node of the fake microk8s CLI that the Salt module tests drive, alone or in a cluster."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from harness.salt_minion import ROOT
+
+FAKE_MICROK8S = ROOT / "__tests__" / "doubles" / "microk8s" / "fake_microk8s.py"
+
+
+class FakeMicrok8s:
+    """
+    One node of the fake microk8s (__tests__/doubles/microk8s/fake_microk8s.py): its $SNAP_DATA,
+    a bin/ with ``microk8s``, the environment that names it, and ``__salt__`` functions over it for
+    the unit tests.
+    Nodes sharing ``cluster`` find each other by address.
+    """
+
+    def __init__(self, root: Path, cluster: Path, address: str = "10.1.0.10", hostname: str = "k8s-master") -> None:
+        self.home = root / "snap_data"
+        self.bin = root / "bin"
+        self.bin.mkdir(parents=True, exist_ok=True)
+        (self.bin / "microk8s").symlink_to(FAKE_MICROK8S)
+        self.address = address
+        self.env = {
+            "PATH": f"{self.bin}:/usr/bin:/bin",
+            "HOME": str(root),
+            "FAKE_MICROK8S_DIR": str(self.home),
+            "FAKE_MICROK8S_ADDRESS": address,
+            "FAKE_MICROK8S_HOSTNAME": hostname,
+            "FAKE_MICROK8S_CLUSTER": str(cluster),
+        }
+        self.logged: list[str] = []
+        self.run("status", "--format", "yaml")  # registers the node and lays out $SNAP_DATA
+
+    def run(self, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [str(self.bin / "microk8s"), *args], env=self.env, capture_output=True, text=True, check=False, timeout=60
+        )
+
+    def run_all(self, cmd, python_shell=True, timeout=None, ignore_retcode=False, log_callback=None) -> dict:
+        """cmd.run_all as Salt's cmdmod runs it, logging the command through ``log_callback``."""
+        assert python_shell is False, "microk8s must be called with an argument list, not a shell string"
+        assert timeout, "every microk8s call needs a timeout"
+        self.logged.append(log_callback(" ".join(cmd)) if log_callback else " ".join(cmd))
+        result = self.run(*cmd[1:])
+        return {"retcode": result.returncode, "stdout": result.stdout, "stderr": result.stderr}
+
+    def salt_functions(self, **extra) -> dict:
+        return {
+            "cmd.run_all": self.run_all,
+            "config.get": lambda key, default=None: str(self.home) if key == "microk8s.snap_data" else default,
+            "file.file_exists": os.path.isfile,
+            "file.read": lambda path: Path(path).read_text(),
+            "file.write": lambda path, text: Path(path).write_text(text),
+            **extra,
+        }
+
+    def state(self) -> dict:
+        return json.loads((self.home / "state.json").read_text())

@@ -1,0 +1,1 @@
+"""L4: the real Salt renders and runs our states and modules."""
