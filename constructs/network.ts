@@ -211,16 +211,6 @@ export class Network extends Construct {
     });
   }
 
-  /** The address of host number `host` in the public network (a token when the CIDR is one). */
-  publicAddress(host: number): string {
-    return hostAddress(this.publicCidr, host);
-  }
-
-  /** The address of host number `host` in the private network. */
-  privateAddress(host: number): string {
-    return hostAddress(this.privateCidr, host);
-  }
-
   private securityGroup(id: string, name: string, description: string): NetworkingSecgroupV2 {
     return new NetworkingSecgroupV2(this, id, { name, description });
   }
