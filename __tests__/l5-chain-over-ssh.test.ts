@@ -110,6 +110,19 @@ class HostFiles {
     });
   }
 
+  /**
+   * A new cluster, with a Salt master of its own: every minion's key is waiting from the start,
+   * no machine is on record yet, and the orchestration succeeds.
+   */
+  newCluster(): void {
+    fs.rmSync(this.env.KOO_MACHINE_LEDGER, { force: true });
+    this.update({
+      keys: { minions: [], minions_pre: [...EXPECTED_MINIONS].sort(), minions_rejected: [], minions_denied: [] },
+      arrivals: {},
+    });
+    this.replay("succeeded");
+  }
+
   close(): void {
     fs.rmSync(this.root, { recursive: true, force: true });
   }
@@ -496,14 +509,7 @@ describeWithNamespaces("L5: the provisioning chain over SSH through the bastion"
     let upgrade: RunResult;
 
     beforeAll(async () => {
-      // A new cluster, with a Salt master of its own: every minion's key is waiting from the
-      // start, and no machine is on record yet.
-      fs.rmSync(files.env.KOO_MACHINE_LEDGER, { force: true });
-      files.update({
-        keys: { minions: [], minions_pre: [...EXPECTED_MINIONS].sort(), minions_rejected: [], minions_denied: [] },
-        arrivals: {},
-      });
-      files.replay("succeeded");
+      files.newCluster();
       before = await workspace(undefined, "l5-upgrade", asOfEb9d706);
       installed = await before(["apply", "-auto-approve", "-input=false"]);
       callsBefore = files.calls().length;
@@ -586,12 +592,7 @@ describeWithNamespaces("L5: the provisioning chain over SSH through the bastion"
     let installed: RunResult;
 
     beforeAll(async () => {
-      fs.rmSync(files.env.KOO_MACHINE_LEDGER, { force: true });
-      files.update({
-        keys: { minions: [], minions_pre: [...EXPECTED_MINIONS].sort(), minions_rejected: [], minions_denied: [] },
-        arrivals: {},
-      });
-      files.replay("succeeded");
+      files.newCluster();
       before = await workspace(undefined, "l5-layout", asOfA4e49bc);
       installed = await before(["apply", "-auto-approve", "-input=false"]);
       after = await workspace(undefined, "l5-layout");

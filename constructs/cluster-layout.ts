@@ -50,11 +50,6 @@ export interface ClusterLayoutProps {
 }
 
 export class ClusterLayout {
-  /** The highest private host number the fixed addresses take for `nodeCount` nodes. */
-  static lastPrivateHost(nodeCount: number): number {
-    return Token.asNumber(Fn.max([HOSTS.kubeMasterPrivate, Op.add(HOSTS.firstWorkerPrivate, Op.sub(nodeCount, 2))]));
-  }
-
   readonly domain: string;
   readonly bastion: Required<HostPlan>;
   readonly saltMaster: HostPlan;
@@ -76,6 +71,7 @@ export class ClusterLayout {
   /** The machines behind the bastion (Salt master, Kubernetes master, workers) and their private addresses. */
   readonly privateFqdns: string[];
   readonly privateIps: string[];
+  /** The highest private host number the fixed addresses take. */
   readonly lastPrivateHost: number;
   /** The locals themselves, for literal expressions that iterate over them. */
   readonly locals: { readonly kubeNodeIds: TerraformLocal; readonly kubeNodeAddresses: TerraformLocal };
@@ -94,19 +90,22 @@ export class ClusterLayout {
     }
     // format(), not a TypeScript template, for a token: the FQDNs nest inside other functions.
     const fqdn = (host: string) => (Token.isUnresolved(domain) ? Fn.format("%s.%s", [host, domain]) : `${host}.${domain}`);
-    const plan = (host: string, privateHost: number, publicHost?: number) => ({
+    const plan = (host: string, privateHost: number): HostPlan => ({
       host,
       fqdn: fqdn(host),
       privateIp: Fn.cidrhost(privateCidr, privateHost),
-      ...(publicHost === undefined ? {} : { publicIp: Fn.cidrhost(publicCidr, publicHost) }),
+    });
+    const dualHomed = (host: string, privateHost: number, publicHost: number): Required<HostPlan> => ({
+      ...plan(host, privateHost),
+      publicIp: Fn.cidrhost(publicCidr, publicHost),
     });
 
     this.domain = domain;
-    this.bastion = plan(HOST_NAMES.bastion, HOSTS.bastionPrivate, HOSTS.bastionPublic) as Required<HostPlan>;
+    this.bastion = dualHomed(HOST_NAMES.bastion, HOSTS.bastionPrivate, HOSTS.bastionPublic);
     this.saltMaster = plan(HOST_NAMES.saltMaster, HOSTS.saltMasterPrivate);
-    this.kubeMaster = plan(HOST_NAMES.kubeMaster, HOSTS.kubeMasterPrivate, HOSTS.kubeMasterPublic) as Required<HostPlan>;
+    this.kubeMaster = dualHomed(HOST_NAMES.kubeMaster, HOSTS.kubeMasterPrivate, HOSTS.kubeMasterPublic);
     this.workerCount = Token.asNumber(Op.sub(nodeCount, 1));
-    this.lastPrivateHost = ClusterLayout.lastPrivateHost(nodeCount);
+    this.lastPrivateHost = Token.asNumber(Fn.max([HOSTS.kubeMasterPrivate, Op.add(HOSTS.firstWorkerPrivate, Op.sub(nodeCount, 2))]));
 
     this.workerHosts = local("kube_worker_hosts", Fn.formatlist(`${HOST_NAMES.worker}-%d`, [Fn.range(0, this.workerCount)]));
     this.workerFqdns = local("kube_worker_fqdns", Fn.formatlist("%s.%s", [this.workerHosts, domain]));

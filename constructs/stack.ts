@@ -160,7 +160,6 @@ export class KubeOnOsStack extends TerraformStack {
       bastion: this.bastion,
       saltMaster: this.saltMaster,
       kubeNodes: this.kubeNodes,
-      nodeCount: v.num_kube_nodes.numberValue,
       user: v.deploy_user.stringValue,
       bastionHostKey: hostKey("bastion"),
       saltMasterHostKey: hostKey("salt_master"),

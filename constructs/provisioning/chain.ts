@@ -17,22 +17,20 @@ import { KubeNodePool } from "../kube-node-pool";
 import { splat } from "../machine";
 import { SaltMaster } from "../salt-master";
 import { nodeMembership } from "./node-membership";
-import { CONNECTION_TIMEOUT, REMOTE_BIN, REMOTE_SECRETS, REMOTE_STAGE, remoteExec, sshConnection, throughBastion } from "./ssh";
+import { REMOTE_BIN, REMOTE_SECRETS, REMOTE_STAGE, remoteExec, sshConnection, throughBastion } from "./ssh";
 import { REPO_ROOT, uploadedTree } from "./tree-hash";
 
 export interface SaltProvisionerProps {
   readonly bastion: Bastion;
   readonly saltMaster: SaltMaster;
   readonly kubeNodes: KubeNodePool;
-  /** Kubernetes nodes including the master, as for KubeNodePool (a token at plan time). */
-  readonly nodeCount: number;
   /** The login user; its key must be in the ssh-agent of whoever runs Terraform. */
   readonly user: string;
   /** The bastion's known host key (or CA key). @default - not checked */
   readonly bastionHostKey?: string;
   /** The Salt master's known host key (or CA key). @default - not checked */
   readonly saltMasterHostKey?: string;
-  /** The minion ids to accept (every machine's FQDN) and the Kubernetes master's. */
+  /** The minion ids to accept (every machine's FQDN), the Kubernetes master's, the workers. */
   readonly layout: ClusterLayout;
   /** The content of /srv/pillar/_from_terraform.sls (see saltPillar()). */
   readonly pillar: string;
@@ -75,8 +73,6 @@ export interface SaltProvisionerProps {
 export class SaltProvisioner extends Construct {
   static readonly DEFAULT_CLOUD_INIT_TIMEOUT = 1800;
   static readonly DEFAULT_MINION_TIMEOUT = 900;
-  /** How long SSH keeps retrying while a machine boots. */
-  static readonly CONNECTION_TIMEOUT = CONNECTION_TIMEOUT;
 
   readonly waitForBastion: NullResource;
   readonly waitForSaltMaster: NullResource;
@@ -203,8 +199,7 @@ export class SaltProvisioner extends Construct {
       bastion,
       saltMaster,
       kubeNodes,
-      nodeCount: props.nodeCount,
-      masterId: props.layout.kubeMaster.fqdn,
+      layout: props.layout,
       user: props.user,
       bastionHostKey: props.bastionHostKey,
       saltMasterHostKey: props.saltMasterHostKey,

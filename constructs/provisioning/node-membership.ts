@@ -1,6 +1,7 @@
-import { DataResource, Fn, IResolvable, ITerraformDependable, Op, TerraformCount, Token } from "cdktf";
+import { DataResource, Fn, IResolvable, ITerraformDependable, TerraformCount, Token } from "cdktf";
 import { Construct } from "constructs";
 import { Bastion } from "../bastion";
+import { ClusterLayout } from "../cluster-layout";
 import { KubeNodePool } from "../kube-node-pool";
 import { atCountIndex } from "../machine";
 import { SaltMaster } from "../salt-master";
@@ -10,9 +11,8 @@ export interface NodeMembershipProps {
   readonly bastion: Bastion;
   readonly saltMaster: SaltMaster;
   readonly kubeNodes: KubeNodePool;
-  /** Kubernetes nodes including the master (a token at plan time). */
-  readonly nodeCount: number;
-  readonly masterId: string;
+  /** The workers (one record each) and the master that forgets them. */
+  readonly layout: ClusterLayout;
   readonly user: string;
   readonly bastionHostKey?: string;
   readonly saltMasterHostKey?: string;
@@ -40,14 +40,14 @@ export interface NodeMembershipProps {
  */
 export function nodeMembership(scope: Construct, id: string, props: NodeMembershipProps): DataResource {
   const { bastion, saltMaster, kubeNodes } = props;
-  const count = TerraformCount.of(Token.asNumber(Fn.conditional(props.enabled, Op.sub(props.nodeCount, 1), 0)));
+  const count = TerraformCount.of(Token.asNumber(Fn.conditional(props.enabled, props.layout.workerCount, 0)));
   // Destroy-time provisioners may only read `self`, so the record keeps its connection in input.
   const membership = new DataResource(scope, id, {
     count,
     input: {
       node_id: atCountIndex(kubeNodes.workers, "name"),
       address: atCountIndex(kubeNodes.workers, "access_ip_v4"),
-      master_id: props.masterId,
+      master_id: props.layout.kubeMaster.fqdn,
       user: props.user,
       host: saltMaster.privateIp,
       host_key: props.saltMasterHostKey ?? null,
