@@ -65,7 +65,9 @@ describe("main.ts", () => {
     const outdir = path.join(tempDir(), "out");
     const result = npmRunSynth(outdir, { TF_VAR_num_kube_nodes: "abc" });
     expect(result.status).not.toBe(0);
-    expect(result.output).toContain('kube-on-os: Invalid TF_VAR_num_kube_nodes="abc": must be a number.');
+    expect(result.output).toContain(
+      'kube-on-os: Invalid TF_VAR_num_kube_nodes="abc": must be a number (Terraform reads no spaces, NaN or hex).',
+    );
     expect(fs.existsSync(outdir)).toBe(false);
   });
 
@@ -74,7 +76,7 @@ describe("main.ts", () => {
     const result = directSynth(cwd, { TF_VAR_users: '[{ username = "waldorf" }]' });
     expect(result.status).toBe(1);
     expect(result.stderr.trim().split("\n")).toEqual([
-      'kube-on-os: Invalid TF_VAR_users="[{ username = \\"waldorf\\" }]": element 0 must have exactly the attributes username and ssh_public_key (has username).',
+      "kube-on-os: Invalid TF_VAR_users=(not shown): element 0 must have exactly the attributes username and ssh_public_key (has username).",
     ]);
     expect(fs.readdirSync(cwd)).toEqual([]);
   });

@@ -1,5 +1,7 @@
 import { Testing } from "cdktf";
-import { VARIABLES, VariableSpec } from "../config/parameters";
+import { CROSS_RULES, DOMAIN_MAX, VARIABLE_NAMES, VARIABLES, VariableSpec } from "../config/parameters";
+import { PARAMETER_RULES_ID } from "../config/terraform-variables";
+import { LONGEST_HOST } from "../constructs/cluster-layout";
 import { buildStack, resourceById, synthStack } from "./support/synth";
 
 describe("KubeOnOsStack", () => {
@@ -36,17 +38,50 @@ describe("KubeOnOsStack", () => {
     expect(json.provider.null).toEqual([{}]);
   });
 
-  it("declares every parameter as a described, typed variable with its validations", async () => {
+  it("declares every parameter as a described, typed variable, and every rule as a validation or a precondition", async () => {
     const json = await synthStack({});
     expect(Object.keys(json.variable).sort()).toEqual(Object.keys(VARIABLES).sort());
-    for (const [name, spec] of Object.entries(VARIABLES)) {
+    const preconditions: { condition: string; error_message: string }[] =
+      json.resource.terraform_data[PARAMETER_RULES_ID].lifecycle.precondition;
+    for (const name of VARIABLE_NAMES) {
+      const spec: VariableSpec<unknown> = VARIABLES[name];
       const variable = json.variable[name];
       expect(variable.description).toBe(spec.description);
       expect(variable.type).toBe(spec.type);
-      expect(variable.validation ?? []).toHaveLength(spec.rules.length + ((spec as VariableSpec<unknown>).planTimeRules?.length ?? 0));
-      for (const validation of variable.validation ?? []) {
-        expect(validation.condition).toMatch(/^\$\{.*\}$/s);
-        expect(validation.error_message).toMatch(new RegExp(`^${name} must be .*\\.$`));
+      const rules = [...spec.rules, ...(CROSS_RULES[name] ?? []), ...(spec.planTimeRules ?? [])];
+      const checks = [...(variable.validation ?? []), ...preconditions.filter((p) => p.error_message.startsWith(`${name} must be `))];
+      expect(checks.map((check) => check.error_message).sort()).toEqual(rules.map((rule) => `${name} must be ${rule.mustBe}.`).sort());
+      for (const check of checks) expect(check.condition).toMatch(/^\$\{.*\}$/s);
+    }
+  });
+
+  it("names every resource within Nova's and Neutron's 255 characters, and every machine within DNS's 253, at the longest domain", async () => {
+    const json = await synthStack({});
+    const domain = "d".repeat(DOMAIN_MAX);
+    // The longest value each name expression takes: the last worker's name for a worker.
+    const longest = (name: string) =>
+      name
+        .replace(/\$\{format\("%s[.]%s", "([a-z0-9-]+)", var[.]deploy_domain_name\)\}/g, (_, host: string) => `${host}.${domain}`)
+        .replace("${element(local.kube_worker_fqdns, count.index)}", `${LONGEST_HOST}.${domain}`)
+        .replace('${replace(var.deploy_domain_name, ".", "_")}', domain)
+        .replace("${var.deploy_domain_name}", domain);
+    const names = Object.values(json.resource).flatMap((resources) =>
+      Object.values(resources).flatMap((resource) => (typeof resource.name === "string" ? [longest(resource.name)] : [])),
+    );
+    expect(names.length).toBeGreaterThan(20);
+    for (const name of names) expect(name).not.toContain("${");
+    // The bound is tight: the longest name (a worker's port) takes all 255.
+    expect(Math.max(...names.map((name) => name.length))).toBe(255);
+    const machines = Object.values(json.resource.openstack_compute_instance_v2).map((server) => longest(server.name));
+    expect(Math.max(...machines.map((name) => name.length))).toBeLessThanOrEqual(253);
+  });
+
+  it("keeps every string a failed rule would print out of validation blocks, and sensitive", async () => {
+    const json = await synthStack({});
+    for (const name of ["deploy_ssh_public_key", "root_password_hash"]) {
+      expect(json.variable[name]).toMatchObject({ sensitive: true, validation: [] });
+      for (const variable of Object.values(json.variable)) {
+        for (const validation of variable.validation ?? []) expect(validation.condition).not.toContain(`var.${name}`);
       }
     }
   });
@@ -178,6 +213,7 @@ const ADDRESSES = [
   "openstack_networking_secgroup_v2.Network_SaltMasterSecurityGroup_4E3E921C",
   "openstack_networking_subnet_v2.Network_PrivateSubnet_43E99EF4",
   "openstack_networking_subnet_v2.Network_PublicSubnet_F7F151DA",
+  "terraform_data.ParameterRules",
   "terraform_data.SaltProvisioner_NodeMembership_FE0F49D1",
 ];
 

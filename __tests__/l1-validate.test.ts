@@ -2,13 +2,16 @@
  * L1: the synthesized JSON checked by real OpenTofu with the real OpenStack provider schema, and
  * the variables' plan-time validations checked against the synth-time ones.
  */
+import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { ConfigError } from "../config/config-error";
 import { loadConfig } from "../config/load";
+import { DOMAIN_MAX } from "../config/parameters";
+import { PARAMETER_RULES_ID } from "../config/terraform-variables";
 import { synthToDir } from "./support/synth";
-import { describeEachCli, initOffline, runTf, TfCli } from "./support/tofu";
+import { describeEachCli, initOffline, runTf, runTfAsync, TfCli } from "./support/tofu";
 
 function tempDir(prefix: string): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), `kube-on-os-${prefix}-`));
@@ -22,6 +25,17 @@ function validate(cli: TfCli, stackDir: string): { valid: boolean; diagnostics: 
   initOffline(stackDir, cli);
   const result = runTf(cli, ["validate", "-json"], stackDir);
   return JSON.parse(result.stdout);
+}
+
+const KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHhU0xQm2c2RZkzC9M7tRrFSe0Q5sQm8l8S3ZzQxYw1a someone@example";
+
+/**
+ * The stack's variables and the terraform_data resource whose preconditions hold the rules on
+ * concealed values: every rule on the parameters, planned with no provider and no network.
+ */
+function parameterRules(stackDir: string): object {
+  const { variable, resource } = readJson(path.join(stackDir, "cdk.tf.json"));
+  return { variable, resource: { terraform_data: { [PARAMETER_RULES_ID]: resource.terraform_data[PARAMETER_RULES_ID] } } };
 }
 
 /** Where each CLI resolves a provider source without a hostname. */
@@ -128,16 +142,16 @@ describeEachCli("L1: plan-time variable validation agrees with synth-time valida
     // Only the variable blocks: planning them needs no provider and no network.
     const stackDir = await synthToDir(tempDir("vars-src"));
     varsDir = tempDir("vars");
-    const { variable } = readJson(path.join(stackDir, "cdk.tf.json"));
-    fs.writeFileSync(path.join(varsDir, "variables.tf.json"), JSON.stringify({ variable }, null, 2));
+    fs.writeFileSync(path.join(varsDir, "variables.tf.json"), JSON.stringify(parameterRules(stackDir), null, 2));
     const init = runTf(cli, ["init", "-input=false"], varsDir);
     expect(init.status).toBe(0);
   });
 
-  const KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHhU0xQm2c2RZkzC9M7tRrFSe0Q5sQm8l8S3ZzQxYw1a someone@example";
   const cases: [string, string, boolean][] = [
     ["num_kube_nodes", "1", true],
     ["num_kube_nodes", "100", true],
+    ["num_kube_nodes", "1025", true],
+    ["num_kube_nodes", "1026", false],
     ["num_kube_nodes", "0", false],
     ["num_kube_nodes", "-1", false],
     ["num_kube_nodes", "2.5", false],
@@ -205,7 +219,8 @@ describeEachCli("L1: plan-time variable validation agrees with synth-time valida
     if (!accepted) {
       // Both sides name the same rule: the synth message carries the plan's error_message.
       const planMessage = plan.stderr.replace(/\s+/g, " ");
-      expect(planMessage).toContain("Invalid value for variable");
+      // A rule on a concealed value is a precondition (config/terraform-variables.ts).
+      expect(planMessage).toMatch(/Invalid value for variable|Resource precondition failed/);
       const rule = synthMessage?.split(": ").pop();
       if (synthMessage?.includes(` ${name} must be `)) expect(planMessage).toContain(rule);
     }
@@ -226,5 +241,130 @@ describeEachCli("L1: plan-time variable validation agrees with synth-time valida
         "set_root_password must be false unless root_password or root_password_hash is given.",
       );
     }
+  });
+});
+
+/**
+ * Issue 17's findings, each a named case: synth and a plan with the same TF_VAR_* both accept or
+ * both reject, and both messages name the variable and its rule.
+ */
+describeEachCli("L1: issue 17 regressions, synth and plan agree", (cli) => {
+  let varsDir: string;
+  let privateKey: string;
+
+  beforeAll(async () => {
+    const stackDir = await synthToDir(tempDir("vars-src"));
+    varsDir = tempDir("vars");
+    fs.writeFileSync(path.join(varsDir, "variables.tf.json"), JSON.stringify(parameterRules(stackDir), null, 2));
+    expect(runTf(cli, ["init", "-input=false"], varsDir).status).toBe(0);
+    const keyDir = tempDir("key");
+    const keygen = spawnSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "pasted@laptop", "-f", path.join(keyDir, "id")]);
+    expect(keygen.status).toBe(0);
+    privateKey = fs.readFileSync(path.join(keyDir, "id"), "utf8");
+  });
+
+  async function synth(env: NodeJS.ProcessEnv): Promise<string | undefined> {
+    try {
+      await loadConfig(env);
+      return undefined;
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw error;
+      return error.message;
+    }
+  }
+
+  function plan(env: NodeJS.ProcessEnv): { accepted: boolean; output: string } {
+    const result = runTf(cli, ["plan", "-input=false", "-lock=false"], varsDir, env);
+    return { accepted: result.status === 0, output: `${result.stdout}${result.stderr}`.replace(/\s+/g, " ") };
+  }
+
+  const USER = (key: string, name = "waldorf") => JSON.stringify([{ username: name, ssh_public_key: key }]);
+
+  // [what the issue saw, the environment, the variable whose rule rejects it (undefined: accepted)]
+  const cases: [string, NodeJS.ProcessEnv, string | undefined][] = [
+    ["a pod CIDR overlapping the private network", { TF_VAR_pod_cidr: "10.1.0.0/16" }, "pod_cidr"],
+    ["a private network equal to the public one", { TF_VAR_private_network_cidr: "10.0.0.0/16" }, "private_network_cidr"],
+    ["a public network around the private one", { TF_VAR_public_network_cidr: "10.0.0.0/8" }, "private_network_cidr"],
+    ["a service CIDR inside the pod network", { TF_VAR_service_cidr: "10.244.0.0/24" }, "service_cidr"],
+    ["workers inside the DHCP range", { TF_VAR_private_network_cidr: "10.1.0.0/24", TF_VAR_num_kube_nodes: "40" }, "num_kube_nodes"],
+    ["the last worker below the DHCP range", { TF_VAR_private_network_cidr: "10.1.0.0/24", TF_VAR_num_kube_nodes: "29" }, undefined],
+    ["a deploy key together with a keypair name", { TF_VAR_deploy_ssh_public_key: KEY, TF_VAR_keypair_name: "mine" }, "keypair_name"],
+    ["a /016 prefix", { TF_VAR_private_network_cidr: "10.1.0.0/016" }, "private_network_cidr"],
+    ["a leading space in a number", { TF_VAR_num_kube_nodes: " 3" }, "num_kube_nodes"],
+    ["a trailing space in a number", { TF_VAR_num_kube_nodes: "3 " }, "num_kube_nodes"],
+    ["a trailing newline in a number", { TF_VAR_num_kube_nodes: "3\n" }, "num_kube_nodes"],
+    ["the most nodes range() can name", { TF_VAR_num_kube_nodes: "1025", TF_VAR_private_network_cidr: "10.1.0.0/16" }, undefined],
+    ["more nodes than range() can name", { TF_VAR_num_kube_nodes: "1026" }, "num_kube_nodes"],
+    ["32669 nodes", { TF_VAR_num_kube_nodes: "32669" }, "num_kube_nodes"],
+    ["100000 nodes", { TF_VAR_num_kube_nodes: "100000" }, "num_kube_nodes"],
+    ["Inf nodes", { TF_VAR_num_kube_nodes: "Inf" }, "num_kube_nodes"],
+    ["1e400 nodes", { TF_VAR_num_kube_nodes: "1e400" }, "num_kube_nodes"],
+    ["a binary exponent Terraform reads (1p3 = 8)", { TF_VAR_num_kube_nodes: "1p3" }, undefined],
+    ["a fraction 512 bits cannot hold", { TF_VAR_num_kube_nodes: `3.${"0".repeat(153)}1` }, undefined],
+    ["a fraction 512 bits can hold", { TF_VAR_num_kube_nodes: `3.${"0".repeat(150)}1` }, "num_kube_nodes"],
+    ["an empty root_password", { TF_VAR_root_password: "" }, "root_password"],
+    ["an escaped ${ in a user's key comment", { TF_VAR_users: `[{ username = "waldorf", ssh_public_key = "${KEY} $\${x}" }]` }, undefined],
+    ["an interpolation in a user's key comment", { TF_VAR_users: `[{ username = "waldorf", ssh_public_key = "${KEY} \${x}" }]` }, "users"],
+    ["a truncated ed25519 key", { TF_VAR_deploy_ssh_public_key: "ssh-ed25519 A" }, "deploy_ssh_public_key"],
+    ["an ed25519 blob named ssh-rsa", { TF_VAR_deploy_ssh_public_key: KEY.replace("ssh-ed25519", "ssh-rsa") }, "deploy_ssh_public_key"],
+    ["a system account as a user", { TF_VAR_users: USER(KEY, "sshd") }, "users"],
+    ["the deploy user as a user", { TF_VAR_users: USER(KEY, "ubuntu") }, "users"],
+    [
+      "YAML words as user names",
+      { TF_VAR_users: `[{ username = "yes", ssh_public_key = "${KEY}" }, { username = "off", ssh_public_key = "${KEY}" }]` },
+      undefined,
+    ],
+    [
+      "the longest domain",
+      { TF_VAR_deploy_domain_name: `${"a".repeat(63)}.${"b".repeat(63)}.${"c".repeat(63)}.${"d".repeat(DOMAIN_MAX - 192)}` },
+      undefined,
+    ],
+    [
+      "a domain one longer",
+      { TF_VAR_deploy_domain_name: `${"a".repeat(63)}.${"b".repeat(63)}.${"c".repeat(63)}.${"d".repeat(DOMAIN_MAX - 191)}` },
+      "deploy_domain_name",
+    ],
+  ];
+
+  it.each(cases)("%s", async (_, env, rejectedBy) => {
+    const synthMessage = await synth(env);
+    const planned = plan(env);
+    expect({ synth: synthMessage === undefined, plan: planned.accepted }).toEqual({ synth: !rejectedBy, plan: !rejectedBy });
+    if (rejectedBy) {
+      expect(synthMessage).toContain(`${rejectedBy}`);
+      expect(planned.output).toMatch(new RegExp(`var[.]${rejectedBy}\\b|"${rejectedBy}"`));
+      // No function error in a condition: the rule's own message, or Terraform's type conversion.
+      expect(planned.output).not.toMatch(/Error: (Invalid function argument|Error in function call|Call to function)/);
+    }
+  });
+
+  it("never prints a private key pasted as deploy_ssh_public_key", async () => {
+    const env = { TF_VAR_deploy_ssh_public_key: privateKey };
+    const synthMessage = await synth(env);
+    expect(synthMessage).toBe(
+      "Invalid TF_VAR_deploy_ssh_public_key=(not shown): deploy_ssh_public_key must be empty or single OpenSSH public key lines (ssh-ed25519, ecdsa-sha2-nistp256/384/521, ssh-rsa, sk-...) whose base64 blob decodes to a key of the type named.",
+    );
+    const planned = plan(env);
+    expect(planned.accepted).toBe(false);
+    const body = privateKey.split("\n")[1];
+    expect(planned.output).not.toContain(body);
+  });
+
+  it("reads $${ and %%{ in a TF_VAR_ as Terraform does, and records that value", async () => {
+    const users = `[{ username = "waldorf", ssh_public_key = "${KEY} $\${a} %%{b}" }]`;
+    const config = await loadConfig({ TF_VAR_users: users });
+    expect(config.users[0].ssh_public_key).toBe(`${KEY} \${a} %{b}`);
+    // Plan time: the TF_VAR_ given to the default stack, and the stack that recorded it at synth.
+    const recordedDir = tempDir("vars-recorded");
+    const recorded = parameterRules(await synthToDir(tempDir("recorded-src"), { TF_VAR_users: users }));
+    fs.writeFileSync(path.join(recordedDir, "variables.tf.json"), JSON.stringify(recorded));
+    expect(runTf(cli, ["init", "-input=false"], recordedDir).status).toBe(0);
+    const read = async (dir: string, env: NodeJS.ProcessEnv) => {
+      const result = await runTfAsync(cli, ["console"], dir, env, "var.users[0].ssh_public_key\n");
+      expect(result.status).toBe(0);
+      return JSON.parse(result.stdout.trim());
+    };
+    expect(await read(varsDir, { TF_VAR_users: users })).toBe(config.users[0].ssh_public_key);
+    expect(await read(recordedDir, {})).toBe(config.users[0].ssh_public_key);
   });
 });

@@ -1,9 +1,8 @@
 import { parse as parseHcl } from "@cdktf/hcl2json";
-import { Ipv4Network, networkSize, networksOverlap, parseIpv4Network } from "../constructs/cidr";
-import { HOSTS } from "../constructs/cluster-layout";
 import { ConfigError } from "./config-error";
 import { withForwardedTfVars } from "./forward";
-import { KubeOnOsConfig, TypeConstraint, VARIABLE_NAMES, VariableName, VARIABLES, VariableSpec } from "./parameters";
+import { CROSS_RULES, KubeOnOsConfig, TypeConstraint, VARIABLE_NAMES, VariableName, VARIABLES, VariableSpec } from "./parameters";
+import { parseTerraformNumber } from "./terraform-number";
 
 /** Which state backend the stack declares. */
 export type BackendKind = "http" | "local";
@@ -17,7 +16,57 @@ function describeValue(raw: string): string {
   return JSON.stringify(raw);
 }
 
-const NUMBER_SYNTAX = /^-?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/;
+/** How a message shows a value: never a secret's, nor one that may hold key material. */
+function shown(spec: VariableSpec<unknown>, raw: string | undefined, value: unknown): string {
+  if (spec.sensitive) return "(hidden)";
+  if (spec.concealed) return "(not shown)";
+  return raw !== undefined ? describeValue(raw) : JSON.stringify(value);
+}
+
+/**
+ * A string from @cdktf/hcl2json, which gives strings as HCL template source: `$${` and `%%{` are
+ * escapes for a literal `${` and `%{`, and an unescaped `${` or `%{` is an interpolation or a
+ * directive, which a TF_VAR_ value cannot hold (Terraform evaluates it without variables or
+ * functions). undefined for such a string.
+ */
+function templateLiteral(source: string): string | undefined {
+  let text = "";
+  for (let i = 0; i < source.length; i++) {
+    const rest = source.slice(i, i + 3);
+    if (rest === "$${" || rest === "%%{") {
+      text += rest.slice(1);
+      i += 2;
+    } else if (rest.startsWith("${") || rest.startsWith("%{")) {
+      return undefined;
+    } else {
+      text += source[i];
+    }
+  }
+  return text;
+}
+
+/** A value from @cdktf/hcl2json with every string and key read as a literal, or undefined if one is not. */
+function literalValue(value: unknown): { value: unknown } | undefined {
+  if (typeof value === "string") {
+    const text = templateLiteral(value);
+    return text === undefined ? undefined : { value: text };
+  }
+  if (Array.isArray(value)) {
+    const items = value.map(literalValue);
+    return items.every((item) => item !== undefined) ? { value: items.map((item) => item!.value) } : undefined;
+  }
+  if (typeof value === "object" && value !== null) {
+    const entries: [string, unknown][] = [];
+    for (const [key, item] of Object.entries(value)) {
+      const literalKey = templateLiteral(key);
+      const literalItem = literalValue(item);
+      if (literalKey === undefined || literalItem === undefined) return undefined;
+      entries.push([literalKey, literalItem.value]);
+    }
+    return { value: Object.fromEntries(entries) };
+  }
+  return { value };
+}
 
 type ComplexType = Exclude<TypeConstraint, "string" | "number" | "bool">;
 
@@ -55,13 +104,15 @@ const SHAPE_ERRORS: { readonly [C in ComplexType]: (value: unknown) => string | 
 
 /** Converts a TF_VAR_ string the way Terraform does for the variable's type. */
 async function convert(name: VariableName, spec: VariableSpec<unknown>, raw: string): Promise<unknown> {
-  const bad = (why: string) => new ConfigError(`Invalid TF_VAR_${name}=${spec.sensitive ? "(hidden)" : describeValue(raw)}: ${why}.`);
+  const bad = (why: string) => new ConfigError(`Invalid TF_VAR_${name}=${shown(spec, raw, undefined)}: ${why}.`);
   switch (spec.type) {
     case "string":
       return raw;
-    case "number":
-      if (!NUMBER_SYNTAX.test(raw.trim())) throw bad("must be a number");
-      return Number(raw.trim());
+    case "number": {
+      const value = parseTerraformNumber(raw);
+      if (value === undefined) throw bad("must be a number (Terraform reads no spaces, NaN or hex)");
+      return value;
+    }
     case "bool":
       // Terraform's string-to-bool conversion accepts exactly these.
       if (raw === "true" || raw === "1") return true;
@@ -80,80 +131,24 @@ async function convert(name: VariableName, spec: VariableSpec<unknown>, raw: str
       }
       const keys = Object.keys(parsed);
       if (keys.length !== 1 || keys[0] !== "value") throw bad("must be a single value");
-      if (JSON.stringify(parsed.value).includes("${")) throw bad("must be a literal value without references or interpolation");
-      return parsed.value;
+      const literal = literalValue(parsed.value);
+      if (literal === undefined)
+        throw bad("must be a literal value without references, interpolation or directives (write $${ and %%{ for a literal ${ and %{)");
+      return literal.value;
     }
   }
 }
 
 function checkRules(name: VariableName, spec: VariableSpec<unknown>, value: unknown, raw: string | undefined): void {
-  const shown = spec.sensitive ? "(hidden)" : raw !== undefined ? describeValue(raw) : JSON.stringify(value);
+  const what = `TF_VAR_${name}=${shown(spec, raw, value)}`;
   if (isComplex(spec.type)) {
     const why = SHAPE_ERRORS[spec.type](value);
-    if (why) throw new ConfigError(`Invalid TF_VAR_${name}=${shown}: ${why}.`);
+    if (why) throw new ConfigError(`Invalid ${what}: ${why}.`);
   }
   for (const rule of spec.rules) {
-    if (!rule.test(value)) throw new ConfigError(`Invalid TF_VAR_${name}=${shown}: ${name} must be ${rule.mustBe}.`);
+    if (!rule.test(value)) throw new ConfigError(`Invalid ${what}: ${name} must be ${rule.mustBe}.`);
   }
 }
-
-/**
- * A rule across parameters. Synth alone checks it: cross-variable `validation` needs newer
- * Terraform and OpenTofu than the stack requires.
- */
-export interface CrossRule {
-  /** What the rule requires, in Markdown, for docs/parameters.md. */
-  readonly summary: string;
-  /** The one-line error for `config`, or undefined when it complies. */
-  readonly check: (config: KubeOnOsConfig) => string | undefined;
-}
-
-const NETWORKS = ["public_network_cidr", "private_network_cidr", "pod_cidr", "service_cidr"] as const;
-
-/** "`a`, `b` and `c`" */
-function listed(names: readonly string[]): string {
-  const quoted = names.map((name) => `\`${name}\``);
-  return `${quoted.slice(0, -1).join(", ")} and ${quoted[quoted.length - 1]}`;
-}
-
-/** The cross-variable rules, in the order they are checked. */
-export const CROSS_RULES: readonly CrossRule[] = [
-  {
-    summary: "`deploy_ssh_public_key` and `keypair_name` are not both set.",
-    check: (config) =>
-      config.deploy_ssh_public_key !== "" && config.keypair_name !== ""
-        ? `Invalid TF_VAR_keypair_name=${describeValue(config.keypair_name)}: set either deploy_ssh_public_key or keypair_name, not both.`
-        : undefined,
-  },
-  {
-    summary: `${listed(NETWORKS)} do not overlap.`,
-    check: (config) => {
-      const networks = NETWORKS.map((name) => [name, parseIpv4Network(config[name]) as Ipv4Network] as const);
-      for (const [i, [nameA, a]] of networks.entries()) {
-        for (const [nameB, b] of networks.slice(i + 1)) {
-          if (networksOverlap(a, b)) {
-            return `Invalid network layout: ${nameA}=${a.cidr} overlaps ${nameB}=${b.cidr}; every network must be disjoint.`;
-          }
-        }
-      }
-      return undefined;
-    },
-  },
-  {
-    summary:
-      `The workers' fixed addresses, private host numbers ${HOSTS.firstWorkerPrivate} and up (one per worker), lie in the lower` +
-      " half of `private_network_cidr`: static hosts use the lower half, DHCP the upper half.",
-    check: (config) => {
-      const privateNetwork = parseIpv4Network(config.private_network_cidr) as Ipv4Network;
-      const lastWorkerHost = HOSTS.firstWorkerPrivate + config.num_kube_nodes - 2;
-      if (lastWorkerHost < networkSize(privateNetwork) / 2) return undefined;
-      return (
-        `Invalid TF_VAR_num_kube_nodes=${config.num_kube_nodes}: workers need private host numbers up to ${lastWorkerHost}, ` +
-        `beyond the static (lower) half of private_network_cidr=${privateNetwork.cidr}; use a larger private network or fewer nodes.`
-      );
-    },
-  },
-];
 
 /**
  * Reads every parameter from `TF_VAR_*` in `env`, falling back to the defaults, and validates
@@ -170,9 +165,15 @@ export async function loadConfig(env: NodeJS.ProcessEnv = process.env): Promise<
   }
   // Every non-secret variable has a value now, checked against its type.
   const config = values as KubeOnOsConfig;
-  for (const crossRule of CROSS_RULES) {
-    const error = crossRule.check(config);
-    if (error !== undefined) throw new ConfigError(error);
+  for (const name of VARIABLE_NAMES) {
+    for (const crossRule of CROSS_RULES[name] ?? []) {
+      if (!crossRule.test(config)) {
+        const spec: VariableSpec<unknown> = VARIABLES[name];
+        const raw = env[`TF_VAR_${name}`];
+        const what = `${raw === undefined ? name : `TF_VAR_${name}`}=${shown(spec, raw, config[name as keyof KubeOnOsConfig])}`;
+        throw new ConfigError(`Invalid ${what}: ${name} must be ${crossRule.mustBe}.`);
+      }
+    }
   }
   return config;
 }

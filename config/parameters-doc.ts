@@ -1,5 +1,4 @@
-import { CROSS_RULES } from "./load";
-import { VARIABLE_NAMES, VARIABLES, VariableSpec } from "./parameters";
+import { CROSS_RULES, VARIABLE_NAMES, VariableName, VARIABLES, VariableSpec } from "./parameters";
 
 /** Where the rendered table lives, from the project root. */
 export const PARAMETERS_DOC = "docs/parameters.md";
@@ -24,13 +23,14 @@ function table(header: readonly string[], rows: readonly (readonly string[])[]):
   return [line(header), line(widths.map((width) => "-".repeat(width))), ...rows.map(line)];
 }
 
-function section(name: string, spec: VariableSpec<unknown>): string[] {
+function section(name: VariableName, spec: VariableSpec<unknown>): string[] {
   const facts = [
     `- Type: ${code(spec.type)}`,
     `- Default: ${defaultOf(spec)}`,
     ...(spec.sensitive ? ["- Sensitive: checked when given to synth, never written into the synthesized JSON."] : []),
     ...(spec.ephemeral ? ["- Ephemeral: given at plan and at apply, never stored in a plan file or the state."] : []),
     ...spec.rules.map((rule) => `- Must be ${text(rule.mustBe)}.`),
+    ...(CROSS_RULES[name] ?? []).map((rule) => `- Must be ${text(rule.mustBe)}.`),
     ...(spec.planTimeRules ?? []).map((rule) => `- Must be ${text(rule.mustBe)} (checked at plan time only).`),
   ];
   return [`### ${code(name)}`, "", text(spec.description), "", ...facts, ""];
@@ -38,16 +38,16 @@ function section(name: string, spec: VariableSpec<unknown>): string[] {
 
 /** docs/parameters.md, from the parameter table and the rules across parameters. */
 export function renderParametersDoc(): string {
-  const specs: [string, VariableSpec<unknown>][] = VARIABLE_NAMES.map((name) => [name, VARIABLES[name]]);
+  const specs: [VariableName, VariableSpec<unknown>][] = VARIABLE_NAMES.map((name) => [name, VARIABLES[name]]);
   return [
     "# Parameters",
     "",
-    "<!-- Generated from config/parameters.ts and config/load.ts by `npm run docs:parameters`; edit those, not this file. -->",
+    "<!-- Generated from config/parameters.ts by `npm run docs:parameters`; edit that, not this file. -->",
     "",
     "Every parameter is a Terraform variable of the same name. `npm run synth` reads it from `TF_VAR_<name>`, checks it and records",
     "it as the variable's default; a value given at plan time only is checked by the variable's `validation` blocks, which hold the",
-    "same rules. Values are read the way Terraform reads them: numbers, `true` or `false`, and lists, objects and maps in HCL or JSON",
-    "syntax.",
+    "same rules, those that read other variables included. Values are read the way Terraform reads them: numbers (no spaces), `true`",
+    "or `false`, and lists, objects and maps in HCL or JSON syntax (where `$${` and `%%{` stand for a literal `${` and `%{`).",
     "",
     ...table(
       ["Parameter", "Type", "Default"],
@@ -57,12 +57,5 @@ export function renderParametersDoc(): string {
     "## Each parameter",
     "",
     ...specs.flatMap(([name, spec]) => section(name, spec)),
-    "## Rules across parameters",
-    "",
-    "Synth checks these; the variables' `validation` blocks do not, because one that reads other variables needs newer Terraform",
-    "and OpenTofu than the stack requires.",
-    "",
-    ...CROSS_RULES.map((crossRule) => `- ${crossRule.summary}`),
-    "",
   ].join("\n");
 }

@@ -1,9 +1,13 @@
+import { networkSize, parseIpv4Network } from "../constructs/cidr";
+import { HOSTS, LONGEST_HOST, LONGEST_NAME_SUFFIX, MAX_WORKERS } from "../constructs/cluster-layout";
 import {
   all,
   allowing,
   attribute,
   characters,
+  CrossRule,
   CRYPT_HASH,
+  disjointFrom,
   distinctBy,
   DNS_NAME,
   each,
@@ -74,6 +78,11 @@ export interface VariableSpec<T> {
    * given at plan time only): checked by Terraform's validation alone.
    */
   readonly planTimeRules?: readonly PlanTimeRule[];
+  /**
+   * The value may hold key material (a private key pasted by mistake): a message about it says
+   * which rule it broke, never the value. Sensitive values are never shown either.
+   */
+  readonly concealed?: boolean;
 }
 
 /** The hosts the provisioners log in to, as keys of ssh_host_keys. */
@@ -92,6 +101,46 @@ const SALT_VOLUME_GIB = { min: 1, max: 1024 } satisfies Range;
 
 /** A user name for an account on the machines: root's is never given away. */
 const ACCOUNT_NAME = all(LINUX_USERNAME, isNot("root"));
+
+/**
+ * Users and groups the machines already have or that our states rely on: a person's account
+ * must not take one over (useradd also refuses a name whose group exists). From /etc/passwd and
+ * /etc/group of Debian bookworm (base-passwd) and of Ubuntu 24.04's cloud image, plus snapd's
+ * and microk8s' groups.
+ */
+export const RESERVED_ACCOUNTS = [
+  ...["root", "daemon", "bin", "sys", "sync", "games", "man", "lp", "mail", "news", "uucp", "proxy", "www-data", "backup"],
+  ...["list", "irc", "gnats", "_apt", "nobody", "nogroup", "sshd", "_ssh", "messagebus", "syslog", "uuidd", "tss", "tcpdump"],
+  ...["systemd-network", "systemd-resolve", "systemd-timesync", "systemd-journal", "systemd-coredump", "dhcpcd", "polkitd"],
+  ...["pollinate", "landscape", "fwupd-refresh", "usbmux", "dnsmasq", "lxd", "adm", "tty", "disk", "kmem", "dialout", "fax"],
+  ...["voice", "cdrom", "floppy", "tape", "sudo", "audio", "dip", "operator", "src", "shadow", "utmp", "video", "sasl"],
+  ...["plugdev", "staff", "users", "input", "sgx", "kvm", "render", "netdev", "crontab", "admin", "snap_daemon", "microk8s"],
+] as const;
+
+/** A person's account: a Linux user name that is no system account. */
+const PERSON_NAME = all(LINUX_USERNAME, ...RESERVED_ACCOUNTS.map((name) => isNot(name)));
+
+/** The most Kubernetes nodes: the master and as many workers as the layout can name. */
+export const MAX_KUBE_NODES = 1 + MAX_WORKERS;
+
+/** Nova's server and Neutron's port name columns hold 255 characters. */
+const OPENSTACK_NAME_MAX = 255;
+
+/** A DNS name holds 253 characters (RFC 1035 section 2.3.4, without the final dot). */
+const DNS_NAME_MAX = 253;
+
+/**
+ * The longest domain: every machine's FQDN (`<host>.<domain>`) is a DNS name, and every resource
+ * name the stack derives from it (`<fqdn>-private` the longest) fits Nova's and Neutron's limit.
+ */
+export const DOMAIN_MAX = Math.min(
+  DNS_NAME_MAX - LONGEST_HOST.length - 1,
+  OPENSTACK_NAME_MAX - LONGEST_HOST.length - 1 - LONGEST_NAME_SUFFIX.length,
+);
+
+/** What an OpenSSH public key value must be (config/ssh-public-key.ts). */
+const ONE_KEY =
+  "single OpenSSH public key lines (ssh-ed25519, ecdsa-sha2-nistp256/384/521, ssh-rsa, sk-...) whose base64 blob decodes to a key of the type named";
 
 function nonEmptyString(name: string): Rule<string> {
   return rule(name, all(NOT_BLANK, TRIMMED), "a non-empty string without leading or trailing spaces");
@@ -118,7 +167,13 @@ export const VARIABLES = {
     type: "number",
     description: "Number of Kubernetes nodes, the master included: 3 gives 1 master and 2 workers.",
     default: 3,
-    rules: [rule("num_kube_nodes", wholeNumber({ min: 1 }), "a whole number of at least 1 (the master counts)")],
+    rules: [
+      rule(
+        "num_kube_nodes",
+        wholeNumber({ min: 1, max: MAX_KUBE_NODES }),
+        `a whole number from 1 to ${MAX_KUBE_NODES} (the master counts; Terraform's range() names ${MAX_WORKERS} workers at most)`,
+      ),
+    ],
   } satisfies VariableSpec<number>,
   kube_node_flavor: {
     type: "string",
@@ -142,7 +197,13 @@ export const VARIABLES = {
     type: "string",
     description: "DNS domain appended to every machine name: the Salt master is salt.<domain>.",
     default: "kube-on-os",
-    rules: [rule("deploy_domain_name", DNS_NAME, "a lower-case DNS name: labels of a-z, 0-9 and '-', separated by dots, no spaces")],
+    rules: [
+      rule(
+        "deploy_domain_name",
+        all(characters({ max: DOMAIN_MAX }), DNS_NAME),
+        `a lower-case DNS name of at most ${DOMAIN_MAX} characters (so every machine's FQDN and resource name fits): labels of a-z, 0-9 and '-', separated by dots, no spaces`,
+      ),
+    ],
   } satisfies VariableSpec<string>,
   deploy_user: {
     type: "string",
@@ -190,13 +251,14 @@ export const VARIABLES = {
     type: "list(object({ username = string, ssh_public_key = string }))",
     description: "People who get an account with SSH access on every machine (created by Salt's core.users state).",
     default: [],
+    concealed: true,
     rules: [
-      rule("users", each("u", attribute("username", ACCOUNT_NAME)), "a list whose usernames are Linux user names other than root"),
       rule(
         "users",
-        each("u", attribute("ssh_public_key", SSH_PUBLIC_KEY)),
-        "a list whose ssh_public_key values are single OpenSSH public key lines (ssh-ed25519, ssh-rsa, ecdsa-...)",
+        each("u", attribute("username", PERSON_NAME)),
+        "a list whose usernames are Linux user names (lower case, starting with a letter or '_') and no system account such as root or sshd",
       ),
+      rule("users", each("u", attribute("ssh_public_key", SSH_PUBLIC_KEY)), `a list whose ssh_public_key values are ${ONE_KEY}`),
       rule("users", distinctBy("u", "username"), "a list without duplicate usernames"),
     ],
   } satisfies VariableSpec<UserAccount[]>,
@@ -205,13 +267,8 @@ export const VARIABLES = {
     description:
       "OpenSSH public key installed for deploy_user on every machine, as a new Nova keypair. Empty: use keypair_name, or no keypair.",
     default: "",
-    rules: [
-      rule(
-        "deploy_ssh_public_key",
-        allowing("", SSH_PUBLIC_KEY),
-        "empty or a single OpenSSH public key line (ssh-ed25519, ssh-rsa, ecdsa-...)",
-      ),
-    ],
+    concealed: true,
+    rules: [rule("deploy_ssh_public_key", allowing("", SSH_PUBLIC_KEY), `empty or ${ONE_KEY}`)],
   } satisfies VariableSpec<string>,
   keypair_name: {
     type: "string",
@@ -313,13 +370,10 @@ export const VARIABLES = {
     description:
       "Known SSH host keys (or signing CA keys) of the hosts the provisioners log in to, by role: bastion, salt_master. A role without a key is not checked.",
     default: {},
+    concealed: true,
     rules: [
       rule("ssh_host_keys", eachKey("role", oneOf(SSH_HOST_ROLES)), `a map whose keys are ${SSH_HOST_ROLES.join(" or ")}`),
-      rule(
-        "ssh_host_keys",
-        eachValue("key", SSH_PUBLIC_KEY),
-        "a map whose values are single OpenSSH public key lines (ssh-ed25519, ecdsa-..., ssh-rsa)",
-      ),
+      rule("ssh_host_keys", eachValue("key", SSH_PUBLIC_KEY), `a map whose values are ${ONE_KEY}`),
     ],
   } satisfies VariableSpec<Record<string, string>>,
 };
@@ -338,3 +392,46 @@ export type ValueOf<K extends VariableName> = TerraformTypes[(typeof VARIABLES)[
 
 /** Validated parameters. The secrets are deliberately absent: they exist at plan time only. */
 export type KubeOnOsConfig = { readonly [K in Exclude<VariableName, SecretName>]: ValueOf<K> };
+
+/** A rule over several parameters, at synth over the validated values. */
+export type ConfigRule = CrossRule<KubeOnOsConfig>;
+
+/**
+ * The rules that read several parameters, by the variable whose `validation` block holds each
+ * and whose name the message gives.
+ */
+export const CROSS_RULES: { readonly [K in VariableName]?: readonly ConfigRule[] } = {
+  keypair_name: [
+    {
+      test: (config) => config.keypair_name === "" || config.deploy_ssh_public_key === "",
+      condition: 'var.keypair_name == "" || var.deploy_ssh_public_key == ""',
+      mustBe: "empty when deploy_ssh_public_key is set (the stack would create one keypair and use another): set one or the other",
+    },
+  ],
+  private_network_cidr: [disjointFrom("private_network_cidr", ["public_network_cidr"])],
+  pod_cidr: [disjointFrom("pod_cidr", ["public_network_cidr", "private_network_cidr"])],
+  service_cidr: [disjointFrom("service_cidr", ["public_network_cidr", "private_network_cidr", "pod_cidr"])],
+  num_kube_nodes: [
+    {
+      // Workers take private host numbers firstWorkerPrivate and up; DHCP hands out the upper half.
+      test: (config) => {
+        const privateNetwork = parseIpv4Network(config.private_network_cidr);
+        if (typeof privateNetwork === "string") return true;
+        return HOSTS.firstWorkerPrivate + config.num_kube_nodes - 2 < networkSize(privateNetwork) / 2;
+      },
+      condition:
+        `try(${HOSTS.firstWorkerPrivate} + var.num_kube_nodes - 2 < ` +
+        'pow(2, 32 - tonumber(split("/", var.private_network_cidr)[1])) / 2, true)',
+      mustBe:
+        `small enough that every worker's fixed address (private host numbers ${HOSTS.firstWorkerPrivate} and up) lies in the ` +
+        "lower half of private_network_cidr, below the DHCP range: use a larger private network or fewer nodes",
+    },
+  ],
+  users: [
+    {
+      test: (config) => config.users.every((user) => user.username !== config.deploy_user),
+      condition: "alltrue([for u in var.users : u.username != var.deploy_user])",
+      mustBe: "a list without deploy_user, whose account the image and the provisioners own",
+    },
+  ],
+};

@@ -1,4 +1,5 @@
-import { parseIpv4Network } from "../constructs/cidr";
+import { networksOverlap, parseIpv4Network } from "../constructs/cidr";
+import { SSH_PUBLIC_KEY_SOURCE } from "./ssh-public-key";
 
 /**
  * Every rule on a parameter is checked twice: in TypeScript when synth reads `TF_VAR_*`, and as a
@@ -31,8 +32,20 @@ export interface Rule<T> {
   readonly mustBe: string;
 }
 
-/** A rule over a secret or over several variables, which synth cannot check: Terraform alone does. */
+/** A rule over a secret, which synth cannot check (it may be given at plan time only): Terraform alone does. */
 export type PlanTimeRule = Omit<Rule<never>, "test">;
+
+/**
+ * A rule on one variable that reads others too, checked at synth over every non-secret value
+ * (`C`) and at plan time by the variable's `validation` block (Terraform 1.9+ and OpenTofu 1.8+
+ * allow a condition to refer to other variables). Its condition never fails with an error where
+ * another rule already rejects a value: it holds then, and that rule's message is the one shown.
+ */
+export interface CrossRule<C> {
+  test(config: C): boolean;
+  readonly condition: string;
+  readonly mustBe: string;
+}
 
 export function rule<T>(name: string, check: Check<T>, mustBe: string): Rule<T> {
   return { test: (value) => check.test(value), condition: check.condition(`var.${name}`), mustBe };
@@ -137,6 +150,7 @@ export function ipv4Network(prefix: Range): Check<string> {
     // rule's message instead.
     condition: (ref) =>
       `try(can(cidrnetmask(${ref})) && cidrhost(${ref}, 0) == split("/", ${ref})[0]` +
+      ` && can(regex("/(0|[1-9][0-9]?)$", ${ref}))` +
       ` && ${rangeCondition(`tonumber(split("/", ${ref})[1])`, prefix)}, false)`,
     total: true,
   };
@@ -190,10 +204,8 @@ export function distinctBy<K extends string>(element: string, name: K): Check<re
 /** A Linux user name, as useradd accepts it by default. */
 export const LINUX_USERNAME = pattern("^[a-z_][a-z0-9_-]{0,31}$");
 
-/** An OpenSSH public key line: key type, base64 blob, optional comment. */
-export const SSH_PUBLIC_KEY = pattern(
-  "^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh[.]com|sk-ecdsa-sha2-nistp256@openssh[.]com) [A-Za-z0-9+/]+={0,3}( [^\\n]*)?$",
-);
+/** An OpenSSH public key line: key type, a base64 blob of that type, optional comment (config/ssh-public-key.ts). */
+export const SSH_PUBLIC_KEY = pattern(SSH_PUBLIC_KEY_SOURCE);
 
 /** A lower-case DNS name: labels of up to 63 characters, 253 in all. */
 export const DNS_NAME = all(
@@ -206,3 +218,27 @@ export const UUID = pattern("^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0
 
 /** A crypt(3) hash: SHA-256, SHA-512, yescrypt or bcrypt. */
 export const CRYPT_HASH = pattern("^[$](5|6|y|2b)[$][^[:space:]]+$");
+
+/**
+ * `name` and each of `others` are disjoint IPv4 networks. Two networks overlap when their
+ * addresses agree on the shorter prefix of the two.
+ */
+export function disjointFrom<N extends string>(name: N, others: readonly N[]): CrossRule<Readonly<Record<N, string>>> {
+  const address = (ref: string) => `split("/", ${ref})[0]`;
+  const prefix = (ref: string) => `tonumber(split("/", ${ref})[1])`;
+  const disjoint = (a: string, b: string) => {
+    const shorter = `min(${prefix(a)}, ${prefix(b)})`;
+    return `try(cidrhost(format("%s/%d", ${address(a)}, ${shorter}), 0) != cidrhost(format("%s/%d", ${address(b)}, ${shorter}), 0), true)`;
+  };
+  return {
+    test: (config) => {
+      const network = parseIpv4Network(config[name]);
+      return others.every((other) => {
+        const otherNetwork = parseIpv4Network(config[other]);
+        return typeof network === "string" || typeof otherNetwork === "string" || !networksOverlap(network, otherNetwork);
+      });
+    },
+    condition: others.map((other) => disjoint(`var.${name}`, `var.${other}`)).join(" && "),
+    mustBe: `a network that overlaps none of ${others.join(", ")}`,
+  };
+}

@@ -1,34 +1,70 @@
-import { TerraformVariable } from "cdktf";
+import { TerraformResource, TerraformVariable } from "cdktf";
 import { Construct } from "constructs";
-import { KubeOnOsConfig, VARIABLE_NAMES, VariableName, VARIABLES, VariableSpec } from "./parameters";
+import { CROSS_RULES, KubeOnOsConfig, VARIABLE_NAMES, VariableName, VARIABLES, VariableSpec } from "./parameters";
 
 /** One Terraform variable per parameter, by its Terraform name. */
 export type TerraformVariables = { readonly [K in VariableName]: TerraformVariable };
 
+/** The construct id (and Terraform name) of the terraform_data resource that holds the rules on concealed values. */
+export const PARAMETER_RULES_ID = "ParameterRules";
+
+/**
+ * Whether Terraform would print the variable's value when a `validation` condition that reads it
+ * fails. Terraform 1.11 prints every string a failed condition refers to, a sensitive one too
+ * (lists and maps it summarises, and ephemeral values it hides); a lifecycle precondition shows
+ * a sensitive value as such. So such a variable is sensitive, and its rules are preconditions.
+ */
+function printedOnFailure(spec: VariableSpec<unknown>): boolean {
+  return spec.type === "string" && (spec.concealed === true || (spec.sensitive === true && !spec.ephemeral));
+}
+
+const CONCEALED = VARIABLE_NAMES.filter((name) => printedOnFailure(VARIABLES[name]));
+
+function readsConcealed(condition: string): boolean {
+  return CONCEALED.some((name) => new RegExp(`\\bvar[.]${name}\\b`).test(condition));
+}
+
+interface Condition {
+  readonly condition: string;
+  readonly errorMessage: string;
+}
+
 /**
  * Declares every parameter as a Terraform variable in `stack` (the stack alone calls it: the stack
  * owns the variables), with the validated value from `config` as its default, in the table's
- * order.
+ * order. Every rule is a `validation` block of its variable, except those that read a concealed
+ * value: they are preconditions of one terraform_data resource, which fail the plan just as
+ * early, before anything is created.
  */
 export function declareVariables(stack: Construct, config: KubeOnOsConfig): TerraformVariables {
-  const variables = new Map(VARIABLE_NAMES.map((name) => [name, declareVariable(stack, name, VARIABLES[name], config)]));
+  const preconditions: Condition[] = [];
+  const variables = new Map(VARIABLE_NAMES.map((name) => [name, declareVariable(stack, name, VARIABLES[name], config, preconditions)]));
+  new TerraformResource(stack, PARAMETER_RULES_ID, { terraformResourceType: "terraform_data", lifecycle: { precondition: preconditions } });
   // Object.fromEntries() is typed by string keys; the map holds exactly one per VariableName.
   return Object.fromEntries(variables) as TerraformVariables;
 }
 
-function declareVariable(stack: Construct, name: VariableName, spec: VariableSpec<unknown>, config: KubeOnOsConfig): TerraformVariable {
+function declareVariable(
+  stack: Construct,
+  name: VariableName,
+  spec: VariableSpec<unknown>,
+  config: KubeOnOsConfig,
+  preconditions: Condition[],
+): TerraformVariable {
   // Sensitive values are never recorded.
   const value = spec.sensitive ? undefined : config[name as keyof KubeOnOsConfig];
+  const conditions = [...spec.rules, ...(CROSS_RULES[name] ?? []), ...(spec.planTimeRules ?? [])].map((rule) => ({
+    condition: `\${${rule.condition}}`,
+    errorMessage: `${name} must be ${rule.mustBe}.`,
+  }));
+  preconditions.push(...conditions.filter((rule) => readsConcealed(rule.condition)));
   const variable = new TerraformVariable(stack, name, {
     type: spec.type,
     description: spec.description,
     default: value,
     nullable: value === undefined,
-    sensitive: spec.sensitive,
-    validation: [...spec.rules, ...(spec.planTimeRules ?? [])].map((rule) => ({
-      condition: `\${${rule.condition}}`,
-      errorMessage: `${name} must be ${rule.mustBe}.`,
-    })),
+    sensitive: spec.sensitive || printedOnFailure(spec) || undefined,
+    validation: conditions.filter((rule) => !readsConcealed(rule.condition)),
   });
   if (spec.ephemeral) {
     // cdktf 0.21 predates ephemeral input variables; the override is the only way to declare one.

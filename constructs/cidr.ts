@@ -16,11 +16,12 @@ function toUint32(address: ipaddr.IPv4): number {
 /**
  * Parses `cidr` as an IPv4 network, or returns a reason why it is not one. The address part
  * must be four-part decimal and the network address itself (no host bits set), because
- * Neutron stores subnets that way and a silently normalised CIDR hides typos.
+ * Neutron stores subnets that way and a silently normalised CIDR hides typos; for the same reason
+ * the prefix length has no leading zero (Terraform's cidr functions read `/016` as `/16`).
  */
 export function parseIpv4Network(cidr: string): Ipv4Network | string {
   const [address, prefix, ...rest] = cidr.split("/");
-  if (rest.length > 0 || prefix === undefined || !/^\d{1,2}$/.test(prefix)) {
+  if (rest.length > 0 || prefix === undefined || !/^(0|[1-9]\d?)$/.test(prefix)) {
     return "is not an IPv4 CIDR such as 10.0.0.0/16";
   }
   if (!ipaddr.IPv4.isValidFourPartDecimal(address)) {

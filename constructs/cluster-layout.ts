@@ -28,6 +28,21 @@ export const HOST_NAMES = {
   worker: "k8s-worker",
 } as const;
 
+/**
+ * The most workers the layout can name: their lists come from Terraform's range(), which stops
+ * at 1024 values (go-cty's function/stdlib/sequence.go: "more than 1024 values were generated").
+ */
+export const MAX_WORKERS = 1024;
+
+/** The longest host name the layout gives: the last worker's. */
+export const LONGEST_HOST = `${HOST_NAMES.worker}-${MAX_WORKERS - 1}`;
+
+/**
+ * The longest suffix a resource's name adds to a machine's FQDN (a port's `-private`) or to the
+ * domain: __tests__/l0-stack.test.ts checks every name in the synthesized stack against it.
+ */
+export const LONGEST_NAME_SUFFIX = "-private";
+
 /** microk8s HA needs three dqlite voters: the first nodes (the master first) are the control plane. */
 export const CONTROL_PLANE_SIZE = 3;
 

@@ -103,7 +103,10 @@ export class KubeOnOsStack extends TerraformStack {
     // A new keypair from deploy_ssh_public_key, or the existing keypair_name, or none.
     // (cdktf renders a falsy right operand of Op as "undefined", hence length() < 1, not == "".)
     const keypair = new ComputeKeypairV2(this, "DeployKeypair", {
-      count: TerraformCount.of(Token.asNumber(Fn.conditional(Op.lt(Fn.lengthOf(v.deploy_ssh_public_key.stringValue), 1), 0, 1))),
+      // The key is sensitive to Terraform (config/terraform-variables.ts); whether one is given is not.
+      count: TerraformCount.of(
+        Token.asNumber(Fn.conditional(Fn.nonsensitive(Op.lt(Fn.lengthOf(v.deploy_ssh_public_key.stringValue), 1)), 0, 1)),
+      ),
       name: deployKeypairName(v.deploy_domain_name.stringValue),
       publicKey: v.deploy_ssh_public_key.stringValue,
     });
