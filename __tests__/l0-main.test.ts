@@ -71,6 +71,17 @@ describe("main.ts", () => {
     expect(fs.existsSync(outdir)).toBe(false);
   });
 
+  it("leaves no earlier synth's JSON behind when a synth fails, and keeps the state", () => {
+    const outdir = path.join(tempDir(), "out");
+    expect(npmRunSynth(outdir).status).toBe(0);
+    const state = path.join(outdir, path.dirname(STACK_FILE), "terraform.tfstate");
+    fs.writeFileSync(state, "{}");
+    expect(npmRunSynth(outdir, { TF_VAR_num_kube_nodes: "1026" }).status).not.toBe(0);
+    expect(fs.existsSync(path.join(outdir, STACK_FILE))).toBe(false);
+    expect(fs.existsSync(path.join(outdir, "manifest.json"))).toBe(false);
+    expect(fs.readFileSync(state, "utf8")).toBe("{}");
+  });
+
   it("prints exactly one line and no stack trace when run directly with a bad value", () => {
     const cwd = tempDir();
     const result = directSynth(cwd, { TF_VAR_users: '[{ username = "waldorf" }]' });
