@@ -120,11 +120,6 @@ describe("Network", () => {
     });
   });
 
-  it("opens no port to the world except HTTP and HTTPS", () => {
-    const open = resources(synthesized, NetworkingSecgroupRuleV2.tfResourceType).filter((r) => r.remote_ip_prefix === "0.0.0.0/0");
-    expect(open.map((r) => r.port_range_min).sort()).toEqual([443, 80]);
-  });
-
   it("names every OpenStack resource from the prefix, not the construct path", () => {
     const named = [NetworkingNetworkV2, NetworkingSubnetV2, NetworkingRouterV2, NetworkingSecgroupV2].flatMap((type) =>
       resources(synthNetwork({ namePrefix: "prod.example" }), type.tfResourceType),
