@@ -4,6 +4,7 @@
     minions/defaults/<host>, minions/<domain>/<host>
   The minion id is split at its first dot into host and domain. SLS names cannot contain dots,
   so the domain's dots become underscores in file names: environments/lab_example_org.sls.
+  The names come from the minion id, so they go into the YAML encoded, like any data.
 #}
 {%- set host, _, domain = grains["id"].partition(".") %}
 {%- set domain_sls = domain | replace(".", "_") %}
@@ -12,10 +13,10 @@ base:
     - _from_terraform
     - environments.defaults
 {%- if domain_sls %}
-    - environments.{{ domain_sls }}
+    - {{ ("environments." ~ domain_sls) | yaml_encode }}
 {%- endif %}
-    - minions.defaults.{{ host }}
+    - {{ ("minions.defaults." ~ host) | yaml_encode }}
 {%- if domain_sls %}
-    - minions.{{ domain_sls }}.{{ host }}
+    - {{ ("minions." ~ domain_sls ~ "." ~ host) | yaml_encode }}
 {%- endif %}
     - ignore_missing: true

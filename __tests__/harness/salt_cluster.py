@@ -24,6 +24,16 @@ from harness.microk8s_node import FakeMicrok8s
 from harness.salt_minion import ROOT, VENV_BIN
 
 
+def from_terraform_sls(pillar: dict) -> str:
+    """
+    A test's pillar as _from_terraform.sls the way Terraform writes it
+    (constructs/provisioning/pillar.ts): the data-only renderer line, so Salt reads it as YAML and
+    never as Jinja, then the values in a YAML that Salt's loader reads back unchanged. The L4
+    render tests hold Terraform's first line to this one.
+    """
+    return f"#!yaml\n{yaml.safe_dump(pillar, allow_unicode=True)}"
+
+
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -55,7 +65,7 @@ class SaltCluster:
             (self.overlay / relative).write_text(text)
         self.pillar_root = root / "pillar"
         shutil.copytree(ROOT / "pillar", self.pillar_root)
-        (self.pillar_root / "_from_terraform.sls").write_text(yaml.safe_dump(pillar))
+        (self.pillar_root / "_from_terraform.sls").write_text(from_terraform_sls(pillar))
         self.fakes = {
             minion_id: FakeMicrok8s(root / minion_id, root / "fake-cluster", address, hostname)
             for minion_id, (address, hostname) in nodes.items()

@@ -15,22 +15,31 @@ from pathlib import Path
 
 import pytest
 import yaml
+from harness.salt_cluster import from_terraform_sls
 from harness.salt_minion import ROOT, VENV_BIN, LocalMinion
 
 DOMAIN = "lab.example"
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHhU0xQm2c2RZkzC9M7tRrFSe0Q5sQm8l8S3ZzQxYw1a waldorf@example"
 
 
-def terraform_pillar() -> dict:
+def as_tf_var(value) -> str:
     """
-    The _from_terraform pillar Terraform writes for the stack synthesized with these TF_VAR_
-    values: applied against the OpenStack API double and evaluated from the state
+    A TF_VAR_ value that Terraform reads back as ``value``: it parses complex values as HCL, of
+    which JSON is a part, except that `%{` and `${` start templates there and are escaped.
+    """
+    return json.dumps(value, ensure_ascii=False).replace("%{", "%%{").replace("${", "$${")
+
+
+def terraform_pillar(users: list[dict]) -> str:
+    """
+    The _from_terraform.sls Terraform writes, byte for byte, for the stack synthesized with these
+    TF_VAR_ values: applied against the OpenStack API double and evaluated from the state
     (__tests__/support/terraform-pillar.ts), names, addresses and control plane included.
     """
     env = {
         **os.environ,
         "TF_VAR_deploy_domain_name": DOMAIN,
-        "TF_VAR_users": json.dumps([{"username": "waldorf", "ssh_public_key": KEY}]),
+        "TF_VAR_users": as_tf_var(users),
         "TF_VAR_num_kube_nodes": "3",
         "TS_NODE_PROJECT": str(ROOT / "tsconfig.json"),
     }
@@ -46,27 +55,41 @@ def terraform_pillar() -> dict:
         ["node", "--require", register, str(script)], cwd=ROOT, env=env, capture_output=True, text=True
     )
     assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)
+    return result.stdout
 
 
 @pytest.fixture(scope="session")
-def pillar_data() -> dict:
-    return terraform_pillar()
+def pillar_sls() -> str:
+    return terraform_pillar([{"username": "waldorf", "ssh_public_key": KEY}])
+
+
+@pytest.fixture(scope="session")
+def pillar_data(pillar_sls) -> dict:
+    return yaml.safe_load(pillar_sls)
 
 
 class Minion(LocalMinion):
-    """A masterless minion with our salt/ tree and a copy of pillar/ plus _from_terraform.sls."""
+    """
+    A masterless minion with our salt/ tree and a copy of pillar/ plus _from_terraform.sls: the
+    text Terraform wrote, or a test's own values written the way Terraform writes them.
+    """
 
     def __init__(
-        self, root: Path, minion_id: str, pillar: dict, grains: dict | None = None, extra_pillar: dict | None = None
+        self,
+        root: Path,
+        minion_id: str,
+        pillar: dict | str,
+        grains: dict | None = None,
+        extra_pillar: dict | None = None,
     ):
         pillar_root = root / "pillar"
         shutil.copytree(ROOT / "pillar", pillar_root)
-        (pillar_root / "_from_terraform.sls").write_text(yaml.safe_dump(pillar))
+        text = pillar if isinstance(pillar, str) else from_terraform_sls(pillar)
+        (pillar_root / "_from_terraform.sls").write_text(text)
         for relative, content in (extra_pillar or {}).items():
             target = pillar_root / relative
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(yaml.safe_dump(content))
+            target.write_text(f"#!yaml\n{yaml.safe_dump(content)}")
         super().__init__(root, minion_id, file_root=ROOT / "salt", pillar_root=pillar_root, grains=grains)
 
     def highstate(self) -> dict:
@@ -363,3 +386,59 @@ def test_a_bastion_without_its_networks_fails_to_render_and_says_why(tmp_path, p
         timeout=300,
     )
     assert "interface_in needs a network in CIDR notation, got None" in result.stdout + result.stderr
+
+
+# Pillar data is data (issue 17): what a user writes reaches the states as written. A real key
+# blob (config checks it), and comments that would change under Jinja, under a YAML 1.1 reader
+# or in a Terraform template. `${` has no case: config refuses any value holding it.
+BLOB = "AAAAC3NzaC1lZDI1NTE5AAAAILqFJsnsielbJp/rO869+muEu7U5J80K2gttNx0Dp/M1"
+JINJA = "{{ 7*7 }} {% if 1 %}x{% endif %} {{ salt['test.echo']('x') }} {{ grains['id'] }} {# c #}"
+YAML_WORDS = "yes null off ~ 0x10 1e3 2001-01-01 ' \" \\ \\\\ # x: y - z &a *a !t | > @ `"
+TEMPLATE_SIGNS = "%{x} %%{x} $$ $ { % {"
+UNICODE = "é 😀 \u2028 \x85 \x7f \t z"
+ADVERSARIAL_USERS = [
+    # Usernames that Linux and our config accept and YAML 1.1 reads as True, None, False, a string.
+    {"username": "yes", "ssh_public_key": f"ssh-ed25519 {BLOB} {JINJA} {YAML_WORDS} {TEMPLATE_SIGNS}"},
+    {"username": "null", "ssh_public_key": f"ssh-ed25519 {BLOB} off"},
+    {"username": "off", "ssh_public_key": f"ssh-ed25519 {BLOB} - x: y # z"},
+    {"username": "y", "ssh_public_key": f"ssh-ed25519 {BLOB} {UNICODE}"},
+    {"username": "on", "ssh_public_key": f"ssh-ed25519 {BLOB}"},
+]
+
+
+@pytest.fixture(scope="session")
+def adversarial_pillar_sls() -> str:
+    return terraform_pillar(ADVERSARIAL_USERS)
+
+
+def test_terraform_writes_the_pillar_for_a_data_only_renderer(pillar_sls, adversarial_pillar_sls):
+    # Without the line Salt renders the file as Jinja first; the harness writes the same line.
+    assert pillar_sls.split("\n", 1)[0] == "#!yaml"
+    assert adversarial_pillar_sls.split("\n", 1)[0] == from_terraform_sls({}).split("\n", 1)[0]
+
+
+def test_the_pillar_carries_the_users_verbatim(tmp_path, adversarial_pillar_sls):
+    items = Minion(tmp_path, f"salt.{DOMAIN}", adversarial_pillar_sls).call("pillar.items")
+    assert items["users"] == ADVERSARIAL_USERS
+    assert all(type(user["username"]) is str for user in items["users"])
+
+
+def test_core_users_receives_the_usernames_and_keys_verbatim(tmp_path, adversarial_pillar_sls):
+    minion = Minion(tmp_path, f"k8s-worker-0.{DOMAIN}", adversarial_pillar_sls)
+    states = minion.call("state.show_sls", "core.users")
+    expected = {}
+    for user in ADVERSARIAL_USERS:
+        username = user["username"]
+        present = f"core-users-user-present-{username}"
+        expected[present] = {"name": username}
+        expected[f"core-users-ssh-auth-present-{username}"] = {
+            "user": username,
+            "names": [user["ssh_public_key"]],
+            "require": [{"user": present}],
+        }
+    assert sorted(states) == sorted(expected)
+    for state_id, wanted in expected.items():
+        function = "user.present" if "user-present" in state_id else "ssh_auth.present"
+        args = args_of(states[state_id], function)
+        assert {key: args[key] for key in wanted} == wanted, state_id
+        assert type(args.get("name", args.get("user"))) is str

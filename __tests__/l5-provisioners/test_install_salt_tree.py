@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from harness.provisioners import HOST, ROOT
 
-FROM_TERRAFORM = "domain: lab.example.org\n"
+# Shaped like what Terraform writes (constructs/provisioning/pillar.ts): the renderer line, then YAML.
+FROM_TERRAFORM = '#!yaml\n"network":\n  "private_cidr": "10.1.0.0/16"\n'
 
 
 def tree_files(root: Path) -> dict[str, bytes]:

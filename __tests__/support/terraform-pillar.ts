@@ -1,5 +1,5 @@
 /**
- * Prints, as JSON, the /srv/pillar/_from_terraform.sls that Terraform writes for the stack
+ * Prints, byte for byte, the /srv/pillar/_from_terraform.sls that Terraform writes for the stack
  * synthesized with this process's TF_VAR_* values: the stack is applied against the OpenStack
  * API double (without the provisioning chain, which has no machines to log in to), the pillar is
  * evaluated from the state by `tofu console`, and everything is destroyed again. The Salt render
@@ -23,9 +23,10 @@ async function main(): Promise<void> {
       return result.stdout;
     };
     await run(["apply", "-auto-approve", "-input=false"]);
-    const pillar = JSON.parse(JSON.parse((await run(["console"], "jsonencode(yamldecode(local.salt_pillar))\n")).trim()));
+    // Base64, because the console prints strings in HCL syntax, where `${` reads `$${`.
+    const pillar = Buffer.from(JSON.parse((await run(["console"], "base64encode(local.salt_pillar)\n")).trim()), "base64");
     await run(["destroy", "-auto-approve", "-input=false"]);
-    process.stdout.write(`${JSON.stringify(pillar, null, 2)}\n`);
+    process.stdout.write(pillar);
   } finally {
     await double.close();
     await state.close();

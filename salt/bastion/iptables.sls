@@ -15,8 +15,8 @@ bastion-iptables-iptables-append-masquerade:
   iptables.append:
     - table: nat
     - chain: POSTROUTING
-    - source: {{ network.private_cidr | json }}
-    - out-interface: {{ salt["kube_on_os.interface_in"](network.public_cidr) | json }}
+    - source: {{ network.private_cidr | yaml_encode }}
+    - out-interface: {{ salt["kube_on_os.interface_in"](network.public_cidr) | yaml_encode }}
     - jump: MASQUERADE
     - save: true
     - require:

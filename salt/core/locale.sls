@@ -2,10 +2,10 @@
 
 core-locale-locale-present:
   locale.present:
-    - name: {{ core.locale | json }}
+    - name: {{ core.locale | yaml_encode }}
 
 core-locale-locale-system:
   locale.system:
-    - name: {{ core.locale | json }}
+    - name: {{ core.locale | yaml_encode }}
     - require:
       - locale: core-locale-locale-present

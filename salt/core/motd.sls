@@ -6,7 +6,7 @@ core-motd-file-managed-issue:
     - source: salt://core/files/issue.jinja
     - template: jinja
     - context:
-        message: {{ core.motd_issue | json }}
+        message: {{ core.motd_issue | yaml_encode }}
 
 core-motd-file-managed-issue-net:
   file.managed:
@@ -14,7 +14,7 @@ core-motd-file-managed-issue-net:
     - source: salt://core/files/issue.jinja
     - template: jinja
     - context:
-        message: {{ core.motd_issue | json }}
+        message: {{ core.motd_issue | yaml_encode }}
 
 core-motd-file-managed-motd:
   file.managed:

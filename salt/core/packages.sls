@@ -6,6 +6,9 @@ core-packages-pkg-uptodate:
 
 core-packages-pkg-installed:
   pkg.installed:
-    - pkgs: {{ core.packages | json }}
+    - pkgs:
+{%- for package in core.packages %}
+      - {{ package | yaml_encode }}
+{%- endfor %}
     - require:
       - pkg: core-packages-pkg-uptodate

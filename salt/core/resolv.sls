@@ -7,4 +7,7 @@ core-resolv-file-managed:
     - source: salt://core/files/resolv.conf.jinja
     - template: jinja
     - context:
-        nameservers: {{ core.nameservers | json }}
+        nameservers:
+{%- for server in core.nameservers %}
+          - {{ server | yaml_encode }}
+{%- endfor %}

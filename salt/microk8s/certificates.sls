@@ -4,7 +4,7 @@
 # The API certificate must also be valid for the master's floating IP (replaced if it changes).
 microk8s-certificates-microk8s-extra-san:
   microk8s.extra_san:
-    - name: {{ microk8s.allowed_csr_ip | json }}
+    - name: {{ microk8s.allowed_csr_ip | yaml_encode }}
     - require:
       - sls: microk8s.install
 

@@ -9,12 +9,12 @@ microk8s-install-file-managed-launch-config:
     - source: salt://microk8s/files/launch-config.yaml.jinja
     - template: jinja
     - context:
-        pod_cidr: {{ microk8s.pod_cidr | json }}
-        service_cidr: {{ microk8s.service_cidr | json }}
+        pod_cidr: {{ microk8s.pod_cidr | yaml_encode }}
+        service_cidr: {{ microk8s.service_cidr | yaml_encode }}
 
 microk8s-install-cmd-run-snap:
   cmd.run:
-    - name: snap install microk8s --classic --channel={{ microk8s.channel }}
+    - name: {{ ("snap install microk8s --classic --channel=" ~ microk8s.channel | quote) | yaml_encode }}
     - unless: snap list microk8s
     # The microk8s execution and state modules load only once the binary exists.
     - reload_modules: true

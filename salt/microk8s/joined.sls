@@ -11,10 +11,10 @@ include:
 
 microk8s-joined-microk8s-cluster-joined:
   microk8s.cluster_joined:
-    - master: {{ microk8s.master | json }}
-    - attempts: {{ microk8s.join.attempts | json }}
-    - interval: {{ microk8s.join.interval | json }}
-    - max_interval: {{ microk8s.join.max_interval | json }}
+    - master: {{ microk8s.master | yaml_encode }}
+    - attempts: {{ microk8s.join.attempts | yaml_encode }}
+    - interval: {{ microk8s.join.interval | yaml_encode }}
+    - max_interval: {{ microk8s.join.max_interval | yaml_encode }}
     - require:
       - sls: core.hosts
       - sls: microk8s.install

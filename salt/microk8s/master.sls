@@ -5,6 +5,6 @@ include:
 
 microk8s-master-microk8s-join-tokens-published:
   microk8s.join_tokens_published:
-    - ttl: {{ microk8s.join.token_ttl | json }}
+    - ttl: {{ microk8s.join.token_ttl | yaml_encode }}
     - require:
       - sls: microk8s

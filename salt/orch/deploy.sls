@@ -54,7 +54,7 @@ orch-deploy-salt-state-workers:
   salt.state:
     - tgt: "k8s-worker-*"
     - highstate: true
-    - batch: {{ orchestration.worker_batch | json }}
+    - batch: {{ orchestration.worker_batch | yaml_encode }}
     - require:
       - salt: orch-deploy-salt-state-bastion-and-master
 {%- endif %}

@@ -6,8 +6,8 @@
 #}
 microk8s-renew-join-token:
   local.microk8s.renew_join_token:
-    - tgt: {{ data["data"]["master"] | json }}
+    - tgt: {{ data["data"]["master"] | yaml_encode }}
     - args:
-      - joiner: {{ data["id"] | json }}
-      - reason: {{ data["data"]["reason"] | json }}
-      - serial: {{ data["data"]["serial"] | json }}
+      - joiner: {{ data["id"] | yaml_encode }}
+      - reason: {{ data["data"]["reason"] | yaml_encode }}
+      - serial: {{ data["data"]["serial"] | yaml_encode }}
