@@ -59,9 +59,9 @@ function byName(resources: any[], type: string, name: string): any {
 function expectedResources(nodes: number, provisioners = false): Record<string, number> {
   const workers = nodes - 1;
   return {
-    // five chain steps, and one membership record per worker
+    // five chain steps, and one membership record per worker; the parameters' preconditions
     ...(provisioners ? { null_resource: 5 } : {}),
-    ...(provisioners && workers > 0 ? { terraform_data: workers } : {}),
+    terraform_data: 1 + (provisioners ? workers : 0),
     openstack_networking_network_v2: 2,
     openstack_networking_subnet_v2: 2,
     openstack_networking_router_v2: 1,
@@ -172,7 +172,7 @@ describeEachCli("L2: plan against the OpenStack API double", (cli) => {
   it("plans the provisioning chain as five steps at any node count, and none without run_provisioners", async () => {
     const chain = (p: any) =>
       p.resource_changes
-        .filter((c: any) => c.type === "null_resource" || c.type === "terraform_data")
+        .filter((c: any) => /^(null_resource|terraform_data)\.SaltProvisioner_/.test(c.address))
         .map(
           (c: any) =>
             `${c.address.replace(/^(null_resource|terraform_data)\.SaltProvisioner_([A-Za-z]+)_[0-9A-F]{8}/, "$2")} ${c.change.actions}`,
@@ -208,7 +208,7 @@ describeEachCli("L2: plan against the OpenStack API double", (cli) => {
   it("rejects a bad plan-time TF_VAR_ with the variable's validation message", async () => {
     const result = await ws.tofu(["plan", "-input=false"], { TF_VAR_num_kube_nodes: "0" });
     expect(result.status).not.toBe(0);
-    expect(result.stderr.replace(/\s+/g, " ")).toContain("num_kube_nodes must be a whole number of at least 1 (the master counts).");
+    expect(result.stderr.replace(/\s+/g, " ")).toContain("num_kube_nodes must be a whole number from 1 to 1025 (the master counts;");
   });
 
   it("keeps fixed addresses out of the DHCP pool whatever the plan-time values, before creating anything", async () => {
@@ -218,9 +218,10 @@ describeEachCli("L2: plan against the OpenStack API double", (cli) => {
       TF_VAR_num_kube_nodes: "30",
     });
     expect(result.status).not.toBe(0);
+    // The variable's validation says so before the subnet's precondition, the cloud-side guard, would.
     expect(result.stderr.replace(/\s+/g, " ")).toContain(
-      "Invalid network layout: fixed private addresses reach host number 128, inside the DHCP pool of " +
-        "private_network_cidr=10.1.0.0/24 (its upper half, from host number 128); use a larger private network or fewer num_kube_nodes.",
+      "num_kube_nodes must be small enough that every worker's fixed address (private host numbers 100 and up) lies in the " +
+        "lower half of private_network_cidr, below the DHCP range",
     );
     // 29 nodes end at host 127, just below the pool.
     const fits = await ws.tofu(["plan", "-input=false", "-lock=false"], {
