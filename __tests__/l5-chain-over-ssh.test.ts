@@ -527,16 +527,20 @@ describeWithNamespaces("L5: the provisioning chain over SSH through the bastion"
       );
     });
 
-    it("plans to forget the five terraform_data steps and create the five null_resource steps, and nothing else", () => {
+    it("plans to forget the five terraform_data steps and create the five null_resource steps (and the parameters' rules), and nothing else", () => {
       expect(planned).toEqual(
-        [...STEPS.map((step) => `null_resource.${step}[0] create`), ...STEPS.map((step) => `terraform_data.${step}[0] forget`)].sort(),
+        [
+          ...STEPS.map((step) => `null_resource.${step}[0] create`),
+          ...STEPS.map((step) => `terraform_data.${step}[0] forget`),
+          "terraform_data.ParameterRules create",
+        ].sort(),
       );
     });
 
     it("applies it destroying nothing and removing no node: the chain runs once more and succeeds", () => {
       expect(upgrade.stderr).toBe("");
       expect(upgrade.status).toBe(0);
-      expect(upgrade.stdout).toContain("Apply complete! Resources: 5 added, 0 changed, 0 destroyed, 5 forgotten.");
+      expect(upgrade.stdout).toContain("Apply complete! Resources: 6 added, 0 changed, 0 destroyed, 5 forgotten.");
       expect(stepsRun(upgrade.stdout)).toEqual(STEPS);
       expect(upgrade.stdout).toMatch(
         /^null_resource\.SaltProvisioner_Orchestrate_[0-9A-F]{8}\[0\] \(remote-exec\): orchestration orch\.deploy succeeded/m,
@@ -606,16 +610,20 @@ describeWithNamespaces("L5: the provisioning chain over SSH through the bastion"
 
     it("plans to change nothing but the pillar's content: the sync and the steps after it run again, no machine is touched", async () => {
       // Every address, name, address and trigger is the same; only two pillar keys no state read
-      // (network:domain, network:external_gateway) are gone, so the pillar data's hash changed.
+      // (network:domain, network:external_gateway) are gone and the renderer line is new, so the
+      // pillar data's hash changed. The parameters' preconditions are a new, empty terraform_data.
       expect(await plannedChanges(after)).toEqual(
-        ["AcceptMinionKeys", "Orchestrate", "SyncSaltTree"].map((step) => `null_resource.${step}[0] delete+create`),
+        [
+          ...["AcceptMinionKeys", "Orchestrate", "SyncSaltTree"].map((step) => `null_resource.${step}[0] delete+create`),
+          "terraform_data.ParameterRules create",
+        ].sort(),
       );
     });
 
     it("applies it removing no node, and then plans no changes", async () => {
       const upgrade = await after(["apply", "-auto-approve", "-input=false"]);
       expect(upgrade.stderr).toBe("");
-      expect(upgrade.stdout).toContain("Apply complete! Resources: 3 added, 0 changed, 3 destroyed.");
+      expect(upgrade.stdout).toContain("Apply complete! Resources: 4 added, 0 changed, 3 destroyed.");
       expect(scriptLines(upgrade.stdout).filter((line) => line.startsWith("NodeMembership"))).toEqual([]);
       expect((await after(["plan", "-detailed-exitcode", "-input=false"])).status).toBe(0);
     });
