@@ -103,7 +103,7 @@ describe("loadConfig", () => {
       [{ TF_VAR_users: '{ { username = "waldorf" }, { username = "statle" }' }, "is not a valid HCL or JSON value"],
       [
         { TF_VAR_users: '[{ username = "waldorf" }]' },
-        "element 0 must have exactly the attributes username and ssh_public_key (has username)",
+        "element 0 must have the attributes username and ssh_public_key (lacks ssh_public_key)",
       ],
       [{ TF_VAR_users: '"waldorf"' }, "must be a list of objects { username = string, ssh_public_key = string }"],
       [

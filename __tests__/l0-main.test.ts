@@ -87,7 +87,7 @@ describe("main.ts", () => {
     const result = directSynth(cwd, { TF_VAR_users: '[{ username = "waldorf" }]' });
     expect(result.status).toBe(1);
     expect(result.stderr.trim().split("\n")).toEqual([
-      "kube-on-os: Invalid TF_VAR_users=(not shown): element 0 must have exactly the attributes username and ssh_public_key (has username).",
+      "kube-on-os: Invalid TF_VAR_users=(not shown): element 0 must have the attributes username and ssh_public_key (lacks ssh_public_key).",
     ]);
     expect(fs.readdirSync(cwd)).toEqual([]);
   });

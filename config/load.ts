@@ -89,10 +89,8 @@ const SHAPE_ERRORS: { readonly [C in ComplexType]: (value: unknown) => string | 
     if (!Array.isArray(value)) return "must be a list of objects { username = string, ssh_public_key = string }";
     for (const [i, u] of value.entries()) {
       if (typeof u !== "object" || u === null || Array.isArray(u)) return `element ${i} must be an object { username, ssh_public_key }`;
-      const keys = Object.keys(u).sort();
-      if (keys.join(",") !== "ssh_public_key,username") {
-        return `element ${i} must have exactly the attributes username and ssh_public_key (has ${keys.join(", ") || "none"})`;
-      }
+      const missing = ["username", "ssh_public_key"].filter((key) => !(key in u));
+      if (missing.length > 0) return `element ${i} must have the attributes username and ssh_public_key (lacks ${missing.join(", ")})`;
       const user = u as Record<string, unknown>;
       if (typeof user.username !== "string" || typeof user.ssh_public_key !== "string") {
         return `element ${i}: username and ssh_public_key must be strings`;
@@ -101,6 +99,28 @@ const SHAPE_ERRORS: { readonly [C in ComplexType]: (value: unknown) => string | 
     return undefined;
   },
 };
+
+/** A bool or number where Terraform wants a string, converted as go-cty converts it; anything else as it is. */
+function asString(value: unknown): unknown {
+  return typeof value === "boolean" || typeof value === "number" ? String(value) : value;
+}
+
+/**
+ * A parsed value converted to its type the way Terraform converts a TF_VAR_ value: an object
+ * loses the attributes its type does not have, and an attribute's bool or number becomes a string.
+ */
+function conformed(type: ComplexType, value: unknown): unknown {
+  if (type !== "list(object({ username = string, ssh_public_key = string }))" || !Array.isArray(value)) return value;
+  return value.map((u) =>
+    typeof u === "object" && u !== null && !Array.isArray(u)
+      ? Object.fromEntries(
+          Object.entries(u)
+            .filter(([key]) => key === "username" || key === "ssh_public_key")
+            .map(([key, attribute]) => [key, asString(attribute)]),
+        )
+      : u,
+  );
+}
 
 /** Converts a TF_VAR_ string the way Terraform does for the variable's type. */
 async function convert(name: VariableName, spec: VariableSpec<unknown>, raw: string): Promise<unknown> {
@@ -131,10 +151,12 @@ async function convert(name: VariableName, spec: VariableSpec<unknown>, raw: str
       }
       const keys = Object.keys(parsed);
       if (keys.length !== 1 || keys[0] !== "value") throw bad("must be a single value");
+      // null for a variable that is not nullable means its default (Terraform's `nullable = false`).
+      if (parsed.value === null && spec.default !== undefined) return spec.default;
       const literal = literalValue(parsed.value);
       if (literal === undefined)
         throw bad("must be a literal value without references, interpolation or directives (write $${ and %%{ for a literal ${ and %{)");
-      return literal.value;
+      return conformed(spec.type, literal.value);
     }
   }
 }

@@ -97,9 +97,30 @@ export function wholeNumber(range: Range): Check<number> {
   };
 }
 
-/** A string whose length is within `range`. */
+const GRAPHEMES = new Intl.Segmenter("en", { granularity: "grapheme" });
+
+/** The length of a string as Terraform's length() counts it: in grapheme clusters ("e\u0301" is 1). */
+export function terraformLength(s: string): number {
+  let count = 0;
+  for (const _ of GRAPHEMES.segment(s)) count++;
+  return count;
+}
+
+/**
+ * White space as Go's strings.TrimSpace (Terraform's trimspace()) sees it: unicode.IsSpace, which
+ * includes U+0085 (NEL) and leaves U+FEFF, where JavaScript's trim() does the opposite.
+ */
+const GO_SPACE = "\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000";
+const GO_TRIM = new RegExp(`^[${GO_SPACE}]+|[${GO_SPACE}]+$`, "g");
+
+/** `s` without leading and trailing white space, as Terraform's trimspace() gives it. */
+export function trimSpace(s: string): string {
+  return s.replace(GO_TRIM, "");
+}
+
+/** A string whose length (as Terraform counts it) is within `range`. */
 export function characters(range: Range): Check<string> {
-  return { test: (s) => inRange(s.length, range), condition: (ref) => rangeCondition(`length(${ref})`, range) };
+  return { test: (s) => inRange(terraformLength(s), range), condition: (ref) => rangeCondition(`length(${ref})`, range) };
 }
 
 /** A list whose length is within `range`. */
@@ -108,10 +129,10 @@ export function items(range: Range): Check<readonly unknown[]> {
 }
 
 /** A string with something besides white space. */
-export const NOT_BLANK: Check<string> = { test: (s) => s.trim().length > 0, condition: (ref) => `length(trimspace(${ref})) > 0` };
+export const NOT_BLANK: Check<string> = { test: (s) => trimSpace(s).length > 0, condition: (ref) => `length(trimspace(${ref})) > 0` };
 
 /** A string without leading or trailing white space. */
-export const TRIMMED: Check<string> = { test: (s) => s.trim() === s, condition: (ref) => `trimspace(${ref}) == ${ref}` };
+export const TRIMMED: Check<string> = { test: (s) => trimSpace(s) === s, condition: (ref) => `trimspace(${ref}) == ${ref}` };
 
 /** One of `values`. */
 export function oneOf(values: readonly string[]): Check<string> {
