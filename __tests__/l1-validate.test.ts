@@ -7,6 +7,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { ConfigError } from "../config/config-error";
 import { loadConfig } from "../config/load";
+import { variablesOnlyDir } from "./support/plan-variables";
 import { synthToDir } from "./support/synth";
 import { describeEachCli, initOffline, runTf, TfCli } from "./support/tofu";
 
@@ -126,12 +127,7 @@ describeEachCli("L1: plan-time variable validation agrees with synth-time valida
 
   beforeAll(async () => {
     // Only the variable blocks: planning them needs no provider and no network.
-    const stackDir = await synthToDir(tempDir("vars-src"));
-    varsDir = tempDir("vars");
-    const { variable } = readJson(path.join(stackDir, "cdk.tf.json"));
-    fs.writeFileSync(path.join(varsDir, "variables.tf.json"), JSON.stringify({ variable }, null, 2));
-    const init = runTf(cli, ["init", "-input=false"], varsDir);
-    expect(init.status).toBe(0);
+    varsDir = await variablesOnlyDir(cli);
   });
 
   const KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHhU0xQm2c2RZkzC9M7tRrFSe0Q5sQm8l8S3ZzQxYw1a someone@example";
