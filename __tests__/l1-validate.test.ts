@@ -9,7 +9,7 @@ import * as path from "node:path";
 import { ConfigError } from "../config/config-error";
 import { loadConfig } from "../config/load";
 import { DOMAIN_MAX } from "../config/parameters";
-import { PARAMETER_RULES_ID } from "../config/terraform-variables";
+import { parameterRules, variablesOnlyDir } from "./support/plan-variables";
 import { synthToDir } from "./support/synth";
 import { describeEachCli, initOffline, runTf, runTfAsync, TfCli } from "./support/tofu";
 
@@ -28,15 +28,6 @@ function validate(cli: TfCli, stackDir: string): { valid: boolean; diagnostics: 
 }
 
 const KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHhU0xQm2c2RZkzC9M7tRrFSe0Q5sQm8l8S3ZzQxYw1a someone@example";
-
-/**
- * The stack's variables and the terraform_data resource whose preconditions hold the rules on
- * concealed values: every rule on the parameters, planned with no provider and no network.
- */
-function parameterRules(stackDir: string): object {
-  const { variable, resource } = readJson(path.join(stackDir, "cdk.tf.json"));
-  return { variable, resource: { terraform_data: { [PARAMETER_RULES_ID]: resource.terraform_data[PARAMETER_RULES_ID] } } };
-}
 
 /** Where each CLI resolves a provider source without a hostname. */
 const DEFAULT_REGISTRY = { tofu: "registry.opentofu.org", terraform: "registry.terraform.io" } as const;
@@ -140,11 +131,7 @@ describeEachCli("L1: plan-time variable validation agrees with synth-time valida
 
   beforeAll(async () => {
     // Only the variable blocks: planning them needs no provider and no network.
-    const stackDir = await synthToDir(tempDir("vars-src"));
-    varsDir = tempDir("vars");
-    fs.writeFileSync(path.join(varsDir, "variables.tf.json"), JSON.stringify(parameterRules(stackDir), null, 2));
-    const init = runTf(cli, ["init", "-input=false"], varsDir);
-    expect(init.status).toBe(0);
+    varsDir = await variablesOnlyDir(cli);
   });
 
   const cases: [string, string, boolean][] = [
@@ -253,10 +240,7 @@ describeEachCli("L1: issue 17 regressions, synth and plan agree", (cli) => {
   let privateKey: string;
 
   beforeAll(async () => {
-    const stackDir = await synthToDir(tempDir("vars-src"));
-    varsDir = tempDir("vars");
-    fs.writeFileSync(path.join(varsDir, "variables.tf.json"), JSON.stringify(parameterRules(stackDir), null, 2));
-    expect(runTf(cli, ["init", "-input=false"], varsDir).status).toBe(0);
+    varsDir = await variablesOnlyDir(cli);
     const keyDir = tempDir("key");
     const keygen = spawnSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "pasted@laptop", "-f", path.join(keyDir, "id")]);
     expect(keygen.status).toBe(0);
