@@ -390,11 +390,11 @@ def test_a_bastion_without_its_networks_fails_to_render_and_says_why(tmp_path, p
 
 # Pillar data is data (issue 17): what a user writes reaches the states as written. A real key
 # blob (config checks it), and comments that would change under Jinja, under a YAML 1.1 reader
-# or in a Terraform template. `${` has no case: config refuses any value holding it.
+# or in a Terraform template (`${x}` and `%{x}` are written `$${x}` and `%%{x}` in the TF_VAR_).
 BLOB = "AAAAC3NzaC1lZDI1NTE5AAAAILqFJsnsielbJp/rO869+muEu7U5J80K2gttNx0Dp/M1"
 JINJA = "{{ 7*7 }} {% if 1 %}x{% endif %} {{ salt['test.echo']('x') }} {{ grains['id'] }} {# c #}"
 YAML_WORDS = "yes null off ~ 0x10 1e3 2001-01-01 ' \" \\ \\\\ # x: y - z &a *a !t | > @ `"
-TEMPLATE_SIGNS = "%{x} %%{x} $$ $ { % {"
+TEMPLATE_SIGNS = "%{x} %%{x} ${x} $${x} $$ $ { % {"
 UNICODE = "é 😀 \u2028 \x85 \x7f \t z"
 ADVERSARIAL_USERS = [
     # Usernames that Linux and our config accept and YAML 1.1 reads as True, None, False, a string.
