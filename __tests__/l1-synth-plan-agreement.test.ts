@@ -88,7 +88,12 @@ function problems(values: RawValues, synth: Verdict, plan: Verdict, cli: TfCli):
     found.push(`${cli.name} plan's message names none of ${names.join(", ")}: ${plan.message}`);
   }
   for (const name of names.filter((n): n is VariableName => SECRET_BEARING.includes(n as VariableName))) {
-    const leaked = secretsIn(values[name] ?? "").filter((secret) => synth.message.includes(secret));
+    // The value shown, between `=` and the first `: `; the rest is the rule, which names key types.
+    const shownValue = synth.message.replace(/^Invalid [^=]*=/, "").split(": ")[0];
+    const leaked = secretsIn(values[name] ?? "").filter((secret) => shownValue.includes(secret));
+    if (!synth.accepted && synth.message.startsWith(`Invalid TF_VAR_${name}=`) && !/^\((hidden|not shown)\)$/.test(shownValue)) {
+      leaked.push(shownValue);
+    }
     if (leaked.length > 0) found.push(`synth's message repeats ${name}'s value: ${synth.message}`);
   }
   return found;
@@ -195,6 +200,7 @@ const FOUND: readonly RawValues[] = [
   { users: `[{ username = "waldorf", ssh_public_key = "${KEYS.ed25519}", shell = "/bin/sh" }]` },
   { users: `[{ username = true, ssh_public_key = "${KEYS.ed25519}" }]` },
   // Synth repeats a key in its message.
+  { deploy_ssh_public_key: "ssh-ed25519" },
   { deploy_ssh_public_key: "ssh-ed25519 ====" },
   { deploy_ssh_public_key: `\t${KEYS.ecdsa256}` },
   { users: `[{ username = "root", ssh_public_key = "${KEYS.ed25519}" }]` },

@@ -334,6 +334,22 @@ describeEachCli("L1: issue 17 regressions, synth and plan agree", (cli) => {
     expect(planned.output).not.toContain(body);
   });
 
+  it.each([
+    ["users", (key: string) => JSON.stringify([{ username: "waldorf", ssh_public_key: key }])],
+    ["ssh_host_keys", (key: string) => JSON.stringify({ bastion: key })],
+    ["root_password_hash", (key: string) => key],
+  ])("never prints a private key given as %s, at synth or at plan", async (name, value) => {
+    const body = privateKey.split("\n")[1];
+    const env = { [`TF_VAR_${name}`]: value(privateKey) };
+    const synthMessage = await synth(env);
+    expect(synthMessage).toContain(`Invalid TF_VAR_${name}=(`);
+    expect(synthMessage).not.toContain(body);
+    const planned = plan(env);
+    expect(planned.accepted).toBe(false);
+    expect(planned.output).toContain(`${name} must be`);
+    expect(planned.output).not.toContain(body);
+  });
+
   it("reads $${ and %%{ in a TF_VAR_ as Terraform does, and records that value", async () => {
     const users = `[{ username = "waldorf", ssh_public_key = "${KEY} $\${a} %%{b}" }]`;
     const config = await loadConfig({ TF_VAR_users: users });
