@@ -38,8 +38,9 @@ export const MAX_WORKERS = 1024;
 export const LONGEST_HOST = `${HOST_NAMES.worker}-${MAX_WORKERS - 1}`;
 
 /**
- * The longest suffix a resource's name adds to a machine's FQDN (a port's `-private`) or to the
- * domain: __tests__/l0-stack.test.ts checks every name in the synthesized stack against it.
+ * The longest suffix a resource's name adds to a machine's FQDN (a port's `-private`); names built
+ * on the domain alone stay shorter. __tests__/l0-stack.test.ts checks every name in the
+ * synthesized stack, at the longest domain, against Nova's and Neutron's limit.
  */
 export const LONGEST_NAME_SUFFIX = "-private";
 
