@@ -9,7 +9,7 @@ import * as path from "node:path";
 import { ConfigError } from "../config/config-error";
 import { loadConfig } from "../config/load";
 import { DOMAIN_MAX } from "../config/parameters";
-import { parameterRules, variablesOnlyDir } from "./support/plan-variables";
+import { parameterRules, synthVerdict, variablesOnlyDir } from "./support/plan-variables";
 import { synthToDir } from "./support/synth";
 import { describeEachCli, initOffline, runTf, runTfAsync, TfCli } from "./support/tofu";
 
@@ -248,13 +248,8 @@ describeEachCli("L1: issue 17 regressions, synth and plan agree", (cli) => {
   });
 
   async function synth(env: NodeJS.ProcessEnv): Promise<string | undefined> {
-    try {
-      await loadConfig(env);
-      return undefined;
-    } catch (error) {
-      if (!(error instanceof ConfigError)) throw error;
-      return error.message;
-    }
+    const verdict = await synthVerdict(env);
+    return verdict.accepted ? undefined : verdict.message;
   }
 
   function plan(env: NodeJS.ProcessEnv): { accepted: boolean; output: string } {

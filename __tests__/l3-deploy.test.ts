@@ -9,6 +9,7 @@ import { NOVA_DEFAULT_QUOTAS } from "./doubles/openstack/nova";
 import { OpenStackDouble, startOpenStackDouble } from "./doubles/openstack/server";
 import { StateServer, startStateServer } from "./doubles/http-state/server";
 import YAML from "yaml";
+import { planJson } from "./support/plan";
 import { describeEachCli, TfCli, tfClis } from "./support/tofu";
 import { WITHOUT_PROVISIONERS, Workspace, workspace as makeWorkspace } from "./support/workspace";
 
@@ -33,12 +34,6 @@ afterEach(() => {
 /** A fresh workspace against this file's double and state server. */
 function workspace(synthEnv: NodeJS.ProcessEnv = {}, runEnv: NodeJS.ProcessEnv = WITHOUT_PROVISIONERS, cli: TfCli = tfClis()[0]) {
   return makeWorkspace(double, state, synthEnv, runEnv, cli);
-}
-
-async function planJson(ws: Workspace, extra: NodeJS.ProcessEnv = {}): Promise<any> {
-  const plan = await ws.tofu(["plan", "-input=false", "-out=tfplan"], extra);
-  if (plan.status !== 0) throw new Error(`tofu plan failed:\n${plan.stderr}${plan.stdout}`);
-  return JSON.parse((await ws.tofu(["show", "-json", "tfplan"])).stdout);
 }
 
 function plannedResources(plan: any): any[] {
