@@ -1,6 +1,6 @@
 """
 The one way the module runs the microk8s binary (the wiki's "crosscall"): an argument list, a
-timeout, microk8s' own message on failure, and join tokens kept out of logs and errors.
+timeout, a structured error on failure, and join tokens kept out of logs and errors.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from . import _constants as constants
 # A join URL is <address>:<port>/<token>/<check>; a bare token is 32 or more hex characters.
 _SECRET_IN_URL = re.compile(r"(:\d+/)[^\s/]+(/[^\s/'\"]*)?")
 _BARE_TOKEN = re.compile(r"\b[0-9a-f]{32,}\b")
-# What separates the command from microk8s' output in the errors run() raises.
-_FAILED = " failed: "
+# Lines microk8s prints before the outcome (join.py's progress), never the reason of a failure.
+_PROGRESS = re.compile(r"^(Contacting cluster at |Waiting for this node to finish joining)")
 
 
 def redact(text: str) -> str:
@@ -24,12 +24,39 @@ def redact(text: str) -> str:
     return _BARE_TOKEN.sub("<token>", _SECRET_IN_URL.sub(r"\1<token>", text))
 
 
+class Microk8sError(CommandExecutionError):
+    """
+    A microk8s command that exited non-zero: ``command`` (redacted), ``retcode`` and ``output``
+    (stdout and stderr, redacted), so callers decide by exit code and whole output, never by
+    the message. The message names the command, its exit code and the line that says why
+    (``summary``).
+    """
+
+    def __init__(self, command: str, retcode: int, output: str):
+        self.command = command
+        self.retcode = retcode
+        self.output = output
+        super().__init__(f"{command} failed (exit {retcode}): {summary(output)}")
+
+    def __reduce__(self):
+        # Salt may copy an exception between processes: rebuild it from its fields, not its message.
+        return (type(self), (self.command, self.retcode, self.output))
+
+
+def summary(output: str) -> str:
+    """
+    The line of microk8s' output that says why it failed: the last line that is not progress
+    (a Python traceback ends with its exception; join.py prints its reason last), else "no output".
+    """
+    lines = [line.strip() for line in output.splitlines() if line.strip() and not _PROGRESS.match(line.strip())]
+    return lines[-1] if lines else "no output"
+
+
 def run(salt: dict, *args: str, timeout: int = constants.DEFAULT_TIMEOUT) -> str:
     """
     Runs ``microk8s ARGS`` through ``cmd.run_all`` of ``salt`` (the caller's ``__salt__``),
-    never a shell string, and returns stdout. Raises CommandExecutionError with microk8s' own
-    message on a non-zero exit. Join tokens are redacted from what Salt logs and from the error,
-    since join and add-node carry them.
+    never a shell string, and returns stdout. Raises Microk8sError on a non-zero exit. Join
+    tokens are redacted from what Salt logs and from the error, since join and add-node carry them.
     """
     result = salt["cmd.run_all"](
         [constants.BINARY, *args],
@@ -38,17 +65,13 @@ def run(salt: dict, *args: str, timeout: int = constants.DEFAULT_TIMEOUT) -> str
         ignore_retcode=True,
         log_callback=redact,
     )
-    if result.get("retcode", 1) != 0:
-        message = "\n".join(
+    retcode = result.get("retcode", 1)
+    if retcode != 0:
+        output = "\n".join(
             part.strip() for part in (result.get("stdout"), result.get("stderr")) if part and part.strip()
         )
-        raise CommandExecutionError(redact(f"microk8s {' '.join(args)}{_FAILED}{message}"))
+        raise Microk8sError(redact(f"microk8s {' '.join(args)}"), retcode, redact(output))
     return result.get("stdout", "")
-
-
-def output_of(error: CommandExecutionError) -> str:
-    """What microk8s printed, from an error run() raised."""
-    return str(error).split(_FAILED, 1)[-1]
 
 
 def snap_path(salt: dict, relative: str) -> str:
