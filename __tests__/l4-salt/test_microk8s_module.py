@@ -141,6 +141,84 @@ def test_membership_tells_a_standalone_node_from_a_control_plane_member(microk8s
     assert microk8s.membership() == {"role": role, "members": members}
 
 
+def test_status_before_status_py_lists_addons_as_a_map(microk8s):
+    microk8s.__salt__ = with_status(fixture("status-1.16.yaml"))
+    status = microk8s.status()
+    assert (status["running"], status["high_availability"]) == (True, {"enabled": False, "nodes": []})
+    assert {name: addon["status"] for name, addon in status["addons"].items()} == {
+        "dns": "enabled",
+        "rbac": "disabled",
+        "storage": "enabled",
+    }
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "- a list\n",
+        "microk8s: running\n",
+        "microk8s:\n  running: True\nhigh-availability:\n  enabled: True\n  nodes: [10.1.0.10]\n",
+        "microk8s:\n  running: True\naddons:\n  - dns\n",
+        "microk8s:\n  running: True\naddons: 3\n",
+        # The worker sentence inside some other output is not the wrapper's message.
+        "Error: This MicroK8s deployment is acting as a node in a cluster. Please use the control plane node. (7)\n",
+    ],
+)
+def test_a_status_of_an_unknown_shape_is_an_error_never_a_type_error(microk8s, text):
+    microk8s.__salt__ = with_status(text)
+    with pytest.raises(CommandExecutionError, match="microk8s status"):
+        microk8s.status()
+
+
+def test_a_worker_is_known_by_its_lock_file_without_running_status(microk8s):
+    cli = fake_cli({})
+    microk8s.__salt__ = {**NO_LOCK, "cmd.run_all": cli, "file.file_exists": lambda path: path.endswith("/clustered.lock")}
+    assert microk8s.status()["worker"] is True
+    assert cli.calls == []
+
+
+def test_kubectl_on_a_worker_or_anything_but_a_node_list_is_a_clear_error(microk8s):
+    kubectl = ("kubectl", "get", "nodes", "-o", "json")
+    for text, message in [
+        (fixture("kubectl-worker.txt"), "this node joined with --worker and cannot list nodes"),
+        ("error: the server doesn't have a resource type", "kubectl get nodes printed no NodeList"),
+        ('{"items": [{"status": {}}]}', "kubectl get nodes printed no NodeList"),
+    ]:
+        microk8s.__salt__ = {"cmd.run_all": fake_cli({kubectl: ok(text)})}
+        with pytest.raises(CommandExecutionError, match=message):
+            microk8s.nodes()
+
+
+@pytest.fixture
+def member_waits(monkeypatch, microk8s):
+    waited = []
+    monkeypatch.setattr(importlib.import_module("microk8s._membership").time, "sleep", waited.append)
+    return waited
+
+
+def test_an_empty_member_list_with_ha_enabled_is_unknown_not_standalone(microk8s, member_waits):
+    # microk8s#2190: dqlite did not answer status.py; the node is not alone.
+    microk8s.__salt__ = with_status(fixture("status-ha-no-members.yaml"))
+    with pytest.raises(CommandExecutionError) as raised:
+        microk8s.membership()
+    assert str(raised.value) == (
+        "microk8s status listed no dqlite members 3 times while high availability is enabled "
+        "(dqlite did not answer); nothing is decided on an empty list"
+    )
+    assert member_waits == [5, 5]
+    assert len(microk8s.__salt__["cmd.run_all"].calls) == 3
+
+
+def test_a_transient_empty_member_list_is_read_again(microk8s, member_waits):
+    texts = [fixture("status-ha-no-members.yaml"), fixture("status-ha.yaml")]
+    microk8s.__salt__ = {
+        **NO_LOCK,
+        "cmd.run_all": lambda cmd, **kwargs: ok(texts.pop(0)),
+    }
+    assert microk8s.membership()["role"] == "control-plane"
+    assert member_waits == [5]
+
+
 def test_an_unknown_addon_is_an_error_not_disabled(microk8s):
     microk8s.__salt__ = with_status(fixture("status-single.yaml"))
     with pytest.raises(CommandExecutionError, match="microk8s has no addon named 'nope'"):
@@ -166,10 +244,28 @@ def test_a_failing_join_raises_with_microk8s_message_and_never_shows_the_token(m
     microk8s.__salt__ = {"cmd.run_all": fake_cli({join: {"retcode": 6, "stdout": fixture("error-already-known.txt")}})}
     with pytest.raises(CommandExecutionError) as raised:
         microk8s.join(url, worker=True)
+    # The message: the command, its exit code and the line that says why (not join.py's progress).
     assert str(raised.value) == (
-        "microk8s join 10.1.0.10:25000/<token> --worker failed: Contacting cluster at 10.1.0.10\n"
+        "microk8s join 10.1.0.10:25000/<token> --worker failed (exit 6): "
         "Connection failed. the joining node (10.1.0.100) is already known to dqlite (504)."
     )
+    # The whole output and the exit code, for callers to decide by.
+    assert (raised.value.command, raised.value.retcode, raised.value.output) == (
+        "microk8s join 10.1.0.10:25000/<token> --worker",
+        6,
+        fixture("error-already-known.txt").strip(),
+    )
+
+
+def test_a_traceback_is_summed_up_by_its_exception_and_the_error_survives_pickling(microk8s):
+    import pickle
+
+    microk8s.__salt__ = {"cmd.run_all": fake_cli({("join", "u"): {"retcode": 1, "stdout": "", "stderr": fixture("error-unreachable.txt")}})}
+    with pytest.raises(CommandExecutionError) as raised:
+        microk8s.join("u")
+    assert str(raised.value) == "microk8s join u failed (exit 1): ConnectionRefusedError: [Errno 111] Connection refused"
+    copy = pickle.loads(pickle.dumps(raised.value))
+    assert (type(copy), str(copy), copy.retcode) == (type(raised.value), str(raised.value), 1)
 
 
 def test_commands_are_logged_through_the_redacting_callback(microk8s, tmp_path):
@@ -192,6 +288,10 @@ def test_commands_are_logged_through_the_redacting_callback(microk8s, tmp_path):
         ("error-unreachable.txt", "unreachable", "wait"),
         ("error-not-running.txt", "not-running", "wait"),
         ("status-worker.txt", "other", "fail"),
+        # microk8s 1.29+: the agent wraps the already-known error in the dqlite one.
+        ("error-already-known-1.35.txt", "already-known", "renew"),
+        ("error-dqlite-unavailable.txt", "dqlite-unavailable", "renew"),
+        ("error-fingerprint.txt", "fingerprint-mismatch", "renew"),
     ],
 )
 def test_join_errors_are_classified_with_what_to_do(microk8s, fixture_name, kind, action):
@@ -260,8 +360,8 @@ def test_nodes_and_the_cluster_check_read_kubectl(microk8s):
         "pillar.get": lambda key, default=None: PILLAR if key == "microk8s" else default,
     }
     assert microk8s.nodes() == [
-        {"name": "k8s-master", "address": "10.1.0.10", "ready": True},
-        {"name": "k8s-worker-0", "address": "10.1.0.100", "ready": False},
+        {"name": "k8s-master", "address": "10.1.0.10", "ready": True, "unschedulable": False, "version": None},
+        {"name": "k8s-worker-0", "address": "10.1.0.100", "ready": False, "unschedulable": False, "version": None},
     ]
     assert microk8s.cluster_check(1) == {"ready": ["k8s-master"], "expected": 1}
     with pytest.raises(CommandExecutionError, match=r"^only 1 of 3 nodes are Ready: k8s-master$"):
@@ -638,12 +738,16 @@ class MasterBehindTheMine:
     once ``renew_after`` more mine reads have passed, as the reactor would.
     """
 
-    def __init__(self, outcomes, published=True, renew_after=0):
+    def __init__(self, outcomes, published=True, renew_after=0, unsettled=0):
         self.outcomes = list(outcomes)
         self.serial = 1 if published else None
         self.renew_after = renew_after
         self.pending_renewal = None
         self.actions = []
+        # After a join that exited 0: how many membership readings fail (status exits 1 while
+        # microk8s restarts its services) before the worker lock shows.
+        self.unsettled = unsettled
+        self.joined = False
 
     def salt_functions(self) -> dict:
         def mine_get(target, function):
@@ -665,6 +769,7 @@ class MasterBehindTheMine:
             self.actions.append(("join", cmd[2], "--worker" in cmd))
             outcome = self.outcomes.pop(0)
             if outcome is None:
+                self.joined = True
                 return ok("Successfully joined the cluster.")
             text = fixture(outcome) if (FIXTURES / outcome).exists() else outcome
             return {"retcode": 1, "stdout": text, "stderr": ""}
@@ -675,18 +780,32 @@ class MasterBehindTheMine:
             self.pending_renewal = self.renew_after
             return True
 
+        def worker_lock(path):
+            assert path.endswith("/var/lock/clustered.lock")
+            if self.joined and self.unsettled:
+                self.unsettled -= 1
+                self.actions.append(("unsettled",))
+                raise CommandExecutionError("microk8s status failed (exit 1): microk8s is not running")
+            return self.joined
+
         return {
             "mine.get": mine_get,
             "mine.update": lambda: self.actions.append(("mine.update",)),
             "event.send": event_send,
             "cmd.run_all": run_all,
+            "config.get": lambda key, default=None: default,
+            "file.file_exists": worker_lock,
         }
+
+
+WORKER_MEMBERSHIP = {"role": "worker", "members": []}
 
 
 @pytest.fixture
 def sleeps(monkeypatch, microk8s):
     waited = []
     monkeypatch.setattr(importlib.import_module("microk8s._join").time, "sleep", waited.append)
+    monkeypatch.setattr(importlib.import_module("microk8s._membership").time, "sleep", waited.append)
     return waited
 
 
@@ -698,7 +817,7 @@ def join_cluster(microk8s, master: MasterBehindTheMine, attempts=8, interval=5, 
 
 def test_join_cluster_joins_at_the_first_try_on_the_masters_private_address(microk8s, sleeps):
     master = MasterBehindTheMine([None])
-    assert join_cluster(microk8s, master) == {"attempts": 1, "serial": 1}
+    assert join_cluster(microk8s, master) == {"attempts": 1, "serial": 1, "membership": WORKER_MEMBERSHIP}
     assert master.actions == [("join", "10.1.0.10:25000/token-1/c", True)]
     assert sleeps == []
 
@@ -709,12 +828,16 @@ def test_join_cluster_joins_at_the_first_try_on_the_masters_private_address(micr
         ("error-invalid-token.txt", "invalid-token"),
         ("error-already-known.txt", "already-known"),
         ("error-hostname-unresolved.txt", "hostname-unresolved"),
+        # Transient, but after ConsumeClusterToken: the token is spent as well.
+        ("error-dqlite-unavailable.txt", "dqlite-unavailable"),
+        # The token is unspent; its URL names an older server.crt, so the master republishes it.
+        ("error-fingerprint.txt", "fingerprint-mismatch"),
     ],
 )
 def test_a_spent_token_is_renewed_through_the_master_and_the_join_retried(microk8s, sleeps, fixture_name, kind):
     # The failed attempt consumed the single-use token (or it expired): retrying it cannot work.
     master = MasterBehindTheMine([fixture_name, None], renew_after=1)
-    assert join_cluster(microk8s, master) == {"attempts": 3, "serial": 2}
+    assert join_cluster(microk8s, master) == {"attempts": 3, "serial": 2, "membership": WORKER_MEMBERSHIP}
     # After a failed name lookup the joiner publishes its addresses before it asks.
     published = [("mine.update",)] if kind == "hostname-unresolved" else []
     assert master.actions == [
@@ -730,7 +853,11 @@ def test_a_spent_token_is_renewed_through_the_master_and_the_join_retried(microk
 @pytest.mark.parametrize("fixture_name", ["error-unreachable.txt", "error-not-running.txt"])
 def test_an_unready_master_is_waited_for_with_growing_bounded_backoff(microk8s, sleeps, fixture_name):
     master = MasterBehindTheMine([fixture_name] * 5 + [None])
-    assert join_cluster(microk8s, master, interval=5, max_interval=30) == {"attempts": 6, "serial": 1}
+    assert join_cluster(microk8s, master, interval=5, max_interval=30) == {
+        "attempts": 6,
+        "serial": 1,
+        "membership": WORKER_MEMBERSHIP,
+    }
     assert [a[0] for a in master.actions] == ["join"] * 6
     assert sleeps == [5, 10, 20, 30, 30]
 
@@ -776,7 +903,7 @@ def test_an_error_retrying_cannot_fix_fails_at_once_without_the_token(microk8s, 
         join_cluster(microk8s, master)
     assert str(raised.value) == (
         f"joining {MASTER} failed (other), retrying cannot help: microk8s join 10.1.0.10:25000/<token> --worker "
-        "failed: not possible to join. This is not an HA MicroK8s cluster"
+        "failed (exit 1): not possible to join. This is not an HA MicroK8s cluster"
     )
     assert sleeps == []
 
@@ -807,7 +934,7 @@ PUBLIC = {
     "add_node": "(token: str | None = None, ttl: int = -1)",
     "join_tokens": "()",
     "pending_joiners": "()",
-    "join_token_plan": "()",
+    "join_token_plan": "(ttl: int = -1)",
     "issue_join_tokens": "(joiners: list[str], withdraw: list[str] | None = None, ttl: int = -1)",
     "renew_join_token": "(joiner: str, reason: str, serial: int | None = None)",
     "join": "(url: str, worker: bool = False)",
@@ -827,3 +954,53 @@ def test_the_public_functions_keep_their_names_and_signatures(microk8s):
         if inspect.isfunction(function) and not name.startswith("_") and function.__module__ == microk8s.__name__
     }
     assert public == PUBLIC
+
+
+def test_after_a_join_the_membership_is_read_again_while_microk8s_restarts(microk8s, sleeps):
+    master = MasterBehindTheMine([None], unsettled=2)
+    assert join_cluster(microk8s, master) == {"attempts": 1, "serial": 1, "membership": WORKER_MEMBERSHIP}
+    assert master.actions == [("join", "10.1.0.10:25000/token-1/c", True), ("unsettled",), ("unsettled",)]
+    assert sleeps == [5, 5]
+
+
+def test_a_join_whose_membership_never_settles_fails_with_the_last_reading(microk8s, sleeps):
+    master = MasterBehindTheMine([None], unsettled=99)
+    with pytest.raises(CommandExecutionError) as raised:
+        join_cluster(microk8s, master)
+    assert str(raised.value) == (
+        "microk8s join reported success, but this node is not a worker after 12 readings 5 s apart; "
+        "last: microk8s status failed (exit 1): microk8s is not running"
+    )
+    assert sleeps == [5] * 11
+
+
+def test_a_report_never_removes_a_ready_member_but_scale_down_does(microk8s, tmp_path):
+    cluster = Cluster(microk8s, tmp_path)
+    master = cluster.as_master()
+    master.issue_join_tokens([CP_JOINER])
+    assert cluster.cp_joiner.run("join", master.join_tokens()[CP_JOINER]["urls"][0]).returncode == 0
+    # A healthy voter that misread its membership reports itself as rebuilt: refused.
+    with pytest.raises(CommandExecutionError, match=r"^refusing to remove the dqlite member at 10\.1\.0\.100: its node k8s-worker-0 is Ready"):
+        master.renew_join_token(CP_JOINER, "already-known", serial=1)
+    assert "10.1.0.100:19001" in json.dumps(master.members())
+    # The same node leaving the pillar (scale-down) is removed: the operator said so.
+    assert master.forget_node("10.1.0.100") is True
+    assert "10.1.0.100:19001" not in json.dumps(master.members())
+
+
+@pytest.mark.parametrize("ttl", [0, 60, 120, 299, "soon", True, None])
+def test_a_token_ttl_that_would_renew_on_every_run_is_refused(microk8s, tmp_path, ttl):
+    cluster = Cluster(microk8s, tmp_path)
+    master = cluster.as_master(pillar={"microk8s": {**PILLAR, "join": {"token_ttl": ttl}}})
+    message = (
+        r"^pillar microk8s:join:token_ttl must be -1 \(single-use\) or at least 300 seconds "
+        r"\(a token expiring within 120 s is renewed on every run\), got "
+    )
+    with pytest.raises(CommandExecutionError, match=message):
+        master.join_token_plan(ttl)
+    with pytest.raises(CommandExecutionError, match=message):
+        master.issue_join_tokens([WORKER], ttl=ttl)
+    with pytest.raises(CommandExecutionError, match=message):
+        master.renew_join_token(WORKER, "invalid-token", serial=1)
+    assert not (cluster.master.home / "credentials" / "cluster-tokens.txt").exists()
+    assert master.join_token_plan(300)["issue"] == [CP_JOINER, WORKER]

@@ -239,13 +239,21 @@ def test_extra_san_failures_are_reported(states):
 class Master:
     """The master's execution functions as join_tokens_published uses them."""
 
-    def __init__(self, plan, published=None, current=None, minion_id=MASTER, fail=None):
+    def __init__(self, plan, published=None, current=None, minion_id=MASTER, fail=None, fail_plan=None):
         self.plan = plan
+        self.fail_plan = fail_plan
+        self.planned_with = []
         self.published = published if published is not None else {}
         self.current = current if current is not None else {}
         self.minion_id = minion_id
         self.fail = fail
         self.actions = []
+
+    def plan_for(self, ttl):
+        self.planned_with.append(ttl)
+        if self.fail_plan:
+            raise CommandExecutionError(self.fail_plan)
+        return self.plan
 
     def functions(self):
         def issue(joiners, withdraw, ttl):
@@ -256,12 +264,28 @@ class Master:
 
         return {
             "microk8s.node_roles": lambda: {"master": MASTER},
-            "microk8s.join_token_plan": lambda: self.plan,
+            "microk8s.join_token_plan": self.plan_for,
             "microk8s.join_tokens": lambda: self.current,
             "microk8s.issue_join_tokens": issue,
             "mine.get": lambda target, function: {target: self.published} if function == "microk8s.join_tokens" else {},
             "mine.update": lambda: self.actions.append(("mine.update",)),
         }
+
+
+def test_a_token_ttl_that_would_renew_on_every_run_fails_the_state_before_issuing(states):
+    message = (
+        "pillar microk8s:join:token_ttl must be -1 (single-use) or at least 300 seconds "
+        "(a token expiring within 120 s is renewed on every run), got 60"
+    )
+    master = Master({"issue": [ME], "withdraw": [], "serials": {}}, fail_plan=message)
+    on_master(states, master)
+    assert states.join_tokens_published("tokens", ttl=60) == {
+        "name": "tokens",
+        "result": False,
+        "changes": {},
+        "comment": f"join tokens cannot be checked: {message}",
+    }
+    assert (master.planned_with, master.actions) == ([60], [])
 
 
 def on_master(states, master, test=False):
@@ -353,14 +377,14 @@ def test_only_the_master_issues_tokens_and_failures_are_reported(states):
 class Joiner:
     """
     A joining node as the state sees it: its membership, and ``microk8s.join_cluster``, which
-    joins it (``failure`` None) or gives up with that message.
+    joins it (``failure`` None) or gives up with that message (also how it reports a membership
+    that did not settle after the join: the module's settled_membership, tested there).
     """
 
-    def __init__(self, role="standalone", members=(), failure=None, joins_as_nothing=False):
+    def __init__(self, role="standalone", members=(), failure=None):
         self.role = role
         self.members = list(members)
         self.failure = failure
-        self.joins_as_nothing = joins_as_nothing
         self.actions = []
 
     def functions(self):
@@ -371,10 +395,9 @@ class Joiner:
             self.actions.append(("join_cluster", master, master_address, worker, attempts, interval, max_interval))
             if self.failure:
                 raise CommandExecutionError(self.failure)
-            if not self.joins_as_nothing:
-                self.role = "worker" if worker else "control-plane"
-                self.members = [] if worker else ["10.1.0.10", "10.1.0.101"]
-            return {"attempts": 1, "serial": 1}
+            self.role = "worker" if worker else "control-plane"
+            self.members = [] if worker else ["10.1.0.10", "10.1.0.101"]
+            return {"attempts": 1, "serial": 1, "membership": {"role": self.role, "members": self.members}}
 
         return {"microk8s.membership": membership, "microk8s.join_cluster": join_cluster}
 
@@ -451,35 +474,24 @@ def test_a_join_that_gives_up_fails_with_its_reason(states):
     }
 
 
-def test_a_join_that_succeeds_without_membership_is_a_failure(states):
-    assert join_as(states, Joiner(joins_as_nothing=True)) == {
-        "name": "join",
-        "result": False,
-        "changes": {},
-        "comment": "microk8s join reported success, but this node is standalone ([])",
-    }
-
-
-def test_a_membership_that_cannot_be_read_after_the_join_is_a_failure(states):
+def test_an_unknown_membership_fails_without_joining(states):
+    # microk8s#2190: status listed no dqlite members; calling the node standalone would make it
+    # join again and ask the master to remove its "stale" member: a healthy voter.
     joiner = Joiner()
-    functions = joiner.functions()
-    reads = []
 
     def membership():
-        reads.append(True)
-        if len(reads) > 1:
-            raise CommandExecutionError("microk8s status failed: microk8s is not running")
-        return {"role": "standalone", "members": []}
+        raise CommandExecutionError("microk8s status listed no dqlite members 3 times while high availability is enabled")
 
-    states.__salt__ = {**functions, "microk8s.membership": membership}
+    states.__salt__ = {**joiner.functions(), "microk8s.membership": membership}
     states.__opts__ = {"test": False, "id": ME}
-    assert states.cluster_joined("join", MASTER, master_address="10.1.0.10", worker=True) == {
+    assert states.cluster_joined("join", MASTER, master_address="10.1.0.10", worker=False) == {
         "name": "join",
         "result": False,
         "changes": {},
-        "comment": "microk8s join reported success, but the membership cannot be read: "
-        "microk8s status failed: microk8s is not running",
+        "comment": "cannot tell whether this node is in a cluster: "
+        "microk8s status listed no dqlite members 3 times while high availability is enabled",
     }
+    assert joiner.actions == []
 
 
 ROLES = {

@@ -155,38 +155,70 @@ def test_a_watching_service_is_enabled_by_a_state_of_its_own(tmp_path, pillar_da
         assert watching != []
 
 
-def test_orchestration_runs_master_then_bastion_and_k8s_master_then_workers_then_retracts_tokens_then_a_check(
-    tmp_path, pillar_data
-):
-    minion = Minion(tmp_path, f"salt.{DOMAIN}", pillar_data)
-    orch = minion.call("state.show_sls", "orch.deploy")
+def with_nodes(pillar_data: dict, count: int) -> dict:
+    """The pillar as Terraform writes it for ``count`` Kubernetes nodes: the first three are voters."""
+    ids = [f"k8s-master.{DOMAIN}", *(f"k8s-worker-{i}.{DOMAIN}" for i in range(count - 1))]
+    nodes = [{"id": node, "address": f"10.1.0.{10 if i == 0 else 99 + i}"} for i, node in enumerate(ids)]
+    return {**pillar_data, "microk8s": {**pillar_data["microk8s"], "nodes": nodes, "control_plane": ids[:3]}}
+
+
+def requires(step: dict) -> list:
+    return [r for item in step["salt"] if isinstance(item, dict) for r in item.get("require", [])]
+
+
+@pytest.mark.parametrize(
+    ("count", "steps"),
+    [
+        (1, []),
+        (2, ["control-plane"]),
+        (3, ["control-plane"]),
+        (5, ["control-plane", "workers"]),
+    ],
+)
+def test_orchestration_joins_voters_one_at_a_time_then_workers_in_batches(tmp_path, pillar_data, count, steps):
+    orch = Minion(tmp_path, f"salt.{DOMAIN}", with_nodes(pillar_data, count)).call("state.show_sls", "orch.deploy")
     order = [
         "orch-deploy-salt-state-salt-master",
         "orch-deploy-salt-function-sync-all",
         "orch-deploy-salt-function-refresh-pillar",
         "orch-deploy-salt-function-mine-update",
         "orch-deploy-salt-state-bastion-and-master",
-        "orch-deploy-salt-state-workers",
+        *(f"orch-deploy-salt-state-{step}" for step in steps),
         "orch-deploy-salt-state-spent-tokens",
         "orch-deploy-salt-function-cluster-check",
     ]
+    # Salt fails a batched step that targets no minion (test_real_salt.py shows it): none is there.
     assert sorted(orch) == sorted(order)
     for before, after in itertools.pairwise(order):
-        requisites = [r for item in orch[after]["salt"] if isinstance(item, dict) for r in item.get("require", [])]
-        assert {"salt": before} in requisites, f"{after} must require {before}"
-    workers = args_of(orch["orch-deploy-salt-state-workers"], "salt.state")
-    assert workers["batch"] == "25%"
+        assert {"salt": before} in requires(orch[after]), f"{after} must require {before}"
+    if "control-plane" in steps:
+        # dqlite takes one new voter at a time (microk8s#4696, #2348): a batch of one, named by id.
+        voters = args_of(orch["orch-deploy-salt-state-control-plane"], "salt.state")
+        assert (voters["tgt"], voters["tgt_type"], voters["batch"]) == (
+            ",".join(f"k8s-worker-{i}.{DOMAIN}" for i in range(min(count, 3) - 1)),
+            "list",
+            1,
+        )
+    if "workers" in steps:
+        workers = args_of(orch["orch-deploy-salt-state-workers"], "salt.state")
+        assert (workers["tgt"], workers["tgt_type"], workers["batch"]) == (
+            f"k8s-worker-2.{DOMAIN},k8s-worker-3.{DOMAIN}",
+            "list",
+            "25%",
+        )
     # The check counts microk8s:nodes itself, so the orchestration passes no number to drift.
     assert "arg" not in args_of(orch["orch-deploy-salt-function-cluster-check"], "salt.function")
 
 
-def test_orchestration_of_a_single_node_has_no_worker_step(tmp_path, pillar_data):
-    """Salt fails a batched step that targets no minion (test_real_salt.py shows it)."""
-    single = {**pillar_data, "microk8s": {**pillar_data["microk8s"], "nodes": pillar_data["microk8s"]["nodes"][:1]}}
-    orch = Minion(tmp_path, f"salt.{DOMAIN}", single).call("state.show_sls", "orch.deploy")
-    assert "orch-deploy-salt-state-workers" not in orch
-    spent = [item for item in orch["orch-deploy-salt-state-spent-tokens"]["salt"] if isinstance(item, dict)]
-    assert {"require": [{"salt": "orch-deploy-salt-state-bastion-and-master"}]} in spent
+def test_orchestration_takes_the_voters_from_the_pillar_not_from_names(tmp_path, pillar_data):
+    # A pillar layer may name other voters: the steps follow it, not the host names.
+    pillar = with_nodes(pillar_data, 5)
+    pillar["microk8s"]["control_plane"] = [f"k8s-master.{DOMAIN}", f"k8s-worker-3.{DOMAIN}"]
+    orch = Minion(tmp_path, f"salt.{DOMAIN}", pillar).call("state.show_sls", "orch.deploy")
+    assert args_of(orch["orch-deploy-salt-state-control-plane"], "salt.state")["tgt"] == f"k8s-worker-3.{DOMAIN}"
+    assert args_of(orch["orch-deploy-salt-state-workers"], "salt.state")["tgt"] == ",".join(
+        f"k8s-worker-{i}.{DOMAIN}" for i in range(3)
+    )
 
 
 def test_core_renders_the_wiki_states_on_every_machine(tmp_path, pillar_data):

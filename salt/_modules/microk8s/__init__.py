@@ -210,13 +210,14 @@ def pending_joiners() -> list[str]:
     return _sub("_tokens").pending_joiners(__salt__)
 
 
-def join_token_plan() -> dict:
+def join_token_plan(ttl: int = -1) -> dict:
     """
     What ``join_tokens_published`` would do, without doing it: ``{"issue": [joiners without a
-    live token], "withdraw": [joiners holding a token who need none], "serials": {joiner:
-    serial}}``. Read-only.
+    usable token: none, spent, expiring, or published with an older server.crt's fingerprint],
+    "withdraw": [joiners holding a token who need none], "serials": {joiner: serial}}``.
+    Read-only; raises when ``ttl`` is neither -1 nor at least 300 seconds.
     """
-    return _sub("_tokens").join_token_plan(__salt__, __opts__)
+    return _sub("_tokens").join_token_plan(__salt__, __opts__, ttl)
 
 
 def issue_join_tokens(joiners: list[str], withdraw: list[str] | None = None, ttl: int = -1) -> dict:
@@ -231,8 +232,10 @@ def renew_join_token(joiner: str, reason: str, serial: int | None = None) -> dic
     """
     Called on the master by the Salt master's reactor, with the minion id that fired the event,
     when ``joiner`` has no usable token (``reason``: no-token, invalid-token, already-known,
-    hostname-unresolved): removes a stale member at the joiner's pillar address or refreshes
-    core.hosts as the reason needs, then issues a new token unless the report is a duplicate.
+    hostname-unresolved, dqlite-unavailable, fingerprint-mismatch): removes a stale member (never
+    a Ready one) at the joiner's pillar address or refreshes core.hosts as the reason needs, then
+    issues a new token, or republishes an unspent one with today's certificate fingerprint,
+    unless the report is a duplicate.
     Returns ``{"joiner", "serial", "renewed", "forgot", "hosts"}``.
     """
     return _sub("_tokens").renew_join_token(__salt__, __opts__, joiner, reason, serial)
@@ -249,8 +252,8 @@ def join(url: str, worker: bool = False) -> str:
 def classify_error(message: str) -> dict:
     """
     What a failed join means and what to do about it: ``{"kind", "action"}``, where action is
-    ``renew`` (the token is spent: ask the master for a new one), ``wait`` (the master is not
-    ready: retry later) or ``fail`` (retrying cannot help).
+    ``renew`` (the token is spent or its URL stale: ask the master), ``wait`` (the master is
+    not ready: retry later) or ``fail`` (retrying cannot help).
     """
     return _sub("_join").classify_error(message)
 
@@ -286,7 +289,8 @@ def join_cluster(
     control-plane voter, reaching the master at ``master_address``: at most ``attempts`` joins,
     waiting ``interval`` seconds before the second and doubling up to ``max_interval``. A spent
     token is renewed through the master, an unready master is waited for. Returns
-    ``{"attempts", "serial"}``; raises CommandExecutionError saying why it gave up. The state
+    ``{"attempts", "serial", "membership"}`` once the membership shows the join (read again
+    while microk8s restarts its services); raises CommandExecutionError saying why it gave up. The state
     ``microk8s.cluster_joined`` calls it with the pillar's ``microk8s:join``.
 
     CLI Example: ``salt k8s-worker-0.* microk8s.join_cluster k8s-master.example 10.1.0.10 True 8 5 60``

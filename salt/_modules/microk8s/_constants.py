@@ -18,12 +18,27 @@ DEFAULT_TIMEOUT = 300
 SINGLE_USE_TTL = -1
 # A token expiring sooner than this is renewed rather than published.
 TOKEN_EXPIRY_MARGIN = 120
+# The shortest reusable token: one that lives past the margin and a join's backoff. Shorter ones
+# would count as expiring on every run and be renewed each time.
+MIN_TOKEN_TTL = 300
+# The certificate whose fingerprint a join URL carries (add_token.py: server_cert_check), and
+# how many hex digits of its SHA-256 it keeps.
+SERVER_CERT = "certs/server.crt"
+CHECK_LENGTH = 12
+# A member list that is empty while HA is enabled is asked for again this often, this far apart.
+MEMBERS_ATTEMPTS = 3
+MEMBERS_INTERVAL = 5
+# After `microk8s join` exits 0 its services restart and status fails for a while: the membership
+# is read again this often, this far apart, before the join is called failed.
+SETTLE_ATTEMPTS = 12
+SETTLE_INTERVAL = 5
 # The join protocol: the mine function the master publishes tokens through, and the event tag
 # a joiner fires when its token has to be renewed (salt_master's reactor listens for it).
 MINE_FUNCTION = "microk8s.join_tokens"
 RENEW_TAG = "kube-on-os/microk8s/join-token/renew"
-# Why a joiner asks for a new token: failures that consumed its token (_join classifies them) ...
-RENEWABLE = ("invalid-token", "already-known", "hostname-unresolved")
+# Why a joiner asks for a new token: failures that consumed its token (_join classifies them), or
+# a URL whose certificate fingerprint is stale (the token is unspent, its URL must be republished) ...
+RENEWABLE = ("invalid-token", "already-known", "hostname-unresolved", "dqlite-unavailable", "fingerprint-mismatch")
 # ... or none published for it (a rebuilt node, whose old address the master counts as joined).
 MISSING = "no-token"
 # Failures that go away by waiting for the master.

@@ -11,16 +11,25 @@ import time
 
 from salt.exceptions import CommandExecutionError
 
-from . import _cli
+from . import _cli, _membership
 from . import _constants as constants
 
-# How a failed `microk8s join` ends, by the texts microk8s prints (join.py relays the cluster
-# agent's error as "Connection failed. <error> (<HTTP status>).").
+# How a failed `microk8s join` ends, by the texts microk8s prints: join.py relays the cluster
+# agent's error as "Connection failed. <error> (<HTTP status>)." (exit 6), and refuses a master
+# whose certificate does not match the URL's fingerprint before it sends the token (exit 4).
+# The first kind whose text appears wins: the agent wraps "already known" in "failed to retrieve
+# dqlite cluster nodes" since cluster-agent b306c39 (microk8s 1.29+), so that comes first.
 _ERROR_KINDS = (
     # ConsumeClusterToken refused it: never issued, already used (single-use) or expired.
     ("invalid-token", ("invalid token", "token is expired")),
     # The agent found the joiner's address among the dqlite members: a rebuilt node.
     ("already-known", ("already known to dqlite",)),
+    # The agent could not read the dqlite members (pkg/api/v2/join.go, after the token was
+    # consumed; cluster-agent PR #26, microk8s#4696): transient, but the token is spent.
+    ("dqlite-unavailable", ("failed to retrieve dqlite cluster nodes",)),
+    # join.py join_request: the master's certificate is not the one the URL names (server.crt was
+    # refreshed after the token was published; microk8s#3050, #4010). The token is unspent.
+    ("fingerprint-mismatch", ("could not verify the identity",)),
     # The master could not resolve the joiner's hostname to its address.
     ("hostname-unresolved", ("does not resolve to the ip",)),
     # The master's cluster agent did not answer (not installed or restarting yet).
@@ -41,8 +50,10 @@ _ERROR_KINDS = (
 def classify_error(message: str) -> dict:
     """
     ``{"kind", "action"}``: kind is one of ``invalid-token``, ``already-known``,
-    ``hostname-unresolved``, ``unreachable``, ``not-running`` or ``other``; action is ``renew``
-    (the token is spent), ``wait`` (the master is not ready) or ``fail`` (retrying cannot help).
+    ``dqlite-unavailable``, ``fingerprint-mismatch``, ``hostname-unresolved``, ``unreachable``,
+    ``not-running`` or ``other``; action is ``renew`` (the token is spent or its URL stale: the
+    master issues or republishes one), ``wait`` (the master is not ready) or ``fail`` (retrying
+    cannot help).
     """
     lowered = message.lower()
     kind = next((kind for kind, needles in _ERROR_KINDS if any(n in lowered for n in needles)), "other")
@@ -104,7 +115,8 @@ def join_cluster(
     ``max_interval``. A missing token is asked for once; a spent token (consumed by a failed
     attempt, expired, refused because the node was rebuilt or its name did not resolve) is
     renewed through the master; an unready master is waited for. Returns ``{"attempts",
-    "serial"}`` of the join that worked; raises CommandExecutionError saying why it gave up.
+    "serial", "membership"}`` of the join that worked, once the membership shows it
+    (``settled_membership``); raises CommandExecutionError saying why it gave up.
     """
     delay = float(interval)
     renewing = None  # the serial of the token reported spent, until a newer one is published
@@ -126,13 +138,51 @@ def join_cluster(
             continue
         try:
             join(salt, token["url"], worker)
-            return {"attempts": attempt, "serial": token["serial"]}
-        except CommandExecutionError as error:
+        except _cli.Microk8sError as error:
             last = str(error)
-            verdict = classify_error(last)
+            verdict = classify_error(error.output)
+        else:
+            return {
+                "attempts": attempt,
+                "serial": token["serial"],
+                "membership": settled_membership(salt, worker, master_address),
+            }
         if verdict["action"] == "fail":
             raise CommandExecutionError(f"joining {master} failed ({verdict['kind']}), retrying cannot help: {last}")
         if verdict["action"] == "renew":
             request_token_renewal(salt, master, verdict["kind"], token["serial"])
             renewing = token["serial"]
     raise CommandExecutionError(f"not joined to {master} after {attempts} attempts; last: {last}")
+
+
+def joined(membership: dict, worker: bool, master_address: str | None) -> bool:
+    """Whether ``membership`` is the wanted role in the cluster that has the master at ``master_address``."""
+    if worker:
+        return membership["role"] == "worker"
+    return membership["role"] == "control-plane" and (master_address is None or master_address in membership["members"])
+
+
+def settled_membership(salt: dict, worker: bool, master_address: str | None) -> dict:
+    """
+    The membership after a join that exited 0, once it shows the wanted role. microk8s
+    restarts its services at the end of a join, and status fails (exit 1) or lists no members
+    until they are back, so a failed or not-yet-right reading is read again, ``SETTLE_ATTEMPTS``
+    times ``SETTLE_INTERVAL`` seconds apart; then CommandExecutionError with the last reading.
+    """
+    last = "no reading"
+    for attempt in range(constants.SETTLE_ATTEMPTS):
+        if attempt:
+            time.sleep(constants.SETTLE_INTERVAL)
+        try:
+            current = _membership.membership(salt)
+        except CommandExecutionError as error:
+            last = str(error)
+            continue
+        if joined(current, worker, master_address):
+            return current
+        last = f"{current['role']} with members {current['members']}"
+    wanted = "worker" if worker else "control-plane member"
+    raise CommandExecutionError(
+        f"microk8s join reported success, but this node is not a {wanted} after "
+        f"{constants.SETTLE_ATTEMPTS} readings {constants.SETTLE_INTERVAL} s apart; last: {last}"
+    )

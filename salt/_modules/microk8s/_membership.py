@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import time
 
 from salt.exceptions import CommandExecutionError
 
 from . import _cli, _status
+from . import _constants as constants
 
 
 def _fail(key: str, problem: str, value) -> CommandExecutionError:
@@ -82,18 +84,31 @@ def node_roles(salt: dict) -> dict:
 
 
 def parse_nodes(text: str) -> list[dict]:
-    """``[{"name", "address" (InternalIP), "ready"}]`` from ``kubectl get nodes -o json``."""
-    result = []
-    for item in (json.loads(text or "{}").get("items")) or []:
-        addresses = item.get("status", {}).get("addresses") or []
-        conditions = item.get("status", {}).get("conditions") or []
-        result.append(
-            {
-                "name": item["metadata"]["name"],
-                "address": next((a["address"] for a in addresses if a.get("type") == "InternalIP"), None),
-                "ready": any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions),
-            }
-        )
+    """
+    ``[{"name", "address" (InternalIP), "ready", "unschedulable", "version" (kubelet)}]`` from
+    ``kubectl get nodes -o json``. A --worker node's kubectl wrapper prints a sentence instead
+    (exit 0): that, and anything else that is not a NodeList, is a CommandExecutionError.
+    """
+    if _status.is_worker_message(text):
+        raise CommandExecutionError("this node joined with --worker and cannot list nodes; ask a control-plane node")
+    try:
+        items = json.loads(text or "{}").get("items") or []
+        result = []
+        for item in items:
+            node_status = item.get("status") or {}
+            addresses = node_status.get("addresses") or []
+            conditions = node_status.get("conditions") or []
+            result.append(
+                {
+                    "name": item["metadata"]["name"],
+                    "address": next((a["address"] for a in addresses if a.get("type") == "InternalIP"), None),
+                    "ready": any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions),
+                    "unschedulable": (item.get("spec") or {}).get("unschedulable") is True,
+                    "version": (node_status.get("nodeInfo") or {}).get("kubeletVersion"),
+                }
+            )
+    except (ValueError, AttributeError, KeyError, TypeError) as error:
+        raise CommandExecutionError(f"kubectl get nodes printed no NodeList ({error!r}): {text[:200]!r}") from None
     return result
 
 
@@ -101,8 +116,27 @@ def nodes(salt: dict) -> list[dict]:
     return parse_nodes(_cli.run(salt, "kubectl", "get", "nodes", "-o", "json"))
 
 
+class MembersUnknown(CommandExecutionError):
+    """dqlite did not say who its members are: no conclusion about membership may be drawn."""
+
+
 def members(salt: dict) -> list[dict]:
-    return _status.status(salt)["high_availability"]["nodes"]
+    """
+    The dqlite members, as status lists them. HA enabled with nobody listed means status.py's
+    dqlite query failed ten times (get_dqlite_info returns []; microk8s#2190), never that this
+    node is alone, since a node of its own lists itself: asked again ``MEMBERS_ATTEMPTS`` times,
+    then MembersUnknown.
+    """
+    for attempt in range(constants.MEMBERS_ATTEMPTS):
+        if attempt:
+            time.sleep(constants.MEMBERS_INTERVAL)
+        ha = _status.status(salt)["high_availability"]
+        if ha["nodes"] or not ha["enabled"]:
+            return ha["nodes"]
+    raise MembersUnknown(
+        f"microk8s status listed no dqlite members {constants.MEMBERS_ATTEMPTS} times while high availability "
+        "is enabled (dqlite did not answer); nothing is decided on an empty list"
+    )
 
 
 def member_hosts(salt: dict) -> list[str]:
@@ -113,7 +147,8 @@ def member_hosts(salt: dict) -> list[str]:
 def membership(salt: dict) -> dict:
     """
     ``{"role": "worker" | "control-plane" | "standalone", "members": [addresses]}``. A node is
-    control plane once dqlite knows more members than itself.
+    control plane once dqlite knows more members than itself. Raises MembersUnknown rather than
+    call a node standalone on an empty member list.
     """
     if _status.is_worker(salt):
         return {"role": "worker", "members": []}
@@ -129,14 +164,24 @@ def remove_node(salt: dict, node: str, force: bool = False) -> str:
     return _cli.run(salt, "remove-node", node, *(["--force"] if force else []))
 
 
-def forget_member(salt: dict, address: str) -> bool:
+def forget_member(salt: dict, address: str, keep_ready: bool = False) -> bool:
     """
     Removes the dqlite member (and Kubernetes node) at ``address``; False if there is none.
+    With ``keep_ready`` it refuses while the Kubernetes node at that address is Ready: the join
+    protocol acts on a joiner's report, and a healthy member is never removed on a report (a
+    rebuilt machine's old member is NotReady: its kubelet stopped reporting to this cluster).
+    Scale-down, where the pillar no longer lists the node, removes it either way.
     microk8s' remove-node exits 1 when the node is in dqlite but not in Kubernetes, even after
     removing it, so the outcome is judged by the members afterwards.
     """
     if address not in member_hosts(salt):
         return False
+    if keep_ready:
+        healthy = [node["name"] for node in nodes(salt) if node["address"] == address and node["ready"]]
+        if healthy:
+            raise CommandExecutionError(
+                f"refusing to remove the dqlite member at {address}: its node {healthy[0]} is Ready (a healthy member)"
+            )
     try:
         remove_node(salt, address, force=True)
     except CommandExecutionError:

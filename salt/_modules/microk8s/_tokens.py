@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
+import ssl
 import time
 
 import yaml
@@ -46,6 +48,51 @@ def token_is_live(token: str, tokens: dict[str, int | None], now: float) -> bool
         return False
     expiry = tokens[token]
     return expiry is None or expiry > now + constants.TOKEN_EXPIRY_MARGIN
+
+
+def check_ttl(ttl) -> int:
+    """``ttl`` as microk8s' add-node takes it; raises naming the pillar key unless -1 or long enough."""
+    try:
+        value = int(ttl)
+    except (TypeError, ValueError):
+        value = None
+    if value is None or isinstance(ttl, bool) or (value != constants.SINGLE_USE_TTL and value < constants.MIN_TOKEN_TTL):
+        raise CommandExecutionError(
+            f"pillar microk8s:join:token_ttl must be -1 (single-use) or at least {constants.MIN_TOKEN_TTL} seconds "
+            f"(a token expiring within {constants.TOKEN_EXPIRY_MARGIN} s is renewed on every run), got {ttl!r}"
+        )
+    return value
+
+
+def certificate_check(pem: str) -> str:
+    """add_token.py's ``check`` of a certificate: the first 12 hex digits of the SHA-256 of its DER form."""
+    try:
+        der = ssl.PEM_cert_to_DER_cert(pem)
+    except ValueError as error:
+        raise CommandExecutionError(f"{constants.SERVER_CERT} is not a PEM certificate: {error}") from None
+    return hashlib.sha256(der).hexdigest()[: constants.CHECK_LENGTH]
+
+
+def server_check(salt: dict) -> str | None:
+    """The check of this node's server.crt now (server_cert_check in microk8s' utils.sh), or None without one."""
+    path = _cli.snap_path(salt, constants.SERVER_CERT)
+    return certificate_check(salt["file.read"](path)) if salt["file.file_exists"](path) else None
+
+
+def url_check(url: str) -> str | None:
+    """The fingerprint part of a join URL ``<ip>:<port>/<token>/<check>``, or None."""
+    parts = url.split("/")
+    return parts[2] if len(parts) == 3 else None
+
+
+def with_check(url: str, check: str) -> str:
+    """``url`` naming certificate ``check`` instead of the one it names."""
+    return "/".join([*url.split("/")[:2], check])
+
+
+def current_urls(entry: dict, check: str | None) -> bool:
+    """True when every URL of a ledger entry names ``check`` (or the check is unknown)."""
+    return check is None or all(url_check(url) == check for url in entry["urls"])
 
 
 def add_node(salt: dict, token: str | None = None, ttl: int = constants.SINGLE_USE_TTL) -> dict:
@@ -102,18 +149,32 @@ def join_tokens(opts: dict) -> dict:
         return {joiner: _published(entry) for joiner, entry in ledger["tokens"].items()}
 
 
-def _issue(salt: dict, ledger: dict, joiner: str, worker: bool, ttl: int) -> dict:
-    issued = add_node(salt, ttl=ttl)
-    serial = ledger["serials"].get(joiner, 0) + 1
-    ledger["serials"][joiner] = serial
-    ledger["tokens"][joiner] = {
-        "token": issued["token"].split("/", 1)[0],
-        "urls": issued["urls"],
-        "serial": serial,
-        "worker": worker,
-        "expires": None if ttl == constants.SINGLE_USE_TTL else int(time.time()) + ttl,
-    }
-    return _published(ledger["tokens"][joiner])
+def _issue(salt: dict, ledger: dict, joiner: str, worker: bool, ttl: int, check: str | None) -> dict:
+    """
+    A new serial for ``joiner``: its unspent token republished with the certificate's current
+    ``check`` when only the URL is stale (server.crt was refreshed; no second live token is
+    left behind), else a new token from add-node.
+    """
+    current = ledger["tokens"].get(joiner)
+    if current and token_is_live(current["token"], _live_tokens(salt), time.time()) and not current_urls(current, check):
+        entry = {**current, "urls": [with_check(url, check) for url in current["urls"]]}
+    else:
+        issued = add_node(salt, ttl=ttl)
+        entry = {
+            "token": issued["token"].split("/", 1)[0],
+            "urls": issued["urls"],
+            "worker": worker,
+            "expires": None if ttl == constants.SINGLE_USE_TTL else int(time.time()) + ttl,
+        }
+    entry["serial"] = ledger["serials"].get(joiner, 0) + 1
+    ledger["serials"][joiner] = entry["serial"]
+    ledger["tokens"][joiner] = entry
+    return _published(entry)
+
+
+def usable(entry: dict | None, live: dict, now: float, check: str | None) -> bool:
+    """A ledger entry a joiner can join with: its token unspent and not expiring, its URLs naming the current certificate."""
+    return bool(entry) and token_is_live(entry["token"], live, now) and current_urls(entry, check)
 
 
 def pending_joiners(salt: dict) -> list[str]:
@@ -124,15 +185,22 @@ def pending_joiners(salt: dict) -> list[str]:
     return [joiner for joiner in roles["joiners"] if roles["addresses"][joiner] not in known]
 
 
-def join_token_plan(salt: dict, opts: dict) -> dict:
-    """``{"issue": [pending joiners without a live token], "withdraw": [holders who need none], "serials"}``."""
+def join_token_plan(salt: dict, opts: dict, ttl: int = constants.SINGLE_USE_TTL) -> dict:
+    """
+    ``{"issue": [pending joiners without a usable token], "withdraw": [holders who need none],
+    "serials"}``. A token is usable while unspent, not expiring and published with the check of
+    today's server.crt (certificates.sls refreshes it when the floating IP changes). Raises
+    when ``ttl``, the one the tokens would be issued with, is too short (``check_ttl``).
+    """
+    check_ttl(ttl)
     pending = pending_joiners(salt)
     live = _live_tokens(salt)
     now = time.time()
+    check = server_check(salt)
     with _ledger(opts, write=False) as ledger:
         held = ledger["tokens"]
         return {
-            "issue": [j for j in pending if j not in held or not token_is_live(held[j]["token"], live, now)],
+            "issue": [j for j in pending if not usable(held.get(j), live, now, check)],
             "withdraw": sorted(j for j in held if j not in pending),
             "serials": {j: entry["serial"] for j, entry in held.items()},
         }
@@ -144,13 +212,15 @@ def issue_join_tokens(salt: dict, opts: dict, joiners: list[str], withdraw: list
     unexpected = [j for j in joiners if j not in roles["joiners"]]
     if unexpected:
         raise CommandExecutionError(f"not expected joiners according to pillar microk8s:nodes: {unexpected}")
+    ttl = check_ttl(ttl)
+    check = server_check(salt)
     result = {}
     with _ledger(opts) as ledger:
         for joiner in withdraw or []:
             ledger["tokens"].pop(joiner, None)
             result[joiner] = None
         for joiner in joiners:
-            result[joiner] = _issue(salt, ledger, joiner, roles["joiners"][joiner], int(ttl))["serial"]
+            result[joiner] = _issue(salt, ledger, joiner, roles["joiners"][joiner], ttl, check)["serial"]
     return result
 
 
@@ -166,8 +236,13 @@ def renew_join_token(salt: dict, opts: dict, joiner: str, reason: str, serial: i
       pillar address (never an address the event names), is removed first;
     - ``hostname-unresolved``: the master's /etc/hosts (``core.hosts``, from the mine) is
       refreshed first;
-    - after those and ``invalid-token``, a new token is issued, since microk8s consumed the
-      failed one (or it expired).
+    - after those, ``invalid-token`` and ``dqlite-unavailable``, a new token is issued, since
+      microk8s consumed the failed one (or it expired);
+    - ``fingerprint-mismatch``: the token is unspent but its URL names an older server.crt: it
+      is republished with today's check (a new serial, the same token).
+
+    A member is only forgotten while its Kubernetes node is not Ready (``forget_member``), so a
+    report from a node that misread its own membership cannot remove a healthy voter.
 
     A failure report for a ``serial`` older than the current token is a duplicate: nothing
     happens. Returns ``{"joiner", "serial", "renewed", "forgot", "hosts"}``.
@@ -181,11 +256,13 @@ def renew_join_token(salt: dict, opts: dict, joiner: str, reason: str, serial: i
         raise CommandExecutionError(
             f"a token is only renewed after {', '.join(constants.RENEWABLE)} or {constants.MISSING}, not {reason!r}"
         )
+    ttl = check_ttl(salt["pillar.get"]("microk8s:join:token_ttl", constants.SINGLE_USE_TTL))
+    check = server_check(salt)
     result = {"joiner": joiner, "renewed": False, "forgot": False, "hosts": False}
     with _ledger(opts) as ledger:
         current = ledger["tokens"].get(joiner)
         if reason == constants.MISSING:
-            renew = not (current and token_is_live(current["token"], _live_tokens(salt), time.time()))
+            renew = not usable(current, _live_tokens(salt), time.time(), check)
         else:
             renew = not (current and serial is not None and current["serial"] > int(serial))
         if renew:
@@ -197,12 +274,11 @@ def renew_join_token(salt: dict, opts: dict, joiner: str, reason: str, serial: i
                 reason == constants.MISSING and address in _membership.member_hosts(salt)
             )
             if stale:
-                result["forgot"] = _membership.forget_member(salt, address)
+                result["forgot"] = _membership.forget_member(salt, address, keep_ready=True)
             if reason == "hostname-unresolved":
                 refreshed = salt["state.sls"]("core.hosts", queue=True)
                 result["hosts"] = all(state.get("result") for state in (refreshed or {}).values())
-            ttl = salt["pillar.get"]("microk8s:join:token_ttl", constants.SINGLE_USE_TTL)
-            current = _issue(salt, ledger, joiner, roles["joiners"][joiner], int(ttl))
+            current = _issue(salt, ledger, joiner, roles["joiners"][joiner], ttl, check)
         result.update(serial=current["serial"], renewed=renew)
     if renew or reason == constants.MISSING:
         salt["mine.update"]()
