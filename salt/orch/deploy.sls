@@ -2,15 +2,22 @@
   salt-run state.orchestrate orch.deploy: the Salt master first; then every minion syncs the
   custom modules, reads the fresh pillar and publishes its addresses to the mine, so core.hosts
   on the Kubernetes master names every joiner; then the bastion and the Kubernetes master
-  (which issues and publishes the join tokens) together; then every worker in batches; then the
-  master retracts the tokens spent; then a cluster check against microk8s:nodes. The chain has
-  the same length at any number of nodes.
+  (which issues and publishes the join tokens) together; then the other control-plane nodes one
+  at a time (dqlite takes one new voter at a time: microk8s#4696, #2348); then the workers in
+  batches; then the master retracts the tokens spent; then a cluster check against
+  microk8s:nodes. The chain has the same length at any number of nodes.
 #}
 {%- from "orch/map.jinja" import orchestration with context %}
 {%- from "microk8s/map.jinja" import microk8s with context %}
-{#- Salt fails a batched salt.state that targets no minion ("No minions returned"), so with a
-    single node (no workers) the worker step is left out. #}
-{%- set has_workers = microk8s.nodes | length > 1 %}
+{#- Who is who, looked up from the pillar (microk8s.node_roles checks it on the minions). Salt
+    fails a batched salt.state that targets no minion ("No minions returned"), so a step with
+    nobody to target is left out. #}
+{%- set ids = microk8s.nodes | map(attribute="id") | list %}
+{%- set master = microk8s.master or (ids | first) %}
+{%- set voters = microk8s.get("control_plane") or [] %}
+{%- set cp_joiners = ids | select("in", voters) | reject("equalto", master) | list %}
+{%- set workers = ids | reject("in", voters) | reject("equalto", master) | list %}
+{%- set joined_before_workers = "orch-deploy-salt-state-control-plane" if cp_joiners else "orch-deploy-salt-state-bastion-and-master" %}
 
 orch-deploy-salt-state-salt-master:
   salt.state:
@@ -48,15 +55,27 @@ orch-deploy-salt-state-bastion-and-master:
     - require:
       - salt: orch-deploy-salt-function-mine-update
 
-{%- if has_workers %}
+{%- if cp_joiners %}
+
+orch-deploy-salt-state-control-plane:
+  salt.state:
+    - tgt: {{ cp_joiners | join(",") | yaml_encode }}
+    - tgt_type: list
+    - highstate: true
+    - batch: 1
+    - require:
+      - salt: orch-deploy-salt-state-bastion-and-master
+{%- endif %}
+{%- if workers %}
 
 orch-deploy-salt-state-workers:
   salt.state:
-    - tgt: "k8s-worker-*"
+    - tgt: {{ workers | join(",") | yaml_encode }}
+    - tgt_type: list
     - highstate: true
     - batch: {{ orchestration.worker_batch | yaml_encode }}
     - require:
-      - salt: orch-deploy-salt-state-bastion-and-master
+      - salt: {{ joined_before_workers }}
 {%- endif %}
 
 {#- The master published a token for each joiner before they joined; once they have, it retracts
@@ -66,7 +85,7 @@ orch-deploy-salt-state-spent-tokens:
     - tgt: "k8s-master.*"
     - sls: microk8s.master
     - require:
-      - salt: {{ "orch-deploy-salt-state-workers" if has_workers else "orch-deploy-salt-state-bastion-and-master" }}
+      - salt: {{ "orch-deploy-salt-state-workers" if workers else joined_before_workers }}
 
 orch-deploy-salt-function-cluster-check:
   salt.function:
