@@ -1,7 +1,7 @@
 {#-
   Layers, general to specific; later ones override earlier ones:
     _from_terraform, environments/defaults, environments/<domain>,
-    minions/defaults/<host>, minions/<domain>/<host>
+    roles/kubernetes (on k8s-* hosts), minions/defaults/<host>, minions/<domain>/<host>
   The minion id is split at its first dot into host and domain. SLS names cannot contain dots,
   so the domain's dots become underscores in file names: environments/lab_example_org.sls.
   The names come from the minion id, so they go into the YAML encoded, like any data.
@@ -14,6 +14,9 @@ base:
     - environments.defaults
 {%- if domain_sls %}
     - {{ ("environments." ~ domain_sls) | yaml_encode }}
+{%- endif %}
+{%- if host.startswith("k8s-") %}
+    - roles.kubernetes
 {%- endif %}
     - {{ ("minions.defaults." ~ host) | yaml_encode }}
 {%- if domain_sls %}

@@ -7,11 +7,13 @@ base:
     - salt_master
   'bastion.*':
     - bastion
+  # The master joins (if rebuilt), then enables the cluster's addons and issues join tokens.
   'k8s-master.*':
-    - microk8s
     - microk8s.master
   # Joiners install microk8s and join; addons are the cluster's, enabled from the master (a
   # node joined with --worker refuses addon commands, and a join resets a node's own addons).
+  # A voter issues the join tokens while a rebuilt master stands alone (microk8s.tokens).
   'k8s-worker-*':
     - microk8s.install
     - microk8s.joined
+    - microk8s.tokens

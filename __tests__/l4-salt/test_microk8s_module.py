@@ -474,8 +474,9 @@ class Cluster:
         self.worker = FakeMicrok8s(root / "worker", root / "cluster", "10.1.0.101", "k8s-worker-1")
         self.calls: list = []
         self.cachedir = root / "cache"
+        self.reports: dict = {}
 
-    def as_master(self, minion_id: str = MASTER, pillar: dict | None = None):
+    def as_master(self, minion_id: str = MASTER, pillar: dict | None = None, node: FakeMicrok8s | None = None):
         settings = pillar or {"microk8s": PILLAR}
 
         def pillar_get(key, default=None):
@@ -487,10 +488,12 @@ class Cluster:
             return node
 
         self.module.__opts__ = {"id": minion_id, "cachedir": str(self.cachedir)}
-        self.module.__salt__ = self.master.salt_functions(
+        self.module.__salt__ = (node or self.master).salt_functions(
             **{
                 "pillar.get": pillar_get,
                 "mine.update": lambda: self.calls.append("mine.update"),
+                # No voter has reported a membership: the pillar's master issues (a new cluster).
+                "mine.get": lambda target, function, tgt_type="glob": self.reports,
                 "state.sls": lambda sls, queue=False: (
                     self.calls.append(("state.sls", sls, queue)) or {"file_|-core-hosts": {"result": True}}
                 ),
@@ -507,7 +510,7 @@ def test_the_master_issues_one_token_per_pending_joiner_and_publishes_no_raw_tok
     master = cluster.as_master()
     assert master.join_tokens() == {}
     assert master.pending_joiners() == [CP_JOINER, WORKER]
-    assert master.join_token_plan() == {"issue": [CP_JOINER, WORKER], "withdraw": [], "serials": {}}
+    assert master.join_token_plan() == {"issuer": MASTER, "issue": [CP_JOINER, WORKER], "withdraw": [], "serials": {}}
 
     assert master.issue_join_tokens([CP_JOINER, WORKER]) == {CP_JOINER: 1, WORKER: 1}
     published = master.join_tokens()
@@ -522,7 +525,7 @@ def test_the_master_issues_one_token_per_pending_joiner_and_publishes_no_raw_tok
     # Both tokens are live single-use lines in microk8s' own token file.
     tokens = (cluster.master.home / "credentials" / "cluster-tokens.txt").read_text().splitlines()
     assert sorted(tokens) == sorted(entry["token"] for entry in cluster.ledger()["tokens"].values())
-    assert master.join_token_plan() == {"issue": [], "withdraw": [], "serials": {CP_JOINER: 1, WORKER: 1}}
+    assert master.join_token_plan() == {"issuer": MASTER, "issue": [], "withdraw": [], "serials": {CP_JOINER: 1, WORKER: 1}}
 
 
 def test_a_joined_node_has_its_token_withdrawn_and_a_spent_one_is_reissued(microk8s, tmp_path):
@@ -537,6 +540,7 @@ def test_a_joined_node_has_its_token_withdrawn_and_a_spent_one_is_reissued(micro
     assert failed.returncode == 6
     assert master.classify_error(failed.stdout)["kind"] == "hostname-unresolved"
     assert master.join_token_plan() == {
+        "issuer": MASTER,
         "issue": [WORKER],
         "withdraw": [CP_JOINER],
         "serials": {CP_JOINER: 1, WORKER: 1},
@@ -622,13 +626,14 @@ def test_a_joiner_without_a_published_token_gets_one_unless_it_holds_a_live_one(
 @pytest.mark.parametrize(
     ("minion_id", "joiner", "reason", "message"),
     [
-        (CP_JOINER, WORKER, "invalid-token", rf"{CP_JOINER} is not the microk8s master \({MASTER}\)"),
+        (CP_JOINER, WORKER, "invalid-token", rf"{CP_JOINER} does not issue join tokens: {MASTER} does"),
         (MASTER, "intruder.lab.example", "invalid-token", "intruder.lab.example is not an expected joiner"),
         (
             MASTER,
             WORKER,
             "unreachable",
-            "a token is only renewed after invalid-token, already-known, hostname-unresolved",
+            "a token is only renewed after invalid-token, already-known, hostname-unresolved, dqlite-unavailable, "
+            "fingerprint-mismatch",
         ),
     ],
 )
@@ -926,6 +931,7 @@ PUBLIC = {
     "node_roles": "()",
     "members": "()",
     "nodes": "()",
+    "issuer": "()",
     "membership": "()",
     "leave": "()",
     "remove_node": "(node: str, force: bool = False)",
@@ -1004,3 +1010,49 @@ def test_a_token_ttl_that_would_renew_on_every_run_is_refused(microk8s, tmp_path
         master.renew_join_token(WORKER, "invalid-token", serial=1)
     assert not (cluster.master.home / "credentials" / "cluster-tokens.txt").exists()
     assert master.join_token_plan(300)["issue"] == [CP_JOINER, WORKER]
+
+
+CP = {"role": "control-plane", "members": ["10.1.0.10", "10.1.0.100"]}
+
+
+@pytest.mark.parametrize(
+    ("reports", "issuer"),
+    [
+        # A new deployment: nobody has reported, or every voter stands alone.
+        ({}, MASTER),
+        ({MASTER: {"role": "standalone", "members": ["10.1.0.10"]}, CP_JOINER: {"role": "standalone", "members": []}}, MASTER),
+        # The cluster runs: the master first.
+        ({MASTER: CP, CP_JOINER: CP}, MASTER),
+        # The master was rebuilt: it stands alone (or has no microk8s yet), the voter is in the cluster.
+        ({MASTER: {"role": "standalone", "members": ["10.1.0.10"]}, CP_JOINER: CP}, CP_JOINER),
+        ({CP_JOINER: CP}, CP_JOINER),
+        # A voter whose cluster does not list it is not in the cluster; neither is an error text.
+        ({MASTER: "microk8s.membership is not available", CP_JOINER: {"role": "control-plane", "members": ["10.9.0.1", "10.9.0.2"]}}, MASTER),
+    ],
+)
+def test_the_issuer_is_the_first_voter_in_the_cluster_else_the_master(microk8s, reports, issuer):
+    asked = []
+    microk8s.__salt__ = {
+        "pillar.get": lambda key, default=None: PILLAR if key == "microk8s" else default,
+        "mine.get": lambda target, function, tgt_type="glob": asked.append((target, function, tgt_type)) or reports,
+    }
+    assert microk8s.issuer() == issuer
+    assert asked == [(f"{MASTER},{CP_JOINER}", "microk8s.membership", "list")]
+
+
+def test_a_voter_issues_for_the_rebuilt_master_and_withdraws_once_the_master_issues_again(microk8s, tmp_path):
+    cluster = Cluster(microk8s, tmp_path)
+    voter = cluster.as_master(CP_JOINER, node=cluster.cp_joiner)
+    # While the master stands alone after its rebuild, the voter in the cluster issues: to the master too.
+    cluster.reports = {MASTER: {"role": "standalone", "members": ["10.1.0.10"]}, CP_JOINER: CP}
+    plan = voter.join_token_plan()
+    assert (plan["issuer"], plan["issue"]) == (CP_JOINER, [MASTER, WORKER])
+    assert voter.issue_join_tokens([MASTER]) == {MASTER: 1}
+    assert voter.join_tokens()[MASTER]["worker"] is False
+    # The master is back in the cluster: it issues again, and the voter withdraws what it holds.
+    cluster.reports = {MASTER: CP, CP_JOINER: CP}
+    assert voter.join_token_plan() == {"issuer": MASTER, "issue": [], "withdraw": [MASTER], "serials": {MASTER: 1}}
+    with pytest.raises(CommandExecutionError, match=rf"^{CP_JOINER} does not issue join tokens: {MASTER} does$"):
+        voter.issue_join_tokens([WORKER])
+    assert voter.issue_join_tokens([], withdraw=[MASTER]) == {MASTER: None}
+    assert voter.join_tokens() == {}

@@ -239,8 +239,9 @@ def test_extra_san_failures_are_reported(states):
 class Master:
     """The master's execution functions as join_tokens_published uses them."""
 
-    def __init__(self, plan, published=None, current=None, minion_id=MASTER, fail=None, fail_plan=None):
+    def __init__(self, plan, published=None, current=None, minion_id=MASTER, fail=None, fail_plan=None, issuer=MASTER):
         self.plan = plan
+        self.issuer = issuer
         self.fail_plan = fail_plan
         self.planned_with = []
         self.published = published if published is not None else {}
@@ -253,7 +254,7 @@ class Master:
         self.planned_with.append(ttl)
         if self.fail_plan:
             raise CommandExecutionError(self.fail_plan)
-        return self.plan
+        return {"issuer": self.issuer, **self.plan}
 
     def functions(self):
         def issue(joiners, withdraw, ttl):
@@ -263,7 +264,6 @@ class Master:
             return {**{j: 7 for j in joiners}, **{j: None for j in withdraw}}
 
         return {
-            "microk8s.node_roles": lambda: {"master": MASTER},
             "microk8s.join_token_plan": self.plan_for,
             "microk8s.join_tokens": lambda: self.current,
             "microk8s.issue_join_tokens": issue,
@@ -352,14 +352,29 @@ def test_tokens_missing_from_the_mine_are_published_again(states):
     assert master.actions == [("mine.update",)]
 
 
-def test_only_the_master_issues_tokens_and_failures_are_reported(states):
-    on_master(states, Master({}, minion_id=ME))
+def test_a_node_that_does_not_issue_holds_no_tokens_and_withdraws_its_own(states):
+    # The plan on a node that is not the issuer: nothing to issue, every token it holds withdrawn.
+    voter = "k8s-worker-0.lab.example"
+    on_master(states, Master({"issue": [], "withdraw": [], "serials": {}}, minion_id=voter))
     assert states.join_tokens_published("tokens") == {
         "name": "tokens",
-        "result": False,
+        "result": True,
         "changes": {},
-        "comment": f"only the microk8s master ({MASTER}) issues join tokens, not {ME}",
+        "comment": f"{MASTER} issues the join tokens; this node holds none",
     }
+    # It issued for the master while the master was rebuilt; the master issues again now.
+    held = Master({"issue": [], "withdraw": [MASTER], "serials": {MASTER: 1}}, minion_id=voter)
+    on_master(states, held)
+    assert states.join_tokens_published("tokens") == {
+        "name": "tokens",
+        "result": True,
+        "changes": {"tokens": {"old": {MASTER: 1}, "new": {MASTER: None}}},
+        "comment": "join tokens issued and published",
+    }
+    assert held.actions == [("issue", [], [MASTER], -1), ("mine.update",)]
+
+
+def test_failures_to_issue_are_reported(states):
     master = Master({"issue": [ME], "withdraw": [], "serials": {}}, fail="microk8s add-node failed: not running")
     on_master(states, master)
     assert states.join_tokens_published("tokens") == {
@@ -381,7 +396,8 @@ class Joiner:
     that did not settle after the join: the module's settled_membership, tested there).
     """
 
-    def __init__(self, role="standalone", members=(), failure=None):
+    def __init__(self, role="standalone", members=(), failure=None, issuer=MASTER):
+        self.issuer = issuer
         self.role = role
         self.members = list(members)
         self.failure = failure
@@ -399,7 +415,12 @@ class Joiner:
             self.members = [] if worker else ["10.1.0.10", "10.1.0.101"]
             return {"attempts": 1, "serial": 1, "membership": {"role": self.role, "members": self.members}}
 
-        return {"microk8s.membership": membership, "microk8s.join_cluster": join_cluster}
+        return {
+            "microk8s.membership": membership,
+            "microk8s.join_cluster": join_cluster,
+            "microk8s.issuer": lambda: self.issuer,
+            "mine.update": lambda: self.actions.append(("mine.update",)),
+        }
 
 
 def join_as(states, joiner, test=False, **kwargs):
@@ -456,12 +477,13 @@ def test_a_node_of_another_cluster_is_not_pulled_out_of_it(states):
 def test_a_join_reports_old_and_new_and_passes_the_retry_bounds_on(states):
     joiner = Joiner()
     assert join_as(states, joiner, attempts=4, interval=2, max_interval=30) == JOINED
-    assert joiner.actions == [("join_cluster", MASTER, "10.1.0.10", True, 4, 2, 30)]
+    # The new membership goes to the mine, where the voters' memberships name the issuer.
+    assert joiner.actions == [("join_cluster", MASTER, "10.1.0.10", True, 4, 2, 30), ("mine.update",)]
     voter = Joiner()
     assert join_as(states, voter, worker=False)["changes"] == {
         "cluster": {"old": "standalone", "new": f"control-plane of {MASTER}"}
     }
-    assert voter.actions == [("join_cluster", MASTER, "10.1.0.10", False, 8, 5, 60)]
+    assert voter.actions == [("join_cluster", MASTER, "10.1.0.10", False, 8, 5, 60), ("mine.update",)]
 
 
 def test_a_join_that_gives_up_fails_with_its_reason(states):
@@ -496,24 +518,54 @@ def test_an_unknown_membership_fails_without_joining(states):
 
 ROLES = {
     "master": MASTER,
+    "control_plane": [MASTER, "k8s-worker-0.lab.example"],
+    "workers": [ME],
     "joiners": {"k8s-worker-0.lab.example": False, ME: True},
     "addresses": {MASTER: "10.1.0.10", "k8s-worker-0.lab.example": "10.1.0.100", ME: "10.1.0.101"},
 }
 
 
-def test_role_and_master_address_come_from_the_pillar_when_not_given(states):
+def test_the_issuer_role_and_address_come_from_the_mine_and_the_pillar_when_not_given(states):
     joiner = Joiner()
     states.__salt__ = {**joiner.functions(), "microk8s.node_roles": lambda: ROLES}
     states.__opts__ = {"test": False, "id": ME}
-    assert states.cluster_joined("join", MASTER) == JOINED
-    assert joiner.actions == [("join_cluster", MASTER, "10.1.0.10", True, 8, 5, 60)]
+    assert states.cluster_joined("join") == JOINED
+    assert joiner.actions == [("join_cluster", MASTER, "10.1.0.10", True, 8, 5, 60), ("mine.update",)]
+
+
+def test_a_rebuilt_master_joins_through_the_voter_that_issues(states):
+    voter = "k8s-worker-0.lab.example"
+    joiner = Joiner(issuer=voter)
+    states.__salt__ = {**joiner.functions(), "microk8s.node_roles": lambda: ROLES}
+    states.__opts__ = {"test": False, "id": MASTER}
+    assert states.cluster_joined("join") == {
+        "name": "join",
+        "result": True,
+        "changes": {"cluster": {"old": "standalone", "new": f"control-plane of {voter}"}},
+        "comment": f"joined {voter} as control-plane",
+    }
+    assert joiner.actions == [("join_cluster", voter, "10.1.0.100", False, 8, 5, 60), ("mine.update",)]
+
+
+def test_the_issuer_has_nothing_to_join(states):
+    joiner = Joiner()
+    states.__salt__ = {**joiner.functions(), "microk8s.node_roles": lambda: ROLES}
+    for test in (False, True):
+        states.__opts__ = {"test": test, "id": MASTER}
+        assert states.cluster_joined("join") == {
+            "name": "join",
+            "result": True,
+            "changes": {},
+            "comment": "this node issues the join tokens: it has no cluster to join",
+        }
+    assert joiner.actions == []
 
 
 @pytest.mark.parametrize(
     ("minion_id", "master", "comment"),
     [
-        ("stranger.lab.example", MASTER, "stranger.lab.example is not a joiner in pillar microk8s:nodes"),
-        (ME, "other-master.lab.example", f"pillar microk8s:master is {MASTER}, not other-master.lab.example"),
+        ("stranger.lab.example", MASTER, "stranger.lab.example is not a node in pillar microk8s:nodes"),
+        (ME, "other-master.lab.example", "other-master.lab.example is not a voter in pillar microk8s:control_plane"),
     ],
 )
 def test_a_node_the_pillar_does_not_expect_does_not_join(states, minion_id, master, comment):

@@ -100,8 +100,9 @@ class Minion(LocalMinion):
 ROLES = {
     "salt": {"core", "salt_master"},
     "bastion": {"core", "bastion"},
-    "k8s-master": {"core", "microk8s", "microk8s.master"},
-    "k8s-worker-0": {"core", "microk8s", "microk8s.joined"},
+    # microk8s.master only includes (joined, the microk8s SLS, tokens): it has no state of its own.
+    "k8s-master": {"core", "microk8s", "microk8s.joined", "microk8s.tokens"},
+    "k8s-worker-0": {"core", "microk8s", "microk8s.joined", "microk8s.tokens"},
 }
 BASTION_GRAINS = {"ip4_interfaces": {"lo": ["127.0.0.1"], "ens4": ["10.1.0.1"], "ens3": ["10.0.0.10"]}}
 
@@ -273,29 +274,43 @@ def test_microk8s_uses_the_pillar_networks_and_the_floating_ip(tmp_path, pillar_
     assert "microk8s-addons-microk8s-addon-disabled-registry" in highstate
 
 
-def test_workers_join_the_master_from_the_pillar_after_core_hosts(tmp_path, pillar_data):
-    highstate = Minion(tmp_path, f"k8s-worker-0.{DOMAIN}", pillar_data).highstate()
+@pytest.mark.parametrize("host", ["k8s-master", "k8s-worker-0"])
+def test_every_kubernetes_node_joins_the_issuer_after_core_hosts_and_can_issue(tmp_path, pillar_data, host):
+    highstate = Minion(tmp_path, f"{host}.{DOMAIN}", pillar_data).highstate()
     joined = args_of(highstate["microk8s-joined-microk8s-cluster-joined"], "microk8s.cluster_joined")
-    assert joined["master"] == f"k8s-master.{DOMAIN}"
+    # No master named: the state asks microk8s.issuer when it runs (the master, or a voter while
+    # a rebuilt master stands alone).
+    assert "master" not in joined
     assert (joined["attempts"], joined["interval"], joined["max_interval"]) == (8, 5, 60)
     assert {"sls": "core.hosts"} in joined["require"]
-
-
-def test_the_master_issues_single_use_join_tokens_and_only_k8s_nodes_read_them(tmp_path, pillar_data):
-    minion = Minion(tmp_path, f"k8s-master.{DOMAIN}", pillar_data)
-    published = args_of(
-        minion.highstate()["microk8s-master-microk8s-join-tokens-published"], "microk8s.join_tokens_published"
-    )
+    published = args_of(highstate["microk8s-tokens-microk8s-join-tokens-published"], "microk8s.join_tokens_published")
     assert published["ttl"] == -1
-    mine = minion.call("pillar.get", "mine_functions")
+
+
+def test_the_master_joins_before_its_certificate_addons_and_tokens(tmp_path, pillar_data):
+    minion = Minion(tmp_path, f"k8s-master.{DOMAIN}", pillar_data)
+    minion.call("saltutil.sync_all")
+    # The low chunks in the order Salt runs them (state_auto_order: include order, then file order).
+    lows = sorted(minion.call("state.show_lowstate"), key=lambda low: low["order"])
+    ids = [low["__id__"] for low in lows if low["__sls__"].startswith("microk8s")]
+    joined = ids.index("microk8s-joined-microk8s-cluster-joined")
+    assert joined < ids.index("microk8s-certificates-microk8s-extra-san")
+    assert joined < min(i for i, state_id in enumerate(ids) if state_id.startswith("microk8s-addons-"))
+    assert ids[-1] == "microk8s-tokens-microk8s-join-tokens-published"
+
+
+@pytest.mark.parametrize("host", ["k8s-master", "k8s-worker-0", "k8s-worker-7"])
+def test_every_kubernetes_node_publishes_membership_and_tokens_readable_by_k8s_nodes_only(tmp_path, pillar_data, host):
+    mine = Minion(tmp_path, f"{host}.{DOMAIN}", pillar_data).call("pillar.get", "mine_functions")
     assert mine["network.ip_addrs"] == {"cidr": "10.1.0.0/16"}
-    assert mine["microk8s.join_tokens"] == [
-        {"mine_function": "microk8s.join_tokens"},
-        {"allow_tgt": "k8s-*"},
-        {"allow_tgt_type": "glob"},
-    ]
-    worker = Minion(tmp_path / "worker", f"k8s-worker-0.{DOMAIN}", pillar_data)
-    assert "microk8s.join_tokens" not in worker.call("pillar.get", "mine_functions")
+    for function in ("microk8s.join_tokens", "microk8s.membership"):
+        assert mine[function] == [{"mine_function": function}, {"allow_tgt": "k8s-*"}, {"allow_tgt_type": "glob"}]
+
+
+@pytest.mark.parametrize("host", ["salt", "bastion"])
+def test_machines_without_microk8s_publish_no_microk8s_mine_data(tmp_path, pillar_data, host):
+    mine = Minion(tmp_path, f"{host}.{DOMAIN}", pillar_data).call("pillar.get", "mine_functions")
+    assert sorted(mine) == ["network.ip_addrs"]
 
 
 def test_the_snap_install_reloads_modules_so_the_microk8s_module_appears(tmp_path, pillar_data):
@@ -307,6 +322,7 @@ LAYERS = [
     "_from_terraform.sls",
     "environments/defaults.sls",
     f"environments/{DOMAIN.replace('.', '_')}.sls",
+    "roles/kubernetes.sls",
     "minions/defaults/k8s-worker-0.sls",
     f"minions/{DOMAIN.replace('.', '_')}/k8s-worker-0.sls",
 ]

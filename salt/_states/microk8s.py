@@ -154,10 +154,6 @@ def join_tokens_published(name: str, ttl: int = -1) -> dict:
     ret = _ret(name)
     me = __opts__["id"]
     try:
-        master = __salt__["microk8s.node_roles"]()["master"]
-        if master != me:
-            ret["comment"] = f"only the microk8s master ({master}) issues join tokens, not {me}"
-            return ret
         plan = __salt__["microk8s.join_token_plan"](ttl)
         published = (__salt__["mine.get"](me, MINE_FUNCTION) or {}).get(me) or {}
         stale_mine = published != __salt__["microk8s.join_tokens"]()
@@ -166,7 +162,10 @@ def join_tokens_published(name: str, ttl: int = -1) -> dict:
         return ret
     affected = [*plan["issue"], *plan["withdraw"]]
     if not affected and not stale_mine:
-        ret.update(result=True, comment="every pending joiner holds a live, published join token")
+        if plan["issuer"] != me:
+            ret.update(result=True, comment=f"{plan['issuer']} issues the join tokens; this node holds none")
+        else:
+            ret.update(result=True, comment="every pending joiner holds a live, published join token")
         return ret
     old = {joiner: plan["serials"].get(joiner) for joiner in affected}
 
@@ -193,20 +192,25 @@ def _joined(membership: dict, worker: bool, master_address: str | None) -> bool:
     return membership["role"] == "control-plane" and (master_address is None or master_address in membership["members"])
 
 
-def _role_in_pillar(master: str, worker: bool | None, master_address: str | None) -> tuple[bool, str]:
-    """This node's role and the master's address, as the pillar (microk8s:nodes) has them."""
+def _role_in_pillar(master: str | None, worker: bool | None, master_address: str | None) -> tuple[str, bool, str]:
+    """
+    The node whose tokens this node joins with (``master``, or else the issuer the voters'
+    memberships name), this node's role and that node's address, as the pillar has them.
+    """
     roles = __salt__["microk8s.node_roles"]()
     me = __opts__["id"]
-    if roles["master"] != master:
-        raise CommandExecutionError(f"pillar microk8s:master is {roles['master']}, not {master}")
-    if me not in roles["joiners"]:
-        raise CommandExecutionError(f"{me} is not a joiner in pillar microk8s:nodes")
-    return (roles["joiners"][me] if worker is None else worker), (master_address or roles["addresses"][master])
+    if me not in roles["addresses"]:
+        raise CommandExecutionError(f"{me} is not a node in pillar microk8s:nodes")
+    issuer = master or __salt__["microk8s.issuer"]()
+    if issuer not in roles["control_plane"]:
+        raise CommandExecutionError(f"{issuer} is not a voter in pillar microk8s:control_plane")
+    is_worker = me in roles["workers"]
+    return issuer, (is_worker if worker is None else worker), (master_address or roles["addresses"][issuer])
 
 
 def cluster_joined(
     name: str,
-    master: str,
+    master: str | None = None,
     master_address: str | None = None,
     worker: bool | None = None,
     attempts: int = 8,
@@ -214,27 +218,33 @@ def cluster_joined(
     max_interval: float = 60,
 ) -> dict:
     """
-    Ensures this node has joined the cluster of ``master`` (its minion id), as a worker or as a
-    control-plane voter, with the join token the master published for this node in the mine.
-    ``master_address`` picks the master's URL on the private network and confirms control-plane
-    membership. Left out, ``worker`` and ``master_address`` come from the pillar
+    Ensures this node has joined the cluster of ``master`` (a minion id), as a worker or as a
+    control-plane voter, with the join token ``master`` published for this node in the mine.
+    Left out, ``master`` is the issuer (``microk8s.issuer``: the pillar's master, or while it
+    stands alone after a rebuild, the first voter still in the cluster), so a rebuilt master
+    joins the cluster instead of starting one; on the issuer itself the state has nothing to
+    do. ``master_address`` picks the issuer's URL on the private network and confirms
+    control-plane membership. Left out, ``worker`` and ``master_address`` come from the pillar
     (``microk8s.node_roles``: ``microk8s:control_plane`` are the voters, the rest workers).
     Checks first, predicts in test mode, then joins through ``microk8s.join_cluster``
     (``attempts`` joins with exponential backoff from ``interval`` to ``max_interval`` seconds,
-    renewing spent tokens through the master) and verifies the membership afterwards.
+    renewing spent tokens through the issuer, returning once the membership shows the join) and
+    publishes the new membership to the mine.
 
     .. code-block:: yaml
 
         microk8s-joined-microk8s-cluster-joined:
-          microk8s.cluster_joined:
-            - master: k8s-master.kube-on-os
+          microk8s.cluster_joined: []
     """
     ret = _ret(name)
     try:
-        if worker is None or master_address is None:
-            worker, master_address = _role_in_pillar(master, worker, master_address)
+        if master is None or worker is None or master_address is None:
+            master, worker, master_address = _role_in_pillar(master, worker, master_address)
     except CommandExecutionError as error:
         ret["comment"] = f"this node's role is unknown: {error}"
+        return ret
+    if master == __opts__["id"]:
+        ret.update(result=True, comment="this node issues the join tokens: it has no cluster to join")
         return ret
     try:
         before = __salt__["microk8s.membership"]()
@@ -262,5 +272,7 @@ def cluster_joined(
     except CommandExecutionError as error:
         ret["comment"] = str(error)
         return ret
+    # The voters' memberships in the mine decide who issues tokens (microk8s.issuer).
+    __salt__["mine.update"]()
     ret.update(result=True, changes=changes, comment=f"joined {master} as {wanted}")
     return ret

@@ -1,10 +1,9 @@
-{#- The master issues one join token per expected joiner and publishes them through the mine. #}
-{%- from "microk8s/map.jinja" import microk8s with context %}
+{#-
+  The Kubernetes master. In this order (Salt runs included SLS in the order they are listed):
+  it joins the cluster if one exists without it (a rebuilt master; microk8s.joined does nothing
+  on the issuer), then its certificate, the cluster's addons, and the join tokens it issues.
+#}
 include:
+  - microk8s.joined
   - microk8s
-
-microk8s-master-microk8s-join-tokens-published:
-  microk8s.join_tokens_published:
-    - ttl: {{ microk8s.join.token_ttl | yaml_encode }}
-    - require:
-      - sls: microk8s
+  - microk8s.tokens

@@ -78,12 +78,14 @@ orch-deploy-salt-state-workers:
       - salt: {{ joined_before_workers }}
 {%- endif %}
 
-{#- The master published a token for each joiner before they joined; once they have, it retracts
-    them, so that the next highstate finds nothing to change. #}
+{#- The issuer published a token for each joiner before they joined; once they have, it retracts
+    them (and any voter that issued while the master was rebuilt retracts its own), so that the
+    next highstate finds nothing to change. #}
 orch-deploy-salt-state-spent-tokens:
   salt.state:
-    - tgt: "k8s-master.*"
-    - sls: microk8s.master
+    - tgt: {{ ([master] + cp_joiners) | join(",") | yaml_encode }}
+    - tgt_type: list
+    - sls: microk8s.tokens
     - require:
       - salt: {{ "orch-deploy-salt-state-workers" if workers else joined_before_workers }}
 

@@ -145,6 +145,17 @@ def nodes() -> list[dict]:
     return _sub("_membership").nodes(__salt__)
 
 
+def issuer() -> str:
+    """
+    The voter that issues join tokens: the first voter in pillar order (the master first) whose
+    membership in the mine (``microk8s.membership``) is a control-plane member of a cluster that
+    lists its own address; when none is (a new deployment), the pillar's master. A rebuilt
+    master stands alone while the other voters are still in the cluster, so one of them issues
+    and the master joins. CLI Example: ``salt k8s-* microk8s.issuer``
+    """
+    return _sub("_membership").issuer(__salt__)
+
+
 def membership() -> dict:
     """
     How this node takes part in a cluster: ``{"role": "worker" | "control-plane" | "standalone",
@@ -206,15 +217,16 @@ def join_tokens() -> dict:
 
 
 def pending_joiners() -> list[str]:
-    """The expected joiners (pillar) whose address the cluster does not know yet, in order."""
-    return _sub("_tokens").pending_joiners(__salt__)
+    """The nodes that would join through this node's tokens whose address the cluster does not know yet, in order."""
+    return _sub("_tokens").pending_joiners(__salt__, __opts__)
 
 
 def join_token_plan(ttl: int = -1) -> dict:
     """
-    What ``join_tokens_published`` would do, without doing it: ``{"issue": [joiners without a
+    What ``join_tokens_published`` would do, without doing it: ``{"issuer", "issue": [joiners without a
     usable token: none, spent, expiring, or published with an older server.crt's fingerprint],
-    "withdraw": [joiners holding a token who need none], "serials": {joiner: serial}}``.
+    "withdraw": [joiners holding a token who need none], "serials": {joiner: serial}}``. On a
+    node that is not the issuer, nothing to issue and every token it holds to withdraw.
     Read-only; raises when ``ttl`` is neither -1 nor at least 300 seconds.
     """
     return _sub("_tokens").join_token_plan(__salt__, __opts__, ttl)
@@ -230,7 +242,7 @@ def issue_join_tokens(joiners: list[str], withdraw: list[str] | None = None, ttl
 
 def renew_join_token(joiner: str, reason: str, serial: int | None = None) -> dict:
     """
-    Called on the master by the Salt master's reactor, with the minion id that fired the event,
+    Called on the issuer by the Salt master's reactor, with the minion id that fired the event,
     when ``joiner`` has no usable token (``reason``: no-token, invalid-token, already-known,
     hostname-unresolved, dqlite-unavailable, fingerprint-mismatch): removes a stale member (never
     a Ready one) at the joiner's pillar address or refreshes core.hosts as the reason needs, then

@@ -35,6 +35,9 @@ SETTLE_INTERVAL = 5
 # The join protocol: the mine function the master publishes tokens through, and the event tag
 # a joiner fires when its token has to be renewed (salt_master's reactor listens for it).
 MINE_FUNCTION = "microk8s.join_tokens"
+# Every Kubernetes node publishes its membership through the mine, so that any node can tell
+# which voter is in the cluster and issues the tokens (_membership.issuer).
+MEMBERSHIP_MINE = "microk8s.membership"
 RENEW_TAG = "kube-on-os/microk8s/join-token/renew"
 # Why a joiner asks for a new token: failures that consumed its token (_join classifies them), or
 # a URL whose certificate fingerprint is stale (the token is unspent, its URL must be republished) ...

@@ -83,6 +83,43 @@ def node_roles(salt: dict) -> dict:
     return parse_roles(salt["pillar.get"]("microk8s", {}))
 
 
+def joiners_of(roles: dict, issuer: str) -> dict[str, bool]:
+    """
+    ``{id: joins_as_worker}`` for every node but ``issuer``, in pillar order: the nodes that join
+    through the tokens ``issuer`` publishes. With the master issuing that is ``roles["joiners"]``;
+    with another voter issuing, the master is a (control-plane) joiner too.
+    """
+    workers = set(roles["workers"])
+    return {node: node in workers for node in roles["addresses"] if node != issuer}
+
+
+def choose_issuer(roles: dict, reports: dict) -> str:
+    """
+    The voter that issues join tokens, from the members each voter reported (``{id:
+    membership}``, the mine's ``microk8s.membership``): the first voter in pillar order (the
+    master first) that reports itself a control-plane member of a cluster listing its own
+    address. When none does (a new deployment: every node stands alone), the pillar's master,
+    which bootstraps the cluster. So a rebuilt master, standing alone beside voters that are
+    still in the cluster, joins through them instead of starting a cluster of its own.
+    """
+    for voter in roles["control_plane"]:
+        report = reports.get(voter)
+        if (
+            isinstance(report, dict)
+            and report.get("role") == "control-plane"
+            and roles["addresses"][voter] in (report.get("members") or [])
+        ):
+            return voter
+    return roles["master"]
+
+
+def issuer(salt: dict) -> str:
+    """``choose_issuer`` over the voters' memberships in the mine."""
+    roles = node_roles(salt)
+    reports = salt["mine.get"](",".join(roles["control_plane"]), constants.MEMBERSHIP_MINE, tgt_type="list") or {}
+    return choose_issuer(roles, reports)
+
+
 def parse_nodes(text: str) -> list[dict]:
     """
     ``[{"name", "address" (InternalIP), "ready", "unschedulable", "version" (kubelet)}]`` from

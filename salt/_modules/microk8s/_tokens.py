@@ -1,8 +1,10 @@
 """
-The master's side of the join protocol, after microk8s' add_token.py and the cluster agent's
+The issuer's side of the join protocol, after microk8s' add_token.py and the cluster agent's
 token checks (canonical/microk8s-cluster-agent): one add-node token per expected joiner, the
 root-only ledger of issued tokens in Salt's cachedir, the mine function's data, and renewal of a
-token a joiner reports spent.
+token a joiner reports spent. The issuer is the master, or while the master stands alone (it
+was rebuilt) the first voter still in the cluster (``_membership.issuer``); "master" below
+means the issuer.
 """
 
 from __future__ import annotations
@@ -177,29 +179,51 @@ def usable(entry: dict | None, live: dict, now: float, check: str | None) -> boo
     return bool(entry) and token_is_live(entry["token"], live, now) and current_urls(entry, check)
 
 
-def pending_joiners(salt: dict) -> list[str]:
-    """The expected joiners (pillar) whose address neither dqlite nor Kubernetes knows, in order."""
+def pending_joiners(salt: dict, opts: dict) -> list[str]:
+    """
+    The nodes that join through this node's tokens (every pillar node but this one) whose
+    address neither dqlite nor Kubernetes knows, in order.
+    """
     roles = _membership.node_roles(salt)
     known = set(_membership.member_hosts(salt))
     known.update(node["address"] for node in _membership.nodes(salt) if node["address"])
-    return [joiner for joiner in roles["joiners"] if roles["addresses"][joiner] not in known]
+    return [j for j in _membership.joiners_of(roles, opts["id"]) if roles["addresses"][j] not in known]
+
+
+def _must_issue(salt: dict, opts: dict) -> None:
+    issuer = _membership.issuer(salt)
+    if issuer != opts["id"]:
+        raise CommandExecutionError(f"{opts['id']} does not issue join tokens: {issuer} does")
 
 
 def join_token_plan(salt: dict, opts: dict, ttl: int = constants.SINGLE_USE_TTL) -> dict:
     """
-    ``{"issue": [pending joiners without a usable token], "withdraw": [holders who need none],
-    "serials"}``. A token is usable while unspent, not expiring and published with the check of
-    today's server.crt (certificates.sls refreshes it when the floating IP changes). Raises
-    when ``ttl``, the one the tokens would be issued with, is too short (``check_ttl``).
+    ``{"issuer", "issue": [pending joiners without a usable token], "withdraw": [holders who
+    need none], "serials"}``. A token is usable while unspent, not expiring and published with
+    the check of today's server.crt (certificates.sls refreshes it when the floating IP
+    changes). On a node that is not the issuer (``_membership.issuer``) nothing is issued and
+    every token it holds is withdrawn. Raises when ``ttl``, the one the tokens would be issued
+    with, is too short (``check_ttl``).
     """
     check_ttl(ttl)
-    pending = pending_joiners(salt)
+    issuer = _membership.issuer(salt)
+    if issuer != opts["id"]:
+        with _ledger(opts, write=False) as ledger:
+            held = ledger["tokens"]
+            return {
+                "issuer": issuer,
+                "issue": [],
+                "withdraw": sorted(held),
+                "serials": {j: entry["serial"] for j, entry in held.items()},
+            }
+    pending = pending_joiners(salt, opts)
     live = _live_tokens(salt)
     now = time.time()
     check = server_check(salt)
     with _ledger(opts, write=False) as ledger:
         held = ledger["tokens"]
         return {
+            "issuer": issuer,
             "issue": [j for j in pending if not usable(held.get(j), live, now, check)],
             "withdraw": sorted(j for j in held if j not in pending),
             "serials": {j: entry["serial"] for j, entry in held.items()},
@@ -207,12 +231,18 @@ def join_token_plan(salt: dict, opts: dict, ttl: int = constants.SINGLE_USE_TTL)
 
 
 def issue_join_tokens(salt: dict, opts: dict, joiners: list[str], withdraw: list[str] | None, ttl: int) -> dict:
-    """``{joiner: new serial, or None for a withdrawn token}``; refuses joiners the pillar does not expect."""
+    """
+    ``{joiner: new serial, or None for a withdrawn token}``; refuses joiners the pillar does
+    not expect, and issuing anything on a node that is not the issuer.
+    """
     roles = _membership.node_roles(salt)
-    unexpected = [j for j in joiners if j not in roles["joiners"]]
+    expected = _membership.joiners_of(roles, opts["id"])
+    unexpected = [j for j in joiners if j not in expected]
     if unexpected:
         raise CommandExecutionError(f"not expected joiners according to pillar microk8s:nodes: {unexpected}")
     ttl = check_ttl(ttl)
+    if joiners:
+        _must_issue(salt, opts)
     check = server_check(salt)
     result = {}
     with _ledger(opts) as ledger:
@@ -220,13 +250,14 @@ def issue_join_tokens(salt: dict, opts: dict, joiners: list[str], withdraw: list
             ledger["tokens"].pop(joiner, None)
             result[joiner] = None
         for joiner in joiners:
-            result[joiner] = _issue(salt, ledger, joiner, roles["joiners"][joiner], ttl, check)["serial"]
+            result[joiner] = _issue(salt, ledger, joiner, expected[joiner], ttl, check)["serial"]
     return result
 
 
 def renew_join_token(salt: dict, opts: dict, joiner: str, reason: str, serial: int | None) -> dict:
     """
-    On the master, for ``joiner`` (the minion that fired the renewal event), after ``reason``:
+    On the issuer (refused elsewhere), for ``joiner`` (the minion that fired the renewal
+    event), after ``reason``:
 
     - ``no-token``: none is published for it (a rebuilt node the master counts as joined); a
       dqlite member still at its pillar address is removed first (the rehearsal's -replace of a
@@ -248,15 +279,15 @@ def renew_join_token(salt: dict, opts: dict, joiner: str, reason: str, serial: i
     happens. Returns ``{"joiner", "serial", "renewed", "forgot", "hosts"}``.
     """
     roles = _membership.node_roles(salt)
-    if opts["id"] != roles["master"]:
-        raise CommandExecutionError(f"{opts['id']} is not the microk8s master ({roles['master']})")
-    if joiner not in roles["joiners"]:
+    expected = _membership.joiners_of(roles, opts["id"])
+    if joiner not in expected:
         raise CommandExecutionError(f"{joiner} is not an expected joiner according to pillar microk8s:nodes")
     if reason not in (*constants.RENEWABLE, constants.MISSING):
         raise CommandExecutionError(
             f"a token is only renewed after {', '.join(constants.RENEWABLE)} or {constants.MISSING}, not {reason!r}"
         )
     ttl = check_ttl(salt["pillar.get"]("microk8s:join:token_ttl", constants.SINGLE_USE_TTL))
+    _must_issue(salt, opts)
     check = server_check(salt)
     result = {"joiner": joiner, "renewed": False, "forgot": False, "hosts": False}
     with _ledger(opts) as ledger:
@@ -278,7 +309,7 @@ def renew_join_token(salt: dict, opts: dict, joiner: str, reason: str, serial: i
             if reason == "hostname-unresolved":
                 refreshed = salt["state.sls"]("core.hosts", queue=True)
                 result["hosts"] = all(state.get("result") for state in (refreshed or {}).values())
-            current = _issue(salt, ledger, joiner, roles["joiners"][joiner], ttl, check)
+            current = _issue(salt, ledger, joiner, expected[joiner], ttl, check)
         result.update(serial=current["serial"], renewed=renew)
     if renew or reason == constants.MISSING:
         salt["mine.update"]()

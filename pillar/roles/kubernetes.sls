@@ -1,0 +1,14 @@
+#!yaml
+# Every Kubernetes node publishes its microk8s membership, from which any node tells the voter
+# that issues join tokens (microk8s.issuer: the master, or while a rebuilt master stands alone,
+# the first voter still in the cluster), and the join tokens it issued
+# (microk8s.join_tokens_published). Only the Kubernetes nodes may read either from the mine.
+mine_functions:
+  microk8s.join_tokens:
+    - mine_function: microk8s.join_tokens
+    - allow_tgt: k8s-*
+    - allow_tgt_type: glob
+  microk8s.membership:
+    - mine_function: microk8s.membership
+    - allow_tgt: k8s-*
+    - allow_tgt_type: glob
