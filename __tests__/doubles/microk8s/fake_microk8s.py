@@ -17,7 +17,10 @@ What it reproduces, and where from (see __tests__/l4-salt/fixtures/microk8s/READ
 - a worker gets var/lock/clustered.lock, after which status prints only a message (exit 0);
 - remove-node of a node unknown to Kubernetes exits 1 even when --force removed it from dqlite;
 - leave (scripts/wrappers/leave.py, 1.28 and 1.35 alike): the node leaves dqlite and goes back to
-  a cluster of its own; its Kubernetes node stays until remove-node.
+  a cluster of its own, printing "Generating new cluster certificates." and "Waiting for node to
+  start." (a worker first "Configuring services."); its Kubernetes node stays, NotReady, until
+  remove-node; a node holding the only copy of the database (no other voter) cannot leave:
+  is_leader_without_successor's three lines, exit 3.
 
 Two releases (canonical/microk8s branches 1.28 and 1.35). A node tracks a channel, 1.NN/<risk>
 ($FAKE_MICROK8S_CHANNEL when the node is created, else 1.28/stable; `snap install microk8s
@@ -426,16 +429,27 @@ def joined(state: dict, worker: bool) -> None:
 
 
 def leave(state: dict) -> int:
-    if not state["cluster"]:
-        print("This node is not part of a cluster.")
-        return 1
+    """
+    leave.py (1.28 and 1.35 alike): a worker resets its services; a control-plane node leaves
+    dqlite, unless it holds the only copy of the database (is_leader_without_successor, exit 3).
+    Either goes back to a cluster of its own; its Kubernetes node stays until remove-node.
+    """
+    worker = (HOME / WORKER_LOCK).exists()
     master = bootstrap(state)
-    db = database(master, load(master))
-    db["members"] = [m for m in db["members"] if not m["address"].startswith(f"{ADDRESS}:")]
-    db["nodes"] = [n for n in db["nodes"] if n["address"] != ADDRESS]
+    db = database(master, load(master) if state["cluster"] else state)
+    others = [m for m in db["members"] if not m["address"].startswith(f"{ADDRESS}:")]
+    if not worker and not any(m["role"] == "voter" for m in others):
+        print("This node currently holds the only copy of the Kubernetes database so it cannot leave the cluster.")
+        print("To remove this node you can either first remove all other nodes with 'microk8s remove-node' or")
+        print("form a highly available cluster by adding at least three nodes.")
+        return 3
+    if worker:
+        print("Configuring services.")
+    db["members"] = others
     (master / "cluster.json").write_text(json.dumps(db, indent=1))
     state["cluster"] = None
     (HOME / WORKER_LOCK).unlink(missing_ok=True)
+    print("Generating new cluster certificates.\nWaiting for node to start.  ")
     return 0
 
 
@@ -579,13 +593,13 @@ def snap(state: dict, args: list[str]) -> int:
     if args[:2] not in (["install", "microk8s"], ["refresh", "microk8s"]):
         print(f"fake snap: unsupported {args}", file=sys.stderr)
         return 2
+    if args[0] == "install" and state["snap_installed"]:
+        print('snap "microk8s" is already installed')
+        return 0
     if channel is not None and release(channel) is None:
         print(f"fake snap: channel {channel} is not reproduced (only 1.NN/<risk>)", file=sys.stderr)
         return 2
     if args[0] == "install":
-        if state["snap_installed"]:
-            print('snap "microk8s" is already installed')
-            return 0
         state.update(snap_installed=True, channel=channel or state["channel"])
         print(f"microk8s ({state['channel']}) v{version(state)} from Canonical✓ installed")
         return 0
