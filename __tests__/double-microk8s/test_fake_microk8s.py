@@ -698,7 +698,7 @@ def test_l4_cordon_drain_uncordon(l4):
     master, joiner = l4
     assert joiner.run("join", l4_url(master), "--worker").returncode == 0
     drain = master.run(
-        "kubectl", "drain", "k8s-worker-0", "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=60s"
+        "kubectl", "drain", "--timeout", "60s", "k8s-worker-0", "--ignore-daemonsets", "--delete-emptydir-data"
     )
     assert drain.stdout == "node/k8s-worker-0 cordoned\nnode/k8s-worker-0 drained\n"
     items = json.loads(master.run("kubectl", "get", "nodes", "-o", "json").stdout)["items"]

@@ -526,9 +526,15 @@ def calico_pod(name: str) -> str:
     return f"kube-system/calico-node-{hashlib.sha256(name.encode()).hexdigest()[:5]}"
 
 
+def operands(args: list[str]) -> list[str]:
+    """kubectl's arguments less its flags, and less the values of flags given apart (--timeout 5m)."""
+    valued = {"--timeout", "--grace-period", "--pod-selector", "--selector", "-l", "--chunk-size"}
+    return [a for i, a in enumerate(args) if not a.startswith("-") and (i == 0 or args[i - 1] not in valued)]
+
+
 def kubectl_schedule(state: dict, verb: str, args: list[str]) -> int:
     """kubectl cordon / uncordon / drain <node> (drain.go RunCordonOrUncordon, RunDrain)."""
-    names = [a for a in args if not a.startswith("-")]
+    names = operands(args)
     home = bootstrap(state)
     db = database(home, state)
     found = next((n for n in db["nodes"] if names and n["name"] == names[0]), None)
