@@ -1,17 +1,27 @@
 """
-The rehearsal's microk8s (__tests__/doubles/rehearsal/fake-microk8s/microk8s.py) on its own: one node, its
-state under a temporary root, its cluster agent on a free port of 127.0.0.1. Each test holds the
-fake to a behaviour its docstring cites from microk8s 1.28, and the Salt module's status parser
+The two fake microk8s programs on their own.
+
+The rehearsal's (__tests__/doubles/rehearsal/fake-microk8s/microk8s.py): a node's state under a
+temporary root, its cluster agent on a free port of 127.0.0.1; for joins, two nodes share one
+port on two loopback addresses (FAKE_MICROK8S_ADDRESS), the joiner at 127.0.0.1 named localhost
+so that the agent's hostname check resolves it. Each test holds the fake to a behaviour its
+docstring cites from microk8s 1.28 or 1.35, and the Salt module's status parser
 (salt/_modules/microk8s/_status.py) reads what the fake prints. The rehearsal runs the fake
 between hosts; this checks the texts, exit codes and token rules without one.
+
+The L4 one (__tests__/doubles/microk8s/fake_microk8s.py), which the Salt module tests drive
+through harness.microk8s_node.FakeMicrok8s: the same behaviours, nodes finding each other
+through a shared directory. Its tests are the ``test_l4_`` ones.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -21,6 +31,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from harness.microk8s_node import FakeMicrok8s
 from harness.salt_minion import ROOT, load_module
 
 FAKE = ROOT / "__tests__" / "doubles" / "rehearsal" / "fake-microk8s" / "microk8s.py"
@@ -34,6 +45,29 @@ pytestmark = pytest.mark.skipif(shutil.which("ip") is None, reason="the fake mic
 WORKER_STATUS = "This MicroK8s deployment is acting as a node in a cluster.\nPlease use the control plane node.\n"
 WORKER_LOCKED = "This MicroK8s deployment is acting as a node in a cluster.\nPlease use the master node.\n"
 STOPPED = "microk8s is not running, try microk8s start\n"
+WORKER_KUBECTL = (
+    "This MicroK8s deployment is acting as a node in a cluster. Please use the microk8s kubectl on the master.\n"
+)
+API_DOWN = "The connection to the server 127.0.0.1:16443 was refused - did you specify the right host or port?\n"
+NOT_VERIFIED = (
+    "Joining cluster failed. Could not verify the identity of {}."
+    " Use '--skip-verify' to skip server certificate check.\n"
+)
+WORKER_USAGE = (
+    "\nThe node has joined the cluster and will appear in the nodes list in a few seconds.\n\n"
+    "This worker node gets automatically configured with the API server endpoints.\n"
+    "If the API servers are behind a loadbalancer please set the '--refresh-interval' to '0s' in:\n"
+    "    /var/snap/microk8s/current/args/apiserver-proxy\n"
+    "and replace the API server endpoints with the one provided by the loadbalancer in:\n"
+    "    /var/snap/microk8s/current/args/traefik/provider.yaml\n\n"
+)
+WAITING = "Waiting for this node to finish joining the cluster.  \n"
+JOINED = "Successfully joined the cluster.\n"
+ONLY_COPY = (
+    "This node currently holds the only copy of the Kubernetes database so it cannot leave the cluster.\n"
+    "To remove this node you can either first remove all other nodes with 'microk8s remove-node' or\n"
+    "form a highly available cluster by adding at least three nodes.\n"
+)
 
 
 def free_port() -> int:
@@ -43,25 +77,39 @@ def free_port() -> int:
 
 
 class Node:
-    """One fake microk8s node: `snap` and `microk8s` as the programs' names, and its agent."""
+    """
+    One fake microk8s node: `snap` and `microk8s` as the programs' names, and its agent; at
+    ``address`` (with ``hostname``) when given, else on every address with the machine's name.
+    """
 
-    def __init__(self, tmp_path: Path):
+    def __init__(self, tmp_path: Path, port: int | None = None, address: str | None = None, hostname: str = ""):
         self.root = tmp_path / "root"
         self.bin = tmp_path / "bin"
-        self.bin.mkdir()
+        self.bin.mkdir(parents=True)
         for program in ("snap", "microk8s"):
             (self.bin / program).symlink_to(FAKE)
-        self.port = free_port()
+        self.port = port or free_port()
+        self.address = address or "127.0.0.1"
         self.env = {**os.environ, "FAKE_MICROK8S_ROOT": str(self.root), "FAKE_MICROK8S_PORT": str(self.port)}
-        snap_data = self.root / "var/snap/microk8s/current"
-        (snap_data / "fake").mkdir(parents=True)
-        # Started here rather than by the install, so that the test can stop it.
+        if address:
+            self.env.update(FAKE_MICROK8S_ADDRESS=address, FAKE_MICROK8S_HOSTNAME=hostname)
+        self.snap_data = self.root / "var/snap/microk8s/current"
+        self.start_agent()
+
+    def start_agent(self) -> None:
+        """Started here rather than by the install, so that the test can stop it."""
+        (self.snap_data / "fake").mkdir(parents=True, exist_ok=True)
         self.agent = subprocess.Popen([sys.executable, str(FAKE), "agent"], env=self.env, stderr=subprocess.DEVNULL)
         for _ in range(50):
             if self.agent_answers():
                 break
             time.sleep(0.1)
-        self.snap_data = snap_data
+
+    def rebuild(self) -> None:
+        """The machine rebuilt at the same address: a fresh root, a fresh install."""
+        self.close()
+        shutil.rmtree(self.root)
+        self.start_agent()
 
     def agent_answers(self) -> bool:
         try:
@@ -76,7 +124,7 @@ class Node:
 
     def post(self, path: str, body: dict | None = None) -> tuple[int, dict]:
         request = urllib.request.Request(
-            f"http://127.0.0.1:{self.port}{path}", data=json.dumps(body or {}).encode(), method="POST"
+            f"http://{self.address}:{self.port}{path}", data=json.dumps(body or {}).encode(), method="POST"
         )
         try:
             with urllib.request.urlopen(request, timeout=10) as response:
@@ -200,3 +248,492 @@ def test_kubectl_lists_this_node_ready_while_its_agent_answers(installed):
     """kubectl get nodes -o json: Ready follows the node's agent (a powered-off host is not Ready)."""
     items = json.loads(installed.run("microk8s", "kubectl", "get", "nodes", "-o", "json").stdout)["items"]
     assert [item["status"]["conditions"] for item in items] == [[{"type": "Ready", "status": "True"}]]
+
+
+# --- the rehearsal's fake: releases, refresh, fingerprint, kubectl, faults, readiness --------------
+
+
+def install(node: Node, channel: str) -> Node:
+    result = node.run("snap", "install", "microk8s", "--classic", f"--channel={channel}")
+    assert result.returncode == 0, result.stderr
+    return node
+
+
+def write_faults(snap_data: Path, faults: dict) -> None:
+    (snap_data / "fake").mkdir(parents=True, exist_ok=True)
+    (snap_data / "fake" / "faults.json").write_text(json.dumps(faults))
+
+
+def status_yaml(node) -> subprocess.CompletedProcess:
+    return node.run("microk8s", "status", "--format", "yaml")
+
+
+def nodes_json(node) -> list[dict]:
+    result = node.run("microk8s", "kubectl", "get", "nodes", "-o", "json")
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)["items"]
+
+
+def readiness(items: list[dict]) -> dict[str, str]:
+    return {item["status"]["addresses"][0]["address"]: item["status"]["conditions"][0]["status"] for item in items}
+
+
+def check_of(pem: str) -> str:
+    """utils.sh server_cert_check, computed the way join.py compares: sha256 of the DER."""
+    return hashlib.sha256(ssl.PEM_cert_to_DER_cert(pem)).hexdigest()[:12]
+
+
+def issue(node, *extra: str) -> dict:
+    result = node.run("microk8s", "add-node", "--format", "json", *extra)
+    assert result.returncode == 0, result.stdout
+    return json.loads(result.stdout)
+
+
+@pytest.fixture
+def pair(tmp_path):
+    """A master at 127.0.0.2 and a joiner at 127.0.0.1 named localhost, on one port, not installed."""
+    port = free_port()
+    master = Node(tmp_path / "master", port, "127.0.0.2", "master")
+    joiner = Node(tmp_path / "joiner", port, "127.0.0.1", "localhost")
+    yield master, joiner
+    master.close()
+    joiner.close()
+
+
+def url_to(master: Node, issued: dict) -> str:
+    return next(url for url in issued["urls"] if url.startswith(f"{master.address}:"))
+
+
+@pytest.mark.parametrize(("channel", "version"), [("1.28/stable", "v1.28.15"), ("1.35/stable", "v1.35.0")])
+def test_the_installed_channel_is_the_release_snap_list_and_status_show(node, channel, version):
+    """snap install --channel=1.NN/<risk>: snap list's Tracking column; the addons' versions follow."""
+    install(node, channel)
+    listed = node.run("snap", "list", "microk8s").stdout.splitlines()
+    assert listed[0].split() == ["Name", "Version", "Rev", "Tracking", "Publisher", "Notes"]
+    assert listed[1].split()[:4] == ["microk8s", version, "7000", channel]
+    assert _status.parse(status_yaml(node).stdout)["addons"]["dns"]["version"] == version[1:]
+    items = nodes_json(node)
+    assert [item["status"]["nodeInfo"]["kubeletVersion"] for item in items] == [version]
+    assert (
+        node.run("snap", "install", "microk8s", "--channel=2.0/stable").stdout
+        == 'snap "microk8s" is already installed\n'
+    )
+
+
+def test_a_channel_other_than_1_nn_risk_is_refused(node):
+    assert node.run("snap", "install", "microk8s", "--channel=1.35/sideways").returncode == 2
+    assert node.run("snap", "list", "microk8s").returncode == 1
+
+
+def test_a_refresh_changes_the_release_and_the_node_is_not_ready_while_it_restarts(installed):
+    """
+    snap refresh: the new release; while the services restart, status.py prints
+    print_yaml(isReady=False) and exits 1, and kubectl cannot reach the API server.
+    """
+    write_faults(installed.snap_data, {"restart_seconds": 1.5})
+    refreshed = installed.run("snap", "refresh", "microk8s", "--channel=1.35/stable")
+    assert (refreshed.returncode, refreshed.stdout) == (0, "microk8s (1.35/stable) v1.35.0 from Canonical✓ refreshed\n")
+    status = status_yaml(installed)
+    assert status.returncode == 1
+    assert status.stdout == (
+        "microk8s:\n  running: False\nhigh-availability:\n  enabled: True\n  nodes:\n"
+        "    - address: 127.0.0.1:19001\n      role: voter\n"
+        "  message: microk8s is not running. Use microk8s inspect for a deeper inspection.\n"
+    )
+    assert _status.parse(status.stdout)["running"] is False
+    kubectl = installed.run("microk8s", "kubectl", "get", "nodes", "-o", "json")
+    assert (kubectl.returncode, kubectl.stderr) == (1, API_DOWN)
+    assert installed.run("microk8s", "status", "--wait-ready", "--timeout", "10").returncode == 0
+    assert status_yaml(installed).returncode == 0
+    assert [i["status"]["nodeInfo"]["kubeletVersion"] for i in nodes_json(installed)] == ["v1.35.0"]
+    assert installed.run("snap", "list", "microk8s").stdout.splitlines()[1].split()[3] == "1.35/stable"
+    again = installed.run("snap", "refresh", "microk8s", "--channel=1.35/stable")
+    assert again.stdout == 'snap "microk8s" has no updates available\n'
+
+
+def test_cordon_uncordon_and_drain_print_kubectls_lines_and_set_unschedulable(installed):
+    """kubectl drain.go: node/<n> cordoned, already cordoned, drained, uncordoned, already uncordoned."""
+    name = nodes_json(installed)[0]["metadata"]["name"]
+    assert "unschedulable" not in nodes_json(installed)[0]["spec"]
+    assert installed.run("microk8s", "kubectl", "cordon", name).stdout == f"node/{name} cordoned\n"
+    assert nodes_json(installed)[0]["spec"] == {"unschedulable": True}
+    drain = installed.run(
+        "microk8s",
+        "kubectl",
+        "drain",
+        name,
+        "--ignore-daemonsets",
+        "--delete-emptydir-data",
+        "--timeout=120s",
+        "--force",
+    )
+    assert (drain.returncode, drain.stdout) == (0, f"node/{name} already cordoned\nnode/{name} drained\n")
+    assert drain.stderr.startswith("WARNING: ignoring DaemonSet-managed Pods: kube-system/calico-node-")
+    assert installed.run("microk8s", "kubectl", "uncordon", name).stdout == f"node/{name} uncordoned\n"
+    assert installed.run("microk8s", "kubectl", "uncordon", name).stdout == f"node/{name} already uncordoned\n"
+    assert "unschedulable" not in nodes_json(installed)[0]["spec"]
+
+
+def test_drain_without_ignore_daemonsets_stops_at_calico_and_an_unknown_node_is_not_found(installed):
+    name = nodes_json(installed)[0]["metadata"]["name"]
+    drain = installed.run("microk8s", "kubectl", "drain", name)
+    assert (drain.returncode, drain.stdout) == (1, f"node/{name} cordoned\n")
+    assert drain.stderr.startswith(f'error: unable to drain node "{name}" due to error:cannot delete DaemonSet-managed')
+    missing = installed.run("microk8s", "kubectl", "cordon", "no-such-node")
+    assert (missing.returncode, missing.stderr) == (1, 'Error from server (NotFound): nodes "no-such-node" not found\n')
+
+
+def test_kubectl_on_a_worker_is_the_wrappers_message_with_exit_0(installed):
+    """microk8s-kubectl.wrapper (1.28 and 1.35): clustered.lock → a message, exit 0."""
+    lock = installed.snap_data / "var/lock/clustered.lock"
+    lock.parent.mkdir(parents=True)
+    lock.touch()
+    result = installed.run("microk8s", "kubectl", "get", "nodes", "-o", "json")
+    assert (result.returncode, result.stdout) == (0, WORKER_KUBECTL)
+
+
+def test_add_nodes_check_is_the_server_certificates_and_refresh_certs_changes_it(installed):
+    """utils.sh server_cert_check: sha256 of server.crt's DER, 12 characters; refresh-certs renews it."""
+    pem = (installed.snap_data / "certs/server.crt").read_text()
+    issued = issue(installed)
+    assert issued["token"].split("/")[1] == check_of(pem)
+    result = installed.run("microk8s", "refresh-certs", "--cert", "server.crt")
+    assert result.returncode == 0
+    assert "Creating new certificates\n" in result.stdout
+    renewed = (installed.snap_data / "certs/server.crt").read_text()
+    assert renewed != pem
+    assert issue(installed)["token"].split("/")[1] == check_of(renewed)
+
+
+def test_a_join_whose_fingerprint_does_not_match_fails_before_spending_the_token(pair):
+    """join.py join_request: the peer certificate is checked first; exit 4, the token stays."""
+    master, joiner = pair
+    install(master, "1.28/stable")
+    install(joiner, "1.28/stable")
+    url = url_to(master, issue(master))
+    master.run("microk8s", "refresh-certs", "--cert", "server.crt")
+    result = joiner.run("microk8s", "join", url)
+    assert (result.returncode, result.stdout) == (
+        4,
+        f"Contacting cluster at {master.address}\n" + NOT_VERIFIED.format(master.address),
+    )
+    tokens = (master.snap_data / "credentials/cluster-tokens.txt").read_text()
+    assert tokens == f"{url.split('/')[1]}\n"
+    # --skip-verify skips the check; the same token then serves.
+    assert joiner.run("microk8s", "join", url, "--skip-verify").returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("release", "reason", "connection"),
+    [
+        ("1.35", "Expected format: <master_IP>:<master_PORT>/<token>[/<fingerprint>]", "127.0.0.2/abc"),
+        ("1.35", "Invalid master IP", "master:25000/" + "a" * 32),
+        ("1.35", "Master PORT not a number", "127.0.0.2:port/" + "a" * 32),
+        ("1.35", "Cluster token size should be at least 32 bytes", "127.0.0.2:25000/short"),
+        ("1.35", "Fingerprint should be at least 12 bytes", "127.0.0.2:25000/" + "a" * 32 + "/abc"),
+    ],
+)
+def test_join_on_1_35_checks_the_connection_string_first(pair, release, reason, connection):
+    """1.35 join.py: get_valid_connection_parts, "Invalid connection: <reason>", exit 1."""
+    _, joiner = pair
+    install(joiner, f"{release}/stable")
+    result = joiner.run("microk8s", "join", connection)
+    assert (result.returncode, result.stdout) == (1, f"Invalid connection: {reason}\n")
+
+
+def test_join_on_1_28_has_no_such_check_and_a_short_fingerprint_fails_in_join_request(pair):
+    master, joiner = pair
+    install(master, "1.28/stable")
+    install(joiner, "1.28/stable")
+    token = issue(master)["token"].split("/")[0]
+    result = joiner.run("microk8s", "join", f"{master.address}:{master.port}/{token}/abc")
+    assert result.returncode == 4
+    assert result.stdout.endswith(
+        "Joining cluster failed. Fingerprint too short. Use '--skip-verify' to skip server certificate check.\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("release", "worker", "printed"),
+    [
+        ("1.28", False, WAITING),
+        ("1.28", True, WORKER_USAGE),
+        ("1.35", False, WAITING + JOINED),
+        ("1.35", True, WORKER_USAGE + JOINED),
+    ],
+)
+def test_what_a_successful_join_prints_follows_the_joiners_release(pair, release, worker, printed):
+    """join.py diff 1.28..1.35: "Successfully joined the cluster." at the end of join() from 1.35."""
+    master, joiner = pair
+    install(master, "1.28/stable")
+    install(joiner, f"{release}/stable")
+    result = joiner.run("microk8s", "join", url_to(master, issue(master)), *(["--worker"] if worker else []))
+    assert (result.returncode, result.stdout) == (0, f"Contacting cluster at {master.address}\n" + printed)
+
+
+KNOWN = "the joining node (127.0.0.1) is already known to dqlite"
+
+
+@pytest.mark.parametrize(
+    ("release", "answer"),
+    [
+        ("1.28", (504, {"error": KNOWN})),
+        ("1.35", (500, {"error": f"failed to retrieve dqlite cluster nodes: {KNOWN}"})),
+    ],
+)
+def test_the_already_known_refusal_is_the_agents_of_the_masters_release(node, release, answer):
+    """cluster agent 1.28: HTTP 504; the current agent wraps it in "failed to retrieve dqlite cluster nodes"."""
+    install(node, f"{release}/stable")
+    token = issue(node)["token"].split("/")[0]
+    assert node.post("/join", {"token": token, "hostname": "localhost"}) == answer
+
+
+@pytest.mark.parametrize(("release", "prefixes"), [("1.28", 1), ("1.35", 2)])
+def test_a_dqlite_fault_answers_joins_with_500_after_spending_the_token(node, release, prefixes):
+    """join.go: "failed to retrieve dqlite cluster nodes: <err>" (HTTP 500) comes after ConsumeClusterToken."""
+    install(node, f"{release}/stable")
+    write_faults(node.snap_data, {"join_dqlite_error": 1})
+    token = issue(node)["token"].split("/")[0]
+    text = "failed to retrieve dqlite cluster nodes: " * prefixes
+    expected = (500, {"error": f"{text}timed out waiting for cluster condition: context deadline exceeded"})
+    assert node.post("/join", {"token": token, "hostname": "localhost"}) == expected
+    assert (node.snap_data / "credentials/cluster-tokens.txt").read_text() == ""
+    assert json.loads((node.snap_data / "fake/faults.json").read_text()) == {}
+    write_faults(
+        node.snap_data, {"join_dqlite_error": 1, "join_dqlite_error_text": "failed to read list of dqlite nodes: x"}
+    )
+    again = node.post("/join", {"token": issue(node)["token"].split("/")[0], "hostname": "localhost"})
+    assert again == (500, {"error": f"{text}failed to read list of dqlite nodes: x"})
+
+
+def test_a_dqlite_fault_makes_status_list_no_member_n_times(installed):
+    """common/utils.py get_dqlite_info: [] after its 10 failed tries; `nodes:` stays, empty."""
+    write_faults(installed.snap_data, {"status_dqlite_empty": 2})
+    for _ in range(2):
+        parsed = _status.parse(status_yaml(installed).stdout)
+        assert parsed["high_availability"]["enabled"] is True
+        assert parsed["high_availability"]["nodes"] == []
+    assert len(_status.parse(status_yaml(installed).stdout)["high_availability"]["nodes"]) == 1
+
+
+def test_a_node_is_ready_only_while_it_belongs_to_this_cluster(pair):
+    """
+    A kubelet heartbeats to its own cluster's API server: the joined node is Ready in the master's
+    list; rebuilt at the same address (a cluster of its own) it is Unknown there until it rejoins.
+    """
+    master, joiner = pair
+    install(master, "1.28/stable")
+    install(joiner, "1.35/stable")
+    assert joiner.run("microk8s", "join", url_to(master, issue(master))).returncode == 0
+    items = nodes_json(master)
+    assert readiness(items) == {"127.0.0.2": "True", "127.0.0.1": "True"}
+    versions = {i["status"]["addresses"][0]["address"]: i["status"]["nodeInfo"]["kubeletVersion"] for i in items}
+    assert versions == {"127.0.0.2": "v1.28.15", "127.0.0.1": "v1.35.0"}
+    joiner.rebuild()
+    install(joiner, "1.35/stable")
+    assert readiness(nodes_json(master)) == {"127.0.0.2": "True", "127.0.0.1": "Unknown"}
+    assert readiness(nodes_json(joiner)) == {"127.0.0.1": "True"}
+    # The master still counts it in dqlite: it must be removed before it joins again.
+    assert master.run("microk8s", "remove-node", "127.0.0.1", "--force").returncode == 0
+    assert joiner.run("microk8s", "join", url_to(master, issue(master))).returncode == 0
+    assert readiness(nodes_json(master)) == {"127.0.0.2": "True", "127.0.0.1": "True"}
+
+
+def test_leave_keeps_the_kubernetes_node_not_ready_and_the_only_copy_cannot_leave(pair):
+    """leave.py (1.35): out of dqlite, a cluster of its own; is_leader_without_successor: exit 3."""
+    master, joiner = pair
+    install(master, "1.35/stable")
+    install(joiner, "1.35/stable")
+    alone = master.run("microk8s", "leave")
+    assert (alone.returncode, alone.stdout) == (3, ONLY_COPY)
+    assert joiner.run("microk8s", "join", url_to(master, issue(master))).returncode == 0
+    members = _status.parse(status_yaml(master).stdout)["high_availability"]["nodes"]
+    assert [m["address"] for m in members] == ["127.0.0.2:19001", "127.0.0.1:19001"]
+    left = joiner.run("microk8s", "leave")
+    assert (left.returncode, left.stdout) == (0, "Generating new cluster certificates.\nWaiting for node to start.  \n")
+    members = _status.parse(status_yaml(master).stdout)["high_availability"]["nodes"]
+    assert [m["address"] for m in members] == ["127.0.0.2:19001"]
+    assert readiness(nodes_json(master)) == {"127.0.0.2": "True", "127.0.0.1": "Unknown"}
+
+
+# --- the L4 fake (__tests__/doubles/microk8s/fake_microk8s.py) ------------------------------------
+
+
+class L4:
+    """Nodes of the L4 fake in one cluster directory, each with `snap` beside `microk8s`."""
+
+    def __init__(self, tmp_path: Path):
+        self.root = tmp_path
+
+    def node(self, name: str, address: str, hostname: str) -> FakeMicrok8s:
+        node = FakeMicrok8s(self.root / name, self.root / "cluster", address, hostname)
+        (node.bin / "snap").symlink_to(node.bin / "microk8s")
+        return node
+
+
+def snap(node: FakeMicrok8s, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(node.bin / "snap"), *args], env=node.env, capture_output=True, text=True, timeout=60)
+
+
+@pytest.fixture
+def l4(tmp_path):
+    cluster = L4(tmp_path)
+    master = cluster.node("master", "10.1.0.10", "k8s-master")
+    joiner = cluster.node("joiner", "10.1.0.100", "k8s-worker-0")
+    return master, joiner
+
+
+def l4_url(node: FakeMicrok8s, *extra: str) -> str:
+    return json.loads(node.run("add-node", "--format", "json", *extra).stdout)["urls"][0]
+
+
+def test_l4_a_node_is_1_28_until_snap_installs_another_release(l4):
+    master, _ = l4
+    assert snap(master, "list", "microk8s").stdout.splitlines()[1].split()[1:4] == ["v1.28.15", "7000", "1.28/stable"]
+    installed = snap(master, "install", "microk8s", "--classic", "--channel=1.35/stable")
+    assert installed.stdout == "microk8s (1.35/stable) v1.35.0 from Canonical✓ installed\n"
+    assert (
+        snap(master, "install", "microk8s", "--channel=1.28/stable").stdout == 'snap "microk8s" is already installed\n'
+    )
+    assert _status.parse(master.run("status", "--format", "yaml").stdout)["addons"]["dns"]["version"] == "1.35.0"
+    assert json.loads(master.run("kubectl", "get", "nodes", "-o", "json").stdout)["items"][0]["status"]["nodeInfo"] == {
+        "kubeletVersion": "v1.35.0"
+    }
+
+
+@pytest.mark.parametrize(
+    ("release", "worker", "printed"),
+    [
+        ("1.28", False, WAITING),
+        ("1.28", True, WORKER_USAGE),
+        ("1.35", False, WAITING + JOINED),
+        ("1.35", True, WORKER_USAGE + JOINED),
+    ],
+)
+def test_l4_what_a_successful_join_prints_follows_the_joiners_release(l4, release, worker, printed):
+    master, joiner = l4
+    snap(joiner, "install", "microk8s", f"--channel={release}/stable")
+    result = joiner.run("join", l4_url(master), *(["--worker"] if worker else []))
+    assert (result.returncode, result.stdout) == (0, "Contacting cluster at 10.1.0.10\n" + printed)
+
+
+def test_l4_join_on_1_35_checks_the_connection_string(l4):
+    _, joiner = l4
+    snap(joiner, "install", "microk8s", "--channel=1.35/stable")
+    result = joiner.run("join", "10.1.0.10:25000/t/c")
+    assert (result.returncode, result.stdout) == (
+        1,
+        "Invalid connection: Cluster token size should be at least 32 bytes\n",
+    )
+
+
+def test_l4_the_fingerprint_is_checked_before_the_token_is_spent_and_refresh_certs_changes_it(l4):
+    master, joiner = l4
+    pem = (master.home / "certs/server.crt").read_text()
+    url = l4_url(master)
+    assert url.split("/")[2] == check_of(pem)
+    assert master.run("refresh-certs", "--cert", "server.crt").returncode == 0
+    assert check_of((master.home / "certs/server.crt").read_text()) != check_of(pem)
+    result = joiner.run("join", url)
+    assert (result.returncode, result.stdout) == (
+        4,
+        "Contacting cluster at 10.1.0.10\n" + NOT_VERIFIED.format("10.1.0.10"),
+    )
+    assert (master.home / "credentials/cluster-tokens.txt").read_text() == f"{url.split('/')[1]}\n"
+    assert joiner.run("join", url, "--skip-verify").returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("release", "printed"),
+    [
+        ("1.28", "Connection failed. the joining node (10.1.0.100) is already known to dqlite (504).\n"),
+        (
+            "1.35",
+            "Connection failed. failed to retrieve dqlite cluster nodes: "
+            "the joining node (10.1.0.100) is already known to dqlite (500).\n",
+        ),
+    ],
+)
+def test_l4_the_already_known_refusal_is_the_masters_agents(l4, release, printed):
+    master, joiner = l4
+    snap(master, "install", "microk8s", f"--channel={release}/stable")
+    assert joiner.run("join", l4_url(master)).returncode == 0
+    (joiner.home / "state.json").unlink()  # rebuilt: a fresh node at the same address
+    result = joiner.run("join", l4_url(master))
+    assert (result.returncode, result.stdout) == (6, "Contacting cluster at 10.1.0.10\n" + printed)
+
+
+def test_l4_a_dqlite_fault_answers_joins_with_500_after_spending_the_token_then_status_lists_no_member(l4):
+    master, joiner = l4
+    write_faults(master.home, {"join_dqlite_error": 1, "status_dqlite_empty": 1})
+    url = l4_url(master)
+    result = joiner.run("join", url)
+    assert result.returncode == 6
+    assert result.stdout.endswith(
+        "Connection failed. failed to retrieve dqlite cluster nodes: "
+        "timed out waiting for cluster condition: context deadline exceeded (500).\n"
+    )
+    assert (master.home / "credentials/cluster-tokens.txt").read_text() == ""
+    assert joiner.run("join", l4_url(master)).returncode == 0
+    assert _status.parse(master.run("status", "--format", "yaml").stdout)["high_availability"]["nodes"] == []
+    assert len(_status.parse(master.run("status", "--format", "yaml").stdout)["high_availability"]["nodes"]) == 2
+
+
+def test_l4_a_refresh_restarts_the_node_and_changes_its_kubelet_version(l4):
+    master, _ = l4
+    write_faults(master.home, {"restart_seconds": 1.5})
+    assert snap(master, "refresh", "microk8s", "--channel=1.35/stable").returncode == 0
+    status = master.run("status", "--format", "yaml")
+    assert status.returncode == 1
+    assert _status.parse(status.stdout)["running"] is False
+    kubectl = master.run("kubectl", "get", "nodes", "-o", "json")
+    assert (kubectl.returncode, kubectl.stderr) == (1, API_DOWN)
+    assert master.run("status", "--wait-ready", "--timeout", "10").returncode == 0
+    items = json.loads(master.run("kubectl", "get", "nodes", "-o", "json").stdout)["items"]
+    assert [i["status"]["nodeInfo"]["kubeletVersion"] for i in items] == ["v1.35.0"]
+    assert snap(master, "list", "microk8s").stdout.splitlines()[1].split()[3] == "1.35/stable"
+
+
+def test_l4_cordon_drain_uncordon(l4):
+    master, joiner = l4
+    assert joiner.run("join", l4_url(master), "--worker").returncode == 0
+    drain = master.run(
+        "kubectl", "drain", "--timeout", "60s", "k8s-worker-0", "--ignore-daemonsets", "--delete-emptydir-data"
+    )
+    assert drain.stdout == "node/k8s-worker-0 cordoned\nnode/k8s-worker-0 drained\n"
+    items = json.loads(master.run("kubectl", "get", "nodes", "-o", "json").stdout)["items"]
+    assert [i["spec"] for i in items] == [{}, {"unschedulable": True}]
+    assert master.run("kubectl", "uncordon", "k8s-worker-0").stdout == "node/k8s-worker-0 uncordoned\n"
+    assert master.run("kubectl", "uncordon", "k8s-worker-0").stdout == "node/k8s-worker-0 already uncordoned\n"
+    missing = master.run("kubectl", "drain", "nope", "--ignore-daemonsets")
+    assert (missing.returncode, missing.stderr) == (1, 'Error from server (NotFound): nodes "nope" not found\n')
+    on_worker = joiner.run("kubectl", "get", "nodes", "-o", "json")
+    assert (on_worker.returncode, on_worker.stdout) == (0, WORKER_KUBECTL)
+
+
+def test_l4_a_rebuilt_node_is_not_ready_in_the_old_cluster_until_it_joins_again(l4):
+    master, joiner = l4
+    assert joiner.run("join", l4_url(master)).returncode == 0
+    listed = json.loads(master.run("kubectl", "get", "nodes", "-o", "json").stdout)["items"]
+    assert readiness(listed) == {"10.1.0.10": "True", "10.1.0.100": "True"}
+    shutil.rmtree(joiner.home)
+    joiner.run("status")  # the rebuilt node starts: a cluster of its own
+    listed = json.loads(master.run("kubectl", "get", "nodes", "-o", "json").stdout)["items"]
+    assert readiness(listed) == {"10.1.0.10": "True", "10.1.0.100": "Unknown"}
+    assert master.run("remove-node", "10.1.0.100", "--force").returncode == 0
+    assert joiner.run("join", l4_url(master)).returncode == 0
+    listed = json.loads(master.run("kubectl", "get", "nodes", "-o", "json").stdout)["items"]
+    assert readiness(listed) == {"10.1.0.10": "True", "10.1.0.100": "True"}
+
+
+def test_l4_leave_keeps_the_kubernetes_node_and_the_only_copy_cannot_leave(l4):
+    master, joiner = l4
+    alone = master.run("leave")
+    assert (alone.returncode, alone.stdout) == (3, ONLY_COPY)
+    assert joiner.run("join", l4_url(master)).returncode == 0
+    left = joiner.run("leave")
+    assert (left.returncode, left.stdout) == (0, "Generating new cluster certificates.\nWaiting for node to start.  \n")
+    members = _status.parse(master.run("status", "--format", "yaml").stdout)["high_availability"]["nodes"]
+    assert [m["address"] for m in members] == ["10.1.0.10:19001"]
+    listed = json.loads(master.run("kubectl", "get", "nodes", "-o", "json").stdout)["items"]
+    assert readiness(listed) == {"10.1.0.10": "True", "10.1.0.100": "Unknown"}

@@ -15,14 +15,75 @@ What it reproduces, and where from (see __tests__/l4-salt/fixtures/microk8s/READ
   present), and whether dqlite already knows the joiner's address; errors are printed the way
   join.py relays them, with exit code 6; an unreachable master ends in a ConnectionRefusedError;
 - a worker gets var/lock/clustered.lock, after which status prints only a message (exit 0);
-- remove-node of a node unknown to Kubernetes exits 1 even when --force removed it from dqlite.
+- remove-node of a node unknown to Kubernetes exits 1 even when --force removed it from dqlite;
+- leave (scripts/wrappers/leave.py, 1.28 and 1.35 alike): the node leaves dqlite and goes back to
+  a cluster of its own, printing "Generating new cluster certificates." and "Waiting for node to
+  start." (a worker first "Configuring services."); its Kubernetes node stays, NotReady, until
+  remove-node; a node holding the only copy of the database (no other voter) cannot leave:
+  is_leader_without_successor's three lines, exit 3.
+
+Two releases (canonical/microk8s branches 1.28 and 1.35). A node tracks a channel, 1.NN/<risk>
+($FAKE_MICROK8S_CHANNEL when the node is created, else 1.28/stable; `snap install microk8s
+--channel=...` through a link named ``snap``); what differs follows the node's release:
+- join on the joiner (scripts/wrappers/join.py, diff 1.28..1.35): 1.35 first checks the
+  connection string (common/cluster/utils.py get_valid_connection_parts: "Invalid connection:
+  <reason>", exit 1) and ends every successful join with "Successfully joined the cluster.";
+  1.28 prints update_dqlite()'s "Waiting for this node to finish joining the cluster." line (a
+  control-plane joiner) or print_worker_usage() (a worker), and nothing after;
+- the agent's refusal of a joiner dqlite already knows (microk8s-cluster-agent): branch 1.28,
+  pkg/api/v2/join.go, "the joining node (<ip>) is already known to dqlite", HTTP 504; the agent
+  1.35 builds (build-scripts/components/cluster-agent/version.sh; the current agent:
+  pkg/snap/util/dqlite.go MaybeUpdateDqliteBindAddress, wrapped by join.go) "failed to retrieve
+  dqlite cluster nodes: the joining node (<ip>) is already known to dqlite", HTTP 500;
+- status is the same in both (scripts/wrappers/status.py has no diff 1.28..1.35), and so is
+  microk8s-kubectl.wrapper's answer on a --worker node (a message, exit 0).
+
+Also reproduced:
+- `snap refresh microk8s --channel=X` changes the release; the services restart, and for
+  ``restart_seconds`` (fake/faults.json, default 2) the node is not ready: status.py prints
+  print_yaml(isReady=False) (running: False, the high-availability block, the message) and exits 1
+  (its last lines: `if not is_ready: sys.exit(1)`); kubectl cannot reach the API server
+  (kubectl pkg/cmd/util/helpers.go: "The connection to the server 127.0.0.1:16443 was refused -
+  did you specify the right host or port?", exit 1); `snap list microk8s` prints snapd's table
+  (cmd/snap/cmd_list.go outputSnapsDefault: Name Version Rev Tracking Publisher Notes);
+- kubectl get nodes -o json: status.nodeInfo.kubeletVersion (v<version> of the node's release)
+  and spec.unschedulable, which the API omits while false (core/v1 NodeSpec, omitempty); a node
+  is Ready while its microk8s runs and it belongs to this cluster (see kubectl_nodes);
+- kubectl cordon/uncordon/drain <node> (kubectl pkg/cmd/drain/drain.go RunCordonOrUncordon and
+  RunDrain: "node/<n> cordoned", "already cordoned", "uncordoned", "already uncordoned",
+  "drained"; without --ignore-daemonsets drain stops at Calico's calico-node DaemonSet pod, which
+  microk8s runs on every node, pkg/drain/filters.go daemonSetFatal); an unknown node is
+  `Error from server (NotFound): nodes "<n>" not found` on stderr, exit 1 (helpers.go
+  standardErrorMessage; apimachinery's NewNotFound);
+- the join fingerprint: $SNAP_DATA/certs/server.crt is a PEM block; add-node's check is
+  microk8s-resources/actions/common/utils.sh server_cert_check (sha256 of the DER, 12 hex
+  characters); join compares it with the master's certificate before it posts anything
+  (join.py join_request: "Joining cluster failed. Could not verify the identity of <ip>. ...",
+  exit 4; the token is not spent); --skip-verify skips it; `refresh-certs --cert server.crt`
+  (scripts/wrappers/refresh_certs.py) writes a new certificate, hence a new check. The master's
+  certificate is read from its $SNAP_DATA, which stands in for the TLS handshake.
+
+Faults a test injects through $FAKE_MICROK8S_DIR/fake/faults.json (a JSON object; each count is
+spent one use at a time, and the key is removed at 0):
+- ``status_dqlite_empty``: N: the next N status outputs print `nodes:` with no member while
+  high availability is on: common/utils.py get_dqlite_info returns [] when its dqlite query keeps
+  failing for its 10 tries;
+- ``join_dqlite_error``: N (and ``join_dqlite_error_text``, default "timed out waiting for
+  cluster condition: context deadline exceeded", pkg/snap/util/dqlite.go WaitForDqliteCluster):
+  this node's agent answers the next N joins, after spending the token and checking the
+  hostname, with HTTP 500 "failed to retrieve dqlite cluster nodes: <text>" (join.go), the
+  prefix doubled by a 1.35 agent (MaybeUpdateDqliteBindAddress wraps it once more);
+- ``restart_seconds``: the not-ready window after a snap refresh.
 """
 
+import base64
 import contextlib
 import fcntl
 import hashlib
+import ipaddress
 import json
 import os
+import re
 import secrets
 import sys
 import time
@@ -32,22 +93,59 @@ HOME = Path(os.environ["FAKE_MICROK8S_DIR"])
 ADDRESS = os.environ.get("FAKE_MICROK8S_ADDRESS", "10.1.0.10")
 HOSTNAME = os.environ.get("FAKE_MICROK8S_HOSTNAME", "k8s-master")
 CLUSTER = Path(os.environ.get("FAKE_MICROK8S_CLUSTER", str(HOME / "cluster")))
+CHANNEL = os.environ.get("FAKE_MICROK8S_CHANNEL", "1.28/stable")
 AGENT_PORT = 25000
 DQLITE_PORT = 19001
 WORKER_LOCK = Path("var/lock/clustered.lock")
 TOKENS = Path("credentials/cluster-tokens.txt")
+SERVER_CRT = Path("certs/server.crt")
+FAULTS = Path("fake/faults.json")
 ADDONS = {"dns": "disabled", "hostpath-storage": "disabled", "ha-cluster": "enabled", "registry": "disabled"}
+# The patch release each track's stable channel is taken to carry; other tracks get .0.
+PATCH = {28: "1.28.15"}
+RISKS = ("stable", "candidate", "beta", "edge")
+# common/cluster/utils.py (1.35): the token and fingerprint minimum lengths (its TOKEN_MIN_LEN is
+# spelt with Greek capitals there).
+TOKEN_MIN_LEN = 32
+FINGERPRINT_MIN_LEN = 12
+# microk8s-kubectl.wrapper on a node joined with --worker (1.28 and 1.35 alike): exit 0.
+WORKER_KUBECTL = (
+    "This MicroK8s deployment is acting as a node in a cluster. Please use the microk8s kubectl on the master."
+)
+# kubectl pkg/cmd/util/helpers.go standardErrorMessage for a refused connection (kubelite restarting).
+API_DOWN = "The connection to the server 127.0.0.1:16443 was refused - did you specify the right host or port?"
+NOT_RUNNING = "microk8s is not running. Use microk8s inspect for a deeper inspection."
+
+
+def release(channel: str) -> int | None:
+    """The minor version a channel 1.NN/<risk> tracks; None for any other channel."""
+    match = re.fullmatch(r"1\.(\d+)/(\w+)", channel)
+    return int(match.group(1)) if match and match.group(2) in RISKS else None
+
+
+def version(state: dict) -> str:
+    minor = release(state["channel"]) or 28
+    return PATCH.get(minor, f"1.{minor}.0")
+
+
+def minor(state: dict) -> int:
+    return release(state["channel"]) or 28
 
 
 def load(home: Path) -> dict:
     path = home / "state.json"
-    if path.exists():
-        return json.loads(path.read_text())
-    return {"running": True, "addons": dict(ADDONS), "cluster": None, "address": None, "hostname": None}
+    state = json.loads(path.read_text()) if path.exists() else {}
+    defaults = {"running": True, "addons": dict(ADDONS), "cluster": None, "address": None, "hostname": None}
+    defaults.update(channel=CHANNEL if release(CHANNEL) else "1.28/stable", snap_installed=False, restart_until=0)
+    return {**defaults, **state}
 
 
 def save(home: Path, state: dict) -> None:
     (home / "state.json").write_text(json.dumps(state, indent=1))
+
+
+def restarting(state: dict) -> bool:
+    return time.time() < state["restart_until"]
 
 
 def database(home: Path, state: dict) -> dict:
@@ -57,13 +155,32 @@ def database(home: Path, state: dict) -> dict:
         return json.loads(path.read_text())
     return {
         "members": [{"address": f"{state['address']}:{DQLITE_PORT}", "role": "voter"}],
-        "nodes": [{"name": state["hostname"], "address": state["address"]}],
+        "nodes": [{"name": state["hostname"], "address": state["address"], "version": version(state)}],
     }
 
 
 def bootstrap(state: dict) -> Path:
     """The directory of the node holding this node's cluster database (itself when standalone)."""
     return (CLUSTER / state["cluster"]).resolve() if state["cluster"] else HOME
+
+
+def new_server_certificate(home: Path) -> None:
+    """A PEM block around random bytes: ssl.PEM_cert_to_DER_cert decodes it; no TLS uses it."""
+    body = base64.encodebytes(secrets.token_bytes(600)).decode()
+    (home / SERVER_CRT).parent.mkdir(parents=True, exist_ok=True)
+    (home / SERVER_CRT).write_text(f"-----BEGIN CERTIFICATE-----\n{body}-----END CERTIFICATE-----\n")
+
+
+def certificate_der(home: Path) -> bytes:
+    """What ssl.PEM_cert_to_DER_cert returns for the node's server.crt."""
+    text = (home / SERVER_CRT).read_text()
+    inner = text.split("-----BEGIN CERTIFICATE-----")[1].split("-----END CERTIFICATE-----")[0]
+    return base64.decodebytes(inner.encode())
+
+
+def server_cert_check(home: Path) -> str:
+    """utils.sh server_cert_check: sha256 of server.crt in DER, its first 12 hex characters."""
+    return hashlib.sha256(certificate_der(home)).hexdigest()[:12]
 
 
 def register(state: dict) -> None:
@@ -76,6 +193,8 @@ def register(state: dict) -> None:
     if not template.exists():
         template.parent.mkdir(parents=True, exist_ok=True)
         template.write_text("[ alt_names ]\nDNS.1 = kubernetes\nIP.1 = 127.0.0.1\n#MOREIPS\n")
+    if not (HOME / SERVER_CRT).exists():
+        new_server_certificate(HOME)
 
 
 @contextlib.contextmanager
@@ -86,6 +205,28 @@ def locked(home: Path):
         yield
 
 
+def fault(home: Path, name: str) -> dict | None:
+    """Spends one use of fault ``name`` in the node's fake/faults.json; the faults, or None when unset."""
+    path = home / FAULTS
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # A lock of its own: the agent's (locked) is already held when a join spends a fault.
+    with (home / ".faults.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        faults = json.loads(path.read_text()) if path.exists() else {}
+        if int(faults.get(name, 0)) <= 0:
+            return None
+        faults[name] = int(faults[name]) - 1
+        if faults[name] == 0:
+            del faults[name]
+        path.write_text(json.dumps(faults))
+    return faults
+
+
+def setting(home: Path, name: str, default):
+    path = home / FAULTS
+    return json.loads(path.read_text()).get(name, default) if path.exists() else default
+
+
 def worker_refusal() -> int:
     """microk8s-status.wrapper on a node joined with --worker: a message, exit 0 (1.28 and later)."""
     print("This MicroK8s deployment is acting as a node in a cluster.")
@@ -93,25 +234,38 @@ def worker_refusal() -> int:
     return 0
 
 
+def members_listed(state: dict) -> list[dict]:
+    """get_dqlite_info: the members, or [] when the dqlite query failed its 10 tries (a fault)."""
+    if fault(HOME, "status_dqlite_empty") is not None:
+        return []
+    return database(bootstrap(state), state)["members"]
+
+
 def status(state: dict) -> int:
     if (HOME / WORKER_LOCK).exists():
         return worker_refusal()
+    ready = state["running"] and not restarting(state)
     print("microk8s:")
-    print(f"  running: {state['running']}")
+    print(f"  running: {ready}")
     print("high-availability:")
     if not state["running"]:
         # status.py print_yaml with isReady false: the message under high-availability.
         print("  enabled: False")
-        print("  message: microk8s is not running. Use microk8s inspect for a deeper inspection.")
+        print(f"  message: {NOT_RUNNING}")
         return 0
-    print(f"  enabled: {state['addons'].get('ha-cluster') == 'enabled'}")
-    members = database(bootstrap(state), state)["members"]
-    print("  nodes:")
-    for member in members:
-        print(f"    - address: {member['address']}\n      role: {member['role']}")
+    ha = state["addons"].get("ha-cluster") == "enabled"
+    print(f"  enabled: {ha}")
+    if ha:
+        print("  nodes:")
+        for member in members_listed(state):
+            print(f"    - address: {member['address']}\n      role: {member['role']}")
+    if not ready:
+        # Restarting after a refresh: print_yaml(isReady=False), then status.py exits 1.
+        print(f"  message: {NOT_RUNNING}")
+        return 1
     print("addons:")
     for name, addon_status in state["addons"].items():
-        print(f"  - name: {name}\n    description: {name}\n    version: 1.28\n    status: {addon_status}")
+        print(f"  - name: {name}\n    description: {name}\n    version: {version(state)}\n    status: {addon_status}")
     return 0
 
 
@@ -127,7 +281,7 @@ def add_node(state: dict, args: list[str]) -> int:
     tokens.parent.mkdir(parents=True, exist_ok=True)
     with tokens.open("a") as file:
         file.write(f"{token}|{int(time.time()) + ttl}\n" if ttl != -1 else f"{token}\n")
-    check = hashlib.sha256(ADDRESS.encode()).hexdigest()[:12]
+    check = server_cert_check(HOME)
     print(json.dumps({"token": f"{token}/{check}", "urls": [f"{ADDRESS}:{AGENT_PORT}/{token}/{check}"]}, indent=2))
     return 0
 
@@ -156,10 +310,45 @@ def refused(message: str) -> int:
     return 6
 
 
+def invalid_connection(connection: str) -> str | None:
+    """common/cluster/utils.py get_valid_connection_parts (1.35): the reason, or None when valid."""
+    parts = connection.split("/")
+    expected = "Expected format: <master_IP>:<master_PORT>/<token>[/<fingerprint>]"
+    if len(parts) not in (2, 3):
+        return expected
+    endpoint = parts[0].split(":")
+    if len(endpoint) != 2:
+        return expected
+    try:
+        ipaddress.ip_address(endpoint[0])
+    except ValueError:
+        return "Invalid master IP"
+    try:
+        port = int(endpoint[1])
+    except ValueError:
+        return "Master PORT not a number"
+    if port < 1 or port > 65535:
+        return "Master PORT not in range 1:65535"
+    if len(parts[1]) < TOKEN_MIN_LEN:
+        return f"Cluster token size should be at least {TOKEN_MIN_LEN} bytes"
+    if len(parts) == 3 and len(parts[2]) < FINGERPRINT_MIN_LEN:
+        return f"Fingerprint should be at least {FINGERPRINT_MIN_LEN} bytes"
+    return None
+
+
 def join(state: dict, args: list[str]) -> int:
-    host_port, token = args[0].split("/")[:2]
+    connection = args[0]
+    if minor(state) >= 35:
+        reason = invalid_connection(connection)
+        if reason:
+            print("Invalid connection:", reason)
+            return 1
+    parts = connection.split("/")
+    host_port, token = parts[:2]
     host = host_port.split(":")[0]
     worker = "--worker" in args
+    # join_dqlite: without a fingerprint in the connection string nothing is verified.
+    fingerprint = parts[2] if len(parts) > 2 else None
     print(f"Contacting cluster at {host}")
     target = CLUSTER / host
     if not target.exists() or not load(target.resolve())["running"]:
@@ -167,8 +356,20 @@ def join(state: dict, args: list[str]) -> int:
         print("ConnectionRefusedError: [Errno 111] Connection refused", file=sys.stderr)
         return 1
     master = target.resolve()
+    # join_request: the peer's certificate is checked before the join is posted.
+    if fingerprint and "--skip-verify" not in args:
+        skip = " Use '--skip-verify' to skip server certificate check."
+        if len(fingerprint) < FINGERPRINT_MIN_LEN:
+            print(f"Joining cluster failed. Fingerprint too short.{skip}")
+            return 4
+        if not hashlib.sha256(certificate_der(master)).hexdigest().startswith(fingerprint):
+            print(f"Joining cluster failed. Could not verify the identity of {host}.{skip}")
+            return 4
     with locked(master):
-        return admit(state, master, token, worker)
+        code = admit(state, master, token, worker)
+    if code == 0:
+        joined(state, worker)
+    return code
 
 
 def admit(state: dict, master: Path, token: str, worker: bool) -> int:
@@ -180,36 +381,75 @@ def admit(state: dict, master: Path, token: str, worker: bool) -> int:
             f'the hostname ({HOSTNAME}) of the joining node does not resolve to the IP "{ADDRESS}". Refusing join (400)'
         )
     master_state = load(master)
+    # The agent's version is its node's: branch 1.28's join.go, or MaybeUpdateDqliteBindAddress's wrapping.
+    current_agent = minor(master_state) >= 29
+    faults = fault(master, "join_dqlite_error")
+    if faults is not None:
+        text = faults.get(
+            "join_dqlite_error_text", "timed out waiting for cluster condition: context deadline exceeded"
+        )
+        prefix = "failed to retrieve dqlite cluster nodes: "
+        return refused(f"{prefix * (2 if current_agent else 1)}{text} (500)")
     db = database(master, master_state)
     # Only dqlite members are checked: a rebuilt worker (never a member) simply joins again.
     if any(m["address"].startswith(f"{ADDRESS}:") for m in db["members"]):
-        return refused(f"the joining node ({ADDRESS}) is already known to dqlite (504)")
+        known = f"the joining node ({ADDRESS}) is already known to dqlite"
+        if current_agent:
+            return refused(f"failed to retrieve dqlite cluster nodes: {known} (500)")
+        return refused(f"{known} (504)")
     if not worker:
         voters = sum(1 for m in db["members"] if m["role"] == "voter")
         db["members"].append({"address": f"{ADDRESS}:{DQLITE_PORT}", "role": "voter" if voters < 3 else "standby"})
-    db["nodes"] = [n for n in db["nodes"] if n["address"] != ADDRESS] + [{"name": HOSTNAME, "address": ADDRESS}]
+    db["nodes"] = [n for n in db["nodes"] if n["address"] != ADDRESS] + [
+        {"name": HOSTNAME, "address": ADDRESS, "version": version(state)}
+    ]
     (master / "cluster.json").write_text(json.dumps(db, indent=1))
     state["cluster"] = master_state["address"]
     if worker:
         (HOME / WORKER_LOCK).parent.mkdir(parents=True, exist_ok=True)
         (HOME / WORKER_LOCK).touch()
-        print("The node has joined the cluster and will appear in the nodes list in a few seconds.")
-    else:
-        print("Successfully joined the cluster.")
     return 0
 
 
+def joined(state: dict, worker: bool) -> None:
+    """What join.py prints once joined: the joiner's release decides (diff 1.28..1.35)."""
+    if worker:
+        # print_worker_usage, in 1.28 and 1.35 alike.
+        print("\nThe node has joined the cluster and will appear in the nodes list in a few seconds.\n")
+        print("This worker node gets automatically configured with the API server endpoints.")
+        print("If the API servers are behind a loadbalancer please set the '--refresh-interval' to '0s' in:")
+        print("    /var/snap/microk8s/current/args/apiserver-proxy")
+        print("and replace the API server endpoints with the one provided by the loadbalancer in:")
+        print("    /var/snap/microk8s/current/args/traefik/provider.yaml\n")
+    else:
+        # update_dqlite: the wait for dqlite (end=" "), then print(" ").
+        print("Waiting for this node to finish joining the cluster.  ")
+    if minor(state) >= 35:
+        print("Successfully joined the cluster.")
+
+
 def leave(state: dict) -> int:
-    if not state["cluster"]:
-        print("This node is not part of a cluster.")
-        return 1
+    """
+    leave.py (1.28 and 1.35 alike): a worker resets its services; a control-plane node leaves
+    dqlite, unless it holds the only copy of the database (is_leader_without_successor, exit 3).
+    Either goes back to a cluster of its own; its Kubernetes node stays until remove-node.
+    """
+    worker = (HOME / WORKER_LOCK).exists()
     master = bootstrap(state)
-    db = database(master, load(master))
-    db["members"] = [m for m in db["members"] if not m["address"].startswith(f"{ADDRESS}:")]
-    db["nodes"] = [n for n in db["nodes"] if n["address"] != ADDRESS]
+    db = database(master, load(master) if state["cluster"] else state)
+    others = [m for m in db["members"] if not m["address"].startswith(f"{ADDRESS}:")]
+    if not worker and not any(m["role"] == "voter" for m in others):
+        print("This node currently holds the only copy of the Kubernetes database so it cannot leave the cluster.")
+        print("To remove this node you can either first remove all other nodes with 'microk8s remove-node' or")
+        print("form a highly available cluster by adding at least three nodes.")
+        return 3
+    if worker:
+        print("Configuring services.")
+    db["members"] = others
     (master / "cluster.json").write_text(json.dumps(db, indent=1))
     state["cluster"] = None
     (HOME / WORKER_LOCK).unlink(missing_ok=True)
+    print("Generating new cluster certificates.\nWaiting for node to start.  ")
     return 0
 
 
@@ -240,33 +480,170 @@ def remove_node(state: dict, args: list[str]) -> int:
     return 0
 
 
+def ready(node: dict, home: Path) -> bool:
+    """
+    A kubelet posts its node's status to the API server of the cluster it joined (its kubeconfig,
+    written by join.py); the node lifecycle controller turns Ready to Unknown when those posts
+    stop. So a node is Ready while its microk8s runs (not restarting) and its node is still a
+    member of this cluster: a machine rebuilt at the same address runs a cluster of its own.
+    """
+    link = CLUSTER / node["address"]
+    if not link.exists():
+        return False
+    other = load(link.resolve())
+    return other["running"] and not restarting(other) and bootstrap_of(other, link.resolve()) == home.resolve()
+
+
+def bootstrap_of(state: dict, home: Path) -> Path:
+    return (CLUSTER / state["cluster"]).resolve() if state["cluster"] else home
+
+
 def kubectl_nodes(state: dict) -> int:
+    home = bootstrap(state)
     items = []
-    for node in database(bootstrap(state), state)["nodes"]:
+    for node in database(home, state)["nodes"]:
         link = CLUSTER / node["address"]
-        ready = link.exists() and load(link.resolve())["running"]
-        items.append(
-            {
-                "metadata": {"name": node["name"]},
-                "status": {
-                    "addresses": [{"type": "InternalIP", "address": node["address"]}],
-                    "conditions": [{"type": "Ready", "status": "True" if ready else "Unknown"}],
-                },
-            }
-        )
+        kubelet = load(link.resolve()) if link.exists() else None
+        is_ready = ready(node, home)
+        # The kubelet reports its version with its status; the last one reported stays otherwise.
+        kubelet_version = version(kubelet) if is_ready else node.get("version") or version(kubelet or state)
+        item = {
+            "metadata": {"name": node["name"]},
+            "spec": {"unschedulable": True} if node.get("unschedulable") else {},
+            "status": {
+                "addresses": [{"type": "InternalIP", "address": node["address"]}],
+                "conditions": [{"type": "Ready", "status": "True" if is_ready else "Unknown"}],
+                "nodeInfo": {"kubeletVersion": f"v{kubelet_version}"},
+            },
+        }
+        items.append(item)
     print(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
     return 0
 
 
-def main(args: list[str]) -> int:
+def calico_pod(name: str) -> str:
+    """The calico-node DaemonSet's pod on a node (reconcile.d/90-calico-apply applies Calico's manifest)."""
+    return f"kube-system/calico-node-{hashlib.sha256(name.encode()).hexdigest()[:5]}"
+
+
+def operands(args: list[str]) -> list[str]:
+    """kubectl's arguments less its flags, and less the values of flags given apart (--timeout 5m)."""
+    valued = {"--timeout", "--grace-period", "--pod-selector", "--selector", "-l", "--chunk-size"}
+    return [a for i, a in enumerate(args) if not a.startswith("-") and (i == 0 or args[i - 1] not in valued)]
+
+
+def kubectl_schedule(state: dict, verb: str, args: list[str]) -> int:
+    """kubectl cordon / uncordon / drain <node> (drain.go RunCordonOrUncordon, RunDrain)."""
+    names = operands(args)
+    home = bootstrap(state)
+    db = database(home, state)
+    found = next((n for n in db["nodes"] if names and n["name"] == names[0]), None)
+    if found is None:
+        print(f'Error from server (NotFound): nodes "{names[0] if names else ""}" not found', file=sys.stderr)
+        return 1
+    name, desired = found["name"], verb != "uncordon"
+    already = bool(found.get("unschedulable")) == desired
+    found["unschedulable"] = desired
+    (home / "cluster.json").write_text(json.dumps(db, indent=1))
+    print(f"node/{name} {'already ' if already else ''}{'cordoned' if desired else 'uncordoned'}")
+    if verb != "drain":
+        return 0
+    pod = calico_pod(name)
+    if "--ignore-daemonsets" not in args:
+        fatal = f"cannot delete DaemonSet-managed Pods (use --ignore-daemonsets to ignore): {pod}"
+        print(f'error: unable to drain node "{name}" due to error:{fatal}, continuing command...', file=sys.stderr)
+        print(f"There are pending nodes to be drained:\n {name}\n{fatal}", file=sys.stderr)
+        return 1
+    print(f"WARNING: ignoring DaemonSet-managed Pods: {pod}", file=sys.stderr)
+    print(f"node/{name} drained")
+    return 0
+
+
+def kubectl(state: dict, args: list[str]) -> int:
+    if (HOME / WORKER_LOCK).exists():
+        print(WORKER_KUBECTL)
+        return 0
+    if restarting(state):
+        print(API_DOWN, file=sys.stderr)
+        return 1
+    if args[:2] == ["get", "nodes"]:
+        return kubectl_nodes(state)
+    if args[:1] in (["cordon"], ["uncordon"], ["drain"]):
+        with locked(bootstrap(state)):
+            return kubectl_schedule(state, args[0], args[1:])
+    print(f"fake microk8s: kubectl {' '.join(args)} is not reproduced", file=sys.stderr)
+    return 2
+
+
+def refresh_certs(args: list[str]) -> int:
+    """refresh_certs.py --cert: a backup, a new certificate, the services restarted."""
+    cert = args[args.index("--cert") + 1] if "--cert" in args else None
+    if cert is None:
+        print("Please use the '--cert' flag to select the certificate you need refreshed.")
+        return 3
+    print("Taking a backup of the current certificates under /var/snap/microk8s/current/certs-backup/")
+    print("Creating new certificates")
+    if cert == "server.crt":
+        new_server_certificate(HOME)
+        print("Restarting service kubelite.\nRestarting service cluster-agent.")
+    return 0
+
+
+def snap(state: dict, args: list[str]) -> int:
+    """The snap command, for microk8s only: install, refresh, list (snapd's cmd/snap)."""
+    channel = next((a.split("=", 1)[1] for a in args if a.startswith("--channel=")), None)
+    if args[:2] == ["list", "microk8s"]:
+        print(f"Name      Version   Rev   Tracking     Publisher   Notes\n"
+              f"microk8s  v{version(state)}  7000  {state['channel']}  canonical✓  classic")  # fmt: skip
+        return 0
+    if args[:2] not in (["install", "microk8s"], ["refresh", "microk8s"]):
+        print(f"fake snap: unsupported {args}", file=sys.stderr)
+        return 2
+    if args[0] == "install" and state["snap_installed"]:
+        print('snap "microk8s" is already installed')
+        return 0
+    if channel is not None and release(channel) is None:
+        print(f"fake snap: channel {channel} is not reproduced (only 1.NN/<risk>)", file=sys.stderr)
+        return 2
+    if args[0] == "install":
+        state.update(snap_installed=True, channel=channel or state["channel"])
+        print(f"microk8s ({state['channel']}) v{version(state)} from Canonical✓ installed")
+        return 0
+    if channel is None or channel == state["channel"]:
+        print('snap "microk8s" has no updates available')
+        return 0
+    state["channel"] = channel
+    # The services restart with the new revision: not ready for a moment.
+    state["restart_until"] = time.time() + float(setting(HOME, "restart_seconds", 2))
+    home = bootstrap(state)
+    with locked(home):
+        db = database(home, load(home) if state["cluster"] else state)
+        for node in db["nodes"]:
+            if node["address"] == ADDRESS:
+                node["version"] = version(state)
+        (home / "cluster.json").write_text(json.dumps(db, indent=1))
+    print(f"microk8s ({channel}) v{version(state)} from Canonical✓ refreshed")
+    return 0
+
+
+def main(argv: list[str]) -> int:
     HOME.mkdir(parents=True, exist_ok=True)
     state = load(HOME)
     register(state)
+    program, args = os.path.basename(argv[0]), argv[1:]
     with (HOME / "calls.log").open("a") as log:
-        log.write(" ".join(args) + "\n")
+        log.write(" ".join(["snap", *args] if program == "snap" else args) + "\n")
     command = args[0] if args else ""
-    if command == "status" and "--wait-ready" in args:
-        code = 0 if state["running"] else 1
+    if program == "snap":
+        code = snap(state, args)
+    elif command == "status" and "--wait-ready" in args:
+        # common/utils.py wait_for_ready: until ready, or past --timeout (0: no limit). A stopped
+        # node answers at once, as this fake always has.
+        timeout = int(args[args.index("--timeout") + 1]) if "--timeout" in args else 0
+        deadline = time.time() + timeout if timeout else float("inf")
+        while state["running"] and restarting(state) and time.time() < deadline:
+            time.sleep(0.1)
+        code = 0 if state["running"] and not restarting(state) else 1
     elif command == "status":
         code = status(state)
     elif command in ("start", "stop"):
@@ -290,8 +667,10 @@ def main(args: list[str]) -> int:
     elif command == "remove-node":
         with locked(HOME):
             code = remove_node(state, args[1:])
-    elif args[:3] == ["kubectl", "get", "nodes"]:
-        code = kubectl_nodes(state)
+    elif command == "refresh-certs":
+        code = refresh_certs(args[1:])
+    elif command == "kubectl":
+        code = kubectl(state, args[1:])
     else:
         print(f"fake microk8s: unsupported {args}", file=sys.stderr)
         return 2
@@ -300,4 +679,4 @@ def main(args: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main(sys.argv))

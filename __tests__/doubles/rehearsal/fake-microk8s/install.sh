@@ -12,7 +12,8 @@ ln -sfn /usr/local/lib/fake-microk8s/microk8s.py "$root/usr/bin/microk8s"
 ln -sfn /usr/local/lib/fake-microk8s/microk8s.py "$root/snap/bin/microk8s"
 cat >"$root/etc/init.d/snap.microk8s.daemon-kubelite" <<'SCRIPT'
 #!/bin/sh
-# The fake microk8s' kubelite: running while its cluster agent answers and microk8s is started.
+# The fake microk8s' kubelite: running while its cluster agent answers and microk8s is started (and
+# not restarting after a snap refresh).
 case "$1" in
   status) /usr/local/lib/fake-microk8s/microk8s.py microk8s-health ;;
   *) exit 0 ;;

@@ -6,11 +6,13 @@ hosts only over the network, through a cluster agent on port 25000, as microk8s 
 /usr/bin/microk8s and /snap/bin/microk8s (install.sh).
 
 State, under the real paths:
-- $SNAP_DATA (/var/snap/microk8s/current): fake/node.json (installed, running, the cluster's
-  agent address), credentials/cluster-tokens.txt, var/lock/clustered.lock, certs/csr.conf.template;
+- $SNAP_DATA (/var/snap/microk8s/current): fake/node.json (installed, running, the channel, the
+  cluster's agent address, the id of the cluster the node belongs to), credentials/cluster-tokens.txt,
+  var/lock/clustered.lock, certs/csr.conf.template, certs/server.crt (a PEM block of random bytes:
+  ssl.PEM_cert_to_DER_cert decodes it, nothing uses it for TLS);
 - on the node that started the cluster, fake/cluster.json: the dqlite members (address, role),
-  the Kubernetes nodes (name, InternalIP) and the cluster's addons. Other nodes read and change it
-  only through that node's agent.
+  the Kubernetes nodes (name, InternalIP, the kubelet version last reported, unschedulable) and
+  the cluster's addons. Other nodes read and change it only through that node's agent.
 
 Behaviour, each from the microk8s 1.28 source it follows (canonical/microk8s branch 1.28, and
 canonical/microk8s-cluster-agent; where the current release differs it says so):
@@ -34,25 +36,93 @@ canonical/microk8s-cluster-agent; where the current release differs it says so):
   fewer than 3, a standby after; `--worker` joins no dqlite and gets var/lock/clustered.lock;
 - remove-node (scripts/wrappers/remove_node.py): by name or InternalIP; a node still in dqlite
   needs --force; a node Kubernetes does not know exits 1, after --force dropped its member;
-- leave (scripts/wrappers/leave.py): the node goes back to a cluster of its own; the Kubernetes
-  node stays, NotReady, until remove-node;
-- kubectl get nodes -o json: a node is Ready while its agent answers (a stopped or powered-off
-  host is not).
+- leave (scripts/wrappers/leave.py, 1.28 and 1.35 alike): a worker prints "Configuring
+  services." (reset_current_dqlite_worker_installation), every node "Generating new cluster
+  certificates." and apply_cni's "Waiting for node to start."; the node goes back to a cluster of
+  its own (a new cluster id); the Kubernetes node stays, NotReady, until remove-node. A node
+  holding the only copy of the database (no other voter) cannot leave: three lines, exit 3
+  (reset_current_dqlite_installation, is_leader_without_successor);
+- kubectl get nodes -o json: a node is Ready while its agent answers, its microk8s runs (not
+  restarting) and it belongs to this cluster: its agent's /health reports the cluster id. A
+  kubelet posts its node's status to the API server of the cluster it joined (the credentials
+  join.py writes, which leave.py's reinit replaces); when the posts stop, the node lifecycle
+  controller (kubernetes pkg/controller/nodelifecycle, "Kubelet stopped posting node status.")
+  sets Ready to Unknown. So a machine rebuilt at the same address, with a cluster of its own, is
+  not Ready in the old cluster until it joins again. Each node also carries
+  status.nodeInfo.kubeletVersion (v<version>) and spec.unschedulable while cordoned (the API
+  omits it while false: core/v1 NodeSpec, omitempty).
+
+Two releases (canonical/microk8s branches 1.28 and 1.35): `snap install microk8s
+--channel=1.NN/<risk>` (no channel: latest/stable, taken as 1.28 as before); what differs follows
+the node's release:
+- join, on the joiner (scripts/wrappers/join.py, diff 1.28..1.35): 1.35 first checks the
+  connection string (common/cluster/utils.py get_valid_connection_parts: "Invalid connection:
+  <reason>", exit 1) and ends every successful join with "Successfully joined the cluster.";
+  1.28 prints update_dqlite()'s "Waiting for this node to finish joining the cluster." (a
+  control-plane joiner) or print_worker_usage() (a worker), and nothing after;
+- the agent's refusal of a joiner dqlite already knows (microk8s-cluster-agent): branch 1.28,
+  pkg/api/v2/join.go, "the joining node (<ip>) is already known to dqlite", HTTP 504; the agent
+  1.35 builds (build-scripts/components/cluster-agent/version.sh; the current agent's
+  pkg/snap/util/dqlite.go MaybeUpdateDqliteBindAddress, wrapped by join.go): "failed to retrieve
+  dqlite cluster nodes: the joining node (<ip>) is already known to dqlite", HTTP 500;
+- status is the same in both (scripts/wrappers/status.py has no diff 1.28..1.35), and so is
+  microk8s-kubectl.wrapper on a --worker node: "... Please use the microk8s kubectl on the
+  master.", exit 0, before its exit_if_stopped.
+
+Also:
+- `snap refresh microk8s --channel=X` changes the node's release; the services restart, and
+  for restart_seconds (faults.json, default 2) the node is not ready: status prints status.py's
+  print_yaml(isReady=False) (running: False, high-availability with its nodes, the message) and
+  exits 1 (status.py: `if not is_ready: sys.exit(1)`; the API server is not up, so
+  is_cluster_ready is false); kubectl cannot reach the API server ("The connection to the server
+  127.0.0.1:16443 was refused - did you specify the right host or port?", exit 1: kubectl
+  pkg/cmd/util/helpers.go); `snap list microk8s` prints snapd's table (cmd/snap/cmd_list.go
+  outputSnapsDefault: Name Version Rev Tracking Publisher Notes);
+- kubectl cordon/uncordon/drain <node> (kubectl pkg/cmd/drain/drain.go RunCordonOrUncordon,
+  RunDrain): "node/<n> cordoned" / "already cordoned" / "uncordoned" / "already uncordoned" /
+  "drained"; drain accepts --ignore-daemonsets, --delete-emptydir-data, --timeout=<d>, --force;
+  without --ignore-daemonsets it stops at Calico's calico-node pod, a DaemonSet microk8s runs on
+  every node (reconcile.d/90-calico-apply; kubectl pkg/drain/filters.go daemonSetFatal), exit
+  1; an unknown node is `Error from server (NotFound): nodes "<n>" not found`, exit 1
+  (helpers.go standardErrorMessage, apimachinery's NewNotFound);
+- the join fingerprint: add-node's check is microk8s-resources/actions/common/utils.sh
+  server_cert_check (sha256 of certs/server.crt in DER, 12 hex characters); join asks the
+  agent's /certificate (standing in for the TLS handshake's peer certificate) and compares
+  before it posts the join (join.py join_request: "Joining cluster failed. Could not verify the
+  identity of <ip>. Use '--skip-verify' to skip server certificate check.", exit 4; the token
+  is not spent); `refresh-certs --cert server.crt` (scripts/wrappers/refresh_certs.py) writes
+  a new certificate, so the check changes.
+
+Faults a test injects through $SNAP_DATA/fake/faults.json (a JSON object; counts are spent one
+use at a time and removed at 0):
+- "status_dqlite_empty": N: the node's next N status outputs print `nodes:` with no member while
+  high availability is on (common/utils.py get_dqlite_info returns [] once its dqlite query has
+  failed its 10 tries);
+- "join_dqlite_error": N, with "join_dqlite_error_text" (default "timed out waiting for cluster
+  condition: context deadline exceeded", dqlite.go WaitForDqliteCluster): the node's agent
+  answers its next N joins, after spending the token and checking the hostname, with HTTP 500
+  "failed to retrieve dqlite cluster nodes: <text>" (join.go; a 1.35 agent wraps it twice, as
+  MaybeUpdateDqliteBindAddress adds the same prefix);
+- "restart_seconds": the not-ready window after a snap refresh.
 """
 
 from __future__ import annotations
 
+import base64
+import fcntl
+import hashlib
+import http.client
 import http.server
+import ipaddress
 import json
 import os
+import re
 import secrets
 import socket
 import subprocess
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(os.environ.get("FAKE_MICROK8S_ROOT", "/"))
@@ -64,7 +134,13 @@ TOKENS = SNAP_DATA / "credentials/cluster-tokens.txt"
 WORKER_LOCK = SNAP_DATA / "var/lock/clustered.lock"
 CSR_TEMPLATE = SNAP_DATA / "certs/csr.conf.template"
 AGENT_LOG = SNAP_DATA / "fake/agent.log"
+SERVER_CRT = SNAP_DATA / "certs/server.crt"
+FAULTS = SNAP_DATA / "fake/faults.json"
 PORT = int(os.environ.get("FAKE_MICROK8S_PORT", "25000"))
+# Tests only: the node's one address (its agent binds it, it is the source of what the node
+# sends, kubelet's InternalIP) and its hostname, so that several nodes share one machine.
+ADDRESS = os.environ.get("FAKE_MICROK8S_ADDRESS")
+SELF = ADDRESS or "127.0.0.1"
 DQLITE_PORT = 19001
 LOCK = threading.Lock()
 # microk8s 1.28's core addons (microk8s-core-addons, addons.yaml), as status lists them.
@@ -81,6 +157,19 @@ STOPPED = "microk8s is not running, try microk8s start"
 WORKER_STATUS = "This MicroK8s deployment is acting as a node in a cluster.\nPlease use the control plane node."
 # common/utils.py is_cluster_locked, which enable.py and disable.py call first (exit 1).
 WORKER_LOCKED = "This MicroK8s deployment is acting as a node in a cluster.\nPlease use the master node."
+# microk8s-kubectl.wrapper on a node joined with --worker (1.28 and 1.35 alike): exit 0.
+WORKER_KUBECTL = (
+    "This MicroK8s deployment is acting as a node in a cluster. Please use the microk8s kubectl on the master."
+)
+# kubectl pkg/cmd/util/helpers.go standardErrorMessage, for a refused connection (kubelite restarting).
+API_DOWN = "The connection to the server 127.0.0.1:16443 was refused - did you specify the right host or port?"
+# The patch release a track's channel is taken to carry; other tracks get .0.
+PATCH = {28: "1.28.15"}
+RISKS = ("stable", "candidate", "beta", "edge")
+# common/cluster/utils.py (1.35): the token and fingerprint minimum lengths.
+TOKEN_MIN_LEN = 32
+FINGERPRINT_MIN_LEN = 12
+DQLITE_ERROR = "failed to retrieve dqlite cluster nodes: "
 
 
 def read(path: Path, default):
@@ -95,11 +184,65 @@ def write(path: Path, data) -> None:
 
 
 def node() -> dict:
-    return read(NODE, {"installed": False, "running": False, "agent": None, "channel": None})
+    defaults = {"installed": False, "running": False, "agent": None, "channel": None, "cluster_id": None}
+    return {**defaults, "restart_until": 0, **read(NODE, {})}
+
+
+def release(channel: str | None) -> int | None:
+    """The minor version a channel 1.NN/<risk> tracks; None for any other (latest/...)."""
+    match = re.fullmatch(r"1\.(\d+)/(\w+)", channel or "")
+    return int(match.group(1)) if match and match.group(2) in RISKS else None
+
+
+def minor(state: dict) -> int:
+    return release(state["channel"]) or 28
+
+
+def version(state: dict) -> str:
+    return PATCH.get(minor(state), f"1.{minor(state)}.0")
+
+
+def restarting(state: dict) -> bool:
+    return time.time() < state["restart_until"]
+
+
+def fault(name: str) -> dict | None:
+    """Spends one use of fault ``name`` (fake/faults.json); the faults, or None when it is not set."""
+    FAULTS.parent.mkdir(parents=True, exist_ok=True)
+    with (SNAP_DATA / "fake/.faults.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        faults = read(FAULTS, {})
+        if int(faults.get(name, 0)) <= 0:
+            return None
+        faults[name] = int(faults[name]) - 1
+        if faults[name] == 0:
+            del faults[name]
+        write(FAULTS, faults)
+    return faults
+
+
+def new_server_certificate() -> None:
+    """A PEM block around random bytes: ssl.PEM_cert_to_DER_cert decodes it."""
+    SERVER_CRT.parent.mkdir(parents=True, exist_ok=True)
+    body = base64.encodebytes(secrets.token_bytes(600)).decode()
+    SERVER_CRT.write_text(f"-----BEGIN CERTIFICATE-----\n{body}-----END CERTIFICATE-----\n")
+
+
+def der(pem: str) -> bytes:
+    """ssl.PEM_cert_to_DER_cert, for the fake's certificates."""
+    inner = pem.split("-----BEGIN CERTIFICATE-----")[1].split("-----END CERTIFICATE-----")[0]
+    return base64.decodebytes(inner.encode())
+
+
+def server_cert_check() -> str:
+    """utils.sh server_cert_check: sha256 of server.crt in DER, its first 12 hex characters."""
+    return hashlib.sha256(der(SERVER_CRT.read_text())).hexdigest()[:12]
 
 
 def addresses() -> list[str]:
     """The node's IPv4 addresses (add_token.py's get_network_info lists them all)."""
+    if ADDRESS:
+        return [ADDRESS]
     output = subprocess.run(
         ["ip", "-4", "-o", "addr", "show", "scope", "global"], capture_output=True, text=True
     ).stdout
@@ -107,11 +250,13 @@ def addresses() -> list[str]:
 
 
 def hostname() -> str:
-    return socket.gethostname()
+    return os.environ.get("FAKE_MICROK8S_HOSTNAME") or socket.gethostname()
 
 
 def node_ip() -> str:
     """kubelet's InternalIP: the address of the interface with the default route."""
+    if ADDRESS:
+        return ADDRESS
     route = subprocess.run(
         ["ip", "-4", "-o", "route", "show", "default"], capture_output=True, text=True
     ).stdout.split()
@@ -125,7 +270,7 @@ def own_cluster() -> dict:
     """A node's own cluster: dqlite bound to 127.0.0.1 until the first join (microk8s' default)."""
     return {
         "members": [{"address": f"127.0.0.1:{DQLITE_PORT}", "role": "voter"}],
-        "nodes": [{"name": hostname(), "address": node_ip()}],
+        "nodes": [{"name": hostname(), "address": node_ip(), "version": version(node())}],
         "addons": {name: "enabled" if name == "ha-cluster" else "disabled" for name in ADDONS},
     }
 
@@ -134,14 +279,15 @@ def own_cluster() -> dict:
 
 
 def request(address: str, path: str, body: dict | None = None, timeout: float = 10) -> tuple[int, dict]:
-    data = json.dumps(body or {}).encode()
-    req = urllib.request.Request(f"http://{address}:{PORT}{path}", data=data, method="POST")
-    req.add_header("Content-Type", "application/json")
+    """A POST to the agent at ``address``, through http.client as join.py does."""
+    source = (ADDRESS, 0) if ADDRESS else None
+    connection = http.client.HTTPConnection(address, PORT, timeout=timeout, source_address=source)
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as response:
-            return response.status, json.loads(response.read() or b"{}")
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read() or b"{}")
+        connection.request("POST", path, json.dumps(body or {}), {"Content-Type": "application/json"})
+        response = connection.getresponse()
+        return response.status, json.loads(response.read() or b"{}")
+    finally:
+        connection.close()
 
 
 def consume(token: str) -> bool:
@@ -185,9 +331,19 @@ class Agent(http.server.BaseHTTPRequestHandler):
         self.reply(status, answer)
 
     def handle_path(self, path: str, body: dict) -> tuple[int, dict]:
+        state = node()
         if path == "/health":
-            return 200, {"running": node()["running"]}
-        if not node()["running"]:
+            # What the node's kubelet would tell its API server: up, which cluster, which version.
+            return 200, {
+                "running": state["running"],
+                "restarting": restarting(state),
+                "cluster": state["cluster_id"],
+                "version": version(state),
+            }
+        if path == "/certificate":
+            # The server certificate the agent's TLS presents (join.py reads it with getpeercert).
+            return 200, {"pem": SERVER_CRT.read_text() if SERVER_CRT.exists() else None}
+        if not state["running"]:
             return 503, {"error": "microk8s is not running"}
         if path == "/join":
             return self.join(body)
@@ -209,6 +365,15 @@ class Agent(http.server.BaseHTTPRequestHandler):
                 "error": f"the hostname ({name}) of the joining node does not resolve to the IP "
                 f'"{joiner}". Refusing join'
             }
+        # The agent's release is its node's: branch 1.28's join.go, or the current agent, whose
+        # MaybeUpdateDqliteBindAddress wraps its errors in DQLITE_ERROR once more.
+        current_agent = minor(node()) >= 29
+        faults = fault("join_dqlite_error")
+        if faults is not None:
+            text = faults.get(
+                "join_dqlite_error_text", "timed out waiting for cluster condition: context deadline exceeded"
+            )
+            return 500, {"error": DQLITE_ERROR * (2 if current_agent else 1) + text}
         cluster = read(CLUSTER, own_cluster())
         # join.go: the first join moves dqlite from 127.0.0.1 to the address the joiner used.
         local = self.connection.getsockname()[0]
@@ -216,32 +381,34 @@ class Agent(http.server.BaseHTTPRequestHandler):
             if member["address"] == f"127.0.0.1:{DQLITE_PORT}":
                 member["address"] = f"{local}:{DQLITE_PORT}"
         if any(m["address"] == f"{joiner}:{DQLITE_PORT}" for m in cluster["members"]):
-            return 504, {"error": f"the joining node ({joiner}) is already known to dqlite"}
+            known = f"the joining node ({joiner}) is already known to dqlite"
+            return (500, {"error": DQLITE_ERROR + known}) if current_agent else (504, {"error": known})
         if not body.get("worker"):
             voters = sum(1 for m in cluster["members"] if m["role"] == "voter")
             cluster["members"].append(
                 {"address": f"{joiner}:{DQLITE_PORT}", "role": "voter" if voters < 3 else "standby"}
             )
-        cluster["nodes"] = [n for n in cluster["nodes"] if n["address"] != joiner] + [{"name": name, "address": joiner}]
+        entry = {"name": name, "address": joiner, "version": body.get("version")}
+        cluster["nodes"] = [n for n in cluster["nodes"] if n["address"] != joiner] + [entry]
         write(CLUSTER, cluster)
-        return 200, {"agent": self.connection.getsockname()[0]}
+        return 200, {"agent": self.connection.getsockname()[0], "cluster": node()["cluster_id"]}
 
 
 def serve() -> None:
-    server = http.server.ThreadingHTTPServer(("0.0.0.0", PORT), Agent)
+    server = http.server.ThreadingHTTPServer((ADDRESS or "0.0.0.0", PORT), Agent)
     server.serve_forever()
 
 
 def start_agent() -> None:
     """snap.microk8s.daemon-cluster-agent: started detached, so the caller's output closes."""
-    if agent_up("127.0.0.1"):
+    if agent_up(SELF):
         return
     AGENT_LOG.parent.mkdir(parents=True, exist_ok=True)
     with AGENT_LOG.open("a") as log:
         subprocess.Popen([sys.executable, os.path.realpath(__file__), "agent"], stdin=subprocess.DEVNULL,
                          stdout=log, stderr=log, start_new_session=True)  # fmt: skip
     for _ in range(50):
-        if agent_up("127.0.0.1"):
+        if agent_up(SELF):
             return
         time.sleep(0.1)
     raise SystemExit("fake microk8s: the cluster agent did not start")
@@ -259,7 +426,7 @@ def agent_up(address: str) -> bool:
 
 def cluster_agent(state: dict) -> str:
     """The agent holding this node's cluster database: the one it joined, or its own."""
-    return state["agent"] or "127.0.0.1"
+    return state["agent"] or SELF
 
 
 def cluster(state: dict) -> dict:
@@ -278,7 +445,7 @@ def status(state: dict, args: list[str]) -> int:
     if "--wait-ready" in args:
         timeout = int(args[args.index("--timeout") + 1]) if "--timeout" in args else 0
         deadline = time.time() + timeout
-        while not node()["running"]:
+        while not node()["running"] or restarting(node()):
             if timeout and time.time() > deadline:
                 print(NOT_RUNNING)
                 return 1
@@ -291,22 +458,28 @@ def status(state: dict, args: list[str]) -> int:
         print(STOPPED)
         return 0
     data = cluster(state)
+    ready = not restarting(state)
     # status.py print_yaml, column for column (Python's True/False included). "enabled" is
     # common/utils.py is_ha_enabled(): the ha-cluster addon, not whether 3 voters formed; the
     # members are listed whenever it is on (get_dqlite_info).
     ha_enabled = data["addons"].get("ha-cluster") == "enabled"
-    print(f"microk8s:\n  running: True\nhigh-availability:\n  enabled: {ha_enabled}")
+    print(f"microk8s:\n  running: {ready}\nhigh-availability:\n  enabled: {ha_enabled}")
     if ha_enabled:
         print("  nodes:")
-        for member in data["members"]:
+        # get_dqlite_info: [] when the dqlite query failed its 10 tries (the fault).
+        for member in data["members"] if fault("status_dqlite_empty") is None else []:
             print(f"    - address: {member['address']}\n      role: {member['role']}")
+    if not ready:
+        # Restarting after a refresh: print_yaml(isReady=False), then status.py exits 1.
+        print(f"  message: {NOT_RUNNING}")
+        return 1
     print("addons:")
     for wanted in ("enabled", "disabled"):
         for name, addon_status in sorted(data["addons"].items()):
             if addon_status == wanted:
                 print(
                     f"  - name: {name}\n    repository: core\n    description: {name}\n"
-                    f"    version: 1.28.15\n    status: {wanted}"
+                    f"    version: {version(state)}\n    status: {wanted}"
                 )
     return 0
 
@@ -333,8 +506,7 @@ def add_node(state: dict, args: list[str]) -> int:
     TOKENS.parent.mkdir(parents=True, exist_ok=True)
     with TOKENS.open("a") as tokens:
         tokens.write(f"{token}|{int(time.time()) + ttl}\n" if ttl != -1 else f"{token}\n")
-    check = secrets.token_hex(16) if not (SNAP_DATA / "fake/check").exists() else (SNAP_DATA / "fake/check").read_text()
-    (SNAP_DATA / "fake/check").write_text(check)
+    check = server_cert_check()
     urls = [f"{address}:{PORT}/{token}/{check}" for address in addresses()]
     if "--format" in args and args[args.index("--format") + 1] == "json":
         print(json.dumps({"token": f"{token}/{check}", "urls": urls}))
@@ -344,44 +516,107 @@ def add_node(state: dict, args: list[str]) -> int:
     return 0
 
 
+def invalid_connection(connection: str) -> str | None:
+    """common/cluster/utils.py get_valid_connection_parts (1.35): the reason, or None when valid."""
+    parts = connection.split("/")
+    expected = "Expected format: <master_IP>:<master_PORT>/<token>[/<fingerprint>]"
+    if len(parts) not in (2, 3) or len(parts[0].split(":")) != 2:
+        return expected
+    host, port = parts[0].split(":")
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return "Invalid master IP"
+    if not port.lstrip("-").isdigit():
+        return "Master PORT not a number"
+    if not 1 <= int(port) <= 65535:
+        return "Master PORT not in range 1:65535"
+    if len(parts[1]) < TOKEN_MIN_LEN:
+        return f"Cluster token size should be at least {TOKEN_MIN_LEN} bytes"
+    if len(parts) == 3 and len(parts[2]) < FINGERPRINT_MIN_LEN:
+        return f"Fingerprint should be at least {FINGERPRINT_MIN_LEN} bytes"
+    return None
+
+
+def verified(address: str, fingerprint: str) -> int:
+    """join.py join_request, before the join is posted: 0, or its exit code 4."""
+    skip = " Use '--skip-verify' to skip server certificate check."
+    if len(fingerprint) < FINGERPRINT_MIN_LEN:
+        print(f"Joining cluster failed. Fingerprint too short.{skip}")
+        return 4
+    status_code, answer = request(address, "/certificate", timeout=30)
+    pem = answer.get("pem") if status_code == 200 else None
+    if pem and not hashlib.sha256(der(pem)).hexdigest().startswith(fingerprint):
+        print(f"Joining cluster failed. Could not verify the identity of {address}.{skip}")
+        return 4
+    return 0
+
+
 def join(state: dict, args: list[str]) -> int:
-    url = args[0]
-    address, token = url.split(":", 1)[0], url.split("/")[1]
+    connection = args[0]
+    if minor(state) >= 35:
+        reason = invalid_connection(connection)
+        if reason:
+            print("Invalid connection:", reason)
+            return 1
+    parts = connection.split("/")
+    address, token = parts[0].split(":", 1)[0], parts[1]
     worker = "--worker" in args
     print(f"Contacting cluster at {address}")
+    # join_dqlite: without a fingerprint nothing is verified; --skip-verify skips it.
+    if len(parts) > 2 and "--skip-verify" not in args:
+        code = verified(address, parts[2])
+        if code:
+            return code
     # join.py get_connection_info: only HTTPException is caught; a refused connection is a traceback.
-    status_code, answer = request(
-        address, "/join", {"token": token, "hostname": hostname(), "worker": worker}, timeout=30
-    )
+    body = {"token": token, "hostname": hostname(), "worker": worker, "version": version(state)}
+    status_code, answer = request(address, "/join", body, timeout=30)
     if status_code != 200:
         print(f"Connection failed. {answer.get('error')} ({status_code}).")
         return 6
-    state["agent"] = address
+    state.update(agent=address, cluster_id=answer.get("cluster"))
     # A join resets the node to the cluster's: its own database and addons are gone.
     CLUSTER.unlink(missing_ok=True)
     if worker:
         WORKER_LOCK.parent.mkdir(parents=True, exist_ok=True)
         WORKER_LOCK.touch()
-        print("The node has joined the cluster and will appear in the nodes list in a few seconds.")
+        # print_worker_usage, in 1.28 and 1.35 alike.
+        print("\nThe node has joined the cluster and will appear in the nodes list in a few seconds.\n")
+        print("This worker node gets automatically configured with the API server endpoints.")
+        print("If the API servers are behind a loadbalancer please set the '--refresh-interval' to '0s' in:")
+        print("    /var/snap/microk8s/current/args/apiserver-proxy")
+        print("and replace the API server endpoints with the one provided by the loadbalancer in:")
+        print("    /var/snap/microk8s/current/args/traefik/provider.yaml\n")
     else:
+        # update_dqlite: the wait for dqlite (end=" "), then print(" ").
+        print("Waiting for this node to finish joining the cluster.  ")
+    if minor(state) >= 35:
         print("Successfully joined the cluster.")
     write(NODE, state)
     return 0
 
 
 def leave(state: dict) -> int:
-    if not state["agent"]:
-        print("This node is not part of a cluster.")
-        return 1
-    if not is_worker():
+    worker = is_worker()
+    if not worker:
         data = cluster(state)
-        own = {f"{address}:{DQLITE_PORT}" for address in addresses()}
-        data["members"] = [m for m in data["members"] if m["address"] not in own]
+        own = {f"{address}:{DQLITE_PORT}" for address in addresses()} | {f"127.0.0.1:{DQLITE_PORT}"}
+        others = [m for m in data["members"] if m["address"] not in own]
+        if not any(m["role"] == "voter" for m in others):
+            # leave.py is_leader_without_successor: the only copy of the database.
+            print("This node currently holds the only copy of the Kubernetes database so it cannot leave the cluster.")
+            print("To remove this node you can either first remove all other nodes with 'microk8s remove-node' or")
+            print("form a highly available cluster by adding at least three nodes.")
+            return 3
+        data["members"] = others
         update(state, data)
-    state["agent"] = None
+    else:
+        print("Configuring services.")
+    # reinit_cluster: new cluster certificates, a cluster of its own.
+    state.update(agent=None, cluster_id=secrets.token_hex(8))
     WORKER_LOCK.unlink(missing_ok=True)
     write(NODE, state)
-    print("Generating new cluster certificates.\nWaiting for node to start.")
+    print("Generating new cluster certificates.\nWaiting for node to start.  ")
     return 0
 
 
@@ -413,53 +648,169 @@ def remove_node(state: dict, args: list[str]) -> int:
     return 0
 
 
-def kubectl(state: dict, args: list[str]) -> int:
-    if args[:2] != ["get", "nodes"]:
-        print(f"fake microk8s: kubectl {' '.join(args)} is not reproduced", file=sys.stderr)
-        return 2
+def health(address: str) -> dict:
+    try:
+        return request(address, "/health", timeout=2)[1]
+    except OSError:
+        return {}
+
+
+def kubectl_nodes(state: dict) -> int:
     items = []
     for entry in cluster(state)["nodes"]:
-        try:
-            ready = request(entry["address"], "/health", timeout=2)[1].get("running") is True
-        except OSError:
-            ready = False
+        answer = health(entry["address"])
+        ready = (
+            answer.get("running") is True
+            and not answer.get("restarting")
+            and answer.get("cluster") is not None
+            and answer.get("cluster") == state["cluster_id"]
+        )
+        # The kubelet reports its version with its status; the last one reported stays otherwise.
+        kubelet_version = answer["version"] if ready else entry.get("version") or "1.28.15"
         items.append({
             "metadata": {"name": entry["name"]},
+            "spec": {"unschedulable": True} if entry.get("unschedulable") else {},
             "status": {
                 "addresses": [{"type": "InternalIP", "address": entry["address"]}],
                 "conditions": [{"type": "Ready", "status": "True" if ready else "Unknown"}],
+                "nodeInfo": {"kubeletVersion": f"v{kubelet_version}"},
             },
         })  # fmt: skip
     print(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
     return 0
 
 
+def calico_pod(name: str) -> str:
+    """The calico-node DaemonSet's pod on a node (reconcile.d/90-calico-apply applies Calico's manifest)."""
+    return f"kube-system/calico-node-{hashlib.sha256(name.encode()).hexdigest()[:5]}"
+
+
+def operands(args: list[str]) -> list[str]:
+    """kubectl's arguments less its flags, and less the values of flags given apart (--timeout 5m)."""
+    valued = {"--timeout", "--grace-period", "--pod-selector", "--selector", "-l", "--chunk-size"}
+    return [a for i, a in enumerate(args) if not a.startswith("-") and (i == 0 or args[i - 1] not in valued)]
+
+
+def kubectl_schedule(state: dict, verb: str, args: list[str]) -> int:
+    """kubectl cordon / uncordon / drain <node> (drain.go RunCordonOrUncordon, RunDrain)."""
+    names = operands(args)
+    data = cluster(state)
+    found = next((n for n in data["nodes"] if names and n["name"] == names[0]), None)
+    if found is None:
+        print(f'Error from server (NotFound): nodes "{names[0] if names else ""}" not found', file=sys.stderr)
+        return 1
+    name, desired = found["name"], verb != "uncordon"
+    already = bool(found.get("unschedulable")) == desired
+    found["unschedulable"] = desired
+    update(state, data)
+    print(f"node/{name} {'already ' if already else ''}{'cordoned' if desired else 'uncordoned'}")
+    if verb != "drain":
+        return 0
+    pod = calico_pod(name)
+    if "--ignore-daemonsets" not in args:
+        fatal = f"cannot delete DaemonSet-managed Pods (use --ignore-daemonsets to ignore): {pod}"
+        print(f'error: unable to drain node "{name}" due to error:{fatal}, continuing command...', file=sys.stderr)
+        print(f"There are pending nodes to be drained:\n {name}\n{fatal}", file=sys.stderr)
+        return 1
+    print(f"WARNING: ignoring DaemonSet-managed Pods: {pod}", file=sys.stderr)
+    print(f"node/{name} drained")
+    return 0
+
+
+def kubectl(state: dict, args: list[str]) -> int:
+    """microk8s-kubectl.wrapper: a worker's message (exit 0), exit_if_stopped, then kubectl."""
+    if is_worker():
+        print(WORKER_KUBECTL)
+        return 0
+    if not state["running"]:
+        print(STOPPED, file=sys.stderr)
+        return 1
+    if restarting(state):
+        print(API_DOWN, file=sys.stderr)
+        return 1
+    if args[:2] == ["get", "nodes"]:
+        return kubectl_nodes(state)
+    if args[:1] in (["cordon"], ["uncordon"], ["drain"]):
+        return kubectl_schedule(state, args[0], args[1:])
+    print(f"fake microk8s: kubectl {' '.join(args)} is not reproduced", file=sys.stderr)
+    return 2
+
+
+def refresh_certs(args: list[str]) -> int:
+    """refresh_certs.py --cert: a backup, new certificates, the services restarted."""
+    cert = args[args.index("--cert") + 1] if "--cert" in args else None
+    if cert is None:
+        print("Please use the '--cert' flag to select the certificate you need refreshed.")
+        return 3
+    print("Taking a backup of the current certificates under /var/snap/microk8s/7000/certs-backup/")
+    print("Creating new certificates")
+    if cert == "server.crt":
+        new_server_certificate()
+        print("Restarting service kubelite.\nRestarting service cluster-agent.")
+    return 0
+
+
+def unknown_channel(channel: str | None) -> bool:
+    """Only 1.NN/<risk> (and latest/..., taken as 1.28) are reproduced; anything else is refused."""
+    if channel is None or release(channel) is not None or channel.startswith("latest/"):
+        return False
+    print(f"fake snap: channel {channel} is not reproduced (only 1.NN/<risk> and latest/...)", file=sys.stderr)
+    return True
+
+
 def snap(args: list[str]) -> int:
     state = node()
+    channel = next((a.split("=", 1)[1] for a in args if a.startswith("--channel=")), None)
     if args[:2] == ["list", "microk8s"]:
         if not state["installed"]:
             print("error: no matching snaps installed", file=sys.stderr)
             return 1
         print(
             "Name      Version   Rev   Tracking       Publisher   Notes\n"
-            f"microk8s  v1.28.15  7000  {state['channel']}  canonical✓  classic"
+            f"microk8s  v{version(state)}  7000  {state['channel']}  canonical✓  classic"
         )
         return 0
     if args[:2] == ["install", "microk8s"]:
         if state["installed"]:
             print('snap "microk8s" is already installed')
             return 0
-        channel = next((a.split("=", 1)[1] for a in args if a.startswith("--channel=")), "latest/stable")
+        if unknown_channel(channel):
+            return 2
         # The launch configuration is read once, at install (microk8s' snap/hooks/install).
         launch = SNAP_COMMON / ".microk8s.yaml"
         state.update(
-            installed=True, running=True, channel=channel, launch=launch.read_text() if launch.exists() else None
+            installed=True,
+            running=True,
+            channel=channel or "latest/stable",
+            launch=launch.read_text() if launch.exists() else None,
+            cluster_id=secrets.token_hex(8),
         )
         CSR_TEMPLATE.parent.mkdir(parents=True, exist_ok=True)
         CSR_TEMPLATE.write_text("[ alt_names ]\nDNS.1 = kubernetes\nIP.1 = 127.0.0.1\nIP.2 = 10.152.183.1\n#MOREIPS\n")
+        new_server_certificate()
         write(NODE, state)
         start_agent()
-        print("microk8s (1.28/stable) v1.28.15 from Canonical✓ installed")
+        print(f"microk8s ({state['channel']}) v{version(state)} from Canonical✓ installed")
+        return 0
+    if args[:2] == ["refresh", "microk8s"]:
+        if not state["installed"]:
+            print('error: snap "microk8s" is not installed', file=sys.stderr)
+            return 1
+        if channel is None or channel == state["channel"]:
+            print('snap "microk8s" has no updates available')
+            return 0
+        if unknown_channel(channel):
+            return 2
+        # The new revision's services start over: not ready for restart_seconds.
+        state.update(channel=channel, restart_until=time.time() + float(read(FAULTS, {}).get("restart_seconds", 2)))
+        write(NODE, state)
+        if state["running"]:
+            data = cluster(state)
+            for entry in data["nodes"]:
+                if entry["address"] in addresses() or entry["name"] == hostname():
+                    entry["version"] = version(state)
+            update(state, data)
+        print(f"microk8s ({channel}) v{version(state)} from Canonical✓ refreshed")
         return 0
     print(f"fake snap: unsupported {args}", file=sys.stderr)
     return 2
@@ -474,8 +825,8 @@ def main(argv: list[str]) -> int:
         serve()
         return 0
     if args[:1] == ["microk8s-health"]:
-        # LSB status: 0 running, 3 not running.
-        return 0 if node()["running"] and agent_up("127.0.0.1") else 3
+        # LSB status: 0 running, 3 not running (also while the services restart after a refresh).
+        return 0 if node()["running"] and not restarting(node()) and agent_up(SELF) else 3
     state = node()
     if not state["installed"]:
         print("microk8s: command not found", file=sys.stderr)
@@ -490,8 +841,9 @@ def main(argv: list[str]) -> int:
             start_agent()
         return 0
     if command == "refresh-certs":
-        print("Taking a backup of the current certificates under /var/snap/microk8s/7000/certs-backup/")
-        return 0
+        return refresh_certs(rest)
+    if command == "kubectl":
+        return kubectl(state, rest)
     if not state["running"]:
         print(STOPPED, file=sys.stderr)
         return 1
@@ -502,7 +854,6 @@ def main(argv: list[str]) -> int:
         "join": lambda: join(state, rest),
         "leave": lambda: leave(state),
         "remove-node": lambda: remove_node(state, rest),
-        "kubectl": lambda: kubectl(state, rest),
     }
     if command not in handlers:
         print(f"fake microk8s: unsupported {args}", file=sys.stderr)
