@@ -190,3 +190,51 @@ def test_joiners_give_up_clearly_when_the_master_never_becomes_ready(fresh):
     )
     assert "Connection refused" in state["comment"]
     assert len(joins(cluster, WORKER)) == 8
+
+
+def inject(cluster, minion: str, **faults: int) -> None:
+    """Faults of the fake microk8s (its docstring): each count is spent one use at a time."""
+    path = cluster.fakes[minion].home / "fake" / "faults.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(faults))
+
+
+def test_a_url_naming_a_refreshed_certificate_is_republished_and_the_token_survives(fresh):
+    cluster = fresh
+    publish_tokens(cluster)
+    # certificates.sls refreshes server.crt after the tokens were published (a new floating IP).
+    assert cluster.fakes[MASTER].run("refresh-certs", "--cert", "server.crt").returncode == 0
+    state = only(cluster.state(WORKER, "microk8s.joined"), WORKER, "microk8s-joined-microk8s-cluster-joined")
+    assert state["result"] is True, state["comment"]
+    first, second = joins(cluster, WORKER)
+    # join.py refused the old fingerprint before sending the token: the same token, republished.
+    assert first.split("/")[1] == second.split("/")[1] and first.split("/")[2] != second.split("/")[2]
+    assert cluster.salt(MASTER, "microk8s.join_tokens")[MASTER][WORKER]["serial"] == 2
+
+
+def test_a_dqlite_that_does_not_answer_a_join_costs_a_token_and_a_renewal(fresh):
+    cluster = fresh
+    publish_tokens(cluster)
+    inject(cluster, MASTER, join_dqlite_error=1)
+    state = only(cluster.state(VOTER, "microk8s.joined"), VOTER, "microk8s-joined-microk8s-cluster-joined")
+    assert state["result"] is True, state["comment"]
+    first, second = joins(cluster, VOTER)
+    assert first.split("/")[1] != second.split("/")[1]
+    assert [m["address"] for m in database(cluster)["members"]] == ["10.1.0.10:19001", "10.1.0.100:19001"]
+
+
+def test_an_empty_member_list_never_leads_to_a_rejoin_or_a_removal(fresh):
+    cluster = fresh
+    publish_tokens(cluster)
+    assert only(cluster.state(VOTER, "microk8s.joined"), VOTER, "microk8s-joined-microk8s-cluster-joined")["result"]
+    # microk8s#2190: status lists nobody for longer than the module asks: the state stops.
+    inject(cluster, VOTER, status_dqlite_empty=3)
+    state = only(cluster.state(VOTER, "microk8s.joined"), VOTER, "microk8s-joined-microk8s-cluster-joined")
+    assert state["result"] is False
+    assert state["comment"].startswith("cannot tell whether this node is in a cluster: microk8s status listed no")
+    # Once: read again, the voter is found in the cluster, and nothing changes.
+    inject(cluster, VOTER, status_dqlite_empty=1)
+    state = only(cluster.state(VOTER, "microk8s.joined"), VOTER, "microk8s-joined-microk8s-cluster-joined")
+    assert (state["result"], state["changes"]) == (True, {})
+    assert len(joins(cluster, VOTER)) == 1
+    assert [m["address"] for m in database(cluster)["members"]] == ["10.1.0.10:19001", "10.1.0.100:19001"]

@@ -6,6 +6,7 @@ fake microk8s (fake_microk8s.py), and the real Salt loader loading the package a
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import inspect
 import json
@@ -126,7 +127,7 @@ def test_a_worker_node_has_no_status_and_is_running_by_its_service(microk8s):
     assert microk8s.is_worker() is True
     assert microk8s.is_running() is True
     assert services == ["snap.microk8s.daemon-kubelite"]
-    assert microk8s.membership() == {"role": "worker", "members": []}
+    assert microk8s.membership() == {"role": "worker", "members": [], "ca": None}
 
 
 @pytest.mark.parametrize(
@@ -138,7 +139,7 @@ def test_a_worker_node_has_no_status_and_is_running_by_its_service(microk8s):
 )
 def test_membership_tells_a_standalone_node_from_a_control_plane_member(microk8s, fixture_name, role, members):
     microk8s.__salt__ = with_status(fixture(fixture_name))
-    assert microk8s.membership() == {"role": role, "members": members}
+    assert microk8s.membership() == {"role": role, "members": members, "ca": None}
 
 
 def test_status_before_status_py_lists_addons_as_a_map(microk8s):
@@ -786,6 +787,8 @@ class MasterBehindTheMine:
             return True
 
         def worker_lock(path):
+            if path.endswith("/certs/ca.crt"):
+                return False
             assert path.endswith("/var/lock/clustered.lock")
             if self.joined and self.unsettled:
                 self.unsettled -= 1
@@ -803,7 +806,7 @@ class MasterBehindTheMine:
         }
 
 
-WORKER_MEMBERSHIP = {"role": "worker", "members": []}
+WORKER_MEMBERSHIP = {"role": "worker", "members": [], "ca": None}
 
 
 @pytest.fixture
@@ -1012,7 +1015,8 @@ def test_a_token_ttl_that_would_renew_on_every_run_is_refused(microk8s, tmp_path
     assert master.join_token_plan(300)["issue"] == [CP_JOINER, WORKER]
 
 
-CP = {"role": "control-plane", "members": ["10.1.0.10", "10.1.0.100"]}
+CP = {"role": "control-plane", "members": ["10.1.0.10", "10.1.0.100"], "ca": "ca-of-the-cluster"}
+ALONE = {"role": "standalone", "members": ["10.1.0.10"]}
 
 
 @pytest.mark.parametrize(
@@ -1026,6 +1030,11 @@ CP = {"role": "control-plane", "members": ["10.1.0.10", "10.1.0.100"]}
         # The master was rebuilt: it stands alone (or has no microk8s yet), the voter is in the cluster.
         ({MASTER: {"role": "standalone", "members": ["10.1.0.10"]}, CP_JOINER: CP}, CP_JOINER),
         ({CP_JOINER: CP}, CP_JOINER),
+        # The master's report from before the cluster formed (the mine is updated once per
+        # orchestration): it names the cluster's CA, so it is stale, not a rebuilt master.
+        ({MASTER: {**ALONE, "ca": "ca-of-the-cluster"}, CP_JOINER: CP}, MASTER),
+        # Rebuilt and installed, but not joined: a CA of its own.
+        ({MASTER: {**ALONE, "ca": "ca-of-a-new-install"}, CP_JOINER: CP}, CP_JOINER),
         # A voter whose cluster does not list it is not in the cluster; neither is an error text.
         ({MASTER: "microk8s.membership is not available", CP_JOINER: {"role": "control-plane", "members": ["10.9.0.1", "10.9.0.2"]}}, MASTER),
     ],
@@ -1056,3 +1065,50 @@ def test_a_voter_issues_for_the_rebuilt_master_and_withdraws_once_the_master_iss
         voter.issue_join_tokens([WORKER])
     assert voter.issue_join_tokens([], withdraw=[MASTER]) == {MASTER: None}
     assert voter.join_tokens() == {}
+
+
+def test_a_refreshed_server_certificate_republishes_the_unspent_tokens_with_its_fingerprint(microk8s, tmp_path):
+    # certificates.sls refreshes server.crt when the floating IP changes; URLs published before
+    # then name the old certificate, and join.py refuses them before it sends the token.
+    cluster = Cluster(microk8s, tmp_path)
+    master = cluster.as_master()
+    master.issue_join_tokens([CP_JOINER, WORKER])
+    stale = master.join_tokens()[WORKER]["urls"][0]
+    tokens_file = cluster.master.home / "credentials" / "cluster-tokens.txt"
+    assert cluster.master.run("refresh-certs", "--cert", "server.crt").returncode == 0
+    check = importlib.import_module("microk8s._tokens").certificate_check(
+        (cluster.master.home / "certs" / "server.crt").read_text()
+    )
+    assert stale.rsplit("/", 1)[1] != check
+
+    refused = cluster.worker.run("join", stale, "--worker")
+    assert refused.returncode == 4
+    assert master.classify_error(refused.stdout) == {"kind": "fingerprint-mismatch", "action": "renew"}
+    assert master.join_token_plan()["issue"] == [CP_JOINER, WORKER]
+    before = tokens_file.read_text()
+    # The joiner's report, or the master's next highstate: the same tokens, today's fingerprint.
+    assert master.renew_join_token(WORKER, "fingerprint-mismatch", serial=1)["serial"] == 2
+    assert master.issue_join_tokens([CP_JOINER]) == {CP_JOINER: 2}
+    assert tokens_file.read_text() == before  # no second live token was made
+    fresh = master.join_tokens()[WORKER]["urls"][0]
+    assert fresh.split("/")[:2] == stale.split("/")[:2] and fresh.rsplit("/", 1)[1] == check
+    assert master.join_token_plan()["issue"] == []
+    assert cluster.worker.run("join", fresh, "--worker").returncode == 0
+
+
+def test_the_ca_fingerprint_tells_one_cluster_from_another(microk8s, tmp_path):
+    files = {}
+    microk8s.__salt__ = {
+        **NO_LOCK,
+        "config.get": lambda key, default=None: str(tmp_path) if key == "microk8s.snap_data" else default,
+        "file.file_exists": lambda path: path in files,
+        "file.read": lambda path: files[path],
+    }
+    certs = importlib.import_module("microk8s._certs")
+    assert certs.ca_fingerprint(microk8s.__salt__) is None
+    pem = "-----BEGIN CERTIFICATE-----\nAAECAw==\n-----END CERTIFICATE-----\n"
+    files[f"{tmp_path}/certs/ca.crt"] = pem
+    assert certs.ca_fingerprint(microk8s.__salt__) == hashlib.sha256(bytes([0, 1, 2, 3])).hexdigest()
+    files[f"{tmp_path}/certs/ca.crt"] = "not a certificate"
+    with pytest.raises(CommandExecutionError, match=r"certs/ca\.crt is not a PEM certificate"):
+        certs.ca_fingerprint(microk8s.__salt__)

@@ -5,7 +5,9 @@ certificates from $SNAP_DATA/certs/csr.conf.template, which marks where extra IP
 
 from __future__ import annotations
 
+import hashlib
 import re
+import ssl
 
 from salt.exceptions import CommandExecutionError
 
@@ -45,3 +47,17 @@ def set_extra_san(salt: dict, address: str) -> dict:
 def refresh_certs(salt: dict, cert: str) -> str:
     """Regenerates ``cert`` from the template (after a SAN change)."""
     return _cli.run(salt, "refresh-certs", "--cert", cert)
+
+
+def ca_fingerprint(salt: dict) -> str | None:
+    """
+    The SHA-256 of the node's CA certificate (DER), or None before microk8s made one: the same on
+    every node of one cluster (a control-plane join stores the cluster's), new on a rebuilt node.
+    """
+    path = _cli.snap_path(salt, constants.CA_CERT)
+    if not salt["file.file_exists"](path):
+        return None
+    try:
+        return hashlib.sha256(ssl.PEM_cert_to_DER_cert(salt["file.read"](path))).hexdigest()
+    except ValueError as error:
+        raise CommandExecutionError(f"{path} is not a PEM certificate: {error}") from None

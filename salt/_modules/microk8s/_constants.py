@@ -24,6 +24,10 @@ MIN_TOKEN_TTL = 300
 # The certificate whose fingerprint a join URL carries (add_token.py: server_cert_check), and
 # how many hex digits of its SHA-256 it keeps.
 SERVER_CERT = "certs/server.crt"
+# The cluster's certificate authority: made at install, replaced by the cluster's at a
+# control-plane join (join.py join_dqlite_master_node: store_cert("ca.crt", info["ca"])), so two
+# nodes in one cluster have the same one and a rebuilt node has a new one.
+CA_CERT = "certs/ca.crt"
 CHECK_LENGTH = 12
 # A member list that is empty while HA is enabled is asked for again this often, this far apart.
 MEMBERS_ATTEMPTS = 3

@@ -95,22 +95,37 @@ def joiners_of(roles: dict, issuer: str) -> dict[str, bool]:
 
 def choose_issuer(roles: dict, reports: dict) -> str:
     """
-    The voter that issues join tokens, from the members each voter reported (``{id:
-    membership}``, the mine's ``microk8s.membership``): the first voter in pillar order (the
-    master first) that reports itself a control-plane member of a cluster listing its own
-    address. When none does (a new deployment: every node stands alone), the pillar's master,
-    which bootstraps the cluster. So a rebuilt master, standing alone beside voters that are
-    still in the cluster, joins through them instead of starting a cluster of its own.
+    The voter that issues join tokens, from the memberships the voters reported (``{id:
+    membership}``, the mine's ``microk8s.membership``):
+
+    - while no voter reports itself a control-plane member of a cluster that lists its own
+      address (a new deployment: every node stands alone), the pillar's master, which
+      bootstraps the cluster;
+    - the master while it is in the cluster, or while its report, even one saying it stands
+      alone, names the cluster's certificate authority: a report from before the cluster formed
+      is stale, not a rebuilt master (the mine is updated at the start of an orchestration, and
+      the master bootstrapped the cluster whose CA the joiners took);
+    - otherwise the first voter in the cluster, in pillar order: the master was rebuilt (no
+      report yet, or a new CA), and it joins through that voter instead of starting a cluster.
     """
-    for voter in roles["control_plane"]:
+    master = roles["master"]
+
+    def in_cluster(voter: str) -> bool:
         report = reports.get(voter)
-        if (
+        return (
             isinstance(report, dict)
             and report.get("role") == "control-plane"
             and roles["addresses"][voter] in (report.get("members") or [])
-        ):
-            return voter
-    return roles["master"]
+        )
+
+    members = [voter for voter in roles["control_plane"] if in_cluster(voter)]
+    if not members or members[0] == master:
+        return master
+    report = reports.get(master)
+    ca = report.get("ca") if isinstance(report, dict) else None
+    if ca and ca == reports[members[0]].get("ca"):
+        return master
+    return members[0]
 
 
 def issuer(salt: dict) -> str:
@@ -183,14 +198,18 @@ def member_hosts(salt: dict) -> list[str]:
 
 def membership(salt: dict) -> dict:
     """
-    ``{"role": "worker" | "control-plane" | "standalone", "members": [addresses]}``. A node is
-    control plane once dqlite knows more members than itself. Raises MembersUnknown rather than
-    call a node standalone on an empty member list.
+    ``{"role": "worker" | "control-plane" | "standalone", "members": [addresses], "ca"}``. A
+    node is control plane once dqlite knows more members than itself; ``ca`` tells which
+    cluster (``_certs.ca_fingerprint``). Raises MembersUnknown rather than call a node
+    standalone on an empty member list.
     """
+    from . import _certs
+
+    ca = _certs.ca_fingerprint(salt)
     if _status.is_worker(salt):
-        return {"role": "worker", "members": []}
+        return {"role": "worker", "members": [], "ca": ca}
     addresses = member_hosts(salt)
-    return {"role": "control-plane" if len(addresses) > 1 else "standalone", "members": addresses}
+    return {"role": "control-plane" if len(addresses) > 1 else "standalone", "members": addresses, "ca": ca}
 
 
 def leave(salt: dict) -> str:
