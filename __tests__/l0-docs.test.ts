@@ -15,6 +15,26 @@ describe("README and docs/", () => {
     }
   });
 
+  it("cites only tests that exist in microk8s-module.md's failure table", () => {
+    const doc = fs.readFileSync(path.join(__dirname, "..", "docs", "microk8s-module.md"), "utf8");
+    const table = doc.slice(doc.indexOf("### Failure cases"), doc.indexOf("Secrets: join URLs"));
+    const files: Record<string, string> = {
+      M: "test_microk8s_module.py",
+      S: "test_microk8s_states.py",
+      P: "test_join_protocol.py",
+      R: "test_render.py",
+    };
+    const cited = [...table.matchAll(/\b([MSPR]) ((?:`test_[a-z0-9_]+(?:\[[a-z-]+\])?`(?:, )?)+)/g)].flatMap(([, file, names]) =>
+      [...names.matchAll(/`(test_[a-z0-9_]+)/g)].map(([, name]) => [file, name]),
+    );
+    expect(cited.length).toBeGreaterThan(25);
+    const missing = cited.filter(([file, name]) => {
+      const source = fs.readFileSync(path.join(__dirname, "l4-salt", files[file]), "utf8");
+      return !new RegExp(`^def ${name}\\(`, "m").test(source);
+    });
+    expect(missing).toEqual([]);
+  });
+
   it("gives the two setup commands and the command .ci/run calls", () => {
     expect(readme).toContain("npm ci && npm run synth");
     expect(readme).toContain("npm test");

@@ -16,6 +16,6 @@ find salt pillar -name '*.sls' -print0 | xargs -0 "$KOO_VENV/bin/salt-lint"
 # Only the pure-YAML files: SLS with Jinja is salt-lint's.
 "$KOO_VENV/bin/yamllint" --strict -c .yamllint.yaml salt/*/defaults.yaml salt/salt_master/files/master.conf \
   pillar/pillar.example pillar/_from_terraform.sls.example pillar/environments/defaults.sls \
-  pillar/minions/defaults/*.sls .gitlab-ci.yml
+  pillar/roles/*.sls .gitlab-ci.yml
 log "type check: tsc --noEmit"
 npx --no-install tsc --noEmit

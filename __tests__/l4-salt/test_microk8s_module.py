@@ -173,7 +173,11 @@ def test_a_status_of_an_unknown_shape_is_an_error_never_a_type_error(microk8s, t
 
 def test_a_worker_is_known_by_its_lock_file_without_running_status(microk8s):
     cli = fake_cli({})
-    microk8s.__salt__ = {**NO_LOCK, "cmd.run_all": cli, "file.file_exists": lambda path: path.endswith("/clustered.lock")}
+    microk8s.__salt__ = {
+        **NO_LOCK,
+        "cmd.run_all": cli,
+        "file.file_exists": lambda path: path.endswith("/clustered.lock"),
+    }
     assert microk8s.status()["worker"] is True
     assert cli.calls == []
 
@@ -261,10 +265,16 @@ def test_a_failing_join_raises_with_microk8s_message_and_never_shows_the_token(m
 def test_a_traceback_is_summed_up_by_its_exception_and_the_error_survives_pickling(microk8s):
     import pickle
 
-    microk8s.__salt__ = {"cmd.run_all": fake_cli({("join", "u"): {"retcode": 1, "stdout": "", "stderr": fixture("error-unreachable.txt")}})}
+    microk8s.__salt__ = {
+        "cmd.run_all": fake_cli(
+            {("join", "u"): {"retcode": 1, "stdout": "", "stderr": fixture("error-unreachable.txt")}}
+        )
+    }
     with pytest.raises(CommandExecutionError) as raised:
         microk8s.join("u")
-    assert str(raised.value) == "microk8s join u failed (exit 1): ConnectionRefusedError: [Errno 111] Connection refused"
+    assert (
+        str(raised.value) == "microk8s join u failed (exit 1): ConnectionRefusedError: [Errno 111] Connection refused"
+    )
     copy = pickle.loads(pickle.dumps(raised.value))
     assert (type(copy), str(copy), copy.retcode) == (type(raised.value), str(raised.value), 1)
 
@@ -526,7 +536,12 @@ def test_the_master_issues_one_token_per_pending_joiner_and_publishes_no_raw_tok
     # Both tokens are live single-use lines in microk8s' own token file.
     tokens = (cluster.master.home / "credentials" / "cluster-tokens.txt").read_text().splitlines()
     assert sorted(tokens) == sorted(entry["token"] for entry in cluster.ledger()["tokens"].values())
-    assert master.join_token_plan() == {"issuer": MASTER, "issue": [], "withdraw": [], "serials": {CP_JOINER: 1, WORKER: 1}}
+    assert master.join_token_plan() == {
+        "issuer": MASTER,
+        "issue": [],
+        "withdraw": [],
+        "serials": {CP_JOINER: 1, WORKER: 1},
+    }
 
 
 def test_a_joined_node_has_its_token_withdrawn_and_a_spent_one_is_reissued(microk8s, tmp_path):
@@ -989,7 +1004,10 @@ def test_a_report_never_removes_a_ready_member_but_scale_down_does(microk8s, tmp
     master.issue_join_tokens([CP_JOINER])
     assert cluster.cp_joiner.run("join", master.join_tokens()[CP_JOINER]["urls"][0]).returncode == 0
     # A healthy voter that misread its membership reports itself as rebuilt: refused.
-    with pytest.raises(CommandExecutionError, match=r"^refusing to remove the dqlite member at 10\.1\.0\.100: its node k8s-worker-0 is Ready"):
+    with pytest.raises(
+        CommandExecutionError,
+        match=r"^refusing to remove the dqlite member at 10\.1\.0\.100: its node k8s-worker-0 is Ready",
+    ):
         master.renew_join_token(CP_JOINER, "already-known", serial=1)
     assert "10.1.0.100:19001" in json.dumps(master.members())
     # The same node leaving the pillar (scale-down) is removed: the operator said so.
@@ -1024,7 +1042,13 @@ ALONE = {"role": "standalone", "members": ["10.1.0.10"]}
     [
         # A new deployment: nobody has reported, or every voter stands alone.
         ({}, MASTER),
-        ({MASTER: {"role": "standalone", "members": ["10.1.0.10"]}, CP_JOINER: {"role": "standalone", "members": []}}, MASTER),
+        (
+            {
+                MASTER: {"role": "standalone", "members": ["10.1.0.10"]},
+                CP_JOINER: {"role": "standalone", "members": []},
+            },
+            MASTER,
+        ),
         # The cluster runs: the master first.
         ({MASTER: CP, CP_JOINER: CP}, MASTER),
         # The master was rebuilt: it stands alone (or has no microk8s yet), the voter is in the cluster.
@@ -1036,7 +1060,13 @@ ALONE = {"role": "standalone", "members": ["10.1.0.10"]}
         # Rebuilt and installed, but not joined: a CA of its own.
         ({MASTER: {**ALONE, "ca": "ca-of-a-new-install"}, CP_JOINER: CP}, CP_JOINER),
         # A voter whose cluster does not list it is not in the cluster; neither is an error text.
-        ({MASTER: "microk8s.membership is not available", CP_JOINER: {"role": "control-plane", "members": ["10.9.0.1", "10.9.0.2"]}}, MASTER),
+        (
+            {
+                MASTER: "microk8s.membership is not available",
+                CP_JOINER: {"role": "control-plane", "members": ["10.9.0.1", "10.9.0.2"]},
+            },
+            MASTER,
+        ),
     ],
 )
 def test_the_issuer_is_the_first_voter_in_the_cluster_else_the_master(microk8s, reports, issuer):

@@ -502,7 +502,9 @@ def test_an_unknown_membership_fails_without_joining(states):
     joiner = Joiner()
 
     def membership():
-        raise CommandExecutionError("microk8s status listed no dqlite members 3 times while high availability is enabled")
+        raise CommandExecutionError(
+            "microk8s status listed no dqlite members 3 times while high availability is enabled"
+        )
 
     states.__salt__ = {**joiner.functions(), "microk8s.membership": membership}
     states.__opts__ = {"test": False, "id": ME}

@@ -57,7 +57,11 @@ def _addons(raw, text: str) -> dict:
     if not isinstance(raw, list) or not all(isinstance(a, dict) and "name" in a for a in raw):
         raise _unexpected("addons", text)
     return {
-        str(a["name"]): {"status": a.get("status"), "description": a.get("description"), "version": str(a.get("version"))}
+        str(a["name"]): {
+            "status": a.get("status"),
+            "description": a.get("description"),
+            "version": str(a.get("version")),
+        }
         for a in raw
     }
 

@@ -58,7 +58,11 @@ def check_ttl(ttl) -> int:
         value = int(ttl)
     except (TypeError, ValueError):
         value = None
-    if value is None or isinstance(ttl, bool) or (value != constants.SINGLE_USE_TTL and value < constants.MIN_TOKEN_TTL):
+    if (
+        value is None
+        or isinstance(ttl, bool)
+        or (value != constants.SINGLE_USE_TTL and value < constants.MIN_TOKEN_TTL)
+    ):
         raise CommandExecutionError(
             f"pillar microk8s:join:token_ttl must be -1 (single-use) or at least {constants.MIN_TOKEN_TTL} seconds "
             f"(a token expiring within {constants.TOKEN_EXPIRY_MARGIN} s is renewed on every run), got {ttl!r}"
@@ -158,7 +162,11 @@ def _issue(salt: dict, ledger: dict, joiner: str, worker: bool, ttl: int, check:
     left behind), else a new token from add-node.
     """
     current = ledger["tokens"].get(joiner)
-    if current and token_is_live(current["token"], _live_tokens(salt), time.time()) and not current_urls(current, check):
+    if (
+        current
+        and token_is_live(current["token"], _live_tokens(salt), time.time())
+        and not current_urls(current, check)
+    ):
         entry = {**current, "urls": [with_check(url, check) for url in current["urls"]]}
     else:
         issued = add_node(salt, ttl=ttl)
@@ -175,7 +183,7 @@ def _issue(salt: dict, ledger: dict, joiner: str, worker: bool, ttl: int, check:
 
 
 def usable(entry: dict | None, live: dict, now: float, check: str | None) -> bool:
-    """A ledger entry a joiner can join with: its token unspent and not expiring, its URLs naming the current certificate."""
+    """A ledger entry a joiner can use: its token unspent and not expiring, its URLs naming today's certificate."""
     return bool(entry) and token_is_live(entry["token"], live, now) and current_urls(entry, check)
 
 
