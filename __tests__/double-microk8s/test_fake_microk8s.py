@@ -566,9 +566,8 @@ class L4:
         self.root = tmp_path
 
     def node(self, name: str, address: str, hostname: str) -> FakeMicrok8s:
-        node = FakeMicrok8s(self.root / name, self.root / "cluster", address, hostname)
-        (node.bin / "snap").symlink_to(node.bin / "microk8s")
-        return node
+        # The harness puts `snap` beside `microk8s`.
+        return FakeMicrok8s(self.root / name, self.root / "cluster", address, hostname)
 
 
 def snap(node: FakeMicrok8s, *args: str) -> subprocess.CompletedProcess:

@@ -25,6 +25,8 @@ class FakeMicrok8s:
         self.bin = root / "bin"
         self.bin.mkdir(parents=True, exist_ok=True)
         (self.bin / "microk8s").symlink_to(FAKE_MICROK8S)
+        # The fake is snapd's `snap` as well, for microk8s (install, refresh, list).
+        (self.bin / "snap").symlink_to(FAKE_MICROK8S)
         self.address = address
         self.env = {
             "PATH": f"{self.bin}:/usr/bin:/bin",
@@ -47,7 +49,10 @@ class FakeMicrok8s:
         assert python_shell is False, "microk8s must be called with an argument list, not a shell string"
         assert timeout, "every microk8s call needs a timeout"
         self.logged.append(log_callback(" ".join(cmd)) if log_callback else " ".join(cmd))
-        result = self.run(*cmd[1:])
+        assert cmd[0] in ("microk8s", "snap"), f"the fake node runs microk8s and snap, not {cmd[0]}"
+        result = subprocess.run(
+            [str(self.bin / cmd[0]), *cmd[1:]], env=self.env, capture_output=True, text=True, check=False, timeout=60
+        )
         return {"retcode": result.returncode, "stdout": result.stdout, "stderr": result.stderr}
 
     def salt_functions(self, **extra) -> dict:

@@ -16,7 +16,7 @@ import json
 import shutil
 
 import pytest
-from harness.salt_cluster import SaltCluster
+from harness.salt_cluster import SaltCluster, from_terraform_sls
 
 DOMAIN = "lab.example"
 MASTER = f"k8s-master.{DOMAIN}"
@@ -238,3 +238,57 @@ def test_an_empty_member_list_never_leads_to_a_rejoin_or_a_removal(fresh):
     assert (state["result"], state["changes"]) == (True, {})
     assert len(joins(cluster, VOTER)) == 1
     assert [m["address"] for m in database(cluster)["members"]] == ["10.1.0.10:19001", "10.1.0.100:19001"]
+
+
+def orchestrate(cluster, sls: str, channel: str) -> tuple[int, dict]:
+    """``salt-run state.orchestrate`` with microk8s:channel set in the pillar Terraform writes."""
+    (cluster.pillar_root / "_from_terraform.sls").write_text(
+        from_terraform_sls({**PILLAR, "microk8s": {**PILLAR["microk8s"], "channel": channel}})
+    )
+    result = cluster._run("salt-run", "--out=json", "state.orchestrate", sls, timeout=600)
+    return result.returncode, json.loads(result.stdout or "{}")
+
+
+def kubelets(cluster) -> dict:
+    nodes = json.loads(cluster.fakes[MASTER].run("kubectl", "get", "nodes", "-o", "json").stdout)["items"]
+    return {
+        n["metadata"]["name"]: (n["status"]["nodeInfo"]["kubeletVersion"], n["spec"].get("unschedulable", False))
+        for n in nodes
+    }
+
+
+def drains(cluster) -> list[str]:
+    log = (cluster.fakes[MASTER].home / "calls.log").read_text().splitlines()
+    return [line.split()[2] for line in log if line.startswith("kubectl drain ")]
+
+
+@pytest.fixture
+def joined(fresh):
+    cluster = fresh
+    publish_tokens(cluster)
+    joined = cluster.state(JOINERS, "microk8s.joined", tgt_type="list")
+    for minion in (VOTER, WORKER):
+        assert only(joined, minion, "microk8s-joined-microk8s-cluster-joined")["result"] is True
+    yield cluster
+    (cluster.pillar_root / "_from_terraform.sls").write_text(from_terraform_sls(PILLAR))
+
+
+def test_a_new_channel_rolls_through_the_nodes_one_at_a_time_control_plane_first(joined):
+    cluster = joined
+    assert set(kubelets(cluster).values()) == {("v1.28.15", False)}
+    status, _ = orchestrate(cluster, "orch.upgrade", "1.29/stable")
+    assert status == 0, cluster.logs()
+    assert kubelets(cluster) == {name: ("v1.29.0", False) for name in ("k8s-master", "k8s-worker-0", "k8s-worker-1")}
+    assert drains(cluster) == ["k8s-master", "k8s-worker-0", "k8s-worker-1"]
+    # Run again: every node is at the release; nothing is drained.
+    status, _ = orchestrate(cluster, "orch.upgrade", "1.29/stable")
+    assert (status, drains(cluster)) == (0, ["k8s-master", "k8s-worker-0", "k8s-worker-1"])
+
+
+def test_a_channel_that_skips_a_minor_touches_no_node(joined):
+    cluster = joined
+    status, result = orchestrate(cluster, "orch.upgrade", "1.30/stable")
+    assert status != 0
+    assert "skips a minor release; upgrade one at a time (1.29/stable next)" in json.dumps(result)
+    assert drains(cluster) == []
+    assert set(kubelets(cluster).values()) == {("v1.28.15", False)}

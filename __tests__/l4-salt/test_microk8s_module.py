@@ -965,6 +965,12 @@ PUBLIC = {
     "classify_error": "(message: str)",
     "published_token": "(master: str, master_address: str | None = None)",
     "request_token_renewal": "(master: str, reason: str, serial: int)",
+    "upgrade_plan": "(channel: str)",
+    "installed": "()",
+    "refresh": "(channel: str)",
+    "drain_node": "(address: str, channel: str, timeout: int = 300)",
+    "uncordon_node": "(address: str)",
+    "wait_node_ready": "(address: str, channel: str, timeout: int = 600, interval: float = 5)",
     "join_cluster": (
         "(master: str, master_address: str | None, worker: bool, attempts: int, interval: float, max_interval: float)"
     ),
@@ -1142,3 +1148,71 @@ def test_the_ca_fingerprint_tells_one_cluster_from_another(microk8s, tmp_path):
     files[f"{tmp_path}/certs/ca.crt"] = "not a certificate"
     with pytest.raises(CommandExecutionError, match=r"certs/ca\.crt is not a PEM certificate"):
         certs.ca_fingerprint(microk8s.__salt__)
+
+
+# Rolling upgrades (orch.upgrade): the plan, drain, refresh, wait, uncordon.
+
+
+def joined_cluster(microk8s, tmp_path) -> Cluster:
+    """The fake master with its voter and its worker joined, at 1.28."""
+    cluster = Cluster(microk8s, tmp_path)
+    master = cluster.as_master()
+    master.issue_join_tokens([CP_JOINER, WORKER])
+    tokens = master.join_tokens()
+    assert cluster.cp_joiner.run("join", tokens[CP_JOINER]["urls"][0]).returncode == 0
+    assert cluster.worker.run("join", tokens[WORKER]["urls"][0], "--worker").returncode == 0
+    return cluster
+
+
+def test_the_upgrade_plan_rolls_the_control_plane_first_one_minor_at_a_time(microk8s, tmp_path):
+    master = joined_cluster(microk8s, tmp_path).as_master()
+    assert master.upgrade_plan("1.29/stable") == {
+        "channel": "1.29/stable",
+        "minor": 29,
+        "roll": [MASTER, CP_JOINER, WORKER],
+        "current": {MASTER: "v1.28.15", CP_JOINER: "v1.28.15", WORKER: "v1.28.15"},
+    }
+    assert master.upgrade_plan("1.28/candidate")["roll"] == []
+    with pytest.raises(
+        CommandExecutionError,
+        match=rf"^{MASTER} runs v1\.28\.15: microk8s_channel 1\.35/stable skips a minor release; "
+        r"upgrade one at a time \(1\.29/stable next\)$",
+    ):
+        master.upgrade_plan("1.35/stable")
+    with pytest.raises(
+        CommandExecutionError, match=rf"^{MASTER} runs v1\.28\.15: microk8s_channel 1\.27/stable would downgrade it"
+    ):
+        master.upgrade_plan("1.27/stable")
+    with pytest.raises(CommandExecutionError, match=r"microk8s channel 'latest/edge' is not 1\.<minor>/"):
+        master.upgrade_plan("latest/edge")
+
+
+def test_one_node_is_drained_refreshed_waited_for_and_uncordoned(microk8s, tmp_path, monkeypatch):
+    cluster = joined_cluster(microk8s, tmp_path)
+    monkeypatch.setattr(importlib.import_module("microk8s._upgrade").time, "sleep", lambda _s: None)
+    master = cluster.as_master()
+    assert master.drain_node("10.1.0.101", "1.29/stable", 60) == {"node": "k8s-worker-1", "drained": True}
+    assert [n["unschedulable"] for n in master.nodes() if n["address"] == "10.1.0.101"] == [True]
+    # On the worker: the snap follows the channel.
+    worker = microk8s
+    worker.__salt__ = cluster.worker.salt_functions()
+    assert worker.installed() == {"version": "v1.28.15", "tracking": "1.28/stable"}
+    assert worker.refresh("1.29/stable") == {"old": "1.28/stable", "new": "1.29/stable"}
+    master = cluster.as_master()
+    assert master.wait_node_ready("10.1.0.101", "1.29/stable", 30, 0) == {"node": "k8s-worker-1", "version": "v1.29.0"}
+    assert master.uncordon_node("10.1.0.101") == "k8s-worker-1"
+    assert [n["unschedulable"] for n in master.nodes() if n["address"] == "10.1.0.101"] == [False]
+    # Run again (a roll resumed after a failure): the node is passed over.
+    assert master.drain_node("10.1.0.101", "1.29/stable", 60) == {"node": "k8s-worker-1", "drained": False}
+    assert master.upgrade_plan("1.29/stable")["roll"] == [MASTER, CP_JOINER]
+
+
+def test_a_node_that_is_not_ready_at_the_release_in_time_stops_the_roll_naming_it(microk8s, tmp_path):
+    master = joined_cluster(microk8s, tmp_path).as_master()
+    with pytest.raises(CommandExecutionError) as raised:
+        master.wait_node_ready("10.1.0.101", "1.29/stable", 0, 0)
+    assert str(raised.value) == (
+        "the node at 10.1.0.101 is not Ready at 1.29 after 0 s; last: k8s-worker-1 Ready at v1.28.15"
+    )
+    with pytest.raises(CommandExecutionError, match=r"^Kubernetes has no node at 10\.1\.0\.199$"):
+        master.drain_node("10.1.0.199", "1.29/stable", 60)

@@ -581,3 +581,68 @@ def test_a_node_the_pillar_does_not_expect_does_not_join(states, minion_id, mast
         "comment": f"this node's role is unknown: {comment}",
     }
     assert joiner.actions == []
+
+
+# channel_tracked, run by orch.upgrade on one drained node at a time.
+
+
+class Snap:
+    def __init__(self, tracking=None, fail=None):
+        self.tracking = tracking
+        self.fail = fail
+        self.refreshed = []
+
+    def functions(self):
+        def refresh(channel):
+            self.refreshed.append(channel)
+            if self.fail:
+                raise CommandExecutionError(self.fail)
+            return {"old": self.tracking, "new": channel}
+
+        installed = None if self.tracking is None else {"version": "v1.28.15", "tracking": self.tracking}
+        return {"microk8s.installed": lambda: installed, "microk8s.refresh": refresh}
+
+
+def track(states, snap, test=False):
+    states.__salt__ = snap.functions()
+    states.__opts__ = {"test": test}
+    return states.channel_tracked("1.29/stable")
+
+
+def test_a_node_on_the_channel_or_without_the_snap_changes_nothing(states):
+    for test in (False, True):
+        assert track(states, Snap("1.29/stable"), test) == {
+            "name": "1.29/stable",
+            "result": True,
+            "changes": {},
+            "comment": "microk8s already tracks 1.29/stable",
+        }
+        assert (
+            track(states, Snap(None), test)["comment"]
+            == "microk8s is not installed; microk8s.install installs 1.29/stable"
+        )
+
+
+def test_a_node_on_another_channel_is_predicted_then_refreshed_or_the_failure_reported(states):
+    changes = {"channel": {"old": "1.28/stable", "new": "1.29/stable"}}
+    snap = Snap("1.28/stable")
+    assert track(states, snap, test=True) == {
+        "name": "1.29/stable",
+        "result": None,
+        "changes": changes,
+        "comment": "microk8s would be refreshed to 1.29/stable",
+    }
+    assert snap.refreshed == []
+    assert track(states, snap) == {
+        "name": "1.29/stable",
+        "result": True,
+        "changes": changes,
+        "comment": "microk8s refreshed to 1.29/stable",
+    }
+    failing = Snap("1.28/stable", fail="snap refresh microk8s --channel=1.29/stable failed: no network")
+    assert track(states, failing) == {
+        "name": "1.29/stable",
+        "result": False,
+        "changes": {},
+        "comment": "snap refresh microk8s --channel=1.29/stable failed: no network",
+    }

@@ -222,6 +222,46 @@ def test_orchestration_takes_the_voters_from_the_pillar_not_from_names(tmp_path,
     )
 
 
+def test_the_upgrade_rolls_one_node_at_a_time_master_voters_workers(tmp_path, pillar_data):
+    pillar = with_nodes(pillar_data, 5)
+    pillar["microk8s"]["channel"] = "1.29/stable"
+    orch = Minion(tmp_path, f"salt.{DOMAIN}", pillar).call("state.show_sls", "orch.upgrade")
+    hosts = ["k8s-master", "k8s-worker-0", "k8s-worker-1", "k8s-worker-2", "k8s-worker-3"]
+    chain = [
+        "orch-upgrade-salt-function-sync-all",
+        "orch-upgrade-salt-function-refresh-pillar",
+        "orch-upgrade-salt-function-plan",
+        *(
+            f"orch-upgrade-salt-{step}-{host}"
+            for host in hosts
+            for step in ("function-drain", "state-refresh", "function-ready", "function-uncordon")
+        ),
+    ]
+    assert sorted(orch) == sorted(chain)
+    # Each step waits for the one before: never two nodes out at once, and a failure stops the roll.
+    for before, after in itertools.pairwise(chain):
+        assert requires(orch[after]) == [{"salt": before}], f"{after} must require {before} only"
+    master = f"k8s-master.{DOMAIN}"
+    plan = args_of(orch["orch-upgrade-salt-function-plan"], "salt.function")
+    assert (plan["name"], plan["tgt"], plan["arg"]) == ("microk8s.upgrade_plan", master, ["1.29/stable"])
+    drain = args_of(orch["orch-upgrade-salt-function-drain-k8s-worker-2"], "salt.function")
+    assert (drain["tgt"], drain["arg"]) == (master, ["10.1.0.102", "1.29/stable", 300])
+    refresh = args_of(orch["orch-upgrade-salt-state-refresh-k8s-worker-2"], "salt.state")
+    assert (refresh["tgt"], refresh["sls"]) == (f"k8s-worker-2.{DOMAIN}", "microk8s.upgrade")
+    ready = args_of(orch["orch-upgrade-salt-function-ready-k8s-worker-2"], "salt.function")
+    assert ready["arg"] == ["10.1.0.102", "1.29/stable", 600]
+
+
+def test_the_upgrade_sls_tracks_the_pillar_channel(tmp_path, pillar_data):
+    pillar = {**pillar_data, "microk8s": {**pillar_data["microk8s"], "channel": "1.29/beta"}}
+    minion = Minion(tmp_path, f"k8s-worker-0.{DOMAIN}", pillar)
+    minion.call("saltutil.sync_all")
+    shown = minion.call("state.show_sls", "microk8s.upgrade")
+    assert (
+        args_of(shown["microk8s-upgrade-microk8s-channel-tracked"], "microk8s.channel_tracked")["name"] == "1.29/beta"
+    )
+
+
 def test_core_renders_the_wiki_states_on_every_machine(tmp_path, pillar_data):
     highstate = Minion(tmp_path, f"k8s-worker-0.{DOMAIN}", pillar_data).highstate()
     assert {s for s in sls_of(highstate) if s.startswith("core.")} == {

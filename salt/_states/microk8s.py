@@ -137,6 +137,43 @@ def extra_san(name: str) -> dict:
     return ret
 
 
+def channel_tracked(name: str) -> dict:
+    """
+    Ensures an installed microk8s tracks channel ``name`` (``snap refresh --channel``). Run by
+    orch.upgrade on one node at a time, between draining it and waiting for it to be Ready; a
+    node without the snap is left to microk8s.install.
+
+    .. code-block:: yaml
+
+        microk8s-upgrade-microk8s-channel-tracked:
+          microk8s.channel_tracked:
+            - name: 1.35/stable
+    """
+    ret = _ret(name)
+    try:
+        current = __salt__["microk8s.installed"]()
+    except CommandExecutionError as error:
+        ret["comment"] = f"the installed microk8s cannot be read: {error}"
+        return ret
+    if current is None:
+        ret.update(result=True, comment=f"microk8s is not installed; microk8s.install installs {name}")
+        return ret
+    if current["tracking"] == name:
+        ret.update(result=True, comment=f"microk8s already tracks {name}")
+        return ret
+    changes = {"channel": {"old": current["tracking"], "new": name}}
+    if __opts__["test"]:
+        ret.update(result=None, changes=changes, comment=f"microk8s would be refreshed to {name}")
+        return ret
+    try:
+        __salt__["microk8s.refresh"](name)
+    except CommandExecutionError as error:
+        ret["comment"] = str(error)
+        return ret
+    ret.update(result=True, changes=changes, comment=f"microk8s refreshed to {name}")
+    return ret
+
+
 def join_tokens_published(name: str, ttl: int = -1) -> dict:
     """
     On the master: every expected joiner (pillar ``microk8s:nodes``) that is not in the cluster

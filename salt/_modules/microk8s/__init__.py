@@ -310,3 +310,44 @@ def join_cluster(
     return _sub("_join").join_cluster(
         __salt__, __opts__, master, master_address, worker, attempts, interval, max_interval
     )
+
+
+# Rolling upgrades: orch.upgrade runs these one node at a time.
+
+
+def upgrade_plan(channel: str) -> dict:
+    """
+    The roll ``channel`` needs, run on a control-plane node: ``{"channel", "minor", "roll":
+    [ids, control plane first], "current": {id: kubelet version}}``. Raises naming the node when
+    ``channel`` would downgrade one or skip a minor release. CLI Example:
+    ``salt k8s-master.* microk8s.upgrade_plan 1.35/stable``
+    """
+    return _sub("_upgrade").plan(__salt__, channel)
+
+
+def installed() -> dict | None:
+    """The microk8s snap's ``{"version", "tracking"}`` (``snap list``), or None when it is not installed."""
+    return _sub("_upgrade").installed(__salt__)
+
+
+def refresh(channel: str) -> dict:
+    """``snap refresh microk8s --channel=CHANNEL`` on this node: ``{"old", "new"}`` tracking."""
+    return _sub("_upgrade").refresh(__salt__, channel)
+
+
+def drain_node(address: str, channel: str, timeout: int = 300) -> dict:
+    """
+    On a control-plane node: cordons and drains the node at private ``address`` for the roll to
+    ``channel``, unless it already runs that minor. ``{"node", "drained"}``.
+    """
+    return _sub("_upgrade").drain(__salt__, address, channel, timeout)
+
+
+def uncordon_node(address: str) -> str:
+    """On a control-plane node: makes the node at ``address`` schedulable again; returns its name."""
+    return _sub("_upgrade").uncordon(__salt__, address)
+
+
+def wait_node_ready(address: str, channel: str, timeout: int = 600, interval: float = 5) -> dict:
+    """On a control-plane node: waits until the node at ``address`` is Ready at ``channel``'s minor."""
+    return _sub("_upgrade").wait_node(__salt__, address, channel, timeout, interval)

@@ -1,6 +1,8 @@
 """Constants shared by the microk8s execution module's parts."""
 
 BINARY = "microk8s"
+# snapd's command, for the snap's channel (install, refresh, list).
+SNAP = "snap"
 # $SNAP_DATA of the microk8s snap; the minion option ``microk8s.snap_data`` overrides it.
 SNAP_DATA = "/var/snap/microk8s/current"
 SNAP_DATA_OPTION = "microk8s.snap_data"

@@ -1,0 +1,167 @@
+"""
+Rolling upgrades: which nodes a new microk8s channel has to reach and in what order, taking a
+node out of service (kubectl drain) and back (uncordon), refreshing the snap on the node, and
+waiting until Kubernetes reports it Ready at the new release. The orchestration orch.upgrade
+runs these one node at a time.
+
+Kubernetes upgrades one minor release at a time (its version skew policy: kube-apiserver
+instances within one minor of each other, kubelets never newer than the API server), and
+microk8s documents its upgrades the same way (a track at a time), so a plan that skips a minor
+or goes back is refused before anything is touched.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+from salt.exceptions import CommandExecutionError
+
+from . import _cli, _membership
+from . import _constants as constants
+
+_CHANNEL = re.compile(r"^1\.(\d+)/(stable|candidate|beta|edge)$")
+_VERSION = re.compile(r"^v?1\.(\d+)\.")
+
+
+def channel_minor(channel: str) -> int:
+    """The Kubernetes minor release of a classic microk8s channel ``1.<minor>/<risk>``."""
+    match = _CHANNEL.match(str(channel))
+    if not match:
+        raise CommandExecutionError(f"microk8s channel {channel!r} is not 1.<minor>/<stable|candidate|beta|edge>")
+    return int(match.group(1))
+
+
+def version_minor(version: str | None) -> int | None:
+    """The minor release of a kubelet version ``v1.<minor>.<patch>``, or None when unknown."""
+    match = _VERSION.match(str(version or ""))
+    return int(match.group(1)) if match else None
+
+
+def parse_snap_list(text: str) -> dict:
+    """``{"version", "tracking"}`` of microk8s from ``snap list microk8s`` (snapd cmd/snap/cmd_list.go)."""
+    lines = [line.split() for line in text.splitlines() if line.strip()]
+    if len(lines) < 2 or lines[0][:4] != ["Name", "Version", "Rev", "Tracking"]:
+        raise CommandExecutionError(f"snap list printed no table: {text[:200]!r}")
+    row = next((line for line in lines[1:] if line[0] == "microk8s"), None)
+    if row is None or len(row) < 4:
+        raise CommandExecutionError(f"snap list has no microk8s row: {text[:200]!r}")
+    return {"version": row[1], "tracking": row[3]}
+
+
+def _snap(salt: dict, *args: str) -> dict:
+    return salt["cmd.run_all"](
+        [constants.SNAP, *args], python_shell=False, timeout=constants.DEFAULT_TIMEOUT, ignore_retcode=True
+    )
+
+
+def installed(salt: dict) -> dict | None:
+    """The installed microk8s ``{"version", "tracking"}``, or None without the snap."""
+    result = _snap(salt, "list", "microk8s")
+    if result.get("retcode", 1) != 0:
+        return None
+    return parse_snap_list(result.get("stdout", ""))
+
+
+def refresh(salt: dict, channel: str) -> dict:
+    """``snap refresh microk8s --channel``: ``{"old", "new"}`` tracking; raises without the snap or on failure."""
+    channel_minor(channel)
+    current = installed(salt)
+    if current is None:
+        raise CommandExecutionError("microk8s is not installed: nothing to refresh")
+    result = _snap(salt, "refresh", "microk8s", f"--channel={channel}")
+    if result.get("retcode", 1) != 0:
+        output = (result.get("stderr") or result.get("stdout") or "").strip()
+        raise CommandExecutionError(f"snap refresh microk8s --channel={channel} failed: {output}")
+    return {"old": current["tracking"], "new": channel}
+
+
+def _by_address(salt: dict) -> dict[str, dict]:
+    return {node["address"]: node for node in _membership.nodes(salt) if node["address"]}
+
+
+def plan(salt: dict, channel: str) -> dict:
+    """
+    ``{"channel", "minor", "roll": [ids], "current": {id: kubelet version}}``: the nodes of the
+    pillar that Kubernetes runs below ``channel``'s minor, control plane first (pillar order),
+    then the workers. Nodes not in the cluster yet are left to orch.deploy, which installs the
+    channel. Raises naming the node when one runs a newer minor (no downgrades) or two or more
+    minors older (one minor at a time).
+    """
+    target = channel_minor(channel)
+    roles = _membership.node_roles(salt)
+    known = _by_address(salt)
+    current, roll = {}, []
+    for node_id in [*roles["control_plane"], *roles["workers"]]:
+        node = known.get(roles["addresses"][node_id])
+        if node is None:
+            continue
+        current[node_id] = node["version"]
+        minor = version_minor(node["version"])
+        if minor is None:
+            raise CommandExecutionError(f"{node_id} reports no kubelet version; its release is unknown")
+        if minor > target:
+            raise CommandExecutionError(
+                f"{node_id} runs {node['version']}: microk8s_channel {channel} would downgrade it; "
+                "Kubernetes cannot go back a minor release"
+            )
+        if minor < target - 1:
+            raise CommandExecutionError(
+                f"{node_id} runs {node['version']}: microk8s_channel {channel} skips a minor release; "
+                f"upgrade one at a time (1.{minor + 1}/stable next)"
+            )
+        if minor < target:
+            roll.append(node_id)
+    return {"channel": channel, "minor": target, "roll": roll, "current": current}
+
+
+def _node(salt: dict, address: str) -> dict:
+    node = _by_address(salt).get(address)
+    if node is None:
+        raise CommandExecutionError(f"Kubernetes has no node at {address}")
+    return node
+
+
+def drain(salt: dict, address: str, channel: str, timeout: int) -> dict:
+    """
+    Cordons and drains the node at ``address`` unless it already runs ``channel``'s minor:
+    ``{"node", "drained"}``. DaemonSet pods stay (calico runs on every node); emptyDir data
+    goes; kubectl gives up after ``timeout`` seconds and the error names the node.
+    """
+    node = _node(salt, address)
+    if version_minor(node["version"]) == channel_minor(channel):
+        return {"node": node["name"], "drained": False}
+    args = ("drain", node["name"], "--ignore-daemonsets", "--delete-emptydir-data", f"--timeout={int(timeout)}s")
+    _cli.run(salt, "kubectl", *args, timeout=int(timeout) + 60)
+    return {"node": node["name"], "drained": True}
+
+
+def uncordon(salt: dict, address: str) -> str:
+    node = _node(salt, address)
+    _cli.run(salt, "kubectl", "uncordon", node["name"])
+    return node["name"]
+
+
+def wait_node(salt: dict, address: str, channel: str, timeout: int, interval: float) -> dict:
+    """
+    Waits until the node at ``address`` is Ready at ``channel``'s minor: ``{"node", "version"}``.
+    The API server restarts when its own node refreshes, so failed readings are read again;
+    after ``timeout`` seconds the error names the node and its last state.
+    """
+    target = channel_minor(channel)
+    deadline = time.monotonic() + int(timeout)
+    last = "no reading"
+    while True:
+        try:
+            node = _node(salt, address)
+        except CommandExecutionError as error:
+            last = str(error)
+        else:
+            if node["ready"] and version_minor(node["version"]) == target:
+                return {"node": node["name"], "version": node["version"]}
+            last = f"{node['name']} {'Ready' if node['ready'] else 'not Ready'} at {node['version']}"
+        if time.monotonic() >= deadline:
+            raise CommandExecutionError(
+                f"the node at {address} is not Ready at 1.{target} after {timeout} s; last: {last}"
+            )
+        time.sleep(interval)

@@ -1,0 +1,87 @@
+{#-
+  salt-run state.orchestrate orch.upgrade: rolls microk8s:channel through the cluster, one node
+  at a time, the master first, then the other voters, then the workers, so that never two
+  voters are out at once: drain (on the master) -> snap refresh (on the node) -> wait until
+  Kubernetes reports it Ready at the new release -> uncordon. The plan refuses a downgrade or a
+  skipped minor before anything is touched; a node already at the release is passed over; the
+  first failure stops the roll, and its step names the node.
+#}
+{%- from "orch/map.jinja" import orchestration with context %}
+{%- from "microk8s/map.jinja" import microk8s with context %}
+{%- set ids = microk8s.nodes | map(attribute="id") | list %}
+{%- set addresses = {} %}
+{%- for node in microk8s.nodes %}
+{%-   do addresses.update({node.id: node.address}) %}
+{%- endfor %}
+{%- set master = microk8s.master or (ids | first) %}
+{%- set voters = microk8s.get("control_plane") or [] %}
+{%- set order = [master] + (ids | select("in", voters) | reject("equalto", master) | list)
+                + (ids | reject("in", voters) | reject("equalto", master) | list) %}
+
+orch-upgrade-salt-function-sync-all:
+  salt.function:
+    - name: saltutil.sync_all
+    - tgt: {{ ids | join(",") | yaml_encode }}
+    - tgt_type: list
+
+orch-upgrade-salt-function-refresh-pillar:
+  salt.function:
+    - name: saltutil.refresh_pillar
+    - tgt: {{ ids | join(",") | yaml_encode }}
+    - tgt_type: list
+    - kwarg:
+        wait: true
+    - require:
+      - salt: orch-upgrade-salt-function-sync-all
+
+orch-upgrade-salt-function-plan:
+  salt.function:
+    - name: microk8s.upgrade_plan
+    - tgt: {{ master | yaml_encode }}
+    - arg:
+      - {{ microk8s.channel | yaml_encode }}
+    - require:
+      - salt: orch-upgrade-salt-function-refresh-pillar
+{%- set previous = namespace(step="orch-upgrade-salt-function-plan") %}
+{%- for node in order %}
+{%-   set host = node.split(".") | first %}
+
+{{ ("orch-upgrade-salt-function-drain-" ~ host) | yaml_encode }}:
+  salt.function:
+    - name: microk8s.drain_node
+    - tgt: {{ master | yaml_encode }}
+    - arg:
+      - {{ addresses[node] | yaml_encode }}
+      - {{ microk8s.channel | yaml_encode }}
+      - {{ orchestration.drain_timeout | yaml_encode }}
+    - require:
+      - salt: {{ previous.step | yaml_encode }}
+
+{{ ("orch-upgrade-salt-state-refresh-" ~ host) | yaml_encode }}:
+  salt.state:
+    - tgt: {{ node | yaml_encode }}
+    - sls: microk8s.upgrade
+    - require:
+      - salt: {{ ("orch-upgrade-salt-function-drain-" ~ host) | yaml_encode }}
+
+{{ ("orch-upgrade-salt-function-ready-" ~ host) | yaml_encode }}:
+  salt.function:
+    - name: microk8s.wait_node_ready
+    - tgt: {{ master | yaml_encode }}
+    - arg:
+      - {{ addresses[node] | yaml_encode }}
+      - {{ microk8s.channel | yaml_encode }}
+      - {{ orchestration.ready_timeout | yaml_encode }}
+    - require:
+      - salt: {{ ("orch-upgrade-salt-state-refresh-" ~ host) | yaml_encode }}
+
+{{ ("orch-upgrade-salt-function-uncordon-" ~ host) | yaml_encode }}:
+  salt.function:
+    - name: microk8s.uncordon_node
+    - tgt: {{ master | yaml_encode }}
+    - arg:
+      - {{ addresses[node] | yaml_encode }}
+    - require:
+      - salt: {{ ("orch-upgrade-salt-function-ready-" ~ host) | yaml_encode }}
+{%-   set previous.step = "orch-upgrade-salt-function-uncordon-" ~ host %}
+{%- endfor %}
