@@ -147,11 +147,18 @@ export const MICROK8S_MIN_MINOR = 28;
 /** The risk levels of a snap channel (snapcraft.io/docs/channels). */
 export const MICROK8S_RISKS = ["stable", "candidate", "beta", "edge"] as const;
 
+/** A whole number from `min` (two digits) up, without a leading zero, as a regular expression. */
+function atLeast(min: number): string {
+  if (!Number.isInteger(min) || min < 10 || min > 89) throw new Error(`atLeast(${min}): two digits, below 90`);
+  const [tens, ones] = [Math.floor(min / 10), min % 10];
+  return `${tens}[${ones}-9]|[${tens + 1}-9][0-9]|[1-9][0-9][0-9]+`;
+}
+
 /**
- * A classic microk8s snap channel: `1.<minor>/<risk>`, minor 28 or later, without a leading zero.
- * The `-strict` tracks are a strictly confined snap, which the states do not install.
+ * A classic microk8s snap channel: `1.<minor>/<risk>`, minor MICROK8S_MIN_MINOR or later. The
+ * `-strict` tracks are a strictly confined snap, which the states do not install.
  */
-const MICROK8S_CHANNEL = pattern(`^1[.](2[89]|[3-9][0-9]|[1-9][0-9][0-9]+)/(${MICROK8S_RISKS.join("|")})$`);
+const MICROK8S_CHANNEL = pattern(`^1[.](${atLeast(MICROK8S_MIN_MINOR)})/(${MICROK8S_RISKS.join("|")})$`);
 
 /**
  * The longest domain: every machine's FQDN (`<host>.<domain>`) is a DNS name, and every resource
@@ -360,8 +367,7 @@ export const VARIABLES = {
   } satisfies VariableSpec<string>,
   microk8s_channel: {
     type: "string",
-    description:
-      "Snap channel microk8s is installed from on every Kubernetes node: <track>/<risk>, the track a Kubernetes minor release (1.28 or later).",
+    description: `Snap channel microk8s is installed from on every Kubernetes node: <track>/<risk>, the track a Kubernetes minor release (1.${MICROK8S_MIN_MINOR} or later).`,
     default: "1.35/stable",
     rules: [
       rule(
