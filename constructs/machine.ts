@@ -1,4 +1,14 @@
-import { Fn, ref, TerraformCount, TerraformLocal, TerraformResource, TerraformResourceLifecycle, TerraformStack, Token } from "cdktf";
+import {
+  Fn,
+  ref,
+  TerraformCount,
+  TerraformDataSource,
+  TerraformLocal,
+  TerraformResource,
+  TerraformResourceLifecycle,
+  TerraformStack,
+  Token,
+} from "cdktf";
 import { Construct } from "constructs";
 import { DataOpenstackImagesImageV2 } from "../.gen/providers/openstack/data-openstack-images-image-v2";
 import { NetworkingFloatingipAssociateV2 } from "../.gen/providers/openstack/networking-floatingip-associate-v2";
@@ -31,7 +41,7 @@ export function baseImageId(scope: Construct, image: string): string {
     name: image,
     mostRecent: true,
   });
-  return Token.asString(Fn.conditional(isId, image, Fn.one(splat(lookup, "id", "data."))));
+  return Token.asString(Fn.conditional(isId, image, Fn.one(splat(lookup, "id"))));
 }
 
 /** What every machine construct needs besides its own role. */
@@ -63,13 +73,14 @@ export interface BootstrapSettings {
  */
 export const SALT_VERSION = "3007.15";
 /**
- * Interface names on Ubuntu's cloud images (24.04 as 20.04): Nova attaches the public port first.
- * The images name NICs by systemd's predictable scheme (Ubuntu's cloud images use it since xenial,
- * ubuntu-devel, 2016-04-20, "Predictable Network Interface Names in Cloud Images"); a virtio NIC
- * on QEMU's default i440fx machine sits in a PCI hotplug slot, so it gets ID_NET_NAME_SLOT,
- * `ens<slot>` (systemd.net-naming-scheme(7)), and Nova's libvirt driver puts the NICs in slots 3
- * and 4 after the graphics card. A cloud whose flavors use the q35 machine type names them
- * `enp<bus>s0` instead.
+ * Interface names on Ubuntu's cloud images, 24.04 as 20.04: Nova attaches the public port first.
+ * The images name NICs by systemd's predictable scheme (since xenial: ubuntu-devel, 2016-04-20,
+ * "Predictable Network Interface Names in Cloud Images", which gives ens3 as the example). A
+ * virtio NIC on QEMU's default i440fx machine sits in a PCI hotplug slot, so it is named
+ * `ens<slot>` (ID_NET_NAME_SLOT, systemd.net-naming-scheme(7)); libvirt gives the two NICs the
+ * first free slots, 3 and 4, after the bridge (0), the PIIX3 (1) and the video card (2). Not seen
+ * on a 24.04 guest here (no Ubuntu image can be had offline). A flavor or image with the q35
+ * machine type puts NICs behind PCIe root ports instead, named `enp<bus>s0`.
  */
 export const PUBLIC_INTERFACE = "ens3";
 export const PRIVATE_INTERFACE = "ens4";
@@ -202,8 +213,9 @@ export function atCountIndex(resource: { fqn: string }, attribute: string): stri
  * `<resource>[*].<attribute>` of a counted resource as a reference that nests inside other
  * expressions (`one(...)`, `concat(...)`), where an interpolated string would not.
  */
-export function splat(resource: TerraformResource | DataOpenstackImagesImageV2, attribute: string, prefix: "" | "data." = ""): string[] {
+export function splat(resource: TerraformResource | TerraformDataSource, attribute: string): string[] {
+  const mode = resource instanceof TerraformDataSource ? "data." : "";
   return Token.asList(
-    ref(`${prefix}${resource.terraformResourceType}.${resource.friendlyUniqueId}[*].${attribute}`, TerraformStack.of(resource)),
+    ref(`${mode}${resource.terraformResourceType}.${resource.friendlyUniqueId}[*].${attribute}`, TerraformStack.of(resource)),
   );
 }
