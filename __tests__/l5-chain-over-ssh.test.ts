@@ -373,6 +373,14 @@ describeWithNamespaces("L5: the provisioning chain over SSH through the bastion"
     expect((await tofu(["plan", "-detailed-exitcode", "-input=false"])).status).toBe(0);
   });
 
+  it("plans to re-run the sync and the steps after it when microk8s_channel changes (the pillar's hash), and nothing else", async () => {
+    expect(await plannedChanges((args) => tofu(args, { TF_VAR_microk8s_channel: "1.34/stable" }))).toEqual([
+      "null_resource.AcceptMinionKeys[0] delete+create",
+      "null_resource.Orchestrate[0] delete+create",
+      "null_resource.SyncSaltTree[0] delete+create",
+    ]);
+  });
+
   describe("after one SLS file is edited", () => {
     let edited: Tofu;
     let tree: string;
