@@ -1,14 +1,14 @@
 /**
  * The OpenStack API double rejects what Nova, Cinder, Neutron and Keystone reject, with their
  * status codes and messages (each rule cites its upstream file in __tests__/doubles/openstack/), and
- * accepts what they accept. Requests go straight to the API, as the provider would send them.
+ * accepts what they accept; Glance lists images with its filters. Requests go straight to the API, as the provider would send them.
  */
 import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { NO_VALID_HOST } from "./doubles/openstack/nova";
-import { OpenStackDouble, startOpenStackDouble, WIKI_IMAGE } from "./doubles/openstack/server";
+import { NOBLE_IMAGE, OpenStackDouble, startOpenStackDouble, WIKI_IMAGE } from "./doubles/openstack/server";
 
 let double: OpenStackDouble;
 let token: string;
@@ -363,6 +363,22 @@ describe("Neutron", () => {
       409,
       { type: "OverQuota", message: "Quota exceeded for resources: ['floatingip'].", detail: "" },
     ]);
+  });
+});
+
+describe("Glance", () => {
+  const ids = async (query: string) => ((await api("GET", `/image/v2/images?${query}`)).body.images as { id: string }[]).map((i) => i.id);
+
+  it("lists images by exact name and status, as the provider's name lookup asks, leaving community images out unless asked for", async () => {
+    const community = "7e2f4a6b-1c3d-4e5f-8a9b-0c1d2e3f4a5b";
+    double.glance.seedImage(community, "Ubuntu 24.04", "community");
+    // What openstack_images_image_v2 sends for name = "Ubuntu 24.04", most_recent = true.
+    expect(await ids("name=Ubuntu+24.04&sort=name%3Aasc&status=active")).toEqual([NOBLE_IMAGE.id]);
+    expect(await ids("name=Ubuntu")).toEqual([]);
+    expect(await ids("name=Ubuntu+24.04&status=queued")).toEqual([]);
+    expect(await ids("name=Ubuntu+24.04&visibility=all")).toEqual([NOBLE_IMAGE.id, community]);
+    expect(await ids("name=Ubuntu+24.04&visibility=community")).toEqual([community]);
+    expect(await ids("visibility=public&member_status=all")).toEqual([NOBLE_IMAGE.id, WIKI_IMAGE.id]);
   });
 });
 

@@ -17,13 +17,15 @@ async function errorFor(env: NodeJS.ProcessEnv): Promise<string> {
 }
 
 describe("loadConfig", () => {
-  it("returns the wiki's defaults when no TF_VAR_ is set", async () => {
+  it("returns the wiki's defaults when no TF_VAR_ is set, with a supported image and microk8s track (issue 18)", async () => {
     const config = await loadConfig({});
     expect(config).toMatchObject({
       num_kube_nodes: 3,
       kube_node_flavor: "m1.large",
       external_network_name: "vlan1066",
-      base_image: "ad156007-77bb-4e32-ac97-7f8340cab73d",
+      // The wiki's image ID is one cloud's Ubuntu 20.04, past its end of life: a name, looked up.
+      base_image: "Ubuntu 24.04",
+      microk8s_channel: "1.35/stable",
       deploy_domain_name: "kube-on-os",
       deploy_user: "ubuntu",
       set_root_password: false,
@@ -95,7 +97,17 @@ describe("loadConfig", () => {
       ],
       [{ TF_VAR_deploy_domain_name: "-bad.example" }, "deploy_domain_name must be a lower-case DNS name"],
       [{ TF_VAR_deploy_user: "root" }, 'Invalid TF_VAR_deploy_user="root": deploy_user must be a Linux user name other than root'],
-      [{ TF_VAR_base_image: "focal" }, 'Invalid TF_VAR_base_image="focal": base_image must be an image ID'],
+      [{ TF_VAR_base_image: "" }, 'Invalid TF_VAR_base_image="": base_image must be an image ID (a lower-case UUID'],
+      [{ TF_VAR_base_image: "Ubuntu 24.04 " }, "base_image must be an image ID (a lower-case UUID such as"],
+      [{ TF_VAR_base_image: "x".repeat(256) }, "or an image name of 1 to 255 characters without leading or trailing spaces"],
+      [
+        { TF_VAR_microk8s_channel: "1.27/stable" },
+        'Invalid TF_VAR_microk8s_channel="1.27/stable": microk8s_channel must be a classic microk8s channel <track>/<risk>: track 1.28 or later (1.<minor>), risk stable, candidate, beta, edge, such as 1.35/stable.',
+      ],
+      [{ TF_VAR_microk8s_channel: "latest/stable" }, "microk8s_channel must be a classic microk8s channel"],
+      [{ TF_VAR_microk8s_channel: "1.35-strict/stable" }, "microk8s_channel must be a classic microk8s channel"],
+      [{ TF_VAR_microk8s_channel: "1.35" }, "microk8s_channel must be a classic microk8s channel"],
+      [{ TF_VAR_microk8s_channel: "1.35/rc" }, "microk8s_channel must be a classic microk8s channel"],
       [{ TF_VAR_kube_node_flavor: " " }, 'Invalid TF_VAR_kube_node_flavor=" ": kube_node_flavor must be a non-empty string'],
       [{ TF_VAR_external_network_name: "" }, 'Invalid TF_VAR_external_network_name="": external_network_name must be a non-empty string'],
       // The wiki's own example is malformed HCL.

@@ -86,14 +86,15 @@ describe("KubeOnOsStack", () => {
     }
   });
 
-  it("keeps the wiki's nine variables with its names and defaults", async () => {
+  it("keeps the wiki's nine variables with its names and defaults, but a supported image (issue 18)", async () => {
     const json = await synthStack({});
     const defaults = Object.fromEntries(Object.entries(json.variable).map(([name, v]) => [name, v.default]));
     expect(defaults).toMatchObject({
       num_kube_nodes: 3,
       kube_node_flavor: "m1.large",
       external_network_name: "vlan1066",
-      base_image: "ad156007-77bb-4e32-ac97-7f8340cab73d",
+      // The wiki's ad156007-77bb-4e32-ac97-7f8340cab73d is one cloud's Ubuntu 20.04, past its end of life.
+      base_image: "Ubuntu 24.04",
       deploy_domain_name: "kube-on-os",
       deploy_user: "ubuntu",
       set_root_password: false,
@@ -101,6 +102,36 @@ describe("KubeOnOsStack", () => {
       users: [],
     });
     expect(json.variable.root_password).toMatchObject({ sensitive: true, ephemeral: true, nullable: true });
+  });
+
+  it("boots every machine from base_image: an ID as is, a name through the newest Glance image of that name", async () => {
+    const json = await synthStack({});
+    expect(json.data.openstack_images_image_v2.BaseImage).toEqual({
+      count: "${local.base_image_is_id ? 0 : 1}",
+      most_recent: true,
+      name: "${var.base_image}",
+    });
+    expect(json.locals.base_image_is_id).toBe(
+      '${can(regex("^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", var.base_image))}',
+    );
+    const instances = Object.values(json.resource.openstack_compute_instance_v2);
+    expect(instances).toHaveLength(4);
+    for (const instance of instances) {
+      expect(instance.image_id).toBe("${local.base_image_is_id ? var.base_image : one(data.openstack_images_image_v2.BaseImage[*].id)}");
+    }
+  });
+
+  it("keeps every machine on the image it was created with: a newer image (or another default) replaces none", async () => {
+    const json = await synthStack({});
+    for (const instance of Object.values(json.resource.openstack_compute_instance_v2)) {
+      expect(instance.lifecycle).toEqual({ ignore_changes: ["image_id", "image_name"] });
+    }
+  });
+
+  it("writes microk8s_channel into the pillar as microk8s:channel", async () => {
+    const json = await synthStack({ TF_VAR_microk8s_channel: "1.34/candidate" });
+    expect(json.variable.microk8s_channel.default).toBe("1.34/candidate");
+    expect(json.locals.salt_pillar).toContain('"channel" = var.microk8s_channel');
   });
 
   it("records TF_VAR_ overrides as the variables' defaults", async () => {
@@ -172,6 +203,7 @@ const ADDRESSES = [
   "data.openstack_compute_flavor_v2.Quotas_SaltMasterFlavor_6E037E8A",
   "data.openstack_compute_quotaset_v2.Quotas_Compute_EAC7774A",
   "data.openstack_identity_auth_scope_v3.Quotas_Scope_2C9E6C9C",
+  "data.openstack_images_image_v2.BaseImage",
   "data.openstack_networking_network_v2.Network_ExternalNetwork_2FE1A5D2",
   "data.openstack_networking_quota_v2.Quotas_Network_ED06D85E",
   "null_resource.SaltProvisioner_AcceptMinionKeys_D0003BB4",

@@ -6,7 +6,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { NOVA_DEFAULT_QUOTAS } from "./doubles/openstack/nova";
-import { OpenStackDouble, startOpenStackDouble } from "./doubles/openstack/server";
+import { NOBLE_IMAGE, OpenStackDouble, startOpenStackDouble, WIKI_IMAGE } from "./doubles/openstack/server";
 import { StateServer, startStateServer } from "./doubles/http-state/server";
 import YAML from "yaml";
 import { planJson } from "./support/plan";
@@ -295,6 +295,7 @@ describe("L3: apply, re-plan with no changes, destroy", () => {
         allowed_csr_ip: outputs.master_floating_ip.value,
         pod_cidr: "10.244.0.0/16",
         service_cidr: "10.152.183.0/24",
+        channel: "1.35/stable",
         nodes: [
           { id: "k8s-master.kube-on-os", address: "10.1.0.10" },
           { id: "k8s-worker-0.kube-on-os", address: "10.1.0.100" },
@@ -372,6 +373,98 @@ describe("L3: apply, re-plan with no changes, destroy", () => {
     expect(double.resourceCount()).toBe(0);
     const stored = state.readState(ws.stateName) as { resources: unknown[] };
     expect(stored.resources).toEqual([]);
+  });
+});
+
+describe("the base image, by name or by ID (issue 18)", () => {
+  // Glance as a cloud publishes Ubuntu: an older and a newer build under one name, the old default
+  // by ID, and a community image of the same name, which Glance lists only when asked for.
+  const OLDER = { id: "0b9d1e4c-3a57-4f62-8e0d-6c2b7a91f3e8", name: "Ubuntu 24.04" };
+  const COMMUNITY = { id: "7e2f4a6b-1c3d-4e5f-8a9b-0c1d2e3f4a5b", name: "Ubuntu 24.04", visibility: "community" as const };
+  const NEWEST = { id: "c4e8a2f6-5b1d-4c3e-9f7a-2d6b8e0c1a43", name: "Ubuntu 24.04" };
+  let cloud: OpenStackDouble;
+
+  beforeAll(async () => {
+    cloud = await startOpenStackDouble({ images: [OLDER, WIKI_IMAGE, NOBLE_IMAGE, COMMUNITY] });
+  });
+
+  afterAll(async () => {
+    await cloud.close();
+  });
+
+  afterEach(() => {
+    expect(cloud.unhandled).toEqual([]);
+  });
+
+  const imagesOf = (plan: any) =>
+    plannedResources(plan)
+      .filter((r: any) => r.type === "openstack_compute_instance_v2")
+      .map((r: any) => r.values.image_id);
+
+  describeEachCli("L2", (cli) => {
+    let ws: Workspace;
+
+    beforeAll(async () => {
+      ws = await makeWorkspace(cloud, state, {}, WITHOUT_PROVISIONERS, cli);
+    });
+
+    it("looks the default name up in Glance and boots every machine from the newest image of that name", async () => {
+      const plan = await planJson(ws);
+      expect(imagesOf(plan)).toEqual(Array(5).fill(NOBLE_IMAGE.id));
+      const lookups = cloud.requests.filter((r) => r.method === "GET" && r.url.startsWith("/image/v2/images?"));
+      expect(lookups.length).toBeGreaterThan(0);
+      const query = new URL(lookups[lookups.length - 1].url, "http://double").searchParams;
+      expect(Object.fromEntries(query)).toEqual({ name: "Ubuntu 24.04", sort: "name:asc", status: "active" });
+    });
+
+    it("uses an ID as it is, with no lookup", async () => {
+      const before = cloud.requests.length;
+      const plan = await planJson(ws, { TF_VAR_base_image: WIKI_IMAGE.id });
+      expect(imagesOf(plan)).toEqual(Array(5).fill(WIKI_IMAGE.id));
+      expect(plan.resource_changes.filter((c: any) => c.type === "openstack_images_image_v2")).toEqual([]);
+      expect(cloud.requests.slice(before).filter((r) => r.url.startsWith("/image/v2/images?"))).toEqual([]);
+    });
+
+    it("fails the plan with the provider's error when no image has the name, creating nothing", async () => {
+      const result = await ws.tofu(["plan", "-input=false", "-lock=false"], { TF_VAR_base_image: "Ubuntu 26.04" });
+      expect(result.status).not.toBe(0);
+      expect(result.stderr.replace(/\s+/g, " ")).toContain("Your query returned no results.");
+      expect(cloud.resourceCount()).toBe(0);
+    });
+  });
+
+  describe("L3", () => {
+    let ws: Workspace;
+
+    beforeAll(async () => {
+      ws = await makeWorkspace(cloud, state, {});
+    });
+
+    afterAll(async () => {
+      await ws.tofu(["destroy", "-auto-approve", "-input=false"]);
+    });
+
+    it("keeps a deployment made from the old default's ID when the default becomes a name: the re-plan changes nothing", async () => {
+      // As before issue 18: the same stack, with the ID the default was.
+      const apply = await ws.tofu(["apply", "-auto-approve", "-input=false"], { TF_VAR_base_image: WIKI_IMAGE.id });
+      expect(apply.stderr).toBe("");
+      expect(cloud.nova.servers.all().map((s) => (s.image as { id: string }).id)).toEqual(Array(5).fill(WIKI_IMAGE.id));
+      const replan = await ws.tofu(["plan", "-detailed-exitcode", "-input=false"]);
+      expect(replan.stderr).toBe("");
+      expect(replan.status).toBe(0);
+    });
+
+    it("replaces no machine when the cloud publishes a newer build, and boots only new machines from it", async () => {
+      cloud.glance.seedImage(NEWEST.id, NEWEST.name);
+      const replan = await ws.tofu(["plan", "-detailed-exitcode", "-input=false"]);
+      expect(replan.stderr).toBe("");
+      expect(replan.status).toBe(0);
+      const up = await ws.tofu(["apply", "-auto-approve", "-input=false"], { TF_VAR_num_kube_nodes: "4" });
+      expect(up.stderr).toBe("");
+      const servers = cloud.nova.servers.all();
+      expect(servers.map((s) => (s.image as { id: string }).id)).toEqual([...Array(5).fill(WIKI_IMAGE.id), NEWEST.id]);
+      expect((await ws.tofu(["plan", "-detailed-exitcode", "-input=false"], { TF_VAR_num_kube_nodes: "4" })).status).toBe(0);
+    });
   });
 });
 

@@ -18,7 +18,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { cleanCopy } from "../constructs/provisioning/tree-hash";
-import { OpenStackDouble, startOpenStackDouble } from "./doubles/openstack/server";
+import { OpenStackDouble, startOpenStackDouble, WIKI_IMAGE } from "./doubles/openstack/server";
 import { StateServer, startStateServer } from "./doubles/http-state/server";
 import { SshHosts, startSshHosts } from "./doubles/ssh-hosts/server";
 import { synthToDir } from "./support/synth";
@@ -200,7 +200,9 @@ function asOfEb9d706(json: any): any {
  * content hashes.
  */
 function asOfA4e49bc(json: any): any {
-  return { ...fixtureWithTodaysHashes(json, "stack@a4e49bc.json"), "//": json["//"], terraform: json.terraform, variable: json.variable };
+  // base_image was an ID then, and its default the wiki's: the machines boot from it as is.
+  const variable = { ...json.variable, base_image: { ...json.variable.base_image, default: WIKI_IMAGE.id } };
+  return { ...fixtureWithTodaysHashes(json, "stack@a4e49bc.json"), "//": json["//"], terraform: json.terraform, variable };
 }
 
 /** The provisioners' output lines: "<step>: <line>" (Terraform prefixes the resource address). */
@@ -369,6 +371,14 @@ describeWithNamespaces("L5: the provisioning chain over SSH through the bastion"
 
   it("re-plans with no changes", async () => {
     expect((await tofu(["plan", "-detailed-exitcode", "-input=false"])).status).toBe(0);
+  });
+
+  it("plans to re-run the sync and the steps after it when microk8s_channel changes (the pillar's hash), and nothing else", async () => {
+    expect(await plannedChanges((args) => tofu(args, { TF_VAR_microk8s_channel: "1.34/stable" }))).toEqual([
+      "null_resource.AcceptMinionKeys[0] delete+create",
+      "null_resource.Orchestrate[0] delete+create",
+      "null_resource.SyncSaltTree[0] delete+create",
+    ]);
   });
 
   describe("after one SLS file is edited", () => {
@@ -610,8 +620,10 @@ describeWithNamespaces("L5: the provisioning chain over SSH through the bastion"
 
     it("plans to change nothing but the pillar's content: the sync and the steps after it run again, no machine is touched", async () => {
       // Every address, name, address and trigger is the same; only two pillar keys no state read
-      // (network:domain, network:external_gateway) are gone and the renderer line is new, so the
-      // pillar data's hash changed. The parameters' preconditions are a new, empty terraform_data.
+      // (network:domain, network:external_gateway) are gone, and the renderer line and
+      // microk8s:channel are new, so the pillar data's hash changed. The parameters' preconditions
+      // are a new, empty terraform_data. base_image's new default, a name, resolves to another
+      // image, which the machines ignore (constructs/machine.ts, KEEP_IMAGE).
       expect(await plannedChanges(after)).toEqual(
         [
           ...["AcceptMinionKeys", "Orchestrate", "SyncSaltTree"].map((step) => `null_resource.${step}[0] delete+create`),

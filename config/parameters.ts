@@ -20,13 +20,13 @@ import {
   LINUX_USERNAME,
   NOT_BLANK,
   oneOf,
+  pattern,
   PlanTimeRule,
   Range,
   Rule,
   rule,
   SSH_PUBLIC_KEY,
   TRIMMED,
-  UUID,
   wholeNumber,
 } from "./rules";
 
@@ -130,6 +130,37 @@ const OPENSTACK_NAME_MAX = 255;
 const DNS_NAME_MAX = 253;
 
 /**
+ * Glance's image name holds 255 characters (glance/api/v2/images.py, get_base_properties: `name`
+ * has `maxLength: 255`); a longer name can match no image. An image ID passes this rule too: the
+ * stack tells IDs from names by the UUID pattern (constructs/machine.ts, baseImageId).
+ */
+export const IMAGE_NAME_MAX = 255;
+
+const IMAGE_NAME = all(NOT_BLANK, TRIMMED, characters({ max: IMAGE_NAME_MAX }));
+
+/**
+ * The oldest Kubernetes minor release the Salt states and the microk8s module support: the parsers
+ * are tested on 1.28's output (docs/microk8s-module.md).
+ */
+export const MICROK8S_MIN_MINOR = 28;
+
+/** The risk levels of a snap channel (snapcraft.io/docs/channels). */
+export const MICROK8S_RISKS = ["stable", "candidate", "beta", "edge"] as const;
+
+/** A whole number from `min` (two digits) up, without a leading zero, as a regular expression. */
+function atLeast(min: number): string {
+  if (!Number.isInteger(min) || min < 10 || min > 89) throw new Error(`atLeast(${min}): two digits, below 90`);
+  const [tens, ones] = [Math.floor(min / 10), min % 10];
+  return `${tens}[${ones}-9]|[${tens + 1}-9][0-9]|[1-9][0-9][0-9]+`;
+}
+
+/**
+ * A classic microk8s snap channel: `1.<minor>/<risk>`, minor MICROK8S_MIN_MINOR or later. The
+ * `-strict` tracks are a strictly confined snap, which the states do not install.
+ */
+const MICROK8S_CHANNEL = pattern(`^1[.](${atLeast(MICROK8S_MIN_MINOR)})/(${MICROK8S_RISKS.join("|")})$`);
+
+/**
  * The longest domain: every machine's FQDN (`<host>.<domain>`) is a DNS name, and every resource
  * name the stack derives from it (`<fqdn>-private` the longest) fits Nova's and Neutron's limit.
  */
@@ -189,9 +220,16 @@ export const VARIABLES = {
   } satisfies VariableSpec<string>,
   base_image: {
     type: "string",
-    description: "ID of the Ubuntu 20.04 (focal) image every machine boots from.",
-    default: "ad156007-77bb-4e32-ac97-7f8340cab73d",
-    rules: [rule("base_image", UUID, "an image ID (a lower-case UUID such as ad156007-77bb-4e32-ac97-7f8340cab73d)")],
+    description:
+      "Image every machine boots from: an image ID (a lower-case UUID, used as is) or an image name, looked up in Glance at plan time (the most recent image of that name). Machines keep the image they were created with: a new image applies to new or replaced machines.",
+    default: "Ubuntu 24.04",
+    rules: [
+      rule(
+        "base_image",
+        IMAGE_NAME,
+        `an image ID (a lower-case UUID such as ad156007-77bb-4e32-ac97-7f8340cab73d) or an image name of 1 to ${IMAGE_NAME_MAX} characters without leading or trailing spaces, such as "Ubuntu 24.04"`,
+      ),
+    ],
   } satisfies VariableSpec<string>,
   deploy_domain_name: {
     type: "string",
@@ -326,6 +364,18 @@ export const VARIABLES = {
     description: "Kubernetes service network. Must not overlap the other networks.",
     default: "10.152.183.0/24",
     rules: [subnetCidr("service_cidr")],
+  } satisfies VariableSpec<string>,
+  microk8s_channel: {
+    type: "string",
+    description: `Snap channel microk8s is installed from on every Kubernetes node: <track>/<risk>, the track a Kubernetes minor release (1.${MICROK8S_MIN_MINOR} or later).`,
+    default: "1.35/stable",
+    rules: [
+      rule(
+        "microk8s_channel",
+        MICROK8S_CHANNEL,
+        `a classic microk8s channel <track>/<risk>: track 1.${MICROK8S_MIN_MINOR} or later (1.<minor>), risk ${MICROK8S_RISKS.join(", ")}, such as 1.35/stable`,
+      ),
+    ],
   } satisfies VariableSpec<string>,
   ssh_allowed_cidrs: {
     type: "list(string)",

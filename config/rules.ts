@@ -234,8 +234,9 @@ export const DNS_NAME = all(
   pattern("^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?([.][a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$"),
 );
 
-/** A lower-case UUID, as OpenStack writes IDs. */
-export const UUID = pattern("^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$");
+/** A lower-case UUID, as OpenStack writes IDs; the source for a `regex()` that the stack itself evaluates. */
+export const UUID_PATTERN = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$";
+export const UUID = pattern(UUID_PATTERN);
 
 /** A crypt(3) hash: SHA-256, SHA-512, yescrypt or bcrypt. */
 export const CRYPT_HASH = pattern("^[$](5|6|y|2b)[$][^[:space:]]+$");

@@ -5,7 +5,7 @@ import { ComputeServergroupV2 } from "../.gen/providers/openstack/compute-server
 import { NetworkingFloatingipV2 } from "../.gen/providers/openstack/networking-floatingip-v2";
 import { NetworkingPortV2 } from "../.gen/providers/openstack/networking-port-v2";
 import { SERVER_GROUP_POLICIES } from "../config/parameters";
-import { atCountIndex, CONFIG_DRIVE, fixedPort, floatingIpFor, MachineProps, splat, userDataFor } from "./machine";
+import { atCountIndex, CONFIG_DRIVE, fixedPort, floatingIpFor, KEEP_IMAGE, MachineProps, splat, userDataFor } from "./machine";
 
 export interface KubeNodePoolProps extends MachineProps {
   /** @default KubeNodePool.DEFAULT_FLAVOR */
@@ -70,6 +70,7 @@ export class KubeNodePool extends Construct {
     this.master = new ComputeInstanceV2(this, "Master", {
       name: master.fqdn,
       imageId: props.imageId,
+      lifecycle: KEEP_IMAGE,
       configDrive: CONFIG_DRIVE,
       flavorName: flavor,
       keyPair: props.keyPair,
@@ -106,6 +107,7 @@ export class KubeNodePool extends Construct {
       ),
       name: worker.fqdn,
       imageId: props.imageId,
+      lifecycle: KEEP_IMAGE,
       configDrive: CONFIG_DRIVE,
       flavorName: flavor,
       keyPair: props.keyPair,

@@ -1,14 +1,48 @@
-import { Fn, ref, TerraformCount, TerraformResource, TerraformStack, Token } from "cdktf";
+import {
+  Fn,
+  ref,
+  TerraformCount,
+  TerraformDataSource,
+  TerraformLocal,
+  TerraformResource,
+  TerraformResourceLifecycle,
+  TerraformStack,
+  Token,
+} from "cdktf";
 import { Construct } from "constructs";
+import { DataOpenstackImagesImageV2 } from "../.gen/providers/openstack/data-openstack-images-image-v2";
 import { NetworkingFloatingipAssociateV2 } from "../.gen/providers/openstack/networking-floatingip-associate-v2";
 import { NetworkingFloatingipV2 } from "../.gen/providers/openstack/networking-floatingip-v2";
 import { NetworkingNetworkV2 } from "../.gen/providers/openstack/networking-network-v2";
 import { NetworkingPortV2 } from "../.gen/providers/openstack/networking-port-v2";
 import { NetworkingSecgroupV2 } from "../.gen/providers/openstack/networking-secgroup-v2";
 import { NetworkingSubnetV2 } from "../.gen/providers/openstack/networking-subnet-v2";
+import { UUID_PATTERN } from "../config/rules";
 import { CloudInitRole, renderCloudInit } from "./cloud-init";
 import { ClusterLayout } from "./cluster-layout";
 import { Network } from "./network";
+
+/**
+ * The servers never follow a change of image: a name is looked up at every plan and may resolve
+ * to a newer build, and a changed default would rebuild existing clusters on upgrade. A new image
+ * applies to new machines (a scale-up) and to replaced ones (`-replace`).
+ */
+export const KEEP_IMAGE: TerraformResourceLifecycle = { ignoreChanges: ["image_id", "image_name"] };
+
+/**
+ * The Glance image ID for `image`, an ID or a name: an ID (a lower-case UUID) is used as is, and a
+ * name is looked up at plan time by the data source `BaseImage` (count 0 for an ID), which takes
+ * the most recent image of that name and fails the plan when none has it.
+ */
+export function baseImageId(scope: Construct, image: string): string {
+  const isId = new TerraformLocal(scope, "base_image_is_id", Fn.can(Fn.regex(UUID_PATTERN, image))).asBoolean;
+  const lookup = new DataOpenstackImagesImageV2(scope, "BaseImage", {
+    count: TerraformCount.of(Token.asNumber(Fn.conditional(isId, 0, 1))),
+    name: image,
+    mostRecent: true,
+  });
+  return Token.asString(Fn.conditional(isId, image, Fn.one(splat(lookup, "id"))));
+}
 
 /** What every machine construct needs besides its own role. */
 export interface MachineProps {
@@ -38,7 +72,16 @@ export interface BootstrapSettings {
  * toolchain's (scripts/toolchain/requirements.txt), so the states are tested with what runs.
  */
 export const SALT_VERSION = "3007.15";
-/** Interface names on the Ubuntu 20.04 cloud image: Nova attaches the public port first. */
+/**
+ * Interface names on Ubuntu's cloud images, 24.04 as 20.04: Nova attaches the public port first.
+ * The images name NICs by systemd's predictable scheme (since xenial: ubuntu-devel, 2016-04-20,
+ * "Predictable Network Interface Names in Cloud Images", which gives ens3 as the example). A
+ * virtio NIC on QEMU's default i440fx machine sits in a PCI hotplug slot, so it is named
+ * `ens<slot>` (ID_NET_NAME_SLOT, systemd.net-naming-scheme(7)); libvirt gives the two NICs the
+ * first free slots, 3 and 4, after the bridge (0), the PIIX3 (1) and the video card (2). Not seen
+ * on a 24.04 guest here (no Ubuntu image can be had offline). A flavor or image with the q35
+ * machine type puts NICs behind PCIe root ports instead, named `enp<bus>s0`.
+ */
 export const PUBLIC_INTERFACE = "ens3";
 export const PRIVATE_INTERFACE = "ens4";
 /**
@@ -170,6 +213,9 @@ export function atCountIndex(resource: { fqn: string }, attribute: string): stri
  * `<resource>[*].<attribute>` of a counted resource as a reference that nests inside other
  * expressions (`one(...)`, `concat(...)`), where an interpolated string would not.
  */
-export function splat(resource: TerraformResource, attribute: string): string[] {
-  return Token.asList(ref(`${resource.terraformResourceType}.${resource.friendlyUniqueId}[*].${attribute}`, TerraformStack.of(resource)));
+export function splat(resource: TerraformResource | TerraformDataSource, attribute: string): string[] {
+  const mode = resource instanceof TerraformDataSource ? "data." : "";
+  return Token.asList(
+    ref(`${mode}${resource.terraformResourceType}.${resource.friendlyUniqueId}[*].${attribute}`, TerraformStack.of(resource)),
+  );
 }

@@ -20,7 +20,7 @@ import { declareVariables } from "../config/terraform-variables";
 import { Bastion } from "./bastion";
 import { ClusterLayout } from "./cluster-layout";
 import { KubeNodePool } from "./kube-node-pool";
-import { deployKeypairName, MachineProps, splat } from "./machine";
+import { baseImageId, deployKeypairName, MachineProps, splat } from "./machine";
 import { Network } from "./network";
 import { stackOutputs } from "./outputs";
 import { SaltProvisioner } from "./provisioning/chain";
@@ -116,7 +116,7 @@ export class KubeOnOsStack extends TerraformStack {
     const rootPassword = new RootPassword(this);
     const machine: MachineProps = {
       network: this.network,
-      imageId: v.base_image.stringValue,
+      imageId: baseImageId(this, v.base_image.stringValue),
       layout: this.layout,
       keyPair,
       bootstrap: {
@@ -180,6 +180,7 @@ export class KubeOnOsStack extends TerraformStack {
         masterFloatingIp: this.kubeNodes.masterFloatingIp.address,
         podCidr: v.pod_cidr.stringValue,
         serviceCidr: v.service_cidr.stringValue,
+        microk8sChannel: v.microk8s_channel.stringValue,
       }),
     });
 

@@ -5,7 +5,7 @@
 
 KOO_PROVISIONERS="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 KOO_SCRIPT="$(basename "${BASH_SOURCE[1]:-$0}")"
-# The JSON helpers run on the host's own python3 (3.8 on Ubuntu 20.04), never Salt's onedir one.
+# The JSON helpers run on the host's own python3 (3.12 on Ubuntu 24.04, 3.8 on an older 20.04 image), never Salt's onedir one.
 # shellcheck disable=SC2034  # used by the scripts that source this file
 KOO_SALT_OUTPUT=(python3 "$KOO_PROVISIONERS/salt_output.py")
 

@@ -2,7 +2,8 @@
 """
 Reads Salt 3007's JSON output for the provisioner scripts and turns it into one-line messages.
 
-It runs on the host's system python3 (3.8 on Ubuntu 20.04) with the standard library only: the
+It runs on the host's system python3 (3.12 on Ubuntu 24.04; 3.8 on an
+older 20.04 image) with the standard library only: the
 onedir Salt packages keep their own Python to themselves, and no Salt module is needed to read
 JSON. Every subcommand reads what one Salt command printed:
 

@@ -358,6 +358,15 @@ def test_the_snap_install_reloads_modules_so_the_microk8s_module_appears(tmp_pat
     assert args_of(highstate["microk8s-install-cmd-run-snap"], "cmd.run")["reload_modules"] is True
 
 
+def test_the_snap_installs_from_the_channel_terraform_writes(tmp_path, pillar_data):
+    # microk8s_channel's default arrives as microk8s:channel; another value overrides Salt's default.
+    assert pillar_data["microk8s"]["channel"] == "1.35/stable"
+    pillar = {**pillar_data, "microk8s": {**pillar_data["microk8s"], "channel": "1.34/edge"}}
+    highstate = Minion(tmp_path, f"k8s-worker-0.{DOMAIN}", pillar).highstate()
+    snap = args_of(highstate["microk8s-install-cmd-run-snap"], "cmd.run")
+    assert snap["name"] == "snap install microk8s --classic --channel=1.34/edge"
+
+
 LAYERS = [
     "_from_terraform.sls",
     "environments/defaults.sls",

@@ -187,8 +187,25 @@ const NAME = edgesAnd(
 );
 
 const UUID_EDGES = ["ad156007-77bb-4e32-ac97-7f8340cab73d", "AD156007-77BB-4E32-AC97-7F8340CAB73D", "ad15600777bb4e32ac977f8340cab73d"];
+/** An image ID or name: a name is 1 to 255 characters (graphemes, to Terraform), not padded. */
 const IMAGE = edgesAnd(
-  [...UUID_EDGES, "{ad156007-77bb-4e32-ac97-7f8340cab73d}", "ad156007-77bb-4e32-ac97-7f8340cab73", "ad156007-77bb-4e32-ac97-7f8340cab73dd"],
+  [
+    ...UUID_EDGES,
+    "{ad156007-77bb-4e32-ac97-7f8340cab73d}",
+    "ad156007-77bb-4e32-ac97-7f8340cab73",
+    "Ubuntu 24.04",
+    "ubuntu-24.04-noble",
+    "Ubuntu 24.04 ",
+    " Ubuntu 24.04",
+    "Ubuntu\n24.04",
+    "",
+    " ",
+    "\u00a0",
+    "x".repeat(255),
+    "x".repeat(256),
+    `${"é".repeat(254)}e\u0301`, // 255 graphemes, 256 code points
+    "👍".repeat(256),
+  ],
   padded(
     fc
       .tuple(
@@ -202,6 +219,43 @@ const IMAGE = edgesAnd(
         ),
       )
       .map(([id, mutate]) => mutate(id)),
+  ),
+  padded(fc.oneof(fc.stringMatching(/^[A-Za-z0-9 ._-]{1,20}$/), anyText)),
+  fc.integer({ min: 250, max: 260 }).map((length) => "n".repeat(length)),
+);
+
+/** A snap channel: tracks around 1.28 and the risks, with the forms a user might type instead. */
+const CHANNEL = edgesAnd(
+  [
+    "1.35/stable",
+    "1.28/stable",
+    "1.27/stable",
+    "1.35/candidate",
+    "1.35/beta",
+    "1.35/edge",
+    "1.100/stable",
+    "1.035/stable",
+    "1.35",
+    "1.35/",
+    "/stable",
+    "latest/stable",
+    "1.35-strict/stable",
+    "1.35/stable/hotfix",
+    "1.35/Stable",
+    "2.0/stable",
+    "1.35/stable ",
+    "1.35\\/stable",
+    "",
+  ],
+  padded(
+    fc
+      .tuple(
+        fc.constantFrom("1.", "1.", "2.", "v1.", ""),
+        fc.integer({ min: 0, max: 140 }),
+        fc.constantFrom("/", "/", "-", "/-"),
+        fc.constantFrom("stable", "candidate", "beta", "edge", "Stable", "rc", ""),
+      )
+      .map(([major, minor, slash, risk]) => `${major}${minor}${slash}${risk}`),
   ),
   anyText,
 );
@@ -706,6 +760,7 @@ export const VALUES: { readonly [K in VariableName]: Values } = {
   private_network_cidr: SUBNET,
   pod_cidr: SUBNET,
   service_cidr: SUBNET,
+  microk8s_channel: CHANNEL,
   ssh_allowed_cidrs: cidrListText(),
   api_allowed_cidrs: cidrListText(),
   dns_nameservers: NAMESERVERS,

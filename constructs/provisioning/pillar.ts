@@ -13,6 +13,8 @@ export interface SaltPillarProps {
   readonly masterFloatingIp: string;
   readonly podCidr: string;
   readonly serviceCidr: string;
+  /** The snap channel microk8s is installed from (microk8s:channel; Salt's default is the same). */
+  readonly microk8sChannel: string;
 }
 
 /**
@@ -54,6 +56,7 @@ export function saltPillar(scope: Construct, props: SaltPillarProps): string {
           allowed_csr_ip: props.masterFloatingIp,
           pod_cidr: props.podCidr,
           service_cidr: props.serviceCidr,
+          channel: props.microk8sChannel,
           nodes: nodes.expression,
           control_plane: layout.controlPlane,
         },

@@ -1,7 +1,20 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { Collection, filterBy, now, Resource } from "./store";
+import { Collection, filterBy, Resource } from "./store";
 
 type Query = Record<string, string | string[] | undefined>;
+
+/**
+ * Glance's `visibility` filter (api-ref image v2, "List images"): without it the list holds public,
+ * private and shared images but not community ones; `all` holds every image. `member_status`
+ * narrows shared images only, and the double's images have no members, so it is ignored. The
+ * other filters (`name`, `status`, `os_hidden`, `tag`...) are exact matches, as filterBy does;
+ * `sort` is ignored (the provider orders the results itself for `most_recent`).
+ */
+function visible(visibility: string | string[] | undefined): (image: Resource) => boolean {
+  if (visibility === undefined) return (image) => image.visibility !== "community";
+  if (visibility === "all") return () => true;
+  return (image) => image.visibility === visibility;
+}
 
 /** Glance v2 images, read-only: tests seed them. */
 export class Glance {
@@ -9,13 +22,15 @@ export class Glance {
 
   constructor(private readonly projectId: string) {}
 
-  seedImage(id: string, name: string): Resource {
-    const timestamp = now();
+  /** Seeds an image; each is created a second after the one before, so "most recent" is well defined. */
+  seedImage(id: string, name: string, visibility = "public"): Resource {
+    const secondsAgo = 1000 - this.images.all().length;
+    const timestamp = new Date(Date.now() - secondsAgo * 1000).toISOString().replace(/\.\d{3}Z$/, "Z");
     return this.images.add({
       id,
       name,
       status: "active",
-      visibility: "public",
+      visibility,
       protected: false,
       os_hidden: false,
       container_format: "bare",
@@ -40,7 +55,8 @@ export class Glance {
   register(app: FastifyInstance, auth: (request: FastifyRequest) => void): void {
     app.get("/image/v2/images", async (request) => {
       auth(request);
-      return { images: filterBy(this.images.all(), request.query as Query), first: "/v2/images", schema: "/v2/schemas/images" };
+      const { visibility, member_status: _memberStatus, ...query } = request.query as Query;
+      return { images: filterBy(this.images.all().filter(visible(visibility)), query), first: "/v2/images", schema: "/v2/schemas/images" };
     });
     app.get("/image/v2/images/:id", async (request) => {
       auth(request);

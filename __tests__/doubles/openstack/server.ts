@@ -9,12 +9,26 @@ import { ApiError } from "./store";
 export interface OpenStackDoubleOptions {
   /** The external network floating IPs and router gateways come from. @default vlan1066 on 192.0.2.0/24 */
   readonly externalNetwork?: { readonly name: string; readonly cidr: string };
-  /** Images to seed, by id. @default the wiki's Ubuntu 20.04 image, ad156007-77bb-4e32-ac97-7f8340cab73d */
-  readonly images?: readonly { readonly id: string; readonly name: string }[];
+  /**
+   * Images to seed, oldest first. @default an image named "Ubuntu 24.04" (the default `base_image`,
+   * looked up by name) and the wiki's Ubuntu 20.04 image, ad156007-77bb-4e32-ac97-7f8340cab73d (the
+   * default of stacks before issue 18, by ID)
+   */
+  readonly images?: readonly SeededImage[];
 }
 
-/** The base image id the wiki's default `base_image` refers to. */
+export interface SeededImage {
+  readonly id: string;
+  readonly name: string;
+  /** @default "public" */
+  readonly visibility?: "public" | "private" | "shared" | "community";
+}
+
+/** The base image id the wiki's default `base_image` referred to (the default until issue 18). */
 export const WIKI_IMAGE = { id: "ad156007-77bb-4e32-ac97-7f8340cab73d", name: "ubuntu-20.04-focal" } as const;
+
+/** The image the default `base_image`, "Ubuntu 24.04", finds by name, as most clouds publish it. */
+export const NOBLE_IMAGE = { id: "5d3a1c2e-7b4f-4e8a-9c61-2f0b8d4e7a93", name: "Ubuntu 24.04" } as const;
 
 export interface RecordedRequest {
   readonly method: string;
@@ -94,7 +108,8 @@ export async function startOpenStackDouble(options: OpenStackDoubleOptions = {})
   neutron.seedDefaultSecurityGroup();
   const requireToken = (request: Parameters<typeof keystone.requireToken>[0]) => keystone.requireToken(request);
   const glance = new Glance(identity.project.id);
-  for (const image of options.images ?? [WIKI_IMAGE]) glance.seedImage(image.id, image.name);
+  const images: readonly SeededImage[] = options.images ?? [NOBLE_IMAGE, WIKI_IMAGE];
+  for (const image of images) glance.seedImage(image.id, image.name, image.visibility);
   glance.register(app, requireToken);
   const cinder = new Cinder(identity.project.id);
   cinder.register(app, requireToken);

@@ -8,7 +8,7 @@ import { ChildProcess, execFileSync, spawn } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { OpenStackDouble, startOpenStackDouble } from "../openstack/server";
+import { NOBLE_IMAGE, OpenStackDouble, startOpenStackDouble } from "../openstack/server";
 import { StateServer, startStateServer } from "../http-state/server";
 import { Cloud, routable } from "./cloud";
 
@@ -59,7 +59,9 @@ export async function startRehearsal(options: RehearsalOptions = {}): Promise<Re
     fs.rmSync(dir, { recursive: true, force: true });
   };
   try {
-    const double = await startOpenStackDouble({ externalNetwork: { name: "vlan1066", cidr: externalCidr } });
+    // The default base_image is a name, "Ubuntu 24.04", which the plan looks up in Glance; every
+    // server boots the Debian root whatever its image.
+    const double = await startOpenStackDouble({ externalNetwork: { name: "vlan1066", cidr: externalCidr }, images: [NOBLE_IMAGE] });
     closers.push(() => double.close());
     // The rehearsal's cloud runs as many servers as the journey asks for.
     for (const quota of ["instances", "cores", "ram"] as const) double.nova.quotas[quota] = -1;
