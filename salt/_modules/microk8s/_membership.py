@@ -122,8 +122,9 @@ def choose_issuer(roles: dict, reports: dict) -> str:
     if not members or members[0] == master:
         return master
     report = reports.get(master)
-    ca = report.get("ca") if isinstance(report, dict) else None
-    if ca and ca == reports[members[0]].get("ca"):
+    # Equal when both name the same CA, or both name none (a microk8s without certificates,
+    # which cannot be told from the cluster's: the master keeps issuing).
+    if isinstance(report, dict) and report.get("ca") == reports[members[0]].get("ca"):
         return master
     return members[0]
 
