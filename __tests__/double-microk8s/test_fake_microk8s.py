@@ -12,6 +12,12 @@ between hosts; this checks the texts, exit codes and token rules without one.
 The L4 one (__tests__/doubles/microk8s/fake_microk8s.py), which the Salt module tests drive
 through harness.microk8s_node.FakeMicrok8s: the same behaviours, nodes finding each other
 through a shared directory. Its tests are the ``test_l4_`` ones.
+
+Both fakes replicate the cluster database over the dqlite voters (the last section): go-dqlite's
+roles, a rebuilt master rejoining through another voter while two of three keep the quorum, a
+lost majority (what each command then does, `microk8s fake-quorum`, fake/quorum.log), and a
+stopped voter reading the freshest copy when it is back. The rehearsal's run three nodes on one
+port at 127.0.0.2, 127.0.0.1 and 127.0.0.3.
 """
 
 from __future__ import annotations
@@ -814,7 +820,11 @@ def test_l4_a_rebuilt_master_rejoins_through_another_voter_and_quorum_holds(l4_t
     shutil.rmtree(master.home)
     assert master.run("status").returncode == 0  # the rebuilt node runs a cluster of its own
     code, found = quorum_of(first.run)
-    assert (code, found["voters"], found["reachable"]) == (0, ["10.1.0.10", "10.1.0.11", "10.1.0.12"], ["10.1.0.11", "10.1.0.12"])
+    assert (code, found["voters"], found["reachable"]) == (
+        0,
+        ["10.1.0.10", "10.1.0.11", "10.1.0.12"],
+        ["10.1.0.11", "10.1.0.12"],
+    )
     assert roles(first.run)["10.1.0.10:19001"] == "voter"
     items = json.loads(second.run("kubectl", "get", "nodes", "-o", "json").stdout)["items"]
     assert readiness(items) == {"10.1.0.10": "Unknown", "10.1.0.11": "True", "10.1.0.12": "True"}

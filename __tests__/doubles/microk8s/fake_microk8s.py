@@ -3,9 +3,51 @@
 A fake ``microk8s`` CLI for the tests that run the real Salt loader. Each fake node keeps its
 $SNAP_DATA in $FAKE_MICROK8S_DIR, with the files microk8s itself keeps there
 (credentials/cluster-tokens.txt, var/lock/clustered.lock, certs/csr.conf.template) plus a
-state.json for what a real node keeps in its services. Nodes find each other by address through
-$FAKE_MICROK8S_CLUSTER, a directory of links named after each node's address: nothing goes over
-a network.
+state.json for what a real node keeps in its services (running, channel, the id of the cluster it
+belongs to) and cluster.json, its copy of the cluster database. Nodes find each other by address
+through $FAKE_MICROK8S_CLUSTER, a directory of links named after each node's address: nothing
+goes over a network; a node is reachable while its link resolves to a $SNAP_DATA with a
+state.json (so `shutil.rmtree(home)` is a machine gone, and its next command a rebuilt one).
+
+The cluster database (dqlite: its members and their roles, the Kubernetes nodes) is replicated
+as k8s-dqlite has it:
+- every voter and stand-by keeps a copy (cluster.json: the cluster id, an index raised by every
+  write, the members, the nodes); spares and workers keep none (go-dqlite client NodeRole: a
+  stand-by replicates without voting, a spare does neither);
+- a read or a write needs a majority of the voters listed in the freshest copy among the nodes
+  that answer (Raft, in the canonical/raft library dqlite embeds; reads too go to the leader,
+  which go-dqlite's driver looks up); a write then goes to every reachable voter and stand-by,
+  one index higher, and a node that was down reads the freshest copy when it is back. A node
+  counts while it runs and belongs to the cluster (a node rebuilt at the same address runs a
+  cluster of its own); a node restarting after a refresh still counts (k8s-dqlite comes back at
+  once, the API server does not);
+- roles as go-dqlite's leader sets them (app/roles.go, with k8s-dqlite's defaults of 3 voters and
+  3 stand-bys, pkg/server/server.go): a node joins as a spare and takes a role at startup
+  (Startup); below 3 members only the leader votes; from 3, online stand-bys and spares are
+  promoted to voters up to 3, an offline voter is demoted once 3 others vote, and stand-bys are
+  kept at 3 the same way (Adjust). The leader adjusts every 30 s (WithRolesAdjustmentFrequency),
+  the fake at every write. So 2 control-plane nodes are a voter and a spare, and losing the
+  spare loses nothing, while losing the voter loses the quorum;
+- without a majority (microk8s #3735: "If you drop below 2 nodes the cluster will freeze"):
+  status prints print_yaml(isReady=False) with `nodes:` empty (get_dqlite_info's `dqlite
+  .cluster` fails its 10 tries; it also lists nobody on a node the leader does not list) and
+  exits 1; kubectl gets the API server's 504, `Error from server (Timeout): the server was unable
+  to return a response in the time allotted, but may still be processing the request (get
+  nodes)` (apimachinery errors.go NewGenericServerResponse), exit 1; add-node still writes its
+  token (add_token.py is local); the agent still answers a control-plane join (join.go reads the
+  local cluster.yaml, no quorum needed), and the joiner's update_dqlite waits in vain ("Waiting
+  for this node to finish joining the cluster." and ten "..") and exits 0, not a member; a
+  worker's join fails with HTTP 500 "failed to retrieve list of control plane nodes: failed to
+  list nodes: <the 504>" (join.go's ListControlPlaneNodeIPs, pkg/snap/util/kubectl.go); leave
+  and remove-node end in a CalledProcessError traceback from their `dqlite .cluster`, exit 1
+  (remove-node first prints "Node <n> does not exist in Kubernetes." as its failed kubectl
+  makes it). The agent's "failed to retrieve dqlite cluster nodes" comes only from reading
+  cluster.yaml (WaitForDqliteCluster), hence only through the join_dqlite_error fault;
+- every time a command finds no majority, it appends a line to fake/quorum.log on every node of
+  the cluster that is up (its own included): `<UTC time> quorum lost: <k>/<n> voters reachable
+  (<voters>); on <address>: <command>`. `microk8s fake-quorum` (not a microk8s command) prints
+  {"quorum", "cluster", "voters", "reachable", "index"} and exits 0 with a quorum, 1 without
+  (recorded like any other finding).
 
 What it reproduces, and where from (see __tests__/l4-salt/fixtures/microk8s/README.md for the output shapes):
 - add-node appends ``<token>`` (single-use) or ``<token>|<expiry>`` (add_token.py);
@@ -15,12 +57,13 @@ What it reproduces, and where from (see __tests__/l4-salt/fixtures/microk8s/READ
   present), and whether dqlite already knows the joiner's address; errors are printed the way
   join.py relays them, with exit code 6; an unreachable master ends in a ConnectionRefusedError;
 - a worker gets var/lock/clustered.lock, after which status prints only a message (exit 0);
-- remove-node of a node unknown to Kubernetes exits 1 even when --force removed it from dqlite;
+- remove-node of a node unknown to Kubernetes exits 1 even when --force removed it from dqlite
+  (a write: it needs the quorum);
 - leave (scripts/wrappers/leave.py, 1.28 and 1.35 alike): the node leaves dqlite and goes back to
   a cluster of its own, printing "Generating new cluster certificates." and "Waiting for node to
   start." (a worker first "Configuring services."); its Kubernetes node stays, NotReady, until
-  remove-node; a node holding the only copy of the database (no other voter) cannot leave:
-  is_leader_without_successor's three lines, exit 3.
+  remove-node; a node that is the only voter cannot leave: is_leader_without_successor's three
+  lines, exit 3.
 
 Two releases (canonical/microk8s branches 1.28 and 1.35). A node tracks a channel, 1.NN/<risk>
 ($FAKE_MICROK8S_CHANNEL when the node is created, else 1.28/stable; `snap install microk8s
@@ -251,7 +294,10 @@ def record_lost(found: dict, command: str) -> None:
 
 
 def command_line() -> str:
-    return " ".join(["microk8s", *sys.argv[1:]])
+    """The command being run, as typed: `microk8s ...` or `snap ...`."""
+    return " ".join(
+        [os.path.basename(sys.argv[0]).removesuffix(".py").replace("fake_microk8s", "microk8s"), *sys.argv[1:]]
+    )
 
 
 def read_db(state: dict, command: str | None = None) -> dict | None:
@@ -267,9 +313,9 @@ def adjust_roles(db: dict, online: set[str], leader: str | None) -> None:
     """
     go-dqlite app/roles.go, rolesAdjustmentAlgorithm.Adjust, applied until nothing changes (the
     leader runs it every 30 s, app/options.go WithRolesAdjustmentFrequency; the fake at once).
-    Below minVoters (3) members only the leader votes; then online stand-bys and spares are
-    promoted to voters up to 3, an offline voter is demoted once 3 voters are online, and
-    stand-bys are kept at 3 the same way.
+    Below minVoters (3) members only the leader votes; from 3, online stand-bys and spares are
+    promoted to voters up to 3, then an offline voter is demoted, and stand-bys are kept at 3
+    the same way.
     """
     members = db["members"]
     for _ in range(4 * len(members) + 4):
@@ -278,6 +324,7 @@ def adjust_roles(db: dict, online: set[str], leader: str | None) -> None:
         on = [m for m in members if host_of(m) in online]
         voters_on = [m for m in on if m["role"] == VOTER]
         standbys_on = [m for m in on if m["role"] == STANDBY]
+        spares_on = [m for m in on if m["role"] == SPARE]
         voters_off = [m for m in members if m["role"] == VOTER and m not in on]
         standbys_off = [m for m in members if m["role"] == STANDBY and m not in on]
         if len(members) < MIN_VOTERS:
@@ -286,16 +333,15 @@ def adjust_roles(db: dict, online: set[str], leader: str | None) -> None:
                 return
             demote[0]["role"] = SPARE
         elif len(voters_on) < VOTERS:
-            candidates = standbys_on + [m for m in on if m["role"] == SPARE]
-            if not candidates:
+            if not standbys_on + spares_on:
                 return
-            candidates[0]["role"] = VOTER
+            (standbys_on + spares_on)[0]["role"] = VOTER
         elif len(voters_on) > VOTERS:
-            [m for m in voters_on if host_of(m) != leader][0]["role"] = SPARE
+            next(m for m in voters_on if host_of(m) != leader)["role"] = SPARE
         elif voters_off:
             voters_off[0]["role"] = SPARE
-        elif len(standbys_on) < STANDBYS and [m for m in on if m["role"] == SPARE]:
-            [m for m in on if m["role"] == SPARE][0]["role"] = STANDBY
+        elif len(standbys_on) < STANDBYS and spares_on:
+            spares_on[0]["role"] = STANDBY
         elif len(standbys_on) > STANDBYS:
             standbys_on[-1]["role"] = SPARE
         elif standbys_off:
@@ -628,8 +674,7 @@ def admit(state: dict, master: Path, token: str, worker: bool) -> int:
         # join.go (worker): ListControlPlaneNodeIPs lists nodes through the API server first.
         if not commit(cid, register_node, f"agent of {master_state['address']}: join from {ADDRESS} (--worker)"):
             return refused(
-                "failed to retrieve list of control plane nodes: failed to list nodes: "
-                f"{TIMED_OUT} (get nodes) (500)"
+                f"failed to retrieve list of control plane nodes: failed to list nodes: {TIMED_OUT} (get nodes) (500)"
             )
         copy_path(HOME).unlink(missing_ok=True)
         (HOME / WORKER_LOCK).parent.mkdir(parents=True, exist_ok=True)

@@ -10,9 +10,53 @@ State, under the real paths:
   cluster's agent address, the id of the cluster the node belongs to), credentials/cluster-tokens.txt,
   var/lock/clustered.lock, certs/csr.conf.template, certs/server.crt (a PEM block of random bytes:
   ssl.PEM_cert_to_DER_cert decodes it, nothing uses it for TLS);
-- on the node that started the cluster, fake/cluster.json: the dqlite members (address, role),
-  the Kubernetes nodes (name, InternalIP, the kubelet version last reported, unschedulable) and
-  the cluster's addons. Other nodes read and change it only through that node's agent.
+- fake/cluster.json on every voter and stand-by: its copy of the cluster database (the cluster
+  id, an index raised by every write, the dqlite members with their roles, the Kubernetes nodes
+  with name, InternalIP, the kubelet version last reported and unschedulable, the cluster's
+  addons); a node never joined serves the cluster of its own it starts with;
+- fake/quorum.log: every moment a command on this node or another found no majority of voters.
+
+The database (dqlite), replicated as k8s-dqlite has it; nodes reach each other's copies only
+through their agents (POST /cluster: the copy; /update: a replicated write, or the copy dropped
+when the node becomes a spare; /record: a quorum.log line; /quorum: the quorum query below):
+- voters and stand-bys keep a copy, spares and workers none (go-dqlite client NodeRole: a
+  stand-by replicates without voting, a spare does neither);
+- a read or a write needs a majority of the voters listed in the freshest copy (highest index)
+  among the nodes that answer (Raft, in the canonical/raft library dqlite embeds; reads go to
+  the leader too, which go-dqlite's driver looks up); a write then goes to every reachable voter
+  and stand-by, and a node that was down reads the freshest copy when it is back. A member
+  answers while its agent does, its microk8s runs and its /health reports this cluster's id (a
+  machine rebuilt at the same address runs a cluster of its own); a node restarting after a
+  refresh still answers (k8s-dqlite comes back at once, the API server does not);
+- roles as go-dqlite's leader sets them (app/roles.go, with k8s-dqlite's defaults of 3 voters and
+  3 stand-bys, pkg/server/server.go): a node joins as a spare and takes a role at startup
+  (Startup); below 3 members only the leader votes; from 3, online stand-bys and spares are
+  promoted to voters up to 3, an offline voter is demoted once 3 others vote, and stand-bys are
+  kept at 3 the same way (Adjust). The leader adjusts every 30 s (WithRolesAdjustmentFrequency),
+  the fake at every write. So 2 control-plane nodes are a voter and a spare: losing the spare
+  loses nothing, losing the voter loses the quorum;
+- without a majority (canonical/microk8s #3735: "If you drop below 2 nodes the cluster will
+  freeze"): status prints print_yaml(isReady=False) with `nodes:` empty (get_dqlite_info's
+  `dqlite .cluster` fails its 10 tries; it also lists nobody on a node the leader does not list)
+  and exits 1; kubectl, enable and disable get the API server's 504, `Error from server
+  (Timeout): the server was unable to return a response in the time allotted, but may still be
+  processing the request (get nodes)` (apimachinery errors.go NewGenericServerResponse), exit 1;
+  add-node still writes its token (add_token.py is local); the agent still answers a
+  control-plane join (join.go reads the local cluster.yaml, which needs no quorum) and the
+  joiner's update_dqlite waits in vain ("Waiting for this node to finish joining the cluster."
+  and ten "..") and exits 0, not a member; a worker's join gets HTTP 500 "failed to retrieve
+  list of control plane nodes: failed to list nodes: <the 504>" (join.go's
+  ListControlPlaneNodeIPs, pkg/snap/util/kubectl.go); leave and remove-node end in a
+  CalledProcessError traceback from their `dqlite .cluster`, exit 1 (remove-node first prints
+  "Node <n> does not exist in Kubernetes.", as its failed kubectl makes it). The agent's "failed
+  to retrieve dqlite cluster nodes" comes only from reading cluster.yaml (WaitForDqliteCluster),
+  so only through the join_dqlite_error fault; `status --wait-ready` waits for a quorum too
+  (wait_for_ready polls is_cluster_ready);
+- every time a command or an agent finds no majority, a line goes to fake/quorum.log on this node
+  and on every other member that answers: `<UTC time> quorum lost: <k>/<n> voters reachable
+  (<voters>); on <address>: <command>`. `microk8s fake-quorum` (not a microk8s command) prints
+  {"quorum", "cluster", "voters", "reachable", "index"} and exits 0 with a quorum, 1 without
+  (recorded like any other finding); the agent's POST /quorum answers the same JSON.
 
 Behaviour, each from the microk8s 1.28 source it follows (canonical/microk8s branch 1.28, and
 canonical/microk8s-cluster-agent; where the current release differs it says so):
@@ -32,16 +76,16 @@ canonical/microk8s-cluster-agent; where the current release differs it says so):
   (a single-use one is gone even when the join then fails), then expiry, then whether the
   joiner's hostname resolves on the agent's node to the address it connects from (HTTP 400),
   then whether dqlite already knows that address (HTTP 504); failures print `Connection failed.
-  <message> (<status>).` and exit 6; a control-plane joiner becomes a voter while there are
-  fewer than 3, a standby after; `--worker` joins no dqlite and gets var/lock/clustered.lock;
+  <message> (<status>).` and exit 6; a control-plane joiner gets its role from go-dqlite (below);
+  `--worker` joins no dqlite and gets var/lock/clustered.lock;
 - remove-node (scripts/wrappers/remove_node.py): by name or InternalIP; a node still in dqlite
   needs --force; a node Kubernetes does not know exits 1, after --force dropped its member;
 - leave (scripts/wrappers/leave.py, 1.28 and 1.35 alike): a worker prints "Configuring
   services." (reset_current_dqlite_worker_installation), every node "Generating new cluster
   certificates." and apply_cni's "Waiting for node to start."; the node goes back to a cluster of
-  its own (a new cluster id); the Kubernetes node stays, NotReady, until remove-node. A node
-  holding the only copy of the database (no other voter) cannot leave: three lines, exit 3
-  (reset_current_dqlite_installation, is_leader_without_successor);
+  its own (a new cluster id); the Kubernetes node stays, NotReady, until remove-node. The only
+  voter cannot leave: three lines, exit 3 (reset_current_dqlite_installation,
+  is_leader_without_successor);
 - kubectl get nodes -o json: a node is Ready while its agent answers, its microk8s runs (not
   restarting) and it belongs to this cluster: its agent's /health reports the cluster id. A
   kubelet posts its node's status to the API server of the cluster it joined (the credentials
@@ -378,6 +422,8 @@ class Agent(http.server.BaseHTTPRequestHandler):
             return 200, {}
         if path == "/quorum":
             found = quorum(state)
+            if not found["quorum"]:
+                record_lost(found, "POST /quorum")
             return 200, {k: found[k] for k in ("quorum", "cluster", "voters", "reachable", "index")}
         return 404, {"error": f"no {path}"}
 
@@ -484,7 +530,7 @@ def agent_up(address: str) -> bool:
 
 
 def host_of(member: dict) -> str:
-    """A member's host; a copy that never left 127.0.0.1 (its lone voter until the first join) is rewritten by alone()."""
+    """A member's host (a copy still on 127.0.0.1, a node never joined, is read through alone())."""
     return member["address"].rsplit(":", 1)[0]
 
 
@@ -591,7 +637,10 @@ def record_lost(found: dict, command: str) -> None:
 
 
 def command_line() -> str:
-    return " ".join(["microk8s", *sys.argv[1:]])
+    """The command being run, as typed: `microk8s ...` or `snap ...`."""
+    return " ".join(
+        [os.path.basename(sys.argv[0]).removesuffix(".py").replace("fake_microk8s", "microk8s"), *sys.argv[1:]]
+    )
 
 
 def read_db(state: dict, command: str | None = None) -> dict | None:
