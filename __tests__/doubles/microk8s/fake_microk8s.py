@@ -179,13 +179,16 @@ def load(home: Path) -> dict:
     path = home / "state.json"
     state = json.loads(path.read_text()) if path.exists() else {}
     defaults = {"running": True, "addons": dict(ADDONS), "cluster": None, "address": None, "hostname": None}
-    defaults["cluster_id"] = None
+    defaults.update(cluster_id=None, stalled=False)
     defaults.update(channel=CHANNEL if release(CHANNEL) else "1.28/stable", snap_installed=False, restart_until=0)
     return {**defaults, **state}
 
 
 def save(home: Path, state: dict) -> None:
-    (home / "state.json").write_text(json.dumps(state, indent=1))
+    """Whole or not at all: other nodes' commands read it (is the node up, in which cluster)."""
+    tmp = home / f".state.json.{os.getpid()}"
+    tmp.write_text(json.dumps(state, indent=1))
+    tmp.replace(home / "state.json")
 
 
 def restarting(state: dict) -> bool:

@@ -230,7 +230,7 @@ def read(path: Path, default):
 
 def write(path: Path, data) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
     tmp.write_text(json.dumps(data, indent=1))
     tmp.replace(path)
 
