@@ -810,6 +810,23 @@ def test_l4_roles_follow_go_dqlite_one_voter_below_three_members_then_three_vote
     assert quorum_of(nodes[2].run)[1]["voters"] == ["10.1.0.10", "10.1.0.11", "10.1.0.12"]
 
 
+def test_l4_two_control_plane_nodes_hold_one_vote_losing_the_master_loses_the_quorum(l4):
+    """roles.go: below 3 members the leader alone votes; the other control-plane node is a spare."""
+    master, joiner = l4
+    assert joiner.run("join", l4_url(master)).returncode == 0
+    shutil.rmtree(joiner.home)
+    assert quorum_of(master.run)[0] == 0
+    assert master.run("remove-node", "10.1.0.100", "--force").returncode == 0
+    assert joiner.run("join", l4_url(master)).returncode == 0
+    shutil.rmtree(master.home)
+    # The spare keeps no copy: no node that answers knows the voters any more.
+    code, found = quorum_of(joiner.run)
+    assert (code, found["quorum"], found["voters"], found["reachable"]) == (1, False, [], [])
+    kubectl = joiner.run("kubectl", "get", "nodes", "-o", "json")
+    assert (kubectl.returncode, kubectl.stderr) == (1, TIMED_OUT)
+    assert len(lost(joiner.home / "fake/quorum.log")) == 2
+
+
 def test_l4_a_rebuilt_master_rejoins_through_another_voter_and_quorum_holds(l4_trio):
     """
     Raft: one voter of three lost keeps a majority. The survivors still list the dead member and
