@@ -12,6 +12,12 @@ between hosts; this checks the texts, exit codes and token rules without one.
 The L4 one (__tests__/doubles/microk8s/fake_microk8s.py), which the Salt module tests drive
 through harness.microk8s_node.FakeMicrok8s: the same behaviours, nodes finding each other
 through a shared directory. Its tests are the ``test_l4_`` ones.
+
+Both fakes replicate the cluster database over the dqlite voters (the last section): go-dqlite's
+roles, a rebuilt master rejoining through another voter while two of three keep the quorum, a
+lost majority (what each command then does, `microk8s fake-quorum`, fake/quorum.log), and a
+stopped voter reading the freshest copy when it is back. The rehearsal's run three nodes on one
+port at 127.0.0.2, 127.0.0.1 and 127.0.0.3.
 """
 
 from __future__ import annotations
@@ -736,3 +742,307 @@ def test_l4_leave_keeps_the_kubernetes_node_and_the_only_copy_cannot_leave(l4):
     assert [m["address"] for m in members] == ["10.1.0.10:19001"]
     listed = json.loads(master.run("kubectl", "get", "nodes", "-o", "json").stdout)["items"]
     assert readiness(listed) == {"10.1.0.10": "True", "10.1.0.100": "Unknown"}
+
+
+# --- both fakes: the database replicated over the voters (dqlite) ----------------------------------
+
+TIMED_OUT = (
+    "Error from server (Timeout): the server was unable to return a response in the time allotted,"
+    " but may still be processing the request (get nodes)\n"
+)
+STALLED = "Waiting for this node to finish joining the cluster. " + ".. " * 10 + " \n"
+NO_CONTROL_PLANE = (
+    "Connection failed. failed to retrieve list of control plane nodes: failed to list nodes: the server was"
+    " unable to return a response in the time allotted, but may still be processing the request (get nodes) (500).\n"
+)
+
+
+def roles(run) -> dict[str, str]:
+    """The members status lists, address: role (``run`` runs microk8s on one node)."""
+    parsed = _status.parse(run("status", "--format", "yaml").stdout)
+    return {m["address"]: m["role"] for m in parsed["high_availability"]["nodes"]}
+
+
+def quorum_of(run) -> tuple[int, dict]:
+    result = run("fake-quorum")
+    return result.returncode, json.loads(result.stdout)
+
+
+def lost(log: Path) -> list[str]:
+    return log.read_text().splitlines() if log.exists() else []
+
+
+@pytest.fixture
+def l4_trio(tmp_path):
+    """Three L4 nodes, the master first, the others joined as control-plane nodes: three voters."""
+    cluster = L4(tmp_path)
+    master = cluster.node("master", "10.1.0.10", "k8s-master")
+    first = cluster.node("cp1", "10.1.0.11", "k8s-cp-1")
+    second = cluster.node("cp2", "10.1.0.12", "k8s-cp-2")
+    for joiner in (first, second):
+        assert joiner.run("join", l4_url(master)).returncode == 0
+    return cluster, master, first, second
+
+
+def test_l4_roles_follow_go_dqlite_one_voter_below_three_members_then_three_voters_then_standbys(tmp_path):
+    """
+    go-dqlite app/roles.go: below 3 members only the leader votes (the joiner is a spare); at 3
+    every member votes; the next ones are stand-bys. Voters and stand-bys keep a copy, spares
+    and workers none.
+    """
+    cluster = L4(tmp_path)
+    master = cluster.node("master", "10.1.0.10", "k8s-master")
+    nodes = [cluster.node(f"n{i}", f"10.1.0.{11 + i}", f"k8s-n{i}") for i in range(4)]
+    assert roles(master.run) == {"10.1.0.10:19001": "voter"}
+    assert nodes[0].run("join", l4_url(master)).returncode == 0
+    assert roles(master.run) == {"10.1.0.10:19001": "voter", "10.1.0.11:19001": "spare"}
+    assert not (nodes[0].home / "cluster.json").exists()
+    assert nodes[1].run("join", l4_url(master)).returncode == 0
+    voters = {f"10.1.0.{n}:19001": "voter" for n in (10, 11, 12)}
+    assert roles(nodes[1].run) == voters
+    assert nodes[2].run("join", l4_url(master)).returncode == 0
+    assert nodes[3].run("join", l4_url(master), "--worker").returncode == 0
+    assert roles(master.run) == {**voters, "10.1.0.13:19001": "standby"}
+    copies = {n.address: json.loads((n.home / "cluster.json").read_text())["index"] for n in (master, *nodes[:3])}
+    assert len(set(copies.values())) == 1
+    assert not (nodes[3].home / "cluster.json").exists()
+    assert quorum_of(nodes[2].run)[1]["voters"] == ["10.1.0.10", "10.1.0.11", "10.1.0.12"]
+
+
+def test_l4_two_control_plane_nodes_hold_one_vote_losing_the_master_loses_the_quorum(l4):
+    """roles.go: below 3 members the leader alone votes; the other control-plane node is a spare."""
+    master, joiner = l4
+    assert joiner.run("join", l4_url(master)).returncode == 0
+    shutil.rmtree(joiner.home)
+    assert quorum_of(master.run)[0] == 0
+    assert master.run("remove-node", "10.1.0.100", "--force").returncode == 0
+    assert joiner.run("join", l4_url(master)).returncode == 0
+    shutil.rmtree(master.home)
+    # The spare keeps no copy: no node that answers knows the voters any more.
+    code, found = quorum_of(joiner.run)
+    assert (code, found["quorum"], found["voters"], found["reachable"]) == (1, False, [], [])
+    kubectl = joiner.run("kubectl", "get", "nodes", "-o", "json")
+    assert (kubectl.returncode, kubectl.stderr) == (1, TIMED_OUT)
+    assert len(lost(joiner.home / "fake/quorum.log")) == 2
+
+
+def test_l4_a_rebuilt_master_rejoins_through_another_voter_and_quorum_holds(l4_trio):
+    """
+    Raft: one voter of three lost keeps a majority. The survivors still list the dead member and
+    its Kubernetes node (Unknown); it is removed from one of them, and the rebuilt master joins
+    through that voter's agent and votes again.
+    """
+    _, master, first, second = l4_trio
+    shutil.rmtree(master.home)
+    assert master.run("status").returncode == 0  # the rebuilt node runs a cluster of its own
+    code, found = quorum_of(first.run)
+    assert (code, found["voters"], found["reachable"]) == (
+        0,
+        ["10.1.0.10", "10.1.0.11", "10.1.0.12"],
+        ["10.1.0.11", "10.1.0.12"],
+    )
+    assert roles(first.run)["10.1.0.10:19001"] == "voter"
+    items = json.loads(second.run("kubectl", "get", "nodes", "-o", "json").stdout)["items"]
+    assert readiness(items) == {"10.1.0.10": "Unknown", "10.1.0.11": "True", "10.1.0.12": "True"}
+    known = master.run("join", l4_url(first))
+    assert known.stdout.endswith("the joining node (10.1.0.10) is already known to dqlite (504).\n")
+    assert first.run("remove-node", "10.1.0.10", "--force").returncode == 0
+    # Two members: only the leader votes (roles.go Adjust).
+    assert roles(second.run) == {"10.1.0.11:19001": "voter", "10.1.0.12:19001": "spare"}
+    assert master.run("join", l4_url(first)).returncode == 0
+    assert roles(master.run) == {f"10.1.0.{n}:19001": "voter" for n in (11, 12, 10)}
+    items = json.loads(master.run("kubectl", "get", "nodes", "-o", "json").stdout)["items"]
+    assert set(readiness(items).values()) == {"True"}
+    assert all(lost(n.home / "fake/quorum.log") == [] for n in (master, first, second))
+
+
+def test_l4_a_majority_of_voters_lost_stops_the_api_and_is_recorded(l4_trio):
+    """
+    No majority: status prints with no member (get_dqlite_info gave up) and exits 1, kubectl
+    gets the API server's 504, add-node still writes its token, a worker's join fails at
+    ListControlPlaneNodeIPs, a control-plane joiner waits in vain, remove-node cannot reach
+    dqlite; every finding is in fake/quorum.log.
+    """
+    cluster, master, first, second = l4_trio
+    shutil.rmtree(first.home)
+    shutil.rmtree(second.home)
+    status = master.run("status", "--format", "yaml")
+    parsed = _status.parse(status.stdout)
+    assert (status.returncode, parsed["running"], parsed["high_availability"]) == (
+        1,
+        False,
+        {"enabled": True, "nodes": []},
+    )
+    kubectl = master.run("kubectl", "get", "nodes", "-o", "json")
+    assert (kubectl.returncode, kubectl.stderr) == (1, TIMED_OUT)
+    worker = cluster.node("worker", "10.1.0.20", "k8s-worker")
+    refused = worker.run("join", l4_url(master), "--worker")
+    assert (refused.returncode, refused.stdout) == (6, "Contacting cluster at 10.1.0.10\n" + NO_CONTROL_PLANE)
+    assert not (worker.home / "var/lock/clustered.lock").exists()
+    joiner = cluster.node("joiner", "10.1.0.21", "k8s-joiner")
+    stalled = joiner.run("join", l4_url(master))
+    assert (stalled.returncode, stalled.stdout) == (0, "Contacting cluster at 10.1.0.10\n" + STALLED)
+    members = json.loads((master.home / "cluster.json").read_text())["members"]
+    assert "10.1.0.21:19001" not in [m["address"] for m in members]
+    removed = master.run("remove-node", "10.1.0.11", "--force")
+    assert (removed.returncode, removed.stdout) == (
+        1,
+        "Node 10.1.0.11 does not exist in Kubernetes.\nAttempting to remove 10.1.0.11 from dqlite.\n",
+    )
+    code, found = quorum_of(master.run)
+    assert (code, found["quorum"], found["reachable"]) == (1, False, ["10.1.0.10"])
+    log = lost(master.home / "fake/quorum.log")
+    assert all("quorum lost: 1/3 voters reachable (10.1.0.10 10.1.0.11 10.1.0.12)" in line for line in log)
+    assert [line.split(": ", 2)[2] for line in log[:2]] == [
+        "microk8s status --format yaml",
+        "microk8s kubectl get nodes -o json",
+    ]
+    assert log[-1].endswith("microk8s fake-quorum")
+    # The stalled joiner belongs to the cluster now: it records what it found too.
+    assert any("join 10.1.0.10" in line for line in lost(joiner.home / "fake/quorum.log"))
+
+
+def test_l4_a_stopped_voter_misses_writes_and_reads_the_freshest_copy_when_back(l4_trio):
+    _, master, first, second = l4_trio
+    assert second.run("stop").returncode == 0
+    assert master.run("kubectl", "cordon", "k8s-cp-1").returncode == 0
+    assert first.run("stop").returncode == 0
+    assert quorum_of(master.run)[0] == 1
+    assert master.run("kubectl", "uncordon", "k8s-cp-1").returncode == 1
+    # A refresh still happens (snapd's), its kubelet's new version cannot be written.
+    assert snap(master, "refresh", "microk8s", "--channel=1.35/stable").returncode == 0
+    assert first.run("start").returncode == 0 and second.run("start").returncode == 0
+    assert quorum_of(second.run)[0] == 0
+    stale = json.loads((second.home / "cluster.json").read_text())["index"]
+    assert stale < json.loads((master.home / "cluster.json").read_text())["index"]
+    items = json.loads(second.run("kubectl", "get", "nodes", "-o", "json").stdout)["items"]
+    assert {i["metadata"]["name"]: i["spec"] for i in items}["k8s-cp-1"] == {"unschedulable": True}
+    log = lost(master.home / "fake/quorum.log")
+    assert [line.split(": ", 2)[2] for line in log] == [
+        "microk8s fake-quorum",
+        "microk8s kubectl uncordon k8s-cp-1",
+        "snap refresh microk8s --channel=1.35/stable",
+    ]
+    # The survivors are told; the stopped nodes were not up to hear it.
+    assert lost(first.home / "fake/quorum.log") == lost(second.home / "fake/quorum.log") == []
+
+
+def test_a_stopped_voter_misses_writes_and_reads_the_freshest_copy_when_back(trio):
+    master, first, second = joined_trio(trio)
+    assert second.run("microk8s", "stop").returncode == 0
+    assert master.run("microk8s", "kubectl", "cordon", "localhost").returncode == 0
+    assert first.run("microk8s", "stop").returncode == 0
+    assert quorum_of(mk(master))[0] == 1
+    assert master.post("/quorum") == (
+        200,
+        {
+            "quorum": False,
+            "cluster": json.loads((master.snap_data / "fake/node.json").read_text())["cluster_id"],
+            "voters": ["127.0.0.2", "127.0.0.1", "127.0.0.3"],
+            "reachable": ["127.0.0.2"],
+            "index": json.loads((master.snap_data / "fake/cluster.json").read_text())["index"],
+        },
+    )
+    assert first.run("microk8s", "start").returncode == 0
+    assert second.run("microk8s", "start").returncode == 0
+    assert quorum_of(mk(second))[0] == 0
+    stale = json.loads((second.snap_data / "fake/cluster.json").read_text())["index"]
+    assert stale < json.loads((master.snap_data / "fake/cluster.json").read_text())["index"]
+    assert {i["metadata"]["name"]: i["spec"] for i in nodes_json(second)}["localhost"] == {"unschedulable": True}
+    log = lost(master.snap_data / "fake/quorum.log")
+    assert [line.split(": ", 2)[2] for line in log] == ["microk8s fake-quorum", "POST /quorum"]
+
+
+# The rehearsal's fake: three nodes on one port, at 127.0.0.2 (the master), 127.0.0.1 (named
+# localhost) and 127.0.0.3, the other two named by their addresses (getaddrinfo resolves an
+# address to itself), so that the agents' hostname checks pass.
+
+
+@pytest.fixture
+def trio(tmp_path):
+    port = free_port()
+    nodes = [
+        Node(tmp_path / "master", port, "127.0.0.2", "127.0.0.2"),
+        Node(tmp_path / "first", port, "127.0.0.1", "localhost"),
+        Node(tmp_path / "second", port, "127.0.0.3", "127.0.0.3"),
+    ]
+    for each in nodes:
+        install(each, "1.28/stable")
+    yield nodes
+    for each in nodes:
+        each.close()
+
+
+def joined_trio(trio) -> list[Node]:
+    master, first, second = trio
+    for joiner in (first, second):
+        assert joiner.run("microk8s", "join", url_to(master, issue(master))).returncode == 0
+    return trio
+
+
+def mk(node: Node):
+    return lambda *args: node.run("microk8s", *args)
+
+
+def test_roles_follow_go_dqlite_and_every_voter_holds_the_database(trio):
+    """go-dqlite roles.go: one voter below 3 members (a spare joins), then 3 voters, each with a copy."""
+    master, first, second = trio
+    assert roles(mk(master)) == {"127.0.0.1:19001": "voter"}
+    assert first.run("microk8s", "join", url_to(master, issue(master))).returncode == 0
+    assert roles(mk(master)) == {"127.0.0.2:19001": "voter", "127.0.0.1:19001": "spare"}
+    assert not (first.snap_data / "fake/cluster.json").exists()
+    assert second.run("microk8s", "join", url_to(master, issue(master))).returncode == 0
+    assert roles(mk(second)) == {f"127.0.0.{n}:19001": "voter" for n in (2, 1, 3)}
+    indexes = {json.loads((n.snap_data / "fake/cluster.json").read_text())["index"] for n in trio}
+    assert len(indexes) == 1
+    assert master.post("/quorum")[1]["quorum"] is True
+
+
+def test_a_rebuilt_master_rejoins_through_another_voter_and_quorum_holds(trio):
+    master, first, second = joined_trio(trio)
+    master.rebuild()
+    install(master, "1.28/stable")
+    code, found = quorum_of(mk(second))
+    assert (code, sorted(found["reachable"])) == (0, ["127.0.0.1", "127.0.0.3"])
+    assert roles(mk(second))["127.0.0.2:19001"] == "voter"
+    assert readiness(nodes_json(first)) == {"127.0.0.2": "Unknown", "127.0.0.1": "True", "127.0.0.3": "True"}
+    assert second.run("microk8s", "remove-node", "127.0.0.2", "--force").returncode == 0
+    assert roles(mk(first)) == {"127.0.0.1:19001": "voter", "127.0.0.3:19001": "spare"}
+    # Through the agent of the node that removed it (a spare now: it answers from the leader's copy).
+    assert master.run("microk8s", "join", url_to(second, issue(second))).returncode == 0
+    assert roles(mk(master)) == {f"127.0.0.{n}:19001": "voter" for n in (1, 3, 2)}
+    assert set(readiness(nodes_json(second)).values()) == {"True"}
+    assert all(lost(n.snap_data / "fake/quorum.log") == [] for n in trio)
+
+
+def test_a_majority_of_voters_lost_stops_the_api_and_is_recorded(trio, tmp_path):
+    master, first, second = joined_trio(trio)
+    first.close()
+    second.close()
+    status = status_yaml(master)
+    parsed = _status.parse(status.stdout)
+    assert (status.returncode, parsed["running"], parsed["high_availability"]["nodes"]) == (1, False, [])
+    kubectl = master.run("microk8s", "kubectl", "get", "nodes", "-o", "json")
+    assert (kubectl.returncode, kubectl.stderr) == (1, TIMED_OUT)
+    issued = issue(master)
+    assert issued["token"].split("/")[0] in (master.snap_data / "credentials/cluster-tokens.txt").read_text()
+    worker = Node(tmp_path / "worker", master.port, "127.0.0.4", "127.0.0.4")
+    try:
+        install(worker, "1.28/stable")
+        refused = worker.run("microk8s", "join", url_to(master, issued), "--worker")
+        assert (refused.returncode, refused.stdout) == (6, "Contacting cluster at 127.0.0.2\n" + NO_CONTROL_PLANE)
+        stalled = worker.run("microk8s", "join", url_to(master, issue(master)))
+        assert (stalled.returncode, stalled.stdout) == (0, "Contacting cluster at 127.0.0.2\n" + STALLED)
+    finally:
+        worker.close()
+    code, found = quorum_of(mk(master))
+    assert (code, found["reachable"]) == (1, ["127.0.0.2"])
+    log = lost(master.snap_data / "fake/quorum.log")
+    assert all("quorum lost: 1/3 voters reachable (127.0.0.2 127.0.0.1 127.0.0.3)" in line for line in log)
+    assert "microk8s status --format yaml" in log[0] and "microk8s kubectl get nodes -o json" in log[1]
+    assert any("join from 127.0.0.4 (--worker)" in line for line in log)
+    assert log[-1].endswith("microk8s fake-quorum")
+    # Back: the quorum and the API return, the log keeps what happened.
+    first.start_agent()
+    assert quorum_of(mk(master))[0] == 0
+    assert status_yaml(master).returncode == 0
