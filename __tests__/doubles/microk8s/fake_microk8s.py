@@ -3,51 +3,9 @@
 A fake ``microk8s`` CLI for the tests that run the real Salt loader. Each fake node keeps its
 $SNAP_DATA in $FAKE_MICROK8S_DIR, with the files microk8s itself keeps there
 (credentials/cluster-tokens.txt, var/lock/clustered.lock, certs/csr.conf.template) plus a
-state.json for what a real node keeps in its services (running, channel, the id of the cluster it
-belongs to) and cluster.json, its copy of the cluster database. Nodes find each other by address
-through $FAKE_MICROK8S_CLUSTER, a directory of links named after each node's address: nothing
-goes over a network; a node is reachable while its link resolves to a $SNAP_DATA with a
-state.json (so `shutil.rmtree(home)` is a machine gone, and its next command a rebuilt one).
-
-The cluster database (dqlite: its members and their roles, the Kubernetes nodes) is replicated
-as k8s-dqlite has it:
-- every voter and stand-by keeps a copy (cluster.json: the cluster id, an index raised by every
-  write, the members, the nodes); spares and workers keep none (go-dqlite client NodeRole: a
-  stand-by replicates without voting, a spare does neither);
-- a read or a write needs a majority of the voters listed in the freshest copy among the nodes
-  that answer (Raft, in the canonical/raft library dqlite embeds; reads too go to the leader,
-  which go-dqlite's driver looks up); a write then goes to every reachable voter and stand-by,
-  one index higher, and a node that was down reads the freshest copy when it is back. A node
-  counts while it runs and belongs to the cluster (a node rebuilt at the same address runs a
-  cluster of its own); a node restarting after a refresh still counts (k8s-dqlite comes back at
-  once, the API server does not);
-- roles as go-dqlite's leader sets them (app/roles.go, with k8s-dqlite's defaults of 3 voters and
-  3 stand-bys, pkg/server/server.go): a node joins as a spare and takes a role at startup
-  (Startup); below 3 members only the leader votes; from 3, online stand-bys and spares are
-  promoted to voters up to 3, an offline voter is demoted once 3 others vote, and stand-bys are
-  kept at 3 the same way (Adjust). The leader adjusts every 30 s (WithRolesAdjustmentFrequency),
-  the fake at every write. So 2 control-plane nodes are a voter and a spare, and losing the
-  spare loses nothing, while losing the voter loses the quorum;
-- without a majority (microk8s #3735: "If you drop below 2 nodes the cluster will freeze"):
-  status prints print_yaml(isReady=False) with `nodes:` empty (get_dqlite_info's `dqlite
-  .cluster` fails its 10 tries; it also lists nobody on a node the leader does not list) and
-  exits 1; kubectl gets the API server's 504, `Error from server (Timeout): the server was unable
-  to return a response in the time allotted, but may still be processing the request (get
-  nodes)` (apimachinery errors.go NewGenericServerResponse), exit 1; add-node still writes its
-  token (add_token.py is local); the agent still answers a control-plane join (join.go reads the
-  local cluster.yaml, no quorum needed), and the joiner's update_dqlite waits in vain ("Waiting
-  for this node to finish joining the cluster." and ten "..") and exits 0, not a member; a
-  worker's join fails with HTTP 500 "failed to retrieve list of control plane nodes: failed to
-  list nodes: <the 504>" (join.go's ListControlPlaneNodeIPs, pkg/snap/util/kubectl.go); leave
-  and remove-node end in a CalledProcessError traceback from their `dqlite .cluster`, exit 1
-  (remove-node first prints "Node <n> does not exist in Kubernetes." as its failed kubectl
-  makes it). The agent's "failed to retrieve dqlite cluster nodes" comes only from reading
-  cluster.yaml (WaitForDqliteCluster), hence only through the join_dqlite_error fault;
-- every time a command finds no majority, it appends a line to fake/quorum.log on every node of
-  the cluster that is up (its own included): `<UTC time> quorum lost: <k>/<n> voters reachable
-  (<voters>); on <address>: <command>`. `microk8s fake-quorum` (not a microk8s command) prints
-  {"quorum", "cluster", "voters", "reachable", "index"} and exits 0 with a quorum, 1 without
-  (recorded like any other finding).
+state.json for what a real node keeps in its services. Nodes find each other by address through
+$FAKE_MICROK8S_CLUSTER, a directory of links named after each node's address: nothing goes over
+a network.
 
 What it reproduces, and where from (see __tests__/l4-salt/fixtures/microk8s/README.md for the output shapes):
 - add-node appends ``<token>`` (single-use) or ``<token>|<expiry>`` (add_token.py);
@@ -57,13 +15,12 @@ What it reproduces, and where from (see __tests__/l4-salt/fixtures/microk8s/READ
   present), and whether dqlite already knows the joiner's address; errors are printed the way
   join.py relays them, with exit code 6; an unreachable master ends in a ConnectionRefusedError;
 - a worker gets var/lock/clustered.lock, after which status prints only a message (exit 0);
-- remove-node of a node unknown to Kubernetes exits 1 even when --force removed it from dqlite
-  (a write: it needs the quorum);
+- remove-node of a node unknown to Kubernetes exits 1 even when --force removed it from dqlite;
 - leave (scripts/wrappers/leave.py, 1.28 and 1.35 alike): the node leaves dqlite and goes back to
   a cluster of its own, printing "Generating new cluster certificates." and "Waiting for node to
   start." (a worker first "Configuring services."); its Kubernetes node stays, NotReady, until
-  remove-node; a node that is the only voter cannot leave: is_leader_without_successor's three
-  lines, exit 3.
+  remove-node; a node holding the only copy of the database (no other voter) cannot leave:
+  is_leader_without_successor's three lines, exit 3.
 
 Two releases (canonical/microk8s branches 1.28 and 1.35). A node tracks a channel, 1.NN/<risk>
 ($FAKE_MICROK8S_CHANNEL when the node is created, else 1.28/stable; `snap install microk8s
@@ -179,241 +136,32 @@ def load(home: Path) -> dict:
     path = home / "state.json"
     state = json.loads(path.read_text()) if path.exists() else {}
     defaults = {"running": True, "addons": dict(ADDONS), "cluster": None, "address": None, "hostname": None}
-    defaults.update(cluster_id=None, stalled=False)
     defaults.update(channel=CHANNEL if release(CHANNEL) else "1.28/stable", snap_installed=False, restart_until=0)
     return {**defaults, **state}
 
 
 def save(home: Path, state: dict) -> None:
-    """Whole or not at all: other nodes' commands read it (is the node up, in which cluster)."""
-    tmp = home / f".state.json.{os.getpid()}"
-    tmp.write_text(json.dumps(state, indent=1))
-    tmp.replace(home / "state.json")
+    (home / "state.json").write_text(json.dumps(state, indent=1))
 
 
 def restarting(state: dict) -> bool:
     return time.time() < state["restart_until"]
 
 
-VOTER, STANDBY, SPARE = "voter", "standby", "spare"
-# go-dqlite app/roles.go: minVoters, and the App's defaults (app/options.go: WithVoters and
-# WithStandBys, 3 each), which k8s-dqlite keeps (pkg/server/server.go calls app.New without them).
-MIN_VOTERS, VOTERS, STANDBYS = 3, 3, 3
-# kubectl's line when the API server answers 504 because its datastore does not (apimachinery
-# pkg/api/errors NewGenericServerResponse, StatusGatewayTimeout; kubectl helpers.go "Error from server (<reason>)").
-TIMED_OUT = "the server was unable to return a response in the time allotted, but may still be processing the request"
-
-
-def copy_path(home: Path) -> Path:
-    """A node's copy of the cluster database (kept by voters and standbys)."""
-    return home / "cluster.json"
-
-
-def read_copy(home: Path) -> dict | None:
-    path = copy_path(home)
-    try:
-        return json.loads(path.read_text()) if path.exists() else None
-    except (OSError, ValueError):
-        return None
-
-
-def write_copy(home: Path, db: dict) -> None:
-    tmp = home / ".cluster.json.tmp"
-    tmp.write_text(json.dumps(db, indent=1))
-    tmp.replace(copy_path(home))
-
-
-def host_of(member: dict) -> str:
-    return member["address"].rsplit(":", 1)[0]
-
-
-def homes() -> dict[str, Path]:
-    """Every registered node whose $SNAP_DATA still exists, by address: the network."""
-    found = {}
-    if CLUSTER.is_dir():
-        for link in CLUSTER.iterdir():
-            if link.is_symlink() and link.exists() and (link.resolve() / "state.json").exists():
-                found[link.name] = link.resolve()
-    return found
-
-
-def online(cid: str) -> dict[str, Path]:
-    """
-    The nodes of cluster ``cid`` that are up: microk8s runs there and the node still belongs to
-    this cluster (a node rebuilt at the same address runs a cluster of its own).
-    """
-    up = {}
-    for address, home in homes().items():
-        state = load(home)
-        if state.get("cluster_id") == cid and state["running"]:
-            up[address] = home
-    return up
-
-
-def reachable(cid: str) -> dict[str, tuple[Path, dict]]:
-    """The nodes up whose dqlite holds a copy of this cluster's database (voters and stand-bys)."""
-    answering = {}
-    for address, home in online(cid).items():
-        copy = read_copy(home)
-        if copy and copy.get("id") == cid:
-            answering[address] = (home, copy)
-    return answering
-
-
-def quorum(cid: str | None) -> dict:
-    """
-    The Raft rule dqlite follows (canonical/raft, the C library dqlite embeds): the leader needs a
-    majority of the voters of the current configuration; reads go to the leader too (go-dqlite's
-    driver finds the leader and queries it), so without a majority nothing is read or written.
-    The freshest copy among the reachable ones (the highest index) is the configuration.
-    """
-    answering = reachable(cid) if cid else {}
-    copies = [copy for _, copy in answering.values()]
-    db = max(copies, key=lambda c: c.get("index", 0)) if copies else None
-    voters = [host_of(m) for m in (db or {}).get("members", []) if m["role"] == VOTER]
-    up = [v for v in voters if v in answering]
+def database(home: Path, state: dict) -> dict:
+    """The dqlite members and Kubernetes nodes, kept by the node that started the cluster."""
+    path = home / "cluster.json"
+    if path.exists():
+        return json.loads(path.read_text())
     return {
-        "cluster": cid,
-        "quorum": bool(voters) and len(up) * 2 > len(voters),
-        "voters": voters,
-        "reachable": up,
-        "index": (db or {}).get("index", 0),
-        "db": db,
-        "answering": answering,
+        "members": [{"address": f"{state['address']}:{DQLITE_PORT}", "role": "voter"}],
+        "nodes": [{"name": state["hostname"], "address": state["address"], "version": version(state)}],
     }
 
 
-def record_lost(found: dict, command: str) -> None:
-    """fake/quorum.log on every surviving node of the cluster: when, who found it, and how many voters answered."""
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    line = (
-        f"{stamp} quorum lost: {len(found['reachable'])}/{len(found['voters'])} voters reachable "
-        f"({' '.join(found['voters'])}); on {ADDRESS}: {command}\n"
-    )
-    for home in {HOME, *online(found["cluster"]).values()} if found["cluster"] else {HOME}:
-        (home / "fake").mkdir(parents=True, exist_ok=True)
-        with (home / "fake" / "quorum.log").open("a") as log:
-            log.write(line)
-
-
-def command_line() -> str:
-    """The command being run, as typed: `microk8s ...` or `snap ...`."""
-    return " ".join(
-        [os.path.basename(sys.argv[0]).removesuffix(".py").replace("fake_microk8s", "microk8s"), *sys.argv[1:]]
-    )
-
-
-def read_db(state: dict, command: str | None = None) -> dict | None:
-    """The cluster database through its leader, or None (recorded) when no majority of voters answers."""
-    found = quorum(state.get("cluster_id"))
-    if not found["quorum"]:
-        record_lost(found, command or command_line())
-        return None
-    return found["db"]
-
-
-def adjust_roles(db: dict, online: set[str], leader: str | None) -> None:
-    """
-    go-dqlite app/roles.go, rolesAdjustmentAlgorithm.Adjust, applied until nothing changes (the
-    leader runs it every 30 s, app/options.go WithRolesAdjustmentFrequency; the fake at once).
-    Below minVoters (3) members only the leader votes; from 3, online stand-bys and spares are
-    promoted to voters up to 3, then an offline voter is demoted, and stand-bys are kept at 3
-    the same way.
-    """
-    members = db["members"]
-    for _ in range(4 * len(members) + 4):
-        if len(members) <= 1:
-            return
-        on = [m for m in members if host_of(m) in online]
-        voters_on = [m for m in on if m["role"] == VOTER]
-        standbys_on = [m for m in on if m["role"] == STANDBY]
-        spares_on = [m for m in on if m["role"] == SPARE]
-        voters_off = [m for m in members if m["role"] == VOTER and m not in on]
-        standbys_off = [m for m in members if m["role"] == STANDBY and m not in on]
-        if len(members) < MIN_VOTERS:
-            demote = [m for m in members if m["role"] == VOTER and host_of(m) != leader]
-            if not demote:
-                return
-            demote[0]["role"] = SPARE
-        elif len(voters_on) < VOTERS:
-            if not standbys_on + spares_on:
-                return
-            (standbys_on + spares_on)[0]["role"] = VOTER
-        elif len(voters_on) > VOTERS:
-            next(m for m in voters_on if host_of(m) != leader)["role"] = SPARE
-        elif voters_off:
-            voters_off[0]["role"] = SPARE
-        elif len(standbys_on) < STANDBYS and spares_on:
-            spares_on[0]["role"] = STANDBY
-        elif len(standbys_on) > STANDBYS:
-            standbys_on[-1]["role"] = SPARE
-        elif standbys_off:
-            standbys_off[0]["role"] = SPARE
-        else:
-            return
-
-
-def startup_role(db: dict, joiner: dict, online: set[str]) -> None:
-    """go-dqlite roles.go Startup: a spare joining a cluster of 3 or more takes the voter or stand-by role it lacks."""
-    if len(db["members"]) < MIN_VOTERS:
-        return
-    on = [m for m in db["members"] if host_of(m) in online]
-    if sum(m["role"] == VOTER for m in on) < VOTERS:
-        joiner["role"] = VOTER
-    elif sum(m["role"] == STANDBY for m in on) < STANDBYS:
-        joiner["role"] = STANDBY
-
-
-def leader_of(db: dict, online: set[str]) -> str | None:
-    return next((host_of(m) for m in db["members"] if m["role"] == VOTER and host_of(m) in online), None)
-
-
-def commit(cid: str | None, change, command: str | None = None, joining: dict[str, Path] | None = None):
-    """
-    One write through the leader: accepted only while a majority of the voters answers (Raft),
-    then applied to every reachable voter and stand-by (their copies, one index higher); roles
-    are adjusted as go-dqlite's leader would. ``change(db)`` edits the database; True is returned
-    once accepted, False (and the loss recorded) without a quorum. ``joining`` maps the
-    address of a node being added to its $SNAP_DATA, which takes its copy if it gets a role
-    that keeps one.
-    """
-    with cluster_lock():
-        found = quorum(cid)
-        if not found["quorum"]:
-            record_lost(found, command or command_line())
-            return False
-        db = json.loads(json.dumps(found["db"]))
-        change(db)
-        up = set(online(found["cluster"])) | set(joining or {})
-        adjust_roles(db, up, leader_of(db, up))
-        db["index"] = found["index"] + 1
-        holders = {host_of(m) for m in db["members"] if m["role"] in (VOTER, STANDBY)}
-        for address, home in {**online(found["cluster"]), **(joining or {})}.items():
-            if address in holders:
-                write_copy(home, db)
-            else:
-                # A spare neither replicates nor votes (go-dqlite client/constants.go NodeRole).
-                copy_path(home).unlink(missing_ok=True)
-        return True
-
-
-@contextlib.contextmanager
-def cluster_lock():
-    """One database change at a time across the nodes (the leader serialises them)."""
-    CLUSTER.mkdir(parents=True, exist_ok=True)
-    with (CLUSTER / ".dqlite.lock").open("a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        yield
-
-
-def own_cluster(state: dict) -> dict:
-    """A fresh node's database: itself the only voter, its own Kubernetes node (a new cluster id)."""
-    return {
-        "id": secrets.token_hex(8),
-        "index": 1,
-        "members": [{"address": f"{ADDRESS}:{DQLITE_PORT}", "role": VOTER}],
-        "nodes": [{"name": HOSTNAME, "address": ADDRESS, "version": version(state)}],
-    }
+def bootstrap(state: dict) -> Path:
+    """The directory of the node holding this node's cluster database (itself when standalone)."""
+    return (CLUSTER / state["cluster"]).resolve() if state["cluster"] else HOME
 
 
 def new_server_certificate(home: Path) -> None:
@@ -447,12 +195,6 @@ def register(state: dict) -> None:
         template.write_text("[ alt_names ]\nDNS.1 = kubernetes\nIP.1 = 127.0.0.1\n#MOREIPS\n")
     if not (HOME / SERVER_CRT).exists():
         new_server_certificate(HOME)
-    if state["cluster_id"] is None:
-        # A fresh node (or one rebuilt at the same address): a cluster of its own.
-        db = own_cluster(state)
-        state["cluster_id"] = db["id"]
-        write_copy(HOME, db)
-        save(HOME, state)
 
 
 @contextlib.contextmanager
@@ -492,25 +234,17 @@ def worker_refusal() -> int:
     return 0
 
 
-def members_listed(db: dict | None) -> list[dict]:
-    """
-    get_dqlite_info: the members, or [] when its dqlite query (`.cluster`, answered by the leader)
-    failed its 10 tries: no quorum, the fault, or a node its leader does not list (it waits for
-    its own address in the answer).
-    """
-    if fault(HOME, "status_dqlite_empty") is not None or db is None:
+def members_listed(state: dict) -> list[dict]:
+    """get_dqlite_info: the members, or [] when the dqlite query failed its 10 tries (a fault)."""
+    if fault(HOME, "status_dqlite_empty") is not None:
         return []
-    if not any(m["address"] == f"{ADDRESS}:{DQLITE_PORT}" for m in db["members"]):
-        return []
-    return db["members"]
+    return database(bootstrap(state), state)["members"]
 
 
 def status(state: dict) -> int:
     if (HOME / WORKER_LOCK).exists():
         return worker_refusal()
-    db = read_db(state) if state["running"] else None
-    # is_cluster_ready: kubectl get all / get nodes, which fail without the datastore.
-    ready = state["running"] and not restarting(state) and db is not None
+    ready = state["running"] and not restarting(state)
     print("microk8s:")
     print(f"  running: {ready}")
     print("high-availability:")
@@ -523,10 +257,10 @@ def status(state: dict) -> int:
     print(f"  enabled: {ha}")
     if ha:
         print("  nodes:")
-        for member in members_listed(db):
+        for member in members_listed(state):
             print(f"    - address: {member['address']}\n      role: {member['role']}")
     if not ready:
-        # Restarting after a refresh, or no quorum: print_yaml(isReady=False), then status.py exits 1.
+        # Restarting after a refresh: print_yaml(isReady=False), then status.py exits 1.
         print(f"  message: {NOT_RUNNING}")
         return 1
     print("addons:")
@@ -656,49 +390,24 @@ def admit(state: dict, master: Path, token: str, worker: bool) -> int:
         )
         prefix = "failed to retrieve dqlite cluster nodes: "
         return refused(f"{prefix * (2 if current_agent else 1)}{text} (500)")
-    cid = master_state["cluster_id"]
-    # GetDqliteCluster reads the agent's node's cluster.yaml: the last configuration its dqlite
-    # knew, which needs no quorum (a spare, holding no copy, knows the freshest one reachable).
-    known_db = read_copy(master) or quorum(cid)["db"] or {"members": []}
+    db = database(master, master_state)
     # Only dqlite members are checked: a rebuilt worker (never a member) simply joins again.
-    if any(host_of(m) == ADDRESS for m in known_db["members"]):
+    if any(m["address"].startswith(f"{ADDRESS}:") for m in db["members"]):
         known = f"the joining node ({ADDRESS}) is already known to dqlite"
         if current_agent:
             return refused(f"failed to retrieve dqlite cluster nodes: {known} (500)")
         return refused(f"{known} (504)")
-    entry = {"name": HOSTNAME, "address": ADDRESS, "version": version(state)}
-
-    def register_node(db: dict) -> bool:
-        # The kubelet registers its Kubernetes node (the API server writes it to the datastore).
-        db["nodes"] = [n for n in db["nodes"] if n["address"] != ADDRESS] + [entry]
-        return True
-
+    if not worker:
+        voters = sum(1 for m in db["members"] if m["role"] == "voter")
+        db["members"].append({"address": f"{ADDRESS}:{DQLITE_PORT}", "role": "voter" if voters < 3 else "standby"})
+    db["nodes"] = [n for n in db["nodes"] if n["address"] != ADDRESS] + [
+        {"name": HOSTNAME, "address": ADDRESS, "version": version(state)}
+    ]
+    (master / "cluster.json").write_text(json.dumps(db, indent=1))
+    state["cluster"] = master_state["address"]
     if worker:
-        # join.go (worker): ListControlPlaneNodeIPs lists nodes through the API server first.
-        if not commit(cid, register_node, f"agent of {master_state['address']}: join from {ADDRESS} (--worker)"):
-            return refused(
-                f"failed to retrieve list of control plane nodes: failed to list nodes: {TIMED_OUT} (get nodes) (500)"
-            )
-        copy_path(HOME).unlink(missing_ok=True)
         (HOME / WORKER_LOCK).parent.mkdir(parents=True, exist_ok=True)
         (HOME / WORKER_LOCK).touch()
-    else:
-
-        def add_member(db: dict) -> bool:
-            # go-dqlite: a node joins as a spare (app.go, client.Add), then takes the role
-            # roles.go Startup gives it; the leader adjusts the others.
-            joiner = {"address": f"{ADDRESS}:{DQLITE_PORT}", "role": SPARE}
-            db["members"].append(joiner)
-            startup_role(db, joiner, set(online(cid)) | {ADDRESS})
-            return register_node(db)
-
-        # The agent answers at once; the joiner's dqlite then asks the leader to add it.
-        if not commit(cid, add_member, f"join {master_state['address']} (dqlite add of {ADDRESS})", {ADDRESS: HOME}):
-            # update_dqlite: its ten `dqlite .cluster` tries fail ("..") and join.py carries on.
-            copy_path(HOME).unlink(missing_ok=True)
-            state.update(cluster=master_state["address"], cluster_id=cid, stalled=True)
-            return 0
-    state.update(cluster=master_state["address"], cluster_id=cid, stalled=False)
     return 0
 
 
@@ -712,9 +421,6 @@ def joined(state: dict, worker: bool) -> None:
         print("    /var/snap/microk8s/current/args/apiserver-proxy")
         print("and replace the API server endpoints with the one provided by the loadbalancer in:")
         print("    /var/snap/microk8s/current/args/traefik/provider.yaml\n")
-    elif state.get("stalled"):
-        # update_dqlite without a quorum: every `dqlite .cluster` try fails, then print(" ").
-        print("Waiting for this node to finish joining the cluster. " + ".. " * 10 + " ")
     else:
         # update_dqlite: the wait for dqlite (end=" "), then print(" ").
         print("Waiting for this node to finish joining the cluster.  ")
@@ -729,41 +435,22 @@ def leave(state: dict) -> int:
     Either goes back to a cluster of its own; its Kubernetes node stays until remove-node.
     """
     worker = (HOME / WORKER_LOCK).exists()
-    if not worker:
-        db = read_db(state)
-        if db is None:
-            # is_leader_without_successor's `dqlite .cluster` needs the leader: check_output raises.
-            return dqlite_traceback()
-        others = [m for m in db["members"] if host_of(m) != ADDRESS]
-        if not any(m["role"] == VOTER for m in others):
-            print("This node currently holds the only copy of the Kubernetes database so it cannot leave the cluster.")
-            print("To remove this node you can either first remove all other nodes with 'microk8s remove-node' or")
-            print("form a highly available cluster by adding at least three nodes.")
-            return 3
-
-        def drop_self(db: dict) -> None:
-            db["members"] = [m for m in db["members"] if host_of(m) != ADDRESS]
-
-        commit(state["cluster_id"], drop_self)
-    else:
+    master = bootstrap(state)
+    db = database(master, load(master) if state["cluster"] else state)
+    others = [m for m in db["members"] if not m["address"].startswith(f"{ADDRESS}:")]
+    if not worker and not any(m["role"] == "voter" for m in others):
+        print("This node currently holds the only copy of the Kubernetes database so it cannot leave the cluster.")
+        print("To remove this node you can either first remove all other nodes with 'microk8s remove-node' or")
+        print("form a highly available cluster by adding at least three nodes.")
+        return 3
+    if worker:
         print("Configuring services.")
-    # reinit_cluster: a cluster of its own.
-    fresh = own_cluster(state)
-    write_copy(HOME, fresh)
-    state.update(cluster=None, cluster_id=fresh["id"], stalled=False)
+    db["members"] = others
+    (master / "cluster.json").write_text(json.dumps(db, indent=1))
+    state["cluster"] = None
     (HOME / WORKER_LOCK).unlink(missing_ok=True)
     print("Generating new cluster certificates.\nWaiting for node to start.  ")
     return 0
-
-
-def dqlite_traceback() -> int:
-    """remove_node.py get_dqlite_endpoints: `dqlite .cluster` fails without a leader; check_output raises."""
-    print("Traceback (most recent call last):", file=sys.stderr)
-    print(
-        "subprocess.CalledProcessError: Command '[...dqlite..., 'k8s', '.cluster']' returned non-zero exit status 1.",
-        file=sys.stderr,
-    )
-    return 1
 
 
 def remove_node(state: dict, args: list[str]) -> int:
@@ -772,30 +459,18 @@ def remove_node(state: dict, args: list[str]) -> int:
         print("This MicroK8s deployment is acting as a node in a cluster. Please use microk8s leave.")
         return 1
     node, force = args[0], "--force" in args
-    db = read_db(state)
-    if db is None:
-        # kubectl get no fails (CalledProcessError): "does not exist in Kubernetes", then with
-        # --force get_dqlite_endpoints' dqlite query fails as well.
-        print(f"Node {node} does not exist in Kubernetes.")
-        if force:
-            print(f"Attempting to remove {node} from dqlite.")
-            return dqlite_traceback()
-        return 1
+    db = database(HOME, state)
     found = next((n for n in db["nodes"] if node in (n["name"], n["address"])), None)
     address = found["address"] if found else node
-    in_dqlite = any(host_of(m) == address for m in db["members"])
+    in_dqlite = any(m["address"].startswith(f"{address}:") for m in db["members"])
     if found and in_dqlite and not force:
         advice = "Please, run first 'microk8s leave' on the departing node."
         print(f"Removal failed. Node {node} is registered with dqlite. {advice}")
         return 1
-
-    def remove(db: dict) -> None:
-        if force:
-            db["members"] = [m for m in db["members"] if host_of(m) != address]
-        db["nodes"] = [n for n in db["nodes"] if not found or n["address"] != found["address"]]
-
-    if not commit(state["cluster_id"], remove):
-        return dqlite_traceback()
+    if force:
+        db["members"] = [m for m in db["members"] if not m["address"].startswith(f"{address}:")]
+    db["nodes"] = [n for n in db["nodes"] if n is not found]
+    (HOME / "cluster.json").write_text(json.dumps(db, indent=1))
     if not found:
         print(f"Node {node} does not exist in Kubernetes.")
         if force and in_dqlite:
@@ -805,35 +480,31 @@ def remove_node(state: dict, args: list[str]) -> int:
     return 0
 
 
-def ready(node: dict, cid: str) -> bool:
+def ready(node: dict, home: Path) -> bool:
     """
     A kubelet posts its node's status to the API server of the cluster it joined (its kubeconfig,
     written by join.py); the node lifecycle controller turns Ready to Unknown when those posts
     stop. So a node is Ready while its microk8s runs (not restarting) and its node is still a
     member of this cluster: a machine rebuilt at the same address runs a cluster of its own.
     """
-    home = homes().get(node["address"])
-    if home is None:
+    link = CLUSTER / node["address"]
+    if not link.exists():
         return False
-    other = load(home)
-    return other["running"] and not restarting(other) and other.get("cluster_id") == cid
+    other = load(link.resolve())
+    return other["running"] and not restarting(other) and bootstrap_of(other, link.resolve()) == home.resolve()
 
 
-def api_unavailable(args: list[str]) -> int:
-    """kubectl when the API server's datastore does not answer: a 504 from the API server."""
-    verb = args[0] if args and args[0] in ("get", "delete") else "patch"
-    names = operands(args[1:])
-    what = " ".join(["nodes", *names[1:]]) if verb == "get" else f"nodes {names[0] if names else ''}".strip()
-    print(f"Error from server (Timeout): {TIMED_OUT} ({verb} {what})", file=sys.stderr)
-    return 1
+def bootstrap_of(state: dict, home: Path) -> Path:
+    return (CLUSTER / state["cluster"]).resolve() if state["cluster"] else home
 
 
-def kubectl_nodes(state: dict, db: dict) -> int:
+def kubectl_nodes(state: dict) -> int:
+    home = bootstrap(state)
     items = []
-    for node in db["nodes"]:
-        home = homes().get(node["address"])
-        kubelet = load(home) if home else None
-        is_ready = ready(node, state["cluster_id"])
+    for node in database(home, state)["nodes"]:
+        link = CLUSTER / node["address"]
+        kubelet = load(link.resolve()) if link.exists() else None
+        is_ready = ready(node, home)
         # The kubelet reports its version with its status; the last one reported stays otherwise.
         kubelet_version = version(kubelet) if is_ready else node.get("version") or version(kubelet or state)
         item = {
@@ -857,28 +528,23 @@ def calico_pod(name: str) -> str:
 
 def operands(args: list[str]) -> list[str]:
     """kubectl's arguments less its flags, and less the values of flags given apart (--timeout 5m)."""
-    valued = {"--timeout", "--grace-period", "--pod-selector", "--selector", "-l", "--chunk-size", "-o", "--output"}
+    valued = {"--timeout", "--grace-period", "--pod-selector", "--selector", "-l", "--chunk-size"}
     return [a for i, a in enumerate(args) if not a.startswith("-") and (i == 0 or args[i - 1] not in valued)]
 
 
-def kubectl_schedule(state: dict, db: dict, verb: str, args: list[str]) -> int:
+def kubectl_schedule(state: dict, verb: str, args: list[str]) -> int:
     """kubectl cordon / uncordon / drain <node> (drain.go RunCordonOrUncordon, RunDrain)."""
     names = operands(args)
+    home = bootstrap(state)
+    db = database(home, state)
     found = next((n for n in db["nodes"] if names and n["name"] == names[0]), None)
     if found is None:
         print(f'Error from server (NotFound): nodes "{names[0] if names else ""}" not found', file=sys.stderr)
         return 1
     name, desired = found["name"], verb != "uncordon"
     already = bool(found.get("unschedulable")) == desired
-
-    def patch(db: dict) -> bool:
-        for node in db["nodes"]:
-            if node["name"] == name:
-                node["unschedulable"] = desired
-        return True
-
-    if not commit(state["cluster_id"], patch):
-        return api_unavailable([verb, name])
+    found["unschedulable"] = desired
+    (home / "cluster.json").write_text(json.dumps(db, indent=1))
     print(f"node/{name} {'already ' if already else ''}{'cordoned' if desired else 'uncordoned'}")
     if verb != "drain":
         return 0
@@ -900,16 +566,11 @@ def kubectl(state: dict, args: list[str]) -> int:
     if restarting(state):
         print(API_DOWN, file=sys.stderr)
         return 1
-    if args[:2] != ["get", "nodes"] and args[:1] not in (["cordon"], ["uncordon"], ["drain"]):
-        print(f"fake microk8s: kubectl {' '.join(args)} is not reproduced", file=sys.stderr)
-        return 2
-    db = read_db(state)
-    if db is None:
-        return api_unavailable(args)
     if args[:2] == ["get", "nodes"]:
-        return kubectl_nodes(state, db)
+        return kubectl_nodes(state)
     if args[:1] in (["cordon"], ["uncordon"], ["drain"]):
-        return kubectl_schedule(state, db, args[0], args[1:])
+        with locked(bootstrap(state)):
+            return kubectl_schedule(state, args[0], args[1:])
     print(f"fake microk8s: kubectl {' '.join(args)} is not reproduced", file=sys.stderr)
     return 2
 
@@ -954,29 +615,14 @@ def snap(state: dict, args: list[str]) -> int:
     state["channel"] = channel
     # The services restart with the new revision: not ready for a moment.
     state["restart_until"] = time.time() + float(setting(HOME, "restart_seconds", 2))
-
-    def report_version(db: dict) -> None:
-        # The kubelet's next status post carries its new version (when the API server can take it).
+    home = bootstrap(state)
+    with locked(home):
+        db = database(home, load(home) if state["cluster"] else state)
         for node in db["nodes"]:
             if node["address"] == ADDRESS:
                 node["version"] = version(state)
-
-    commit(state["cluster_id"], report_version)
+        (home / "cluster.json").write_text(json.dumps(db, indent=1))
     print(f"microk8s ({channel}) v{version(state)} from Canonical✓ refreshed")
-    return 0
-
-
-def quorum_query(state: dict) -> int:
-    """
-    Not a microk8s command: the test's question "does this node's cluster have a quorum now?".
-    Prints {"quorum", "cluster", "voters", "reachable", "index"} as JSON; exit 0 with a quorum,
-    1 without (and the loss is recorded in fake/quorum.log like any other).
-    """
-    found = quorum(state["cluster_id"])
-    print(json.dumps({k: found[k] for k in ("quorum", "cluster", "voters", "reachable", "index")}))
-    if not found["quorum"]:
-        record_lost(found, command_line())
-        return 1
     return 0
 
 
@@ -997,15 +643,9 @@ def main(argv: list[str]) -> int:
         deadline = time.time() + timeout if timeout else float("inf")
         while state["running"] and restarting(state) and time.time() < deadline:
             time.sleep(0.1)
-        # is_cluster_ready needs the API server's datastore: wait for a quorum until the timeout
-        # (the fake gives up at once without one, where wait_for_ready would wait for ever).
-        while state["running"] and not quorum(state["cluster_id"])["quorum"] and time.time() < deadline < float("inf"):
-            time.sleep(0.2)
-        code = 0 if state["running"] and not restarting(state) and read_db(state) is not None else 1
+        code = 0 if state["running"] and not restarting(state) else 1
     elif command == "status":
         code = status(state)
-    elif command == "fake-quorum":
-        code = quorum_query(state)
     elif command in ("start", "stop"):
         state["running"] = command == "start"
         code = 0
