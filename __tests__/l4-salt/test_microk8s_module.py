@@ -966,6 +966,7 @@ PUBLIC = {
     "published_token": "(master: str, master_address: str | None = None)",
     "request_token_renewal": "(master: str, reason: str, serial: int)",
     "upgrade_plan": "(channel: str)",
+    "release_check": "(channel: str)",
     "installed": "()",
     "refresh": "(channel: str)",
     "drain_node": "(address: str, channel: str, timeout: int = 300)",
@@ -1216,3 +1217,16 @@ def test_a_node_that_is_not_ready_at_the_release_in_time_stops_the_roll_naming_i
     )
     with pytest.raises(CommandExecutionError, match=r"^Kubernetes has no node at 10\.1\.0\.199$"):
         master.drain_node("10.1.0.199", "1.29/stable", 60)
+
+
+def test_new_nodes_join_only_a_cluster_that_runs_the_channels_release(microk8s, tmp_path):
+    master = joined_cluster(microk8s, tmp_path).as_master()
+    assert master.release_check("1.28/candidate")["roll"] == []
+    with pytest.raises(CommandExecutionError) as raised:
+        master.release_check("1.29/stable")
+    assert str(raised.value) == (
+        f"3 node(s) run 1.28 ({MASTER}, {CP_JOINER}, {WORKER}) and microk8s_channel is 1.29/stable: roll them first "
+        "(salt-run state.orchestrate orch.upgrade on the Salt master), or keep microk8s_channel at 1.28/stable"
+    )
+    with pytest.raises(CommandExecutionError, match="skips a minor release"):
+        master.release_check("1.30/stable")

@@ -184,6 +184,8 @@ def test_orchestration_joins_voters_one_at_a_time_then_workers_in_batches(tmp_pa
         "orch-deploy-salt-function-refresh-pillar",
         "orch-deploy-salt-function-mine-update",
         "orch-deploy-salt-state-bastion-and-master",
+        # New nodes install microk8s:channel only into a cluster that runs that release.
+        "orch-deploy-salt-function-release-check",
         *(f"orch-deploy-salt-state-{step}" for step in steps),
         "orch-deploy-salt-state-spent-tokens",
         "orch-deploy-salt-function-cluster-check",
@@ -209,6 +211,12 @@ def test_orchestration_joins_voters_one_at_a_time_then_workers_in_batches(tmp_pa
         )
     # The check counts microk8s:nodes itself, so the orchestration passes no number to drift.
     assert "arg" not in args_of(orch["orch-deploy-salt-function-cluster-check"], "salt.function")
+    release = args_of(orch["orch-deploy-salt-function-release-check"], "salt.function")
+    assert (release["name"], release["tgt"], release["arg"]) == (
+        "microk8s.release_check",
+        f"k8s-master.{DOMAIN}",
+        [pillar_data["microk8s"]["channel"]],
+    )
 
 
 def test_orchestration_takes_the_voters_from_the_pillar_not_from_names(tmp_path, pillar_data):

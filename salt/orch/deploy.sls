@@ -17,7 +17,7 @@
 {%- set voters = microk8s.get("control_plane") or [] %}
 {%- set cp_joiners = ids | select("in", voters) | reject("equalto", master) | list %}
 {%- set workers = ids | reject("in", voters) | reject("equalto", master) | list %}
-{%- set joined_before_workers = "orch-deploy-salt-state-control-plane" if cp_joiners else "orch-deploy-salt-state-bastion-and-master" %}
+{%- set joined_before_workers = "orch-deploy-salt-state-control-plane" if cp_joiners else "orch-deploy-salt-function-release-check" %}
 
 orch-deploy-salt-state-salt-master:
   salt.state:
@@ -55,6 +55,16 @@ orch-deploy-salt-state-bastion-and-master:
     - require:
       - salt: orch-deploy-salt-function-mine-update
 
+{#- New nodes install microk8s:channel: the cluster must already run that release (the roll,
+    orch.upgrade, moves it), or they would join it at another minor. #}
+orch-deploy-salt-function-release-check:
+  salt.function:
+    - name: microk8s.release_check
+    - tgt: {{ master | yaml_encode }}
+    - arg:
+      - {{ microk8s.channel | yaml_encode }}
+    - require:
+      - salt: orch-deploy-salt-state-bastion-and-master
 {%- if cp_joiners %}
 
 orch-deploy-salt-state-control-plane:
@@ -64,7 +74,7 @@ orch-deploy-salt-state-control-plane:
     - highstate: true
     - batch: 1
     - require:
-      - salt: orch-deploy-salt-state-bastion-and-master
+      - salt: orch-deploy-salt-function-release-check
 {%- endif %}
 {%- if workers %}
 

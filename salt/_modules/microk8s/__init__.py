@@ -325,6 +325,14 @@ def upgrade_plan(channel: str) -> dict:
     return _sub("_upgrade").plan(__salt__, channel)
 
 
+def release_check(channel: str) -> dict:
+    """
+    Fails (naming the nodes) while the cluster runs a minor other than ``channel``'s: orch.deploy
+    checks it before new nodes install ``channel``; the roll (orch.upgrade) comes first.
+    """
+    return _sub("_upgrade").release_check(__salt__, channel)
+
+
 def installed() -> dict | None:
     """The microk8s snap's ``{"version", "tracking"}`` (``snap list``), or None when it is not installed."""
     return _sub("_upgrade").installed(__salt__)

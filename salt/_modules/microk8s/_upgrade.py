@@ -115,6 +115,24 @@ def plan(salt: dict, channel: str) -> dict:
     return {"channel": channel, "minor": target, "roll": roll, "current": current}
 
 
+def release_check(salt: dict, channel: str) -> dict:
+    """
+    Before orch.deploy joins new nodes: ``plan(channel)`` must have nothing to roll, since a
+    node that installs ``channel`` into a cluster running another minor breaks the version skew
+    policy. Raises naming the nodes and the way on: the roll (orch.upgrade), or the channel the
+    cluster runs. Returns the plan.
+    """
+    result = plan(salt, channel)
+    if result["roll"]:
+        minor = version_minor(result["current"][result["roll"][0]])
+        raise CommandExecutionError(
+            f"{len(result['roll'])} node(s) run 1.{minor} ({', '.join(result['roll'])}) and microk8s_channel is "
+            f"{channel}: roll them first (salt-run state.orchestrate orch.upgrade on the Salt master), "
+            f"or keep microk8s_channel at 1.{minor}/stable"
+        )
+    return result
+
+
 def _node(salt: dict, address: str) -> dict:
     node = _by_address(salt).get(address)
     if node is None:
