@@ -176,15 +176,16 @@ def channel_tracked(name: str) -> dict:
 
 def join_tokens_published(name: str, ttl: int = -1) -> dict:
     """
-    On the master: every expected joiner (pillar ``microk8s:nodes``) that is not in the cluster
-    yet holds a live join token of its own, and the tokens are published through the mine.
-    Tokens of joiners that have joined (or left the pillar) are withdrawn. ``ttl=-1`` makes
-    each token single-use; a positive ttl makes it reusable for that many seconds. Changes show
-    token serials, never the tokens.
+    On the issuer (``microk8s.issuer``: the master, or a voter while a rebuilt master stands
+    alone): every node of pillar ``microk8s:nodes`` that is not in the cluster yet holds a
+    usable join token of its own, and the tokens are published through the mine. Tokens of
+    nodes that have joined (or left the pillar) are withdrawn; on any other node, every token it
+    holds is. ``ttl=-1`` makes each token single-use; a positive ttl (at least 300) makes it
+    reusable for that many seconds. Changes show token serials, never the tokens.
 
     .. code-block:: yaml
 
-        microk8s-master-microk8s-join-tokens-published:
+        microk8s-tokens-microk8s-join-tokens-published:
           microk8s.join_tokens_published:
             - ttl: -1
     """
