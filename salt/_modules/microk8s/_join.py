@@ -155,13 +155,6 @@ def join_cluster(
     raise CommandExecutionError(f"not joined to {master} after {attempts} attempts; last: {last}")
 
 
-def joined(membership: dict, worker: bool, master_address: str | None) -> bool:
-    """Whether ``membership`` is the wanted role in the cluster that has the master at ``master_address``."""
-    if worker:
-        return membership["role"] == "worker"
-    return membership["role"] == "control-plane" and (master_address is None or master_address in membership["members"])
-
-
 def settled_membership(salt: dict, worker: bool, master_address: str | None) -> dict:
     """
     The membership after a join that exited 0, once it shows the wanted role. microk8s
@@ -178,7 +171,7 @@ def settled_membership(salt: dict, worker: bool, master_address: str | None) -> 
         except CommandExecutionError as error:
             last = str(error)
             continue
-        if joined(current, worker, master_address):
+        if _membership.joined(current, worker, master_address):
             return current
         last = f"{current['role']} with members {current['members']}"
     wanted = "worker" if worker else "control-plane member"

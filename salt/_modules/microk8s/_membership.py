@@ -93,6 +93,16 @@ def joiners_of(roles: dict, issuer: str) -> dict[str, bool]:
     return {node: node in workers for node in roles["addresses"] if node != issuer}
 
 
+def joined(membership: dict, worker: bool, address: str | None) -> bool:
+    """
+    Whether ``membership`` is the wanted role: a worker, or a control-plane member of the
+    cluster that lists ``address`` (the issuer's after a join; the node's own in a mine report).
+    """
+    if worker:
+        return membership["role"] == "worker"
+    return membership["role"] == "control-plane" and (address is None or address in membership["members"])
+
+
 def choose_issuer(roles: dict, reports: dict) -> str:
     """
     The voter that issues join tokens, from the memberships the voters reported (``{id:
@@ -114,8 +124,10 @@ def choose_issuer(roles: dict, reports: dict) -> str:
         report = reports.get(voter)
         return (
             isinstance(report, dict)
-            and report.get("role") == "control-plane"
-            and roles["addresses"][voter] in (report.get("members") or [])
+            and "role" in report
+            and joined(
+                {"role": report["role"], "members": report.get("members") or []}, False, roles["addresses"][voter]
+            )
         )
 
     members = [voter for voter in roles["control_plane"] if in_cluster(voter)]

@@ -155,18 +155,14 @@ def join_tokens(opts: dict) -> dict:
         return {joiner: _published(entry) for joiner, entry in ledger["tokens"].items()}
 
 
-def _issue(salt: dict, ledger: dict, joiner: str, worker: bool, ttl: int, check: str | None) -> dict:
+def _issue(salt: dict, ledger: dict, joiner: str, worker: bool, ttl: int, check: str | None, live: dict) -> dict:
     """
     A new serial for ``joiner``: its unspent token republished with the certificate's current
     ``check`` when only the URL is stale (server.crt was refreshed; no second live token is
     left behind), else a new token from add-node.
     """
     current = ledger["tokens"].get(joiner)
-    if (
-        current
-        and token_is_live(current["token"], _live_tokens(salt), time.time())
-        and not current_urls(current, check)
-    ):
+    if current and token_is_live(current["token"], live, time.time()) and not current_urls(current, check):
         entry = {**current, "urls": [with_check(url, check) for url in current["urls"]]}
     else:
         issued = add_node(salt, ttl=ttl)
@@ -252,13 +248,14 @@ def issue_join_tokens(salt: dict, opts: dict, joiners: list[str], withdraw: list
     if joiners:
         _must_issue(salt, opts)
     check = server_check(salt)
+    live = _live_tokens(salt)
     result = {}
     with _ledger(opts) as ledger:
         for joiner in withdraw or []:
             ledger["tokens"].pop(joiner, None)
             result[joiner] = None
         for joiner in joiners:
-            result[joiner] = _issue(salt, ledger, joiner, expected[joiner], ttl, check)["serial"]
+            result[joiner] = _issue(salt, ledger, joiner, expected[joiner], ttl, check, live)["serial"]
     return result
 
 
@@ -300,8 +297,9 @@ def renew_join_token(salt: dict, opts: dict, joiner: str, reason: str, serial: i
     result = {"joiner": joiner, "renewed": False, "forgot": False, "hosts": False}
     with _ledger(opts) as ledger:
         current = ledger["tokens"].get(joiner)
+        live = _live_tokens(salt)
         if reason == constants.MISSING:
-            renew = not usable(current, _live_tokens(salt), time.time(), check)
+            renew = not usable(current, live, time.time(), check)
         else:
             renew = not (current and serial is not None and current["serial"] > int(serial))
         if renew:
@@ -317,7 +315,7 @@ def renew_join_token(salt: dict, opts: dict, joiner: str, reason: str, serial: i
             if reason == "hostname-unresolved":
                 refreshed = salt["state.sls"]("core.hosts", queue=True)
                 result["hosts"] = all(state.get("result") for state in (refreshed or {}).values())
-            current = _issue(salt, ledger, joiner, expected[joiner], ttl, check)
+            current = _issue(salt, ledger, joiner, expected[joiner], ttl, check, live)
         result.update(serial=current["serial"], renewed=renew)
     if renew or reason == constants.MISSING:
         salt["mine.update"]()
