@@ -9,7 +9,9 @@ import { resourceById, synthStack, TerraformJson } from "./support/synth";
 import { describeEachCli, initOffline, runTf } from "./support/tofu";
 
 const ROOT = path.resolve(__dirname, "..");
-const STEPS = ["WaitForBastion", "WaitForSaltMaster", "SyncSaltTree", "AcceptMinionKeys", "Orchestrate"] as const;
+const STEPS = ["WaitForBastion", "WaitForSaltMaster", "SyncSaltTree", "AcceptMinionKeys", "Upgrade", "Orchestrate"] as const;
+/** The steps that were terraform_data resources until eb9d706 (Upgrade came later). */
+const EB9D706_STEPS = STEPS.filter((id) => id !== "Upgrade");
 /** The chain as commit eb9d706 synthesized it, before null_resource (see the fixture's "//"). */
 const EB9D706: Record<string, any> = JSON.parse(
   fs.readFileSync(path.join(__dirname, "fixtures", "terraform-data-chain@eb9d706.json"), "utf8"),
@@ -51,7 +53,7 @@ describe("SaltProvisioner", () => {
     json = await synthStack({});
   });
 
-  it("chains five null_resource steps, each triggered by its predecessor's id", () => {
+  it("chains six null_resource steps, each triggered by its predecessor's id", () => {
     expect(Object.keys(json.resource.null_resource)).toHaveLength(STEPS.length);
     expect(step(json, "WaitForBastion").triggers.after).toBeUndefined();
     for (const [previous, next] of STEPS.slice(0, -1).map((id, i) => [id, STEPS[i + 1]])) {
@@ -161,6 +163,18 @@ describe("SaltProvisioner", () => {
     );
   });
 
+  it("rolls microk8s_channel to the nodes that run an older one before orch.deploy, and shows the channel in the plan", () => {
+    const upgrade = step(json, "Upgrade");
+    expect(upgrade.provisioner.map((p: any) => p["remote-exec"].inline)).toEqual([
+      [
+        "set -eu",
+        '${format("sudo bash .kube-on-os/bin/upgrade.sh %s %s", format("%s.%s", "k8s-master", var.deploy_domain_name), var.microk8s_channel)}',
+      ],
+    ]);
+    expect(upgrade.triggers.channel).toBe("${var.microk8s_channel}");
+    expect(step(json, "Orchestrate").triggers.after).toBe(`\${one(${address(json, "Upgrade")}[*].id)}`);
+  });
+
   it("sets root's console password through a directory only the deploy user can enter, then orchestrates", () => {
     const [mkdir, file, set, orchestrate] = step(json, "Orchestrate").provisioner.map((p: any) => Object.entries(p)[0]);
     expect(mkdir).toEqual(["remote-exec", expect.objectContaining({ inline: ["set -eu", "install -d -m 0700 .kube-on-os/secrets"] })]);
@@ -212,7 +226,7 @@ describe("SaltProvisioner", () => {
 
   describe("upgrading a deployment made before null_resource (eb9d706)", () => {
     it("keeps every step's address but for its type, and forgets the old terraform_data steps without destroying them", () => {
-      const steps = STEPS.map((id) => address(json, id).split(".")[1]);
+      const steps = EB9D706_STEPS.map((id) => address(json, id).split(".")[1]);
       expect(Object.keys(EB9D706).sort()).toEqual([...steps, address(json, "NodeMembership").split(".")[1]].sort());
       expect(json.removed).toEqual(steps.map((key) => ({ from: `terraform_data.${key}`, lifecycle: { destroy: false } })));
     });
@@ -295,7 +309,8 @@ describeEachCli("the stack's removed blocks, on an existing terraform_data chain
 
   beforeAll(async () => {
     stack = await synthStack({});
-    steps = Object.keys(stack.resource.null_resource);
+    steps = (stack.removed ?? []).map((block: { from: string }) => block.from.split(".")[1]);
+    expect(steps).toHaveLength(EB9D706_STEPS.length);
     fs.mkdirSync(marks);
     const old = steps.map((key) => [
       key,

@@ -54,9 +54,10 @@ function byName(resources: any[], type: string, name: string): any {
 function expectedResources(nodes: number, provisioners = false): Record<string, number> {
   const workers = nodes - 1;
   return {
-    // five chain steps, and one membership record per worker; the parameters' preconditions
-    ...(provisioners ? { null_resource: 5 } : {}),
-    terraform_data: 1 + (provisioners ? workers : 0),
+    // six chain steps, and one membership record per worker; the parameters' preconditions and
+    // the control plane's floor
+    ...(provisioners ? { null_resource: 6 } : {}),
+    terraform_data: 2 + (provisioners ? workers : 0),
     openstack_networking_network_v2: 2,
     openstack_networking_subnet_v2: 2,
     openstack_networking_router_v2: 1,
@@ -164,7 +165,7 @@ describeEachCli("L2: plan against the OpenStack API double", (cli) => {
     if (nodes > 1) expect(portAddress(resources, `k8s-worker-${nodes - 2}.kube-on-os-private`)).toBe(`10.1.0.${100 + nodes - 2}`);
   });
 
-  it("plans the provisioning chain as five steps at any node count, and none without run_provisioners", async () => {
+  it("plans the provisioning chain as six steps at any node count, and none without run_provisioners", async () => {
     const chain = (p: any) =>
       p.resource_changes
         .filter((c: any) => /^(null_resource|terraform_data)\.SaltProvisioner_/.test(c.address))
@@ -172,7 +173,9 @@ describeEachCli("L2: plan against the OpenStack API double", (cli) => {
           (c: any) =>
             `${c.address.replace(/^(null_resource|terraform_data)\.SaltProvisioner_([A-Za-z]+)_[0-9A-F]{8}/, "$2")} ${c.change.actions}`,
         );
-    const steps = ["WaitForBastion", "WaitForSaltMaster", "SyncSaltTree", "AcceptMinionKeys", "Orchestrate"].map((s) => `${s}[0] create`);
+    const steps = ["WaitForBastion", "WaitForSaltMaster", "SyncSaltTree", "AcceptMinionKeys", "Upgrade", "Orchestrate"].map(
+      (s) => `${s}[0] create`,
+    );
     const members = (n: number) => Array.from({ length: n - 1 }, (_, i) => `NodeMembership[${i}] create`);
     expect(chain(plan).sort()).toEqual([...steps, ...members(3)].sort());
     expect(chain(await planJson(ws, { TF_VAR_num_kube_nodes: "50" })).sort()).toEqual([...steps, ...members(50)].sort());
@@ -373,6 +376,46 @@ describe("L3: apply, re-plan with no changes, destroy", () => {
     expect(double.resourceCount()).toBe(0);
     const stored = state.readState(ws.stateName) as { resources: unknown[] };
     expect(stored.resources).toEqual([]);
+  });
+});
+
+describeEachCli("L3: the control plane's 3 voters (issue 18)", (cli) => {
+  let ws: Workspace;
+
+  beforeAll(async () => {
+    ws = await workspace({}, WITHOUT_PROVISIONERS, cli);
+  });
+
+  afterAll(async () => {
+    await ws.tofu(["destroy", "-auto-approve", "-input=false"]);
+  });
+
+  it("refuses at plan time to take a cluster applied with 3 voters below them, in one line, changing nothing", async () => {
+    expect((await ws.tofu(["apply", "-auto-approve", "-input=false"], { TF_VAR_num_kube_nodes: "4" })).stderr).toBe("");
+    const servers = double.nova.servers.all().length;
+    const down = await ws.tofu(["apply", "-auto-approve", "-input=false"], { TF_VAR_num_kube_nodes: "2" });
+    expect(down.status).not.toBe(0);
+    expect(down.stderr.replace(/\s+/g, " ")).toContain(
+      "num_kube_nodes: the cluster's control plane has 3 dqlite voters (the first 3 nodes) and must keep them; num_kube_nodes must stay at least 3.",
+    );
+    expect(double.nova.servers.all()).toHaveLength(servers);
+    // A worker that is no voter may go.
+    const three = await ws.tofu(["apply", "-auto-approve", "-input=false"], { TF_VAR_num_kube_nodes: "3" });
+    expect(three.stderr).toBe("");
+    expect(double.nova.servers.all()).toHaveLength(servers - 1);
+  });
+
+  it("still destroys the whole cluster", async () => {
+    const destroy = await ws.tofu(["destroy", "-auto-approve", "-input=false"], { TF_VAR_num_kube_nodes: "1" });
+    expect(destroy.stderr).toBe("");
+    expect(double.resourceCount()).toBe(0);
+  });
+
+  it("lets a cluster that never had 3 voters lose its spare", async () => {
+    expect((await ws.tofu(["apply", "-auto-approve", "-input=false"], { TF_VAR_num_kube_nodes: "2" })).stderr).toBe("");
+    const down = await ws.tofu(["apply", "-auto-approve", "-input=false"], { TF_VAR_num_kube_nodes: "1" });
+    expect(down.stderr).toBe("");
+    expect(double.nova.servers.all()).toHaveLength(3);
   });
 });
 

@@ -19,6 +19,7 @@ import { KubeOnOsConfig, VariableName } from "../config/parameters";
 import { declareVariables } from "../config/terraform-variables";
 import { Bastion } from "./bastion";
 import { ClusterLayout } from "./cluster-layout";
+import { controlPlaneFloor } from "./control-plane-floor";
 import { KubeNodePool } from "./kube-node-pool";
 import { baseImageId, deployKeypairName, MachineProps, splat } from "./machine";
 import { Network } from "./network";
@@ -140,6 +141,7 @@ export class KubeOnOsStack extends TerraformStack {
       serviceCidr: v.service_cidr.stringValue,
       serverGroupPolicy: v.kube_server_group_policy.stringValue,
     });
+    controlPlaneFloor(this, "ControlPlaneFloor", this.layout, this.kubeNodes.master);
 
     this.quotas = new Quotas(this, "Quotas", {
       enabled: v.check_quotas.booleanValue,
@@ -171,6 +173,7 @@ export class KubeOnOsStack extends TerraformStack {
       rootPassword: rootPassword.plaintext,
       saltTree: props.saltTree,
       pillarTree: props.pillarTree,
+      microk8sChannel: v.microk8s_channel.stringValue,
       pillar: saltPillar(this, {
         layout: this.layout,
         users: v.users.value,

@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
-# Runs `salt-run state.orchestrate SLS` (default orch.deploy) on the Salt master, as root, and
+# Runs `salt-run state.orchestrate SLS [pillar=PILLAR_JSON]` (default orch.deploy) on the Salt master, as root, and
 # prints one line per minion job return while it runs, read from the master's event bus with
 # `salt-run state.event`. Ends with one line: the summary, or every failing step and minion state.
 set -euo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-KOO_USAGE="orchestrate.sh [SLS]"
+KOO_USAGE="orchestrate.sh [SLS [PILLAR_JSON]]"
 
-[[ $# -le 1 ]] || koo_usage_error "expected at most one argument, got $#"
+[[ $# -le 2 ]] || koo_usage_error "expected at most two arguments, got $#"
 sls=${1:-orch.deploy}
 [[ $sls =~ ^[A-Za-z0-9_][A-Za-z0-9_-]*(\.[A-Za-z0-9_][A-Za-z0-9_-]*)*$ ]] || koo_usage_error "SLS must be an SLS name like orch.deploy, got \"$sls\""
+# Pillar for this run only (salt-run state.orchestrate's pillar=, a JSON object).
+pillar=()
+if [[ $# -eq 2 ]]; then
+  [[ $2 == "{"*"}" ]] || koo_usage_error "PILLAR_JSON must be a JSON object, got \"$2\""
+  pillar=("pillar=$2")
+fi
 host=$(koo_host)
 ready_timeout=${KOO_EVENT_READY_TIMEOUT:-30}
 koo_is_positive_int "$ready_timeout" ||
@@ -94,7 +100,7 @@ done
 echo "orchestration $sls started on $host"
 started=$SECONDS
 status=0
-salt-run state.orchestrate "$sls" --out=json >"$work/result.json" 2>"$work/stderr" || status=$?
+salt-run state.orchestrate "$sls" "${pillar[@]}" --out=json >"$work/result.json" 2>"$work/stderr" || status=$?
 elapsed=$((SECONDS - started))
 
 # Every minion return is on the bus before the orchestration returns; the done tag comes after

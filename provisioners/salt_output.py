@@ -14,6 +14,9 @@ JSON. Every subcommand reads what one Salt command printed:
                         answered True, one per line.
   forget-node MINION    stdin: salt --out=json --static MINION microk8s.forget_node ADDRESS.
                         Prints "removed", "absent", "no-answer" or "error <first line>".
+  upgrade-plan MINION   stdin: salt --out=json --static MINION microk8s.upgrade_plan CHANNEL.
+                        Prints "roll <nodes in the cluster> <id to roll>...", "no-answer" or
+                        "error <first line>".
   orchestration SLS SECONDS FILE
                         FILE: salt-run state.orchestrate SLS --out=json. Prints one summary line;
                         exits 0 on success, 1 on failure, 3 when FILE holds no result.
@@ -156,6 +159,17 @@ def forget_node(minion: str, text: str) -> str:
         return "removed"
     if value is False:
         return "absent"
+    return f"error {one_line(value)}"
+
+
+def upgrade_plan(minion: str, text: str) -> str:
+    """The roll microk8s.upgrade_plan returned ({"roll": [ids], "current": {id: version}})."""
+    returns = last_object(text) or {}
+    if minion not in returns:
+        return "no-answer"
+    value = returns[minion]
+    if isinstance(value, dict) and isinstance(value.get("roll"), list) and isinstance(value.get("current"), dict):
+        return " ".join(["roll", str(len(value["current"])), *map(str, value["roll"])])
     return f"error {one_line(value)}"
 
 
@@ -349,6 +363,9 @@ def main(argv: list[str]) -> int:
         return 1 if failed else 0
     if command == "forget-node" and len(arguments) == 1:
         print(forget_node(arguments[0], sys.stdin.read()))
+        return 0
+    if command == "upgrade-plan" and len(arguments) == 1:
+        print(upgrade_plan(arguments[0], sys.stdin.read()))
         return 0
     if command == "orchestration" and len(arguments) == 3:
         sls, seconds, path = arguments

@@ -13,9 +13,13 @@ kube_on_os.hosts_file into the fake master's stand-in for it).
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
 
 import pytest
+from harness.provisioners import PROVISIONERS
+from harness.real_salt import write_wrappers
 from harness.salt_cluster import SaltCluster, from_terraform_sls
 
 DOMAIN = "lab.example"
@@ -51,6 +55,9 @@ OVERLAY = {
         "    - makedirs: true\n"
         '    - contents: {{ salt["kube_on_os.hosts_file"]() | json }}\n'
     ),
+    # What orchestrate.sh applies masterless first (the real one configures this machine's
+    # salt-master); the salt-call wrapper's file root is this overlay.
+    "salt_master/init.sls": "koo-test-salt-master:\n  test.succeed_without_changes: []\n",
 }
 JOINERS = f"{VOTER},{WORKER}"
 
@@ -283,6 +290,60 @@ def test_a_new_channel_rolls_through_the_nodes_one_at_a_time_control_plane_first
     # Run again: every node is at the release; nothing is drained.
     status, _ = orchestrate(cluster, "orch.upgrade", "1.29/stable")
     assert (status, drains(cluster)) == (0, ["k8s-master", "k8s-worker-0", "k8s-worker-1"])
+
+
+def upgrade_sh(cluster, channel: str) -> subprocess.CompletedProcess:
+    """provisioners/upgrade.sh as the chain runs it, with salt, salt-run and salt-call pointed at this cluster."""
+    (cluster.pillar_root / "_from_terraform.sls").write_text(
+        from_terraform_sls({**PILLAR, "microk8s": {**PILLAR["microk8s"], "channel": channel}})
+    )
+    wrappers = cluster.root / "wrappers"
+    write_wrappers(
+        wrappers, cluster.master_dir, cluster.root / "calls.log", cluster.root / MASTER / "etc", cluster.overlay
+    )
+    return subprocess.run(
+        ["bash", str(PROVISIONERS / "upgrade.sh"), MASTER, channel],
+        env={**os.environ, "PATH": f"{wrappers}:{os.environ['PATH']}"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+
+
+@pytest.fixture
+def channel_restored(fresh):
+    yield fresh
+    (fresh.pillar_root / "_from_terraform.sls").write_text(from_terraform_sls(PILLAR))
+
+
+def test_the_chain_rolls_only_the_nodes_in_the_cluster_and_leaves_a_new_one_to_orch_deploy(channel_restored):
+    cluster = channel_restored
+    # The worker's machine is new (a scale-up with the new channel): it is in the pillar, not in the cluster.
+    publish_tokens(cluster)
+    assert only(cluster.state(VOTER, "microk8s.joined"), VOTER, "microk8s-joined-microk8s-cluster-joined")["result"]
+    result = upgrade_sh(cluster, "1.29/stable")
+    assert result.returncode == 0, result.stderr + cluster.logs()
+    assert result.stdout.splitlines()[0] == (
+        f"microk8s_channel 1.29/stable: rolling 2 of 2 nodes to 1.29, one at a time: {MASTER}, {VOTER}"
+    )
+    assert result.stdout.splitlines()[-1].startswith("orchestration orch.upgrade succeeded in ")
+    assert drains(cluster) == ["k8s-master", "k8s-worker-0"]
+    assert kubelets(cluster) == {"k8s-master": ("v1.29.0", False), "k8s-worker-0": ("v1.29.0", False)}
+    # Once rolled, the chain's next run finds nothing to do and starts no orchestration.
+    again = upgrade_sh(cluster, "1.29/stable")
+    assert (again.returncode, again.stdout) == (
+        0,
+        "microk8s_channel 1.29/stable: all 2 nodes in the cluster run 1.29; nothing to roll\n",
+    )
+    # A downgrade stops before any node is touched, naming the node.
+    back = upgrade_sh(cluster, "1.28/stable")
+    assert back.returncode == 1
+    assert back.stderr == (
+        f"cannot upgrade to microk8s_channel 1.28/stable: {MASTER} runs v1.29.0: microk8s_channel 1.28/stable "
+        "would downgrade it; Kubernetes cannot go back a minor release\n"
+    )
+    assert drains(cluster) == ["k8s-master", "k8s-worker-0"]
 
 
 def test_a_channel_that_skips_a_minor_touches_no_node(joined):

@@ -173,6 +173,32 @@ def test_rejects_a_bad_sls_name(fakes, sls):
     result = fakes.run("orchestrate.sh", sls)
     assert result.returncode == 2
     assert result.stderr == (
-        f'orchestrate.sh: SLS must be an SLS name like orch.deploy, got "{sls}"\nusage: orchestrate.sh [SLS]\n'
+        f'orchestrate.sh: SLS must be an SLS name like orch.deploy, got "{sls}"\n'
+        "usage: orchestrate.sh [SLS [PILLAR_JSON]]\n"
+    )
+    assert fakes.calls("salt-run") == []
+
+
+def test_passes_pillar_for_this_run_to_the_orchestrate_runner(fakes):
+    replay(fakes, "succeeded")
+    result = fakes.run("orchestrate.sh", "orch.upgrade", '{"upgrade": {"roll": ["k8s-master.lab.example"]}}')
+    assert result.returncode == 0, result.stderr
+    assert [call for call in fakes.calls("salt-run") if call[0] == "state.orchestrate"] == [
+        ["state.orchestrate", "orch.upgrade", 'pillar={"upgrade": {"roll": ["k8s-master.lab.example"]}}', "--out=json"]
+    ]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("orch.upgrade", "roll=k8s-master"), 'PILLAR_JSON must be a JSON object, got "roll=k8s-master"'),
+        (("orch.upgrade", "{}", "extra"), "expected at most two arguments, got 3"),
+    ],
+)
+def test_rejects_bad_pillar_arguments(fakes, args, message):
+    result = fakes.run("orchestrate.sh", *args)
+    assert (result.returncode, result.stderr) == (
+        2,
+        f"orchestrate.sh: {message}\nusage: orchestrate.sh [SLS [PILLAR_JSON]]\n",
     )
     assert fakes.calls("salt-run") == []

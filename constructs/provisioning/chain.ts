@@ -34,6 +34,8 @@ export interface SaltProvisionerProps {
   readonly layout: ClusterLayout;
   /** The content of /srv/pillar/_from_terraform.sls (see saltPillar()). */
   readonly pillar: string;
+  /** The microk8s channel the cluster runs (microk8s_channel, validated at plan time): the upgrade step rolls it. */
+  readonly microk8sChannel: string;
   /**
    * Root's console password, set on every minion through Salt (as a SHA-512 crypt hash) before
    * the orchestration: an expression that is "" when the password is not to be set, meant for
@@ -58,11 +60,12 @@ export interface SaltProvisionerProps {
 /**
  * The provisioning chain, all through the bastion with the deployer's ssh-agent: wait for
  * cloud-init on the bastion, then on the Salt master; sync the Salt tree and the pillar that
- * Terraform writes; accept exactly the expected minion keys; run the orchestration. Each step is
- * a null_resource (hashicorp/null) whose triggers include its predecessor's id, so whatever
- * re-runs one step re-runs the steps after it. The chain has the same five steps at any number
- * of nodes: workers converge in parallel inside the orchestration. The last step also sets
- * root's console password first, when asked to.
+ * Terraform writes; accept exactly the expected minion keys; roll a new microk8s channel through
+ * the nodes that run an older one (orch.upgrade, nothing when none does); run the orchestration.
+ * Each step is a null_resource (hashicorp/null) whose triggers include its predecessor's id, so
+ * whatever re-runs one step re-runs the steps after it. The chain has the same six steps at any
+ * number of nodes: workers converge in parallel inside the orchestrations. The last step also
+ * sets root's console password first, when asked to.
  *
  * Each worker also gets a NodeMembership record (./node-membership.ts) whose destroy-time
  * provisioner removes the node from the microk8s cluster before Terraform deletes the machine.
@@ -78,8 +81,12 @@ export class SaltProvisioner extends Construct {
   readonly waitForSaltMaster: NullResource;
   readonly syncSaltTree: NullResource;
   readonly acceptMinionKeys: NullResource;
+  readonly upgrade: NullResource;
   readonly orchestrate: NullResource;
-  /** The five steps in order, for those that name their addresses (the stack's `removed` blocks). */
+  /**
+   * The five steps that were terraform_data resources until eb9d706, in order, for those that
+   * name their old addresses (the stack's `removed` blocks); the upgrade step came later.
+   */
   readonly steps: readonly NullResource[];
   /** One per worker: removing one removes that node from the cluster first. */
   readonly nodeMembership: DataResource;
@@ -187,9 +194,22 @@ export class SaltProvisioner extends Construct {
               Fn.format(`sudo bash ${REMOTE_BIN}/set-root-password.sh ${REMOTE_SECRETS}/root-password %s`, [Fn.join(" ", minionIds)]),
             ),
           ];
+    // Before orch.deploy, whose release check stops while the cluster runs another minor. The
+    // channel is in the triggers for the plan to show; its change re-runs the sync anyway.
+    this.upgrade = new NullResource(this, "Upgrade", {
+      count: count(),
+      triggers: { after: idOf(this.acceptMinionKeys), channel: props.microk8sChannel },
+      provisioners: [
+        remoteExec(
+          toSaltMaster,
+          Fn.format(`sudo bash ${REMOTE_BIN}/upgrade.sh %s %s`, [props.layout.kubeMaster.fqdn, props.microk8sChannel]),
+        ),
+      ],
+    });
+
     this.orchestrate = new NullResource(this, "Orchestrate", {
       count: count(),
-      triggers: { after: idOf(this.acceptMinionKeys) },
+      triggers: { after: idOf(this.upgrade) },
       provisioners: [...setRootPassword, remoteExec(toSaltMaster, `sudo bash ${REMOTE_BIN}/orchestrate.sh orch.deploy`)],
     });
 

@@ -5,6 +5,9 @@
   Kubernetes reports it Ready at the new release -> uncordon. The plan refuses a downgrade or a
   skipped minor before anything is touched; a node already at the release is passed over; the
   first failure stops the roll, and its step names the node.
+  The chain (provisioners/upgrade.sh) passes the plan's nodes as pillar upgrade:roll: only they
+  are rolled, so a node not in the cluster yet (a scale-up with the new channel) is left to
+  orch.deploy. Without it, every node in microk8s:nodes is.
 #}
 {%- from "orch/map.jinja" import orchestration with context %}
 {%- from "microk8s/map.jinja" import microk8s with context %}
@@ -17,6 +20,10 @@
 {%- set voters = microk8s.get("control_plane") or [] %}
 {%- set order = [master] + (ids | select("in", voters) | reject("equalto", master) | list)
                 + (ids | reject("in", voters) | reject("equalto", master) | list) %}
+{%- set roll = pillar.get("upgrade", {}).get("roll") %}
+{%- if roll is not none %}
+{%-   set order = order | select("in", roll) | list %}
+{%- endif %}
 
 orch-upgrade-salt-function-sync-all:
   salt.function:

@@ -85,10 +85,13 @@ def plan(salt: dict, channel: str) -> dict:
     ``{"channel", "minor", "roll": [ids], "current": {id: kubelet version}}``: the nodes of the
     pillar that Kubernetes runs below ``channel``'s minor, control plane first (pillar order),
     then the workers. Nodes not in the cluster yet are left to orch.deploy, which installs the
-    channel. Raises naming the node when one runs a newer minor (no downgrades) or two or more
-    minors older (one minor at a time).
+    channel; so is everything when this node has no microk8s yet (a first deployment: the chain
+    asks before orch.deploy has installed anything). Raises naming the node when one runs a
+    newer minor (no downgrades) or two or more minors older (one minor at a time).
     """
     target = channel_minor(channel)
+    if installed(salt) is None:
+        return {"channel": channel, "minor": target, "roll": [], "current": {}}
     roles = _membership.node_roles(salt)
     known = _by_address(salt)
     current, roll = {}, []
