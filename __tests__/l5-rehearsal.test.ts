@@ -24,7 +24,10 @@ const DOMAIN = "lab.example";
 const id = (host: string) => `${host}.${DOMAIN}`;
 const [BASTION, SALT, MASTER] = ["bastion", "salt", "k8s-master"].map(id);
 const workers = (n: number) => Array.from({ length: n - 1 }, (_, i) => id(`k8s-worker-${i}`));
-const STEPS = ["WaitForBastion", "WaitForSaltMaster", "SyncSaltTree", "AcceptMinionKeys", "Orchestrate"];
+const STEPS = ["WaitForBastion", "WaitForSaltMaster", "SyncSaltTree", "AcceptMinionKeys", "Upgrade", "Orchestrate"];
+/** The channel the rehearsal deploys, one minor below the default it rolls to on 5 nodes. */
+const FIRST_CHANNEL = "1.34/stable";
+const NEXT_CHANNEL = "1.35/stable";
 /** Where `npm run rehearse` wants the measurements. */
 const REPORT = process.env.KOO_REHEARSAL_REPORT;
 /** root's console password: ephemeral, given at plan and apply time only, as docs/provisioning.md says. */
@@ -131,7 +134,11 @@ const available = rehearsalAvailable();
 
   beforeAll(async () => {
     rehearsal = await startRehearsal();
-    synthEnv = { TF_VAR_deploy_domain_name: DOMAIN, TF_VAR_deploy_ssh_public_key: rehearsal.publicKey };
+    synthEnv = {
+      TF_VAR_deploy_domain_name: DOMAIN,
+      TF_VAR_deploy_ssh_public_key: rehearsal.publicKey,
+      TF_VAR_microk8s_channel: FIRST_CHANNEL,
+    };
   }, 60_000);
 
   afterAll(async () => {
@@ -159,10 +166,14 @@ const available = rehearsalAvailable();
       measured.hostMemoryMiB = await rehearsal.cloud.memoryMiB();
     }, 1_500_000);
 
-    it("boots every planned machine as a host, and runs the five steps in order", () => {
+    it("boots every planned machine as a host, and runs the six steps in order", () => {
       expect(outcome(apply)).toEqual(SUCCEEDED);
       expect(rehearsal.cloud.hostNames()).toEqual([BASTION, MASTER, ...workers(3), SALT].sort());
       expect(stepsRun(apply.stdout)).toEqual(STEPS);
+      // No snap on the master yet: nothing to roll, orch.deploy installs the channel.
+      expect(scriptLines(apply.stdout)).toContain(
+        `Upgrade: microk8s_channel ${FIRST_CHANNEL}: no node runs microk8s yet; orch.deploy installs it`,
+      );
     });
 
     it("finishes every highstate with no failed state, and the orchestration succeeds", () => {
@@ -265,10 +276,13 @@ const available = rehearsalAvailable();
       await rehearsal.cloud.host(SALT).exec(`salt-key -y --delete=${STRANGER}`);
     });
 
-    it("re-runs only the sync, the keys and the orchestration", () => {
+    it("re-runs only the sync, the keys, the (empty) roll and the orchestration", () => {
       expect(outcome(apply)).toEqual(SUCCEEDED);
-      expect(apply.stdout).toContain("Apply complete! Resources: 3 added, 0 changed, 3 destroyed.");
-      expect(stepsRun(apply.stdout)).toEqual(["SyncSaltTree", "AcceptMinionKeys", "Orchestrate"]);
+      expect(apply.stdout).toContain("Apply complete! Resources: 4 added, 0 changed, 4 destroyed.");
+      expect(stepsRun(apply.stdout)).toEqual(["SyncSaltTree", "AcceptMinionKeys", "Upgrade", "Orchestrate"]);
+      expect(scriptLines(apply.stdout)).toContain(
+        `Upgrade: microk8s_channel ${FIRST_CHANNEL}: all 3 nodes in the cluster run 1.34; nothing to roll`,
+      );
     });
 
     it("accepts no key it does not expect: the stranger's stays pending", async () => {
@@ -306,6 +320,47 @@ const available = rehearsalAvailable();
       expect(await voters()).toBe(3);
       for (const worker of workers(5).slice(2)) expect(await isWorker(worker)).toBe(true);
       for (const voter of workers(5).slice(0, 2)) expect(await isWorker(voter)).toBe(false);
+    });
+  });
+
+  describe(`rolling microk8s_channel from ${FIRST_CHANNEL} to ${NEXT_CHANNEL} on 5 nodes`, () => {
+    let apply: RunResult;
+
+    beforeAll(async () => {
+      const tofu = await workspace({ TF_VAR_num_kube_nodes: "5", TF_VAR_microk8s_channel: NEXT_CHANNEL });
+      const t0 = Date.now();
+      apply = await tofu(["apply", "-auto-approve", "-input=false"]);
+      measured.upgradeApplySeconds = Math.round((Date.now() - t0) / 1000);
+      measured.upgrade = scriptLines(apply.stdout).filter((line) => line.startsWith("Upgrade: "));
+    }, 1_500_000);
+
+    it("drains, refreshes, waits for and uncordons one node at a time, control plane first, before orch.deploy", async () => {
+      expect(outcome(apply)).toEqual(SUCCEEDED);
+      const lines = scriptLines(apply.stdout);
+      const order = [MASTER, ...workers(5)];
+      expect(lines).toContain(
+        `Upgrade: microk8s_channel ${NEXT_CHANNEL}: rolling 5 of 5 nodes to 1.35, one at a time: ${order.join(", ")}`,
+      );
+      expect(lines.filter((line) => line.startsWith("Upgrade: ")).at(-1)).toMatch(
+        /^Upgrade: orchestration orch\.upgrade succeeded in \d+ s/,
+      );
+      // Each node's snap refresh (microk8s.upgrade) returns before the next node is drained: its
+      // per-host lines come in the roll's order, one per node, none failed.
+      const refreshes = lines.flatMap((line) => /^Upgrade: \[([^\]]+)\] state\.sls: .*, 0 failed/.exec(line)?.[1] ?? []);
+      expect(refreshes).toEqual(order);
+    });
+
+    it("leaves every node Ready and schedulable at 1.35, with its 3 voters", async () => {
+      const nodes = JSON.parse((await rehearsal.cloud.host(MASTER).exec("microk8s kubectl get nodes -o json")).stdout).items;
+      expect(
+        nodes.map((node: any) => [
+          node.metadata.name,
+          node.status.nodeInfo.kubeletVersion.split(".").slice(0, 2).join("."),
+          !!node.spec.unschedulable,
+        ]),
+      ).toEqual(["k8s-master", "k8s-worker-0", "k8s-worker-1", "k8s-worker-2", "k8s-worker-3"].map((name) => [name, "v1.35", false]));
+      expect(await readyNodes()).toEqual(["k8s-master", "k8s-worker-0", "k8s-worker-1", "k8s-worker-2", "k8s-worker-3"]);
+      expect(await voters()).toBe(3);
     });
   });
 
@@ -347,6 +402,19 @@ const available = rehearsalAvailable();
       expect(await readyNodes()).toEqual(["k8s-master", "k8s-worker-0", "k8s-worker-1"]);
       const keys = await rehearsal.cloud.host(SALT).exec("salt-key --list=all --out=json");
       expect(JSON.parse(keys.stdout).minions.sort()).toEqual([BASTION, MASTER, ...workers(3), SALT].sort());
+    });
+  });
+
+  describe("scaling to 2 nodes", () => {
+    it("is refused at plan time: the cluster keeps its 3 voters, and nothing changes", async () => {
+      const tofu = await workspace({ TF_VAR_num_kube_nodes: "2" });
+      const plan = await tofu(["plan", "-input=false"]);
+      expect(plan.status).toBe(1);
+      expect(plan.stderr.replace(/\s+/g, " ")).toContain(
+        "num_kube_nodes: the cluster's control plane has 3 dqlite voters (the first 3 nodes) and must keep them;",
+      );
+      expect(await voters()).toBe(3);
+      expect(rehearsal.cloud.hostNames()).toEqual([BASTION, MASTER, ...workers(3), SALT].sort());
     });
   });
 
