@@ -94,7 +94,7 @@ def joins(cluster, minion: str) -> list[str]:
 
 
 def database(cluster) -> dict:
-    return json.loads((cluster.fakes[MASTER].home / "cluster.json").read_text())
+    return cluster.fakes[MASTER].database()
 
 
 def publish_tokens(cluster) -> dict:
