@@ -16,7 +16,7 @@ import json
 import shutil
 
 import pytest
-from harness.salt_cluster import SaltCluster, from_terraform_sls
+from harness.salt_cluster import PROTOCOL_OVERLAY, SaltCluster, from_terraform_sls
 
 DOMAIN = "lab.example"
 MASTER = f"k8s-master.{DOMAIN}"
@@ -40,24 +40,12 @@ PILLAR = {
         "join": {"attempts": 8, "interval": 1, "max_interval": 2},
     },
 }
-OVERLAY = {
-    # The master's certificate and addons are not part of the protocol: only the install remains.
-    "microk8s/init.sls": "include:\n  - microk8s.install\n",
-    "microk8s/install.sls": "microk8s-test-installed:\n  test.succeed_without_changes: []\n",
-    "core/hosts.sls": (
-        "core-hosts-file-managed:\n"
-        "  file.managed:\n"
-        '    - name: {{ salt["config.get"]("microk8s.snap_data") }}/etc-hosts\n'
-        "    - makedirs: true\n"
-        '    - contents: {{ salt["kube_on_os.hosts_file"]() | json }}\n'
-    ),
-}
 JOINERS = f"{VOTER},{WORKER}"
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    salt_cluster = SaltCluster(tmp_path_factory.mktemp("salt-cluster"), NODES, PILLAR, OVERLAY)
+    salt_cluster = SaltCluster(tmp_path_factory.mktemp("salt-cluster"), NODES, PILLAR, PROTOCOL_OVERLAY)
     # The bastion has no microk8s: it only proves who may read the tokens from the mine.
     salt_cluster.fakes[BASTION].bin.joinpath("microk8s").unlink()
     try:
