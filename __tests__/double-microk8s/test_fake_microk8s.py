@@ -556,6 +556,52 @@ def test_leave_keeps_the_kubernetes_node_not_ready_and_the_only_copy_cannot_leav
     assert readiness(nodes_json(master)) == {"127.0.0.2": "True", "127.0.0.1": "Unknown"}
 
 
+def ca_of(snap_data: Path, name: str = "ca.crt") -> str:
+    return (snap_data / "certs" / name).read_text()
+
+
+def test_each_install_makes_a_ca_a_control_plane_join_takes_the_clusters_and_leave_keeps_it(pair):
+    """
+    snap/hooks/install → produce_certs (actions/common/utils.sh): a CA of the install's own.
+    join.py join_dqlite_master_node: store_cert ca.crt and ca.key from the agent's answer (join.go
+    ``ca``, ``ca_key``), the old ones kept as .backup; ensure_server_ca then issues a new
+    server.crt. leave.py reinit_cluster: new dqlite certificates, the CA stays.
+    """
+    master, joiner = pair
+    install(master, "1.35/stable")
+    install(joiner, "1.35/stable")
+    own, server = ca_of(joiner.snap_data), ca_of(joiner.snap_data, "server.crt")
+    assert own != ca_of(master.snap_data)
+    ssl.PEM_cert_to_DER_cert(own)
+    assert joiner.run("microk8s", "join", url_to(master, issue(master))).returncode == 0
+    assert ca_of(joiner.snap_data) == ca_of(master.snap_data)
+    assert ca_of(joiner.snap_data, "ca.key") == ca_of(master.snap_data, "ca.key")
+    assert ca_of(joiner.snap_data, "ca.crt.backup") == own
+    assert check_of(ca_of(joiner.snap_data, "server.crt")) != check_of(server)
+    assert joiner.run("microk8s", "leave").returncode == 0
+    assert ca_of(joiner.snap_data) == ca_of(master.snap_data)
+    joiner.rebuild()
+    install(joiner, "1.35/stable")
+    assert ca_of(joiner.snap_data) not in (own, ca_of(master.snap_data))
+
+
+def test_a_worker_join_stores_the_clusters_ca_as_ca_remote_and_keeps_its_own(pair):
+    """
+    join.py join_dqlite_worker_node: store_remote_ca (certs/ca.remote.crt; join.go sends no
+    ca_key to a worker); leave.py reset_current_dqlite_worker_installation removes it.
+    """
+    master, joiner = pair
+    install(master, "1.28/stable")
+    install(joiner, "1.28/stable")
+    own = ca_of(joiner.snap_data)
+    assert joiner.run("microk8s", "join", url_to(master, issue(master)), "--worker").returncode == 0
+    assert (ca_of(joiner.snap_data), ca_of(joiner.snap_data, "ca.remote.crt")) == (own, ca_of(master.snap_data))
+    assert not (joiner.snap_data / "certs/ca.key.backup").exists()
+    assert joiner.run("microk8s", "leave").returncode == 0
+    assert ca_of(joiner.snap_data) == own
+    assert not (joiner.snap_data / "certs/ca.remote.crt").exists()
+
+
 # --- the L4 fake (__tests__/doubles/microk8s/fake_microk8s.py) ------------------------------------
 
 
@@ -736,3 +782,57 @@ def test_l4_leave_keeps_the_kubernetes_node_and_the_only_copy_cannot_leave(l4):
     assert [m["address"] for m in members] == ["10.1.0.10:19001"]
     listed = json.loads(master.run("kubectl", "get", "nodes", "-o", "json").stdout)["items"]
     assert readiness(listed) == {"10.1.0.10": "True", "10.1.0.100": "Unknown"}
+
+
+def test_l4_each_install_has_a_ca_a_control_plane_join_takes_the_clusters_and_leave_keeps_it(l4):
+    """The same rules as the rehearsal's fake (produce_certs; join_dqlite_master_node; leave.py)."""
+    master, joiner = l4
+    own, server = joiner.ca(), (joiner.home / "certs/server.crt").read_text()
+    assert own != master.ca()
+    ssl.PEM_cert_to_DER_cert(own)
+    assert joiner.run("join", l4_url(master)).returncode == 0
+    assert joiner.ca() == master.ca()
+    assert (joiner.home / "certs/ca.key").read_text() == (master.home / "certs/ca.key").read_text()
+    assert (joiner.home / "certs/ca.crt.backup").read_text() == own
+    assert check_of((joiner.home / "certs/server.crt").read_text()) != check_of(server)
+    assert joiner.run("leave").returncode == 0
+    assert joiner.ca() == master.ca()
+    shutil.rmtree(joiner.home)
+    joiner.run("status")  # rebuilt: a fresh install
+    assert joiner.ca() not in (own, master.ca())
+
+
+def test_l4_a_worker_join_stores_the_clusters_ca_as_ca_remote_and_keeps_its_own(l4):
+    """join_dqlite_worker_node: store_remote_ca; the worker's leave removes ca.remote.crt."""
+    master, joiner = l4
+    own = joiner.ca()
+    assert joiner.run("join", l4_url(master), "--worker").returncode == 0
+    assert (joiner.ca(), (joiner.home / "certs/ca.remote.crt").read_text()) == (own, master.ca())
+    assert joiner.run("leave").returncode == 0
+    assert joiner.ca() == own
+    assert not (joiner.home / "certs/ca.remote.crt").exists()
+
+
+def test_l4_the_database_outlives_a_rebuilt_master_which_joins_it_again_through_a_voter(l4, tmp_path):
+    """
+    dqlite keeps a copy on every voter: a master rebuilt at its address (a fresh install, a CA
+    of its own) is NotReady in the cluster the voters kept, and joins it through one of them
+    once its stale member is removed, taking the cluster's CA.
+    """
+    master, voter = l4
+    other = L4(tmp_path).node("other", "10.1.0.101", "k8s-worker-1")
+    assert voter.run("join", l4_url(master)).returncode == 0
+    assert other.run("join", l4_url(master)).returncode == 0
+    cluster_ca = master.ca()
+    shutil.rmtree(master.home)
+    master.run("status")
+    assert master.ca() != cluster_ca
+    listed = json.loads(voter.run("kubectl", "get", "nodes", "-o", "json").stdout)["items"]
+    assert readiness(listed) == {"10.1.0.10": "Unknown", "10.1.0.100": "True", "10.1.0.101": "True"}
+    assert voter.run("remove-node", "10.1.0.10", "--force").returncode == 0
+    assert master.run("join", l4_url(voter)).returncode == 0
+    assert master.ca() == voter.ca() == other.ca() == cluster_ca
+    members = _status.parse(other.run("status", "--format", "yaml").stdout)["high_availability"]["nodes"]
+    assert [m["address"] for m in members] == ["10.1.0.100:19001", "10.1.0.101:19001", "10.1.0.10:19001"]
+    listed = json.loads(master.run("kubectl", "get", "nodes", "-o", "json").stdout)["items"]
+    assert readiness(listed) == {"10.1.0.10": "True", "10.1.0.100": "True", "10.1.0.101": "True"}

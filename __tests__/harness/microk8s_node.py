@@ -67,3 +67,12 @@ class FakeMicrok8s:
 
     def state(self) -> dict:
         return json.loads((self.home / "state.json").read_text())
+
+    def database(self) -> dict:
+        """The dqlite members and Kubernetes nodes of this node's cluster (as the fake keeps them)."""
+        path = Path(self.env["FAKE_MICROK8S_CLUSTER"]) / ".dqlite" / f"{self.state()['cluster']}.json"
+        return json.loads(path.read_text())
+
+    def ca(self) -> str:
+        """The node's CA certificate, $SNAP_DATA/certs/ca.crt."""
+        return (self.home / "certs" / "ca.crt").read_text()

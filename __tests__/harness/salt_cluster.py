@@ -23,6 +23,24 @@ import yaml
 from harness.microk8s_node import FakeMicrok8s
 from harness.salt_minion import ROOT, VENV_BIN
 
+# What the join protocol's tests put in front of salt/ (test_join_protocol.py,
+# test_control_plane_recovery.py): microk8s/init.sls and install.sls would install the snap
+# (joiners include only the latter), core/hosts.sls would write this machine's /etc/hosts; the
+# overlay writes the same kube_on_os.hosts_file into the fake node's stand-in for it, which the
+# fake's agent reads when it checks a joiner's name. The master's certificate and addons are not
+# part of the protocol: only the install remains.
+PROTOCOL_OVERLAY = {
+    "microk8s/init.sls": "include:\n  - microk8s.install\n",
+    "microk8s/install.sls": "microk8s-test-installed:\n  test.succeed_without_changes: []\n",
+    "core/hosts.sls": (
+        "core-hosts-file-managed:\n"
+        "  file.managed:\n"
+        '    - name: {{ salt["config.get"]("microk8s.snap_data") }}/etc-hosts\n'
+        "    - makedirs: true\n"
+        '    - contents: {{ salt["kube_on_os.hosts_file"]() | json }}\n'
+    ),
+}
+
 
 def from_terraform_sls(pillar: dict) -> str:
     """

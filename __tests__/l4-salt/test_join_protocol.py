@@ -20,7 +20,7 @@ import subprocess
 import pytest
 from harness.provisioners import PROVISIONERS
 from harness.real_salt import write_wrappers
-from harness.salt_cluster import SaltCluster, from_terraform_sls
+from harness.salt_cluster import PROTOCOL_OVERLAY, SaltCluster, from_terraform_sls
 
 DOMAIN = "lab.example"
 MASTER = f"k8s-master.{DOMAIN}"
@@ -44,21 +44,9 @@ PILLAR = {
         "join": {"attempts": 8, "interval": 1, "max_interval": 2},
     },
 }
-OVERLAY = {
-    # The master's certificate and addons are not part of the protocol: only the install remains.
-    "microk8s/init.sls": "include:\n  - microk8s.install\n",
-    "microk8s/install.sls": "microk8s-test-installed:\n  test.succeed_without_changes: []\n",
-    "core/hosts.sls": (
-        "core-hosts-file-managed:\n"
-        "  file.managed:\n"
-        '    - name: {{ salt["config.get"]("microk8s.snap_data") }}/etc-hosts\n'
-        "    - makedirs: true\n"
-        '    - contents: {{ salt["kube_on_os.hosts_file"]() | json }}\n'
-    ),
-    # What orchestrate.sh applies masterless first (the real one configures this machine's
-    # salt-master); the salt-call wrapper's file root is this overlay.
-    "salt_master/init.sls": "koo-test-salt-master:\n  test.succeed_without_changes: []\n",
-}
+# What orchestrate.sh applies masterless first (the real one configures this machine's
+# salt-master); the salt-call wrapper's file root is this overlay.
+OVERLAY = {**PROTOCOL_OVERLAY, "salt_master/init.sls": "koo-test-salt-master:\n  test.succeed_without_changes: []\n"}
 JOINERS = f"{VOTER},{WORKER}"
 
 
@@ -101,7 +89,7 @@ def joins(cluster, minion: str) -> list[str]:
 
 
 def database(cluster) -> dict:
-    return json.loads((cluster.fakes[MASTER].home / "cluster.json").read_text())
+    return cluster.fakes[MASTER].database()
 
 
 def publish_tokens(cluster) -> dict:

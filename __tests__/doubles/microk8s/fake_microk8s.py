@@ -2,10 +2,13 @@
 """
 A fake ``microk8s`` CLI for the tests that run the real Salt loader. Each fake node keeps its
 $SNAP_DATA in $FAKE_MICROK8S_DIR, with the files microk8s itself keeps there
-(credentials/cluster-tokens.txt, var/lock/clustered.lock, certs/csr.conf.template) plus a
-state.json for what a real node keeps in its services. Nodes find each other by address through
-$FAKE_MICROK8S_CLUSTER, a directory of links named after each node's address: nothing goes over
-a network.
+(credentials/cluster-tokens.txt, var/lock/clustered.lock, certs/csr.conf.template, certs/ca.crt,
+certs/server.crt) plus a state.json for what a real node keeps in its services (the id of the
+cluster it belongs to). Nodes find each other by address through $FAKE_MICROK8S_CLUSTER, a
+directory of links named after each node's address: nothing goes over a network. Each
+cluster's database (its dqlite members and Kubernetes nodes) is $FAKE_MICROK8S_CLUSTER/.dqlite/
+<cluster id>.json, which stands in for dqlite's copies on every voter: it outlives any one node,
+so a rebuilt master (a fresh $SNAP_DATA at its address) finds the cluster the voters kept.
 
 What it reproduces, and where from (see __tests__/l4-salt/fixtures/microk8s/README.md for the output shapes):
 - add-node appends ``<token>`` (single-use) or ``<token>|<expiry>`` (add_token.py);
@@ -15,6 +18,17 @@ What it reproduces, and where from (see __tests__/l4-salt/fixtures/microk8s/READ
   present), and whether dqlite already knows the joiner's address; errors are printed the way
   join.py relays them, with exit code 6; an unreachable master ends in a ConnectionRefusedError;
 - a worker gets var/lock/clustered.lock, after which status prints only a message (exit 0);
+- the cluster CA (certs/ca.crt, certs/ca.key): made at install, unique to that install
+  (snap/hooks/install calls produce_certs, microk8s-resources/actions/common/utils.sh, which
+  writes ca.crt only when missing); the agent's join response carries the CA it reads from its
+  own node (microk8s-cluster-agent pkg/api/v2/join.go JoinResponse ``ca``, Snap.ReadCA), and
+  ``ca_key`` for a control-plane joiner only; join.py join_dqlite_master_node stores both as
+  certs/ca.crt and ca.key (store_cert, keeping a .backup), after which the apiservice-kicker's
+  ensure_server_ca issues a new server.crt from that CA; join_dqlite_worker_node stores the CA
+  as certs/ca.remote.crt (store_remote_ca) and keeps its own ca.crt; leave keeps ca.crt
+  (leave.py's reinit_cluster makes new dqlite cluster.crt/key, rebuild_x509_auth_client_configs
+  new client certificates from the CA there is), a worker's leave removes ca.remote.crt (1.28 and
+  1.35 alike);
 - remove-node of a node unknown to Kubernetes exits 1 even when --force removed it from dqlite;
 - leave (scripts/wrappers/leave.py, 1.28 and 1.35 alike): the node leaves dqlite and goes back to
   a cluster of its own, printing "Generating new cluster certificates." and "Waiting for node to
@@ -99,6 +113,11 @@ DQLITE_PORT = 19001
 WORKER_LOCK = Path("var/lock/clustered.lock")
 TOKENS = Path("credentials/cluster-tokens.txt")
 SERVER_CRT = Path("certs/server.crt")
+CA_CRT = Path("certs/ca.crt")
+CA_KEY = Path("certs/ca.key")
+REMOTE_CA = Path("certs/ca.remote.crt")
+# The clusters' databases, by cluster id: dqlite's copies, which no single node's rebuild loses.
+DATABASES = CLUSTER / ".dqlite"
 FAULTS = Path("fake/faults.json")
 ADDONS = {"dns": "disabled", "hostpath-storage": "disabled", "ha-cluster": "enabled", "registry": "disabled"}
 # The patch release each track's stable channel is taken to carry; other tracks get .0.
@@ -148,9 +167,12 @@ def restarting(state: dict) -> bool:
     return time.time() < state["restart_until"]
 
 
-def database(home: Path, state: dict) -> dict:
-    """The dqlite members and Kubernetes nodes, kept by the node that started the cluster."""
-    path = home / "cluster.json"
+def database(state: dict) -> dict:
+    """
+    The dqlite members and Kubernetes nodes of the cluster ``state`` belongs to; a node that
+    never formed a cluster with another has none written yet: itself alone.
+    """
+    path = DATABASES / f"{state['cluster']}.json"
     if path.exists():
         return json.loads(path.read_text())
     return {
@@ -159,16 +181,28 @@ def database(home: Path, state: dict) -> dict:
     }
 
 
-def bootstrap(state: dict) -> Path:
-    """The directory of the node holding this node's cluster database (itself when standalone)."""
-    return (CLUSTER / state["cluster"]).resolve() if state["cluster"] else HOME
+def save_database(state: dict, db: dict) -> None:
+    DATABASES.mkdir(parents=True, exist_ok=True)
+    (DATABASES / f"{state['cluster']}.json").write_text(json.dumps(db, indent=1))
+
+
+def pem(kind: str, size: int) -> str:
+    """A PEM block around random bytes: ssl.PEM_cert_to_DER_cert decodes it; no TLS uses it."""
+    body = base64.encodebytes(secrets.token_bytes(size)).decode()
+    return f"-----BEGIN {kind}-----\n{body}-----END {kind}-----\n"
 
 
 def new_server_certificate(home: Path) -> None:
-    """A PEM block around random bytes: ssl.PEM_cert_to_DER_cert decodes it; no TLS uses it."""
-    body = base64.encodebytes(secrets.token_bytes(600)).decode()
     (home / SERVER_CRT).parent.mkdir(parents=True, exist_ok=True)
-    (home / SERVER_CRT).write_text(f"-----BEGIN CERTIFICATE-----\n{body}-----END CERTIFICATE-----\n")
+    (home / SERVER_CRT).write_text(pem("CERTIFICATE", 600))
+
+
+def store_cert(home: Path, name: Path, payload: str) -> None:
+    """join.py store_cert: the file kept as <name>.backup, then the payload written."""
+    path = home / name
+    if path.exists():
+        path.with_name(f"{path.name}.backup").write_text(path.read_text())
+    path.write_text(payload)
 
 
 def certificate_der(home: Path) -> bytes:
@@ -193,16 +227,27 @@ def register(state: dict) -> None:
     if not template.exists():
         template.parent.mkdir(parents=True, exist_ok=True)
         template.write_text("[ alt_names ]\nDNS.1 = kubernetes\nIP.1 = 127.0.0.1\n#MOREIPS\n")
+    # The install hook's produce_certs: a CA of this install's own, only when there is none.
+    if not (HOME / CA_CRT).exists():
+        (HOME / CA_KEY).write_text(pem("PRIVATE KEY", 1200))
+        (HOME / CA_CRT).write_text(pem("CERTIFICATE", 800))
     if not (HOME / SERVER_CRT).exists():
         new_server_certificate(HOME)
+    # A node of its own until it joins: a cluster id no other node has.
+    state["cluster"] = state["cluster"] or secrets.token_hex(8)
 
 
 @contextlib.contextmanager
-def locked(home: Path):
-    """The cluster agent's mutexes: one change at a time to a node's tokens and database."""
-    with (home / ".lock").open("a") as lock:
+def locked(home: Path, name: str = ".lock"):
+    """The cluster agent's mutexes: one change at a time to a node's tokens, or a cluster's database."""
+    home.mkdir(parents=True, exist_ok=True)
+    with (home / name).open("a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield
+
+
+def database_locked(state: dict):
+    return locked(DATABASES, f"{state['cluster']}.lock")
 
 
 def fault(home: Path, name: str) -> dict | None:
@@ -238,7 +283,7 @@ def members_listed(state: dict) -> list[dict]:
     """get_dqlite_info: the members, or [] when the dqlite query failed its 10 tries (a fault)."""
     if fault(HOME, "status_dqlite_empty") is not None:
         return []
-    return database(bootstrap(state), state)["members"]
+    return database(state)["members"]
 
 
 def status(state: dict) -> int:
@@ -365,7 +410,7 @@ def join(state: dict, args: list[str]) -> int:
         if not hashlib.sha256(certificate_der(master)).hexdigest().startswith(fingerprint):
             print(f"Joining cluster failed. Could not verify the identity of {host}.{skip}")
             return 4
-    with locked(master):
+    with locked(master), database_locked(load(master)):
         code = admit(state, master, token, worker)
     if code == 0:
         joined(state, worker)
@@ -390,7 +435,7 @@ def admit(state: dict, master: Path, token: str, worker: bool) -> int:
         )
         prefix = "failed to retrieve dqlite cluster nodes: "
         return refused(f"{prefix * (2 if current_agent else 1)}{text} (500)")
-    db = database(master, master_state)
+    db = database(master_state)
     # Only dqlite members are checked: a rebuilt worker (never a member) simply joins again.
     if any(m["address"].startswith(f"{ADDRESS}:") for m in db["members"]):
         known = f"the joining node ({ADDRESS}) is already known to dqlite"
@@ -403,11 +448,22 @@ def admit(state: dict, master: Path, token: str, worker: bool) -> int:
     db["nodes"] = [n for n in db["nodes"] if n["address"] != ADDRESS] + [
         {"name": HOSTNAME, "address": ADDRESS, "version": version(state)}
     ]
-    (master / "cluster.json").write_text(json.dumps(db, indent=1))
-    state["cluster"] = master_state["address"]
+    save_database(master_state, db)
+    state["cluster"] = master_state["cluster"]
+    # The agent's answer carries the CA of the node it runs on (join.go: Snap.ReadCA), and its key
+    # for a control-plane joiner only (ca_key is null for a worker).
+    ca = (master / CA_CRT).read_text()
     if worker:
+        # join_dqlite_worker_node: store_remote_ca; the worker's own ca.crt stays.
+        (HOME / REMOTE_CA).write_text(ca)
         (HOME / WORKER_LOCK).parent.mkdir(parents=True, exist_ok=True)
         (HOME / WORKER_LOCK).touch()
+    else:
+        # join_dqlite_master_node: store_cert ca.crt and ca.key; the apiservice-kicker's
+        # ensure_server_ca then finds server.crt not issued by that CA and issues a new one.
+        store_cert(HOME, CA_CRT, ca)
+        store_cert(HOME, CA_KEY, (master / CA_KEY).read_text())
+        new_server_certificate(HOME)
     return 0
 
 
@@ -435,8 +491,11 @@ def leave(state: dict) -> int:
     Either goes back to a cluster of its own; its Kubernetes node stays until remove-node.
     """
     worker = (HOME / WORKER_LOCK).exists()
-    master = bootstrap(state)
-    db = database(master, load(master) if state["cluster"] else state)
+    with database_locked(state):
+        return left(state, worker, database(state))
+
+
+def left(state: dict, worker: bool, db: dict) -> int:
     others = [m for m in db["members"] if not m["address"].startswith(f"{ADDRESS}:")]
     if not worker and not any(m["role"] == "voter" for m in others):
         print("This node currently holds the only copy of the Kubernetes database so it cannot leave the cluster.")
@@ -445,9 +504,12 @@ def leave(state: dict) -> int:
         return 3
     if worker:
         print("Configuring services.")
+        # reset_current_dqlite_worker_installation: os.remove(ca_cert_file), the ca.remote.crt.
+        (HOME / REMOTE_CA).unlink(missing_ok=True)
     db["members"] = others
-    (master / "cluster.json").write_text(json.dumps(db, indent=1))
-    state["cluster"] = None
+    save_database(state, db)
+    # reinit_cluster: new dqlite cluster certificates (not a new CA: ca.crt stays), a cluster of its own.
+    state["cluster"] = secrets.token_hex(8)
     (HOME / WORKER_LOCK).unlink(missing_ok=True)
     print("Generating new cluster certificates.\nWaiting for node to start.  ")
     return 0
@@ -459,7 +521,7 @@ def remove_node(state: dict, args: list[str]) -> int:
         print("This MicroK8s deployment is acting as a node in a cluster. Please use microk8s leave.")
         return 1
     node, force = args[0], "--force" in args
-    db = database(HOME, state)
+    db = database(state)
     found = next((n for n in db["nodes"] if node in (n["name"], n["address"])), None)
     address = found["address"] if found else node
     in_dqlite = any(m["address"].startswith(f"{address}:") for m in db["members"])
@@ -470,7 +532,7 @@ def remove_node(state: dict, args: list[str]) -> int:
     if force:
         db["members"] = [m for m in db["members"] if not m["address"].startswith(f"{address}:")]
     db["nodes"] = [n for n in db["nodes"] if n is not found]
-    (HOME / "cluster.json").write_text(json.dumps(db, indent=1))
+    save_database(state, db)
     if not found:
         print(f"Node {node} does not exist in Kubernetes.")
         if force and in_dqlite:
@@ -480,7 +542,7 @@ def remove_node(state: dict, args: list[str]) -> int:
     return 0
 
 
-def ready(node: dict, home: Path) -> bool:
+def ready(node: dict, cluster: str) -> bool:
     """
     A kubelet posts its node's status to the API server of the cluster it joined (its kubeconfig,
     written by join.py); the node lifecycle controller turns Ready to Unknown when those posts
@@ -491,20 +553,15 @@ def ready(node: dict, home: Path) -> bool:
     if not link.exists():
         return False
     other = load(link.resolve())
-    return other["running"] and not restarting(other) and bootstrap_of(other, link.resolve()) == home.resolve()
-
-
-def bootstrap_of(state: dict, home: Path) -> Path:
-    return (CLUSTER / state["cluster"]).resolve() if state["cluster"] else home
+    return other["running"] and not restarting(other) and other["cluster"] == cluster
 
 
 def kubectl_nodes(state: dict) -> int:
-    home = bootstrap(state)
     items = []
-    for node in database(home, state)["nodes"]:
+    for node in database(state)["nodes"]:
         link = CLUSTER / node["address"]
         kubelet = load(link.resolve()) if link.exists() else None
-        is_ready = ready(node, home)
+        is_ready = ready(node, state["cluster"])
         # The kubelet reports its version with its status; the last one reported stays otherwise.
         kubelet_version = version(kubelet) if is_ready else node.get("version") or version(kubelet or state)
         item = {
@@ -535,8 +592,7 @@ def operands(args: list[str]) -> list[str]:
 def kubectl_schedule(state: dict, verb: str, args: list[str]) -> int:
     """kubectl cordon / uncordon / drain <node> (drain.go RunCordonOrUncordon, RunDrain)."""
     names = operands(args)
-    home = bootstrap(state)
-    db = database(home, state)
+    db = database(state)
     found = next((n for n in db["nodes"] if names and n["name"] == names[0]), None)
     if found is None:
         print(f'Error from server (NotFound): nodes "{names[0] if names else ""}" not found', file=sys.stderr)
@@ -544,7 +600,7 @@ def kubectl_schedule(state: dict, verb: str, args: list[str]) -> int:
     name, desired = found["name"], verb != "uncordon"
     already = bool(found.get("unschedulable")) == desired
     found["unschedulable"] = desired
-    (home / "cluster.json").write_text(json.dumps(db, indent=1))
+    save_database(state, db)
     print(f"node/{name} {'already ' if already else ''}{'cordoned' if desired else 'uncordoned'}")
     if verb != "drain":
         return 0
@@ -569,7 +625,7 @@ def kubectl(state: dict, args: list[str]) -> int:
     if args[:2] == ["get", "nodes"]:
         return kubectl_nodes(state)
     if args[:1] in (["cordon"], ["uncordon"], ["drain"]):
-        with locked(bootstrap(state)):
+        with database_locked(state):
             return kubectl_schedule(state, args[0], args[1:])
     print(f"fake microk8s: kubectl {' '.join(args)} is not reproduced", file=sys.stderr)
     return 2
@@ -615,13 +671,12 @@ def snap(state: dict, args: list[str]) -> int:
     state["channel"] = channel
     # The services restart with the new revision: not ready for a moment.
     state["restart_until"] = time.time() + float(setting(HOME, "restart_seconds", 2))
-    home = bootstrap(state)
-    with locked(home):
-        db = database(home, load(home) if state["cluster"] else state)
+    with database_locked(state):
+        db = database(state)
         for node in db["nodes"]:
             if node["address"] == ADDRESS:
                 node["version"] = version(state)
-        (home / "cluster.json").write_text(json.dumps(db, indent=1))
+        save_database(state, db)
     print(f"microk8s ({channel}) v{version(state)} from Canonical✓ refreshed")
     return 0
 
@@ -665,7 +720,7 @@ def main(argv: list[str]) -> int:
     elif command == "leave":
         code = leave(state)
     elif command == "remove-node":
-        with locked(HOME):
+        with database_locked(state):
             code = remove_node(state, args[1:])
     elif command == "refresh-certs":
         code = refresh_certs(args[1:])

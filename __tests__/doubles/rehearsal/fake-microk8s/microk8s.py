@@ -8,8 +8,9 @@ hosts only over the network, through a cluster agent on port 25000, as microk8s 
 State, under the real paths:
 - $SNAP_DATA (/var/snap/microk8s/current): fake/node.json (installed, running, the channel, the
   cluster's agent address, the id of the cluster the node belongs to), credentials/cluster-tokens.txt,
-  var/lock/clustered.lock, certs/csr.conf.template, certs/server.crt (a PEM block of random bytes:
-  ssl.PEM_cert_to_DER_cert decodes it, nothing uses it for TLS);
+  var/lock/clustered.lock, certs/csr.conf.template, certs/server.crt and the CA, certs/ca.crt and
+  ca.key (PEM blocks of random bytes: ssl.PEM_cert_to_DER_cert decodes them, nothing uses them
+  for TLS);
 - on the node that started the cluster, fake/cluster.json: the dqlite members (address, role),
   the Kubernetes nodes (name, InternalIP, the kubelet version last reported, unschedulable) and
   the cluster's addons. Other nodes read and change it only through that node's agent.
@@ -34,6 +35,16 @@ canonical/microk8s-cluster-agent; where the current release differs it says so):
   then whether dqlite already knows that address (HTTP 504); failures print `Connection failed.
   <message> (<status>).` and exit 6; a control-plane joiner becomes a voter while there are
   fewer than 3, a standby after; `--worker` joins no dqlite and gets var/lock/clustered.lock;
+- the cluster CA: the install makes one of its own (snap/hooks/install calls produce_certs,
+  microk8s-resources/actions/common/utils.sh, which writes certs/ca.crt only when missing); the
+  agent's join answer carries the CA of its node, and its key for a control-plane joiner only
+  (microk8s-cluster-agent pkg/api/v2/join.go JoinResponse ``ca`` from Snap.ReadCA, ``ca_key``
+  null for a worker); join.py join_dqlite_master_node stores them as certs/ca.crt and ca.key
+  (store_cert, keeping a .backup), after which the apiservice-kicker's ensure_server_ca issues a
+  new server.crt from that CA; join_dqlite_worker_node stores the CA as certs/ca.remote.crt
+  (store_remote_ca) and keeps its own ca.crt; leave keeps ca.crt (reinit_cluster makes new
+  dqlite cluster certificates, not a CA) and a worker's leave removes ca.remote.crt (1.28 and
+  1.35 alike);
 - remove-node (scripts/wrappers/remove_node.py): by name or InternalIP; a node still in dqlite
   needs --force; a node Kubernetes does not know exits 1, after --force dropped its member;
 - leave (scripts/wrappers/leave.py, 1.28 and 1.35 alike): a worker prints "Configuring
@@ -135,6 +146,9 @@ WORKER_LOCK = SNAP_DATA / "var/lock/clustered.lock"
 CSR_TEMPLATE = SNAP_DATA / "certs/csr.conf.template"
 AGENT_LOG = SNAP_DATA / "fake/agent.log"
 SERVER_CRT = SNAP_DATA / "certs/server.crt"
+CA_CRT = SNAP_DATA / "certs/ca.crt"
+CA_KEY = SNAP_DATA / "certs/ca.key"
+REMOTE_CA = SNAP_DATA / "certs/ca.remote.crt"
 FAULTS = SNAP_DATA / "fake/faults.json"
 PORT = int(os.environ.get("FAKE_MICROK8S_PORT", "25000"))
 # Tests only: the node's one address (its agent binds it, it is the source of what the node
@@ -221,11 +235,22 @@ def fault(name: str) -> dict | None:
     return faults
 
 
-def new_server_certificate() -> None:
+def pem(kind: str, size: int) -> str:
     """A PEM block around random bytes: ssl.PEM_cert_to_DER_cert decodes it."""
+    body = base64.encodebytes(secrets.token_bytes(size)).decode()
+    return f"-----BEGIN {kind}-----\n{body}-----END {kind}-----\n"
+
+
+def new_server_certificate() -> None:
     SERVER_CRT.parent.mkdir(parents=True, exist_ok=True)
-    body = base64.encodebytes(secrets.token_bytes(600)).decode()
-    SERVER_CRT.write_text(f"-----BEGIN CERTIFICATE-----\n{body}-----END CERTIFICATE-----\n")
+    SERVER_CRT.write_text(pem("CERTIFICATE", 600))
+
+
+def store_cert(path: Path, payload: str) -> None:
+    """join.py store_cert: the file kept as <name>.backup, then the payload written."""
+    if path.exists():
+        path.with_name(f"{path.name}.backup").write_text(path.read_text())
+    path.write_text(payload)
 
 
 def der(pem: str) -> bytes:
@@ -391,7 +416,13 @@ class Agent(http.server.BaseHTTPRequestHandler):
         entry = {"name": name, "address": joiner, "version": body.get("version")}
         cluster["nodes"] = [n for n in cluster["nodes"] if n["address"] != joiner] + [entry]
         write(CLUSTER, cluster)
-        return 200, {"agent": self.connection.getsockname()[0], "cluster": node()["cluster_id"]}
+        # join.go: the CA this node reads (Snap.ReadCA); its key only for a control-plane joiner.
+        return 200, {
+            "agent": self.connection.getsockname()[0],
+            "cluster": node()["cluster_id"],
+            "ca": CA_CRT.read_text(),
+            "ca_key": None if body.get("worker") else CA_KEY.read_text(),
+        }
 
 
 def serve() -> None:
@@ -578,6 +609,8 @@ def join(state: dict, args: list[str]) -> int:
     # A join resets the node to the cluster's: its own database and addons are gone.
     CLUSTER.unlink(missing_ok=True)
     if worker:
+        # join_dqlite_worker_node: store_remote_ca; the worker's own ca.crt stays.
+        REMOTE_CA.write_text(answer["ca"])
         WORKER_LOCK.parent.mkdir(parents=True, exist_ok=True)
         WORKER_LOCK.touch()
         # print_worker_usage, in 1.28 and 1.35 alike.
@@ -588,6 +621,11 @@ def join(state: dict, args: list[str]) -> int:
         print("and replace the API server endpoints with the one provided by the loadbalancer in:")
         print("    /var/snap/microk8s/current/args/traefik/provider.yaml\n")
     else:
+        # join_dqlite_master_node: store_cert ca.crt and ca.key; the apiservice-kicker's
+        # ensure_server_ca then finds server.crt not issued by that CA and issues a new one.
+        store_cert(CA_CRT, answer["ca"])
+        store_cert(CA_KEY, answer["ca_key"])
+        new_server_certificate()
         # update_dqlite: the wait for dqlite (end=" "), then print(" ").
         print("Waiting for this node to finish joining the cluster.  ")
     if minor(state) >= 35:
@@ -612,7 +650,9 @@ def leave(state: dict) -> int:
         update(state, data)
     else:
         print("Configuring services.")
-    # reinit_cluster: new cluster certificates, a cluster of its own.
+        # reset_current_dqlite_worker_installation: os.remove(ca_cert_file), the ca.remote.crt.
+        REMOTE_CA.unlink(missing_ok=True)
+    # reinit_cluster: new dqlite cluster certificates (ca.crt stays), a cluster of its own.
     state.update(agent=None, cluster_id=secrets.token_hex(8))
     WORKER_LOCK.unlink(missing_ok=True)
     write(NODE, state)
@@ -787,6 +827,10 @@ def snap(args: list[str]) -> int:
         )
         CSR_TEMPLATE.parent.mkdir(parents=True, exist_ok=True)
         CSR_TEMPLATE.write_text("[ alt_names ]\nDNS.1 = kubernetes\nIP.1 = 127.0.0.1\nIP.2 = 10.152.183.1\n#MOREIPS\n")
+        # produce_certs: a CA of this install's own, written only when there is none.
+        if not CA_CRT.exists():
+            CA_KEY.write_text(pem("PRIVATE KEY", 1200))
+            CA_CRT.write_text(pem("CERTIFICATE", 800))
         new_server_certificate()
         write(NODE, state)
         start_agent()
