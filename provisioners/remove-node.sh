@@ -15,7 +15,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 KOO_USAGE="remove-node.sh MASTER_ID NODE_ID NODE_ADDRESS [DRAIN_SECONDS]"
 # How long salt waits for a minion that does not answer microk8s.leave (a live minion's running
 # job is waited for: salt asks it with saltutil.find_job before giving up).
-LEAVE_SECONDS=60
+LEAVE_SECONDS=30
 
 [[ $# -eq 3 || $# -eq 4 ]] || koo_usage_error "expected three or four arguments, got $#"
 master=$1 node=$2 address=$3 drain_seconds=${4:-300}

@@ -8,7 +8,7 @@ from harness.provisioners import HOST
 MASTER, NODE, OTHER = "k8s-master.lab.example.org", "k8s-worker-1.lab.example.org", "k8s-worker-0.lab.example.org"
 ADDRESS = "10.1.0.101"
 VACATE = ["--out=json", "--static", "--timeout=390", MASTER, "microk8s.vacate_node", ADDRESS, "300"]
-LEAVE = ["--out=json", "--static", "--timeout=60", NODE, "microk8s.leave"]
+LEAVE = ["--out=json", "--static", "--timeout=30", NODE, "microk8s.leave"]
 FORGET = ["--out=json", "--static", "--timeout=30", MASTER, "microk8s.forget_node", ADDRESS]
 # What the module returns (salt/_modules/microk8s/_scale.py vacate) and what microk8s leave prints
 # on a worker (scripts/wrappers/leave.py reset_current_dqlite_worker_installation, then apply_cni).
