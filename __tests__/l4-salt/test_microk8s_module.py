@@ -954,6 +954,8 @@ PUBLIC = {
     "leave": "()",
     "remove_node": "(node: str, force: bool = False)",
     "forget_node": "(address: str)",
+    # remove-node.sh calls it: salt MASTER microk8s.vacate_node ADDRESS DRAIN_SECONDS.
+    "vacate_node": "(address: str, timeout: int = 300)",
     "cluster_check": "(expected_nodes: int | None = None)",
     "add_node": "(token: str | None = None, ttl: int = -1)",
     "join_tokens": "()",
