@@ -1,35 +1,92 @@
 #!/usr/bin/env bash
-# Removes a departed Kubernetes node (scale-down), as root on the Salt master: the Kubernetes
-# master forgets it (microk8s.forget_node: its dqlite member and its Kubernetes node), then its
-# minion key is deleted. Either may already be gone, so running it again is harmless.
+# Removes a departed Kubernetes node (scale-down), as root on the Salt master, one line per step:
+#   1. the Kubernetes master vacates it (microk8s.vacate_node): refuses a dqlite voter an HA
+#      cluster cannot lose, before touching anything; else cordons and drains it, giving up after
+#      DRAIN_SECONDS (default 300), since its machine is deleted anyway;
+#   2. the node leaves the cluster itself (microk8s.leave); a node that does not answer is
+#      removed without it;
+#   3. the master forgets it (microk8s.forget_node: plain remove-node after a clean leave,
+#      --force for a dqlite member that did not leave);
+#   4. its minion key and its ledger entry are deleted.
+# Any of it may already be done, so running it again is harmless.
 set -euo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-KOO_USAGE="remove-node.sh MASTER_ID NODE_ID NODE_ADDRESS"
+KOO_USAGE="remove-node.sh MASTER_ID NODE_ID NODE_ADDRESS [DRAIN_SECONDS]"
+# How long salt waits for a minion that does not answer microk8s.leave (a live minion's running
+# job is waited for: salt asks it with saltutil.find_job before giving up).
+LEAVE_SECONDS=30
 
-[[ $# -eq 3 ]] || koo_usage_error "expected three arguments, got $#"
-master=$1 node=$2 address=$3
+[[ $# -eq 3 || $# -eq 4 ]] || koo_usage_error "expected three or four arguments, got $#"
+master=$1 node=$2 address=$3 drain_seconds=${4:-300}
 koo_is_dns_name "$master" || koo_usage_error "MASTER_ID \"$master\" is not a lower-case DNS name"
 koo_is_dns_name "$node" || koo_usage_error "NODE_ID \"$node\" is not a lower-case DNS name"
 koo_is_ipv4 "$address" || koo_usage_error "NODE_ADDRESS \"$address\" is not an IPv4 address"
 [[ $master != "$node" ]] || koo_usage_error "NODE_ID $node is the Kubernetes master itself"
+{ koo_is_positive_int "$drain_seconds" && ((drain_seconds <= 3600)); } ||
+  koo_usage_error "DRAIN_SECONDS \"$drain_seconds\" is not a whole number of seconds from 1 to 3600"
 
 host=$(koo_host)
 work=$(mktemp -d)
 trap 'rm -rf -- "$work"' EXIT
 
-# salt exits 0 even when the function raised; the return value tells (True, False or an error).
-salt --out=json --static --timeout=30 "$master" microk8s.forget_node "$address" >"$work/forget.json" 2>"$work/forget.err" || true
-result=$("${KOO_SALT_OUTPUT[@]}" forget-node "$master" <"$work/forget.json")
+# salt_call NAME TIMEOUT MINION FUNCTION ARGS...: salt's JSON into $work/NAME.json, its stderr
+# into $work/NAME.err. salt exits 0 even when the function raised; the return value tells.
+salt_call() {
+  local name=$1 timeout=$2
+  shift 2
+  salt --out=json --static --timeout="$timeout" "$@" >"$work/$name.json" 2>"$work/$name.err" || true
+}
+
+# no_answer NAME: why salt got no return, from its stderr.
+no_answer() {
+  local reason
+  reason=$(koo_first_line "$(cat "$work/$1.err")")
+  echo "${reason:+ (salt: $reason)}"
+}
+
+# 1. Out of service, unless it is a voter the cluster cannot lose.
+salt_call vacate $((drain_seconds + 90)) "$master" microk8s.vacate_node "$address" "$drain_seconds"
+result=$("${KOO_SALT_OUTPUT[@]}" vacate-node "$master" <"$work/vacate.json")
+vacated=yes
 case $result in
-  removed) echo "removed node $node ($address) from the microk8s cluster on $master" ;;
-  absent) echo "node $node ($address) is not in the microk8s cluster on $master; nothing to remove" ;;
-  no-answer)
-    reason=$(koo_first_line "$(cat "$work/forget.err")")
-    koo_die 1 "cannot remove node $node ($address): $master did not answer microk8s.forget_node${reason:+ (salt: $reason)}"
+  drained\ *)
+    read -r _ name seconds <<<"$result"
+    echo "drained node $name ($address) on $master in $seconds s"
     ;;
-  *) koo_die 1 "cannot remove node $node ($address): microk8s.forget_node on $master failed: ${result#error }" ;;
+  gave-up\ *)
+    read -r _ name seconds reason <<<"$result"
+    echo "drain of node $name ($address) gave up after $seconds s ($reason); going on: its machine is deleted anyway"
+    ;;
+  no-node) echo "node $node ($address) is a dqlite member without a Kubernetes node; nothing to drain" ;;
+  absent) vacated=no ;;
+  refused\ *) koo_die 1 "cannot remove node $node ($address): ${result#refused }" ;;
+  no-answer) koo_die 1 "cannot remove node $node ($address): $master did not answer microk8s.vacate_node$(no_answer vacate)" ;;
+  *) koo_die 1 "cannot remove node $node ($address): microk8s.vacate_node on $master failed: ${result#error }" ;;
 esac
+
+if [[ $vacated == yes ]]; then
+  # 2. The node leaves by itself; it may be down already.
+  salt_call leave "$LEAVE_SECONDS" "$node" microk8s.leave
+  result=$("${KOO_SALT_OUTPUT[@]}" leave "$node" <"$work/leave.json")
+  case $result in
+    left) echo "node $node left the microk8s cluster" ;;
+    no-answer) echo "node $node did not answer microk8s.leave$(no_answer leave); removing it without leaving" ;;
+    *) echo "node $node did not leave (microk8s.leave failed: ${result#error }); removing it without leaving" ;;
+  esac
+
+  # 3. The master forgets it.
+  salt_call forget 30 "$master" microk8s.forget_node "$address"
+  result=$("${KOO_SALT_OUTPUT[@]}" forget-node "$master" <"$work/forget.json")
+  case $result in
+    removed) echo "removed node $node ($address) from the microk8s cluster on $master" ;;
+    absent) echo "node $node ($address) is not in the microk8s cluster on $master any more; nothing to remove" ;;
+    no-answer) koo_die 1 "cannot remove node $node ($address): $master did not answer microk8s.forget_node$(no_answer forget)" ;;
+    *) koo_die 1 "cannot remove node $node ($address): microk8s.forget_node on $master failed: ${result#error }" ;;
+  esac
+else
+  echo "node $node ($address) is not in the microk8s cluster on $master; nothing to remove"
+fi
 
 # read_key_status: the node's key status (accepted, pending, rejected, denied or absent) into
 # $key_status.
@@ -41,7 +98,7 @@ read_key_status() {
   read -r key_status _ <"$work/status"
 }
 
-# The departed machine's record goes with its key (accept-minion-keys.sh keeps it).
+# 4. The departed machine's record goes with its key (accept-minion-keys.sh keeps it).
 koo_ledger_set "$node"
 read_key_status
 if [[ $key_status == absent ]]; then

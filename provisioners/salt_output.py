@@ -12,6 +12,11 @@ JSON. Every subcommand reads what one Salt command printed:
                         "unexpected <id>" for every pending key that is not an ID.
   answered ID...        stdin: salt --out=json --static --list IDS test.ping. Prints the IDs that
                         answered True, one per line.
+  vacate-node MINION    stdin: salt --out=json --static MINION microk8s.vacate_node ADDRESS SECONDS.
+                        Prints "drained NAME SECONDS", "gave-up NAME SECONDS REASON", "no-node",
+                        "absent", "refused REASON", "no-answer" or "error <first line>".
+  leave MINION          stdin: salt --out=json --static MINION microk8s.leave. Prints "left",
+                        "no-answer" or "error <first line>".
   forget-node MINION    stdin: salt --out=json --static MINION microk8s.forget_node ADDRESS.
                         Prints "removed", "absent", "no-answer" or "error <first line>".
   upgrade-plan MINION   stdin: salt --out=json --static MINION microk8s.upgrade_plan CHANNEL.
@@ -130,7 +135,7 @@ def local_states(text: str) -> tuple[int, int, list[str]]:
     return len(ordered_states(states)), changed_count(states), failing_states(states)
 
 
-# --- salt-key, test.ping, microk8s.forget_node -------------------------------------------------
+# --- salt-key, test.ping, microk8s.vacate_node, leave, forget_node ---------------------------------
 
 
 def key_status(expected: list[str], text: str) -> list[str]:
@@ -148,6 +153,55 @@ def key_status(expected: list[str], text: str) -> list[str]:
 def answered(expected: list[str], text: str) -> list[str]:
     returns = last_object(text) or {}
     return [minion for minion in expected if returns.get(minion) is True]
+
+
+def did_not_answer(minion: str, returns: dict) -> bool:
+    """
+    No return from ``minion``: a minion that misses `salt --static`'s ping gets no job and no
+    entry; one that took the job and went silent is entered as ``{"failed": True}`` (Salt 3007
+    salt/cli/batch.py), and the non-batch CLI's ``Minion did not return. [...]`` reads the same.
+    """
+    value = returns.get(minion)
+    if minion not in returns or (isinstance(value, dict) and value.get("failed") is True):
+        return True
+    return isinstance(value, str) and value.startswith("Minion did not return")
+
+
+def vacate_node(minion: str, text: str) -> str:
+    returns = last_object(text) or {}
+    if did_not_answer(minion, returns):
+        return "no-answer"
+    value = returns[minion]
+    outcome = value.get("outcome") if isinstance(value, dict) else None
+    if outcome in ("drained", "gave-up") and value.get("node"):
+        line = f"{outcome} {value['node']} {int(value.get('seconds') or 0)}"
+        return f"{line} {one_line(value.get('reason') or 'no reason given')}" if outcome == "gave-up" else line
+    if outcome in ("no-node", "absent"):
+        return outcome
+    if outcome == "refused":
+        return f"refused {one_line(value.get('reason') or 'no reason given')}"
+    return f"error {one_line(value)}"
+
+
+def leave(minion: str, text: str) -> str:
+    """microk8s.leave returns what microk8s printed (a string); an error is a string too, hence the prefix test."""
+    returns = last_object(text) or {}
+    if did_not_answer(minion, returns):
+        return "no-answer"
+    value = returns[minion]
+    if isinstance(value, str) and not is_error(value):
+        return "left"
+    return f"error {one_line(value)}"
+
+
+def is_error(value: str) -> bool:
+    """How Salt 3007 returns a function that raised, or one the minion does not have."""
+    return (
+        value.startswith("ERROR")
+        or value.startswith("The minion function caused an exception")
+        or value.endswith("is not available.")
+        or "Passed invalid arguments" in value
+    )
 
 
 def forget_node(minion: str, text: str) -> str:
@@ -366,6 +420,12 @@ def main(argv: list[str]) -> int:
         return 0
     if command == "upgrade-plan" and len(arguments) == 1:
         print(upgrade_plan(arguments[0], sys.stdin.read()))
+        return 0
+    if command == "vacate-node" and len(arguments) == 1:
+        print(vacate_node(arguments[0], sys.stdin.read()))
+        return 0
+    if command == "leave" and len(arguments) == 1:
+        print(leave(arguments[0], sys.stdin.read()))
         return 0
     if command == "orchestration" and len(arguments) == 3:
         sls, seconds, path = arguments

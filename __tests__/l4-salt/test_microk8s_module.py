@@ -954,6 +954,8 @@ PUBLIC = {
     "leave": "()",
     "remove_node": "(node: str, force: bool = False)",
     "forget_node": "(address: str)",
+    # remove-node.sh calls it: salt MASTER microk8s.vacate_node ADDRESS DRAIN_SECONDS.
+    "vacate_node": "(address: str, timeout: int = 300)",
     "cluster_check": "(expected_nodes: int | None = None)",
     "add_node": "(token: str | None = None, ttl: int = -1)",
     "join_tokens": "()",
@@ -1230,3 +1232,160 @@ def test_new_nodes_join_only_a_cluster_that_runs_the_channels_release(microk8s, 
     )
     with pytest.raises(CommandExecutionError, match="skips a minor release"):
         master.release_check("1.30/stable")
+
+
+# Scale-down (remove-node.sh): vacate on the master, leave on the node, forget on the master.
+
+
+def calls_of(node: FakeMicrok8s, prefix: str) -> list[str]:
+    return [line for line in (node.home / "calls.log").read_text().splitlines() if line.startswith(prefix)]
+
+
+def schedulable(master, address: str) -> list[bool]:
+    return [not n["unschedulable"] for n in master.nodes() if n["address"] == address]
+
+
+def test_a_departing_worker_is_drained_leaves_and_is_removed_and_a_second_run_finds_it_absent(microk8s, tmp_path):
+    cluster = joined_cluster(microk8s, tmp_path)
+    master = cluster.as_master()
+    assert master.vacate_node("10.1.0.101", 60) == {
+        "outcome": "drained",
+        "node": "k8s-worker-1",
+        "member": None,
+        "seconds": 0,
+        "reason": None,
+    }
+    assert schedulable(master, "10.1.0.101") == [False]
+    assert calls_of(cluster.master, "kubectl drain") == [
+        "kubectl drain k8s-worker-1 --ignore-daemonsets --delete-emptydir-data --timeout=60s"
+    ]
+    worker = microk8s
+    worker.__salt__ = cluster.worker.salt_functions()
+    assert "Generating new cluster certificates." in worker.leave()
+    assert not (cluster.worker.home / "var" / "lock" / "clustered.lock").exists()
+    master = cluster.as_master()
+    assert master.forget_node("10.1.0.101") is True
+    # A worker is no dqlite member: a plain remove-node by name, no --force.
+    assert calls_of(cluster.master, "remove-node") == ["remove-node k8s-worker-1"]
+    assert {n["address"] for n in master.nodes()} == {"10.1.0.10", "10.1.0.100"}
+    # Run again (a retried destroy): nothing is there, nothing is touched.
+    assert master.vacate_node("10.1.0.101", 60)["outcome"] == "absent"
+    assert master.forget_node("10.1.0.101") is False
+    assert len(calls_of(cluster.master, "kubectl drain")) == 1
+
+
+def three_voters(microk8s, tmp_path) -> Cluster:
+    """The master, its voter and a third voter at 10.1.0.102 (k8s-worker-2): an HA cluster."""
+    cluster = joined_cluster(microk8s, tmp_path)
+    cluster.third = FakeMicrok8s(tmp_path / "third", tmp_path / "cluster", "10.1.0.102", "k8s-worker-2")
+    third = "k8s-worker-2.lab.example"
+    pillar = {
+        **PILLAR,
+        "nodes": [*PILLAR["nodes"], {"id": third, "address": "10.1.0.102"}],
+        "control_plane": [*PILLAR["control_plane"], third],
+    }
+    master = cluster.as_master(pillar={"microk8s": pillar})
+    master.issue_join_tokens([third])
+    assert cluster.third.run("join", master.join_tokens()[third]["urls"][0]).returncode == 0
+    return cluster
+
+
+def test_a_voter_an_ha_cluster_cannot_lose_is_refused_with_nothing_touched(microk8s, tmp_path):
+    cluster = three_voters(microk8s, tmp_path)
+    master = cluster.as_master()
+    assert [m["role"] for m in master.members()] == ["voter", "voter", "voter"]
+    assert master.vacate_node("10.1.0.100", 60) == {
+        "outcome": "refused",
+        "node": "k8s-worker-0",
+        "member": "voter",
+        "seconds": 0,
+        "reason": "refusing to remove k8s-worker-0 (a dqlite voter): the HA cluster would keep 2 of its 3 voters; "
+        "keep num_kube_nodes >= 3",
+    }
+    assert schedulable(master, "10.1.0.100") == [True]
+    assert calls_of(cluster.master, "kubectl drain") + calls_of(cluster.master, "kubectl cordon") == []
+    assert len(master.members()) == 3
+    # A worker of the same cluster may go: it holds no vote.
+    assert master.vacate_node("10.1.0.101", 60)["outcome"] == "drained"
+
+
+def test_the_second_member_of_a_two_node_cluster_may_go(microk8s, tmp_path):
+    cluster = Cluster(microk8s, tmp_path)
+    master = cluster.as_master()
+    master.issue_join_tokens([CP_JOINER])
+    assert cluster.cp_joiner.run("join", master.join_tokens()[CP_JOINER]["urls"][0]).returncode == 0
+    assert master.vacate_node("10.1.0.100", 60)["outcome"] == "drained"
+    joiner = microk8s
+    joiner.__salt__ = cluster.cp_joiner.salt_functions()
+    joiner.leave()
+    master = cluster.as_master()
+    # leave.py deleted its own dqlite entry; a plain remove-node takes its Kubernetes node.
+    assert [m["address"] for m in master.members()] == ["10.1.0.10:19001"]
+    assert master.forget_node("10.1.0.100") is True
+    assert calls_of(cluster.master, "remove-node") == ["remove-node k8s-worker-0"]
+    assert [n["address"] for n in master.nodes()] == ["10.1.0.10"]
+
+
+def test_a_member_that_did_not_leave_is_removed_by_force(microk8s, tmp_path):
+    cluster = Cluster(microk8s, tmp_path)
+    master = cluster.as_master()
+    master.issue_join_tokens([CP_JOINER])
+    assert cluster.cp_joiner.run("join", master.join_tokens()[CP_JOINER]["urls"][0]).returncode == 0
+    assert master.vacate_node("10.1.0.100", 60)["outcome"] == "drained"
+    # No leave: the machine did not answer.
+    assert master.forget_node("10.1.0.100") is True
+    assert calls_of(cluster.master, "remove-node") == ["remove-node 10.1.0.100 --force"]
+    assert [m["address"] for m in master.members()] == ["10.1.0.10:19001"]
+    assert [n["address"] for n in master.nodes()] == ["10.1.0.10"]
+
+
+def test_a_drain_that_does_not_finish_in_its_bound_is_reported_not_raised(microk8s, tmp_path):
+    cluster = joined_cluster(microk8s, tmp_path)
+    master = cluster.as_master()
+    fake_run_all = master.__salt__["cmd.run_all"]
+    # kubectl pkg/drain/drain.go evictPods, and RunDrain's summary, for a pod that will not go.
+    eviction = 'error when evicting pods/"web-0" -n "default": global timeout reached: 5s'
+    stuck = {
+        "retcode": 1,
+        "stdout": "node/k8s-worker-1 cordoned\nevicting pod default/web-0",
+        "stderr": f"There are pending nodes to be drained:\n k8s-worker-1\n{eviction}",
+    }
+
+    def run_all(cmd, **kwargs):
+        return stuck if cmd[1:3] == ["kubectl", "drain"] else fake_run_all(cmd, **kwargs)
+
+    master.__salt__["cmd.run_all"] = run_all
+    assert master.vacate_node("10.1.0.101", 5) == {
+        "outcome": "gave-up",
+        "node": "k8s-worker-1",
+        "member": None,
+        "seconds": 0,
+        "reason": eviction,
+    }
+
+
+@pytest.mark.parametrize(
+    ("roles", "kept"),
+    [
+        # Three voters: losing one leaves two, unless a standby is promoted in its place.
+        (["voter", "voter", "voter"], 2),
+        (["voter", "voter", "voter", "standby"], None),
+        (["voter", "voter", "voter", "spare"], None),
+        # Not HA: one voter and a spare, or two voters, may lose a member.
+        (["voter", "voter"], None),
+        (["spare", "voter"], None),
+    ],
+)
+def test_the_voter_floor_keeps_an_ha_cluster_at_three_voters(microk8s, roles, kept):
+    scale = importlib.import_module("microk8s._scale")
+    members = [{"address": f"10.1.0.{10 + i}:19001", "role": role} for i, role in enumerate(roles)]
+    refusal = scale.voter_floor(members, "10.1.0.10", "k8s-master")
+    if kept is None:
+        assert refusal is None
+    else:
+        assert refusal == (
+            f"refusing to remove k8s-master (a dqlite voter): the HA cluster would keep {kept} of its "
+            f"{roles.count('voter')} voters; keep num_kube_nodes >= 3"
+        )
+    # A standby or spare never holds a vote.
+    assert scale.voter_floor(members, "10.1.0.99", "nobody") is None

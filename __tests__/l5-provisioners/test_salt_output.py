@@ -93,6 +93,56 @@ def test_forget_node_results(text, result):
     assert salt_output.forget_node("m.example", text) == result
 
 
+def vacated(**value) -> str:
+    base = {"outcome": None, "node": None, "member": None, "seconds": 0, "reason": None}
+    return json.dumps({"m.example": {**base, **value}})
+
+
+@pytest.mark.parametrize(
+    ("text", "result"),
+    [
+        (vacated(outcome="drained", node="k8s-worker-1", seconds=12), "drained k8s-worker-1 12"),
+        (
+            vacated(outcome="gave-up", node="k8s-worker-1", seconds=300, reason="global timeout reached: 300s"),
+            "gave-up k8s-worker-1 300 global timeout reached: 300s",
+        ),
+        (vacated(outcome="no-node", member="voter"), "no-node"),
+        (vacated(outcome="absent"), "absent"),
+        (
+            vacated(outcome="refused", node="k8s-worker-1", member="voter", reason="refusing to remove k8s-worker-1"),
+            "refused refusing to remove k8s-worker-1",
+        ),
+        ("No minions matched the target. No command was sent, no jid was assigned.\n{}\n", "no-answer"),
+        # salt --static's batch enters a minion that took the job and went silent as failed.
+        ('{"m.example": {"failed": true}}', "no-answer"),
+        ('{"m.example": "ERROR: microk8s status failed"}', "error ERROR: microk8s status failed"),
+        ('{"m.example": {"outcome": "surprise"}}', 'error {"outcome": "surprise"}'),
+    ],
+)
+def test_vacate_node_results(text, result):
+    assert salt_output.vacate_node("m.example", text) == result
+
+
+@pytest.mark.parametrize(
+    ("text", "result"),
+    [
+        ('{"n.example": "Generating new cluster certificates.\\nWaiting for node to start."}', "left"),
+        ('{"n.example": ""}', "left"),
+        ("No minions matched the target. No command was sent, no jid was assigned.\n{}\n", "no-answer"),
+        ('{"n.example": {"failed": true}}', "no-answer"),
+        ('{"n.example": "Minion did not return. [No response]"}', "no-answer"),
+        (
+            '{"n.example": "ERROR: microk8s leave failed (exit 2): Not in clustering mode."}',
+            "error ERROR: microk8s leave failed (exit 2): Not in clustering mode.",
+        ),
+        ('{"n.example": "\'microk8s.leave\' is not available."}', "error 'microk8s.leave' is not available."),
+        ('{"n.example": false}', "error false"),
+    ],
+)
+def test_leave_results(text, result):
+    assert salt_output.leave("n.example", text) == result
+
+
 def test_one_line_takes_a_tracebacks_last_line_and_caps_the_length():
     traceback = "The minion function caused an exception: Traceback (most recent call last):\n  File x\nKeyError: 'a'\n"
     assert salt_output.one_line(traceback) == "KeyError: 'a'"

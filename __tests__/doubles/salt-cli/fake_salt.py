@@ -4,7 +4,8 @@ salt [--out=json] [--static] [--timeout=N] [--list] TARGET FUNCTION ARGS..., ove
 Only minions whose keys are accepted ("keys"."minions") are targeted, as with the real CLI, which
 prints "No minions matched the target" and "{}" when there are none. test.ping: "ping" maps a
 minion to the test.ping call (1, 2, ...) from which on it answers. Any other function:
-"returns" maps FUNCTION to {minion: return value}; a minion missing there does not answer.
+"returns" maps "FUNCTION ARGS..." (the call's function and arguments joined by spaces), else
+FUNCTION, to {minion: return value}; a minion missing there does not answer.
 "salt_error" makes every call fail with that text on stderr, as when the master is down.
 """
 
@@ -17,7 +18,7 @@ from fakestate import log_invocation, state
 log_invocation("salt")
 options = [argument for argument in sys.argv[1:] if argument.startswith("--")]
 positional = [argument for argument in sys.argv[1:] if not argument.startswith("--")]
-target, function = positional[0], positional[1]
+target, function, arguments = positional[0], positional[1], positional[2:]
 with state() as current:
     if current.get("salt_error"):
         sys.exit(current["salt_error"])
@@ -34,7 +35,8 @@ with state() as current:
         answering = current.get("ping", {})
         returns = {m: True for m in matched if m in answering and current["ping_calls"] >= answering[m]}
     else:
-        configured = current.get("returns", {}).get(function, {})
+        canned = current.get("returns", {})
+        configured = canned.get(" ".join([function, *arguments]), canned.get(function, {}))
         returns = {m: configured[m] for m in matched if m in configured}
 print(json.dumps(returns, indent=4))
 sys.exit(0 if set(returns) == set(matched) else 1)

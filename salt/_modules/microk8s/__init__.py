@@ -8,6 +8,7 @@ returns parsed data:
 - ``_status``: the node's status, running or not, worker or not;
 - ``_addons``, ``_certs``: addons, and the API certificate's extra SAN;
 - ``_membership``: the roles the pillar gives, the members the cluster knows, removing nodes;
+- ``_scale``: taking a node out of service (drain) for a roll or for good, and the voter floor;
 - ``_tokens``: the master's side of the join protocol (add-node tokens, the ledger, the mine
   function ``join_tokens``, renewal, which the Salt master's reactor asks for);
 - ``_join``: the joiner's side (its published token, ``microk8s join``, failed joins, renewal
@@ -175,11 +176,24 @@ def remove_node(node: str, force: bool = False) -> str:
     return _sub("_membership").remove_node(__salt__, node, force)
 
 
+def vacate_node(address: str, timeout: int = 300) -> dict:
+    """
+    Scale-down's first step, on the master: takes the departing node at private ``address`` out
+    of service (cordon, drain within ``timeout`` seconds), unless it is a dqlite voter an HA
+    cluster cannot lose (three voters, fewer after). Returns ``{"outcome": "refused" | "absent"
+    | "no-node" | "drained" | "gave-up", "node", "member", "seconds", "reason"}``; a drain that
+    does not finish in time is reported, not raised, since the machine is deleted anyway.
+    CLI Example: ``salt k8s-master.* microk8s.vacate_node 10.1.0.102 300``
+    """
+    return _sub("_scale").vacate(__salt__, address, timeout)
+
+
 def forget_node(address: str) -> bool:
     """
     Removes the node at private ``address`` from the cluster, whether it is a dqlite member
-    (control plane) or only a Kubernetes node (worker): the scale-down of a departed node,
-    run on the master before its machine is deleted. True if something was removed, False if
+    (control plane; forced while it has not left) or only a Kubernetes node (worker, or a member
+    that left): the scale-down of a departed node, run on the master after ``vacate_node`` and
+    the node's ``leave``, before its machine is deleted. True if something was removed, False if
     the cluster knew no node there. CLI Example: ``salt k8s-master.* microk8s.forget_node 10.1.0.102``
     """
     return _sub("_membership").forget_node(__salt__, address)

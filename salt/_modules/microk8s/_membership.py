@@ -260,12 +260,17 @@ def forget_member(salt: dict, address: str, keep_ready: bool = False) -> bool:
 
 
 def forget_node(salt: dict, address: str) -> bool:
-    """The node at ``address`` removed, as a dqlite member or else as a Kubernetes node (a worker)."""
+    """
+    The node at ``address`` removed: while it is a dqlite member (it did not leave), with
+    ``--force``, which remove_node.py needs to unregister a member ("Please, run first 'microk8s
+    leave' on the departing node" otherwise); else, a worker or a member that left (leave.py
+    deletes its own dqlite entry), as a Kubernetes node by name, which a plain remove-node does.
+    """
     if forget_member(salt, address):
         return True
     names = [node["name"] for node in nodes(salt) if node["address"] == address]
     for name in names:
-        remove_node(salt, name, force=True)
+        remove_node(salt, name)
     return bool(names)
 
 

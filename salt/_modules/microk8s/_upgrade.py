@@ -17,7 +17,7 @@ import time
 
 from salt.exceptions import CommandExecutionError
 
-from . import _cli, _membership
+from . import _cli, _membership, _scale
 from . import _constants as constants
 
 _CHANNEL = re.compile(r"^1\.(\d+)/(stable|candidate|beta|edge)$")
@@ -146,14 +146,13 @@ def _node(salt: dict, address: str) -> dict:
 def drain(salt: dict, address: str, channel: str, timeout: int) -> dict:
     """
     Cordons and drains the node at ``address`` unless it already runs ``channel``'s minor:
-    ``{"node", "drained"}``. DaemonSet pods stay (calico runs on every node); emptyDir data
-    goes; kubectl gives up after ``timeout`` seconds and the error names the node.
+    ``{"node", "drained"}``; ``_scale.drain`` says how, and kubectl gives up after ``timeout``
+    seconds with an error naming the node.
     """
     node = _node(salt, address)
     if version_minor(node["version"]) == channel_minor(channel):
         return {"node": node["name"], "drained": False}
-    args = ("drain", node["name"], "--ignore-daemonsets", "--delete-emptydir-data", f"--timeout={int(timeout)}s")
-    _cli.run(salt, "kubectl", *args, timeout=int(timeout) + 60)
+    _scale.drain(salt, node["name"], timeout)
     return {"node": node["name"], "drained": True}
 
 
