@@ -478,9 +478,10 @@ def test_the_join_url_on_the_masters_private_address_is_preferred(microk8s):
 class Cluster:
     """The fake master and its two joiners, with the master's module dunders."""
 
-    def __init__(self, microk8s, root: Path):
+    def __init__(self, microk8s, root: Path, master_address: str = "10.1.0.10"):
         self.module = microk8s
-        self.master = FakeMicrok8s(root / "master", root / "cluster", "10.1.0.10", "k8s-master")
+        # master_address: kubelet's InternalIP, the pillar's private address unless the node is dual-homed.
+        self.master = FakeMicrok8s(root / "master", root / "cluster", master_address, "k8s-master")
         self.cp_joiner = FakeMicrok8s(root / "cp", root / "cluster", "10.1.0.100", "k8s-worker-0")
         self.worker = FakeMicrok8s(root / "worker", root / "cluster", "10.1.0.101", "k8s-worker-1")
         self.calls: list = []
@@ -1156,9 +1157,9 @@ def test_the_ca_fingerprint_tells_one_cluster_from_another(microk8s, tmp_path):
 # Rolling upgrades (orch.upgrade): the plan, drain, refresh, wait, uncordon.
 
 
-def joined_cluster(microk8s, tmp_path) -> Cluster:
+def joined_cluster(microk8s, tmp_path, master_address: str = "10.1.0.10") -> Cluster:
     """The fake master with its voter and its worker joined, at 1.28."""
-    cluster = Cluster(microk8s, tmp_path)
+    cluster = Cluster(microk8s, tmp_path, master_address)
     master = cluster.as_master()
     master.issue_join_tokens([CP_JOINER, WORKER])
     tokens = master.join_tokens()
@@ -1188,6 +1189,22 @@ def test_the_upgrade_plan_rolls_the_control_plane_first_one_minor_at_a_time(micr
         master.upgrade_plan("1.27/stable")
     with pytest.raises(CommandExecutionError, match=r"microk8s channel 'latest/edge' is not 1\.<minor>/"):
         master.upgrade_plan("latest/edge")
+
+
+def test_the_dual_homed_master_is_known_by_its_host_name_where_its_private_address_is_not_its_node_address(
+    microk8s, tmp_path
+):
+    """
+    kubelet registers the address of the default route: the Kubernetes master's public one, not
+    the private one in the pillar. The rehearsal found the master left out of the roll.
+    """
+    master = joined_cluster(microk8s, tmp_path, master_address="10.0.0.11").as_master()
+    assert [n["address"] for n in master.nodes() if n["name"] == "k8s-master"] == ["10.0.0.11"]
+    assert master.upgrade_plan("1.29/stable")["roll"] == [MASTER, CP_JOINER, WORKER]
+    assert master.drain_node("10.1.0.10", "1.29/stable", 60) == {"node": "k8s-master", "drained": True}
+    assert master.uncordon_node("10.1.0.10") == "k8s-master"
+    with pytest.raises(CommandExecutionError, match=r"^Kubernetes has no node at 10\.1\.0\.99$"):
+        master.uncordon_node("10.1.0.99")
 
 
 def test_one_node_is_drained_refreshed_waited_for_and_uncordoned(microk8s, tmp_path, monkeypatch):

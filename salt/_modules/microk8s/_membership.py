@@ -181,6 +181,28 @@ def nodes(salt: dict) -> list[dict]:
     return parse_nodes(_cli.run(salt, "kubectl", "get", "nodes", "-o", "json"))
 
 
+def node_of(known: list[dict], node_id: str | None, address: str) -> dict | None:
+    """
+    The Kubernetes node (of ``known``, from ``nodes()``) of the pillar node ``node_id`` at private
+    ``address``: the one whose InternalIP is that address, else the one named after its host.
+    kubelet's InternalIP is the address of the interface with the default route, so the
+    dual-homed Kubernetes master (public network first, constructs/kube-node-pool.ts) registers
+    its public address, not the private one the pillar lists; its node name is its host name,
+    the first label of its minion id (cloud-init sets the short hostname; kubelet's default
+    --hostname-override is the hostname).
+    """
+    by_address = next((node for node in known if node["address"] == address), None)
+    if by_address is not None or node_id is None:
+        return by_address
+    return next((node for node in known if node["name"] == node_id.split(".", 1)[0]), None)
+
+
+def node_at(salt: dict, address: str) -> dict | None:
+    """``node_of`` for the pillar node at ``address`` (by address alone when no pillar node has it)."""
+    ids = [node_id for node_id, at in node_roles(salt)["addresses"].items() if at == address]
+    return node_of(nodes(salt), ids[0] if ids else None, address)
+
+
 class MembersUnknown(CommandExecutionError):
     """dqlite did not say who its members are: no conclusion about membership may be drawn."""
 

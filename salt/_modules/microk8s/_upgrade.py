@@ -76,10 +76,6 @@ def refresh(salt: dict, channel: str) -> dict:
     return {"old": current["tracking"], "new": channel}
 
 
-def _by_address(salt: dict) -> dict[str, dict]:
-    return {node["address"]: node for node in _membership.nodes(salt) if node["address"]}
-
-
 def plan(salt: dict, channel: str) -> dict:
     """
     ``{"channel", "minor", "roll": [ids], "current": {id: kubelet version}}``: the nodes of the
@@ -93,10 +89,10 @@ def plan(salt: dict, channel: str) -> dict:
     if installed(salt) is None:
         return {"channel": channel, "minor": target, "roll": [], "current": {}}
     roles = _membership.node_roles(salt)
-    known = _by_address(salt)
+    known = _membership.nodes(salt)
     current, roll = {}, []
     for node_id in [*roles["control_plane"], *roles["workers"]]:
-        node = known.get(roles["addresses"][node_id])
+        node = _membership.node_of(known, node_id, roles["addresses"][node_id])
         if node is None:
             continue
         current[node_id] = node["version"]
@@ -137,7 +133,7 @@ def release_check(salt: dict, channel: str) -> dict:
 
 
 def _node(salt: dict, address: str) -> dict:
-    node = _by_address(salt).get(address)
+    node = _membership.node_at(salt, address)
     if node is None:
         raise CommandExecutionError(f"Kubernetes has no node at {address}")
     return node
