@@ -332,6 +332,8 @@ const available = rehearsalAvailable();
       apply = await tofu(["apply", "-auto-approve", "-input=false"]);
       measured.upgradeApplySeconds = Math.round((Date.now() - t0) / 1000);
       measured.upgrade = scriptLines(apply.stdout).filter((line) => line.startsWith("Upgrade: "));
+      // From here on the cluster runs the new channel: going back would be refused as a downgrade.
+      synthEnv.TF_VAR_microk8s_channel = NEXT_CHANNEL;
     }, 1_500_000);
 
     it("drains, refreshes, waits for and uncordons one node at a time, control plane first, before orch.deploy", async () => {
