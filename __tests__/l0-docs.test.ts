@@ -19,17 +19,19 @@ describe("README and docs/", () => {
     const doc = fs.readFileSync(path.join(__dirname, "..", "docs", "microk8s-module.md"), "utf8");
     const table = doc.slice(doc.indexOf("### Failure cases"), doc.indexOf("Secrets: join URLs"));
     const files: Record<string, string> = {
-      M: "test_microk8s_module.py",
-      S: "test_microk8s_states.py",
-      P: "test_join_protocol.py",
-      R: "test_render.py",
+      M: "l4-salt/test_microk8s_module.py",
+      S: "l4-salt/test_microk8s_states.py",
+      P: "l4-salt/test_join_protocol.py",
+      R: "l4-salt/test_render.py",
+      C: "l4-salt/test_control_plane_recovery.py",
+      D: "l5-provisioners/test_remove_node_real_salt.py",
     };
-    const cited = [...table.matchAll(/\b([MSPR]) ((?:`test_[a-z0-9_]+(?:\[[a-z-]+\])?`(?:, )?)+)/g)].flatMap(([, file, names]) =>
+    const cited = [...table.matchAll(/\b([MSPRCD]) ((?:`test_[a-z0-9_]+(?:\[[a-z-]+\])?`(?:, )?)+)/g)].flatMap(([, file, names]) =>
       [...names.matchAll(/`(test_[a-z0-9_]+)/g)].map(([, name]) => [file, name]),
     );
     expect(cited.length).toBeGreaterThan(25);
     const missing = cited.filter(([file, name]) => {
-      const source = fs.readFileSync(path.join(__dirname, "l4-salt", files[file]), "utf8");
+      const source = fs.readFileSync(path.join(__dirname, files[file]), "utf8");
       return !new RegExp(`^def ${name}\\(`, "m").test(source);
     });
     expect(missing).toEqual([]);
