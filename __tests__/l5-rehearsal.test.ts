@@ -353,7 +353,9 @@ const available = rehearsalAvailable();
     });
 
     it("leaves every node Ready and schedulable at 1.35, with its 3 voters", async () => {
-      const nodes = JSON.parse((await rehearsal.cloud.host(MASTER).exec("microk8s kubectl get nodes -o json")).stdout).items;
+      const nodes = JSON.parse((await rehearsal.cloud.host(MASTER).exec("microk8s kubectl get nodes -o json")).stdout).items.sort(
+        (a: any, b: any) => a.metadata.name.localeCompare(b.metadata.name),
+      );
       expect(
         nodes.map((node: any) => [
           node.metadata.name,
@@ -370,6 +372,12 @@ const available = rehearsalAvailable();
     let apply: RunResult;
 
     beforeAll(async () => {
+      // A voter's status lists no dqlite member twice (microk8s#2190), as a transient dqlite
+      // failure does: its highstate reads it again, and nothing leaves or rejoins.
+      const faulted = await rehearsal.cloud
+        .host(id("k8s-worker-0"))
+        .exec(`echo '{"status_dqlite_empty": 2}' > /var/snap/microk8s/current/fake/faults.json`);
+      if (faulted.status !== 0) throw new Error(`injecting the fault: ${faulted.stderr}`);
       const tofu = await workspace({ TF_VAR_num_kube_nodes: "5" }, editedSaltTree("# edited again by the rehearsal"));
       apply = await tofu(["apply", "-auto-approve", "-input=false"]);
     }, 1_500_000);
@@ -379,6 +387,15 @@ const available = rehearsalAvailable();
       const results = highstates(apply.stdout);
       expect(Object.keys(results).sort()).toEqual([BASTION, MASTER, ...workers(5), SALT].sort());
       expect(Object.entries(results).filter(([, result]) => result.changed > 0 || result.failed > 0)).toEqual([]);
+    });
+
+    it("rides out a transient empty member list: the voter stays, no member is removed", async () => {
+      const faults = await rehearsal.cloud.host(id("k8s-worker-0")).exec("cat /var/snap/microk8s/current/fake/faults.json");
+      // Both empty readings were spent (the fake removes a fault at 0).
+      expect(JSON.parse(faults.stdout || "{}")).toEqual({});
+      expect(await voters()).toBe(3);
+      expect(await isWorker(id("k8s-worker-0"))).toBe(false);
+      expect(await readyNodes()).toEqual(["k8s-master", "k8s-worker-0", "k8s-worker-1", "k8s-worker-2", "k8s-worker-3"]);
     });
   });
 
@@ -453,6 +470,38 @@ const available = rehearsalAvailable();
       expect(await readyNodes()).toEqual(["k8s-master", "k8s-worker-0", "k8s-worker-1"]);
       expect(await voters()).toBe(3);
       expect(await isWorker(id("k8s-worker-1"))).toBe(false);
+    });
+  });
+
+  describe("rebuilding the Kubernetes master (-replace)", () => {
+    let apply: RunResult;
+    let address: string;
+
+    beforeAll(async () => {
+      const tofu = await workspace({ TF_VAR_num_kube_nodes: "3" });
+      const state = await tofu(["state", "list"]);
+      address = state.stdout.split("\n").find((line) => /^openstack_compute_instance_v2\.KubeNodes_Master_[0-9A-F]{8}$/.test(line)) ?? "";
+      const t0 = Date.now();
+      apply = await tofu(["apply", "-auto-approve", "-input=false", `-replace=${address}`]);
+      measured.masterRebuildSeconds = Math.round((Date.now() - t0) / 1000);
+    }, 1_500_000);
+
+    it("joins the existing cluster through a voter instead of starting a new one", async () => {
+      expect(address).not.toBe("");
+      expect(outcome(apply)).toEqual(SUCCEEDED);
+      expect(await readyNodes()).toEqual(["k8s-master", "k8s-worker-0", "k8s-worker-1"]);
+      expect(await voters()).toBe(3);
+      // One cluster: the rebuilt master has the voters' CA (a control-plane join copies it).
+      const ca = async (host: string) =>
+        (await rehearsal.cloud.host(host).exec("sha256sum /var/snap/microk8s/current/certs/ca.crt")).stdout.split(" ")[0];
+      expect(await ca(MASTER)).toMatch(/^[0-9a-f]{64}$/);
+      expect(await ca(MASTER)).toBe(await ca(id("k8s-worker-0")));
+      expect(await ca(id("k8s-worker-1"))).toBe(await ca(id("k8s-worker-0")));
+    });
+
+    it("issues the join tokens again once it is back", async () => {
+      const issuer = await rehearsal.cloud.host(SALT).exec(`salt --out=json --static ${id("k8s-worker-1")} microk8s.issuer`);
+      expect(JSON.parse(issuer.stdout)).toEqual({ [id("k8s-worker-1")]: MASTER });
     });
   });
 

@@ -150,6 +150,9 @@ export class Host {
         if (timer) clearTimeout(timer);
         resolve({ status, stdout, stderr });
       });
+      // A command that exits before reading its input closes the pipe: EPIPE on a write that no
+      // longer matters (its exit status says what happened), not an error of the rehearsal.
+      child.stdin.on("error", () => undefined);
       child.stdin.end(options.input ?? "");
     });
   }
