@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Rolls a new microk8s channel through the cluster, as root on the Salt master, before orch.deploy
 # runs: asks the Kubernetes master which nodes run an older minor (microk8s.upgrade_plan), and when
-# there are some, runs orch.upgrade for exactly those (orchestrate.sh, pillar upgrade:roll): one
+# there are some, runs orch.upgrade for exactly those (orchestrate.sh, pillar orchestration:roll): one
 # node at a time, drain -> snap refresh -> Ready at the new minor -> uncordon. A cluster already
 # at the channel, or one that does not exist yet (a first deployment), is left to orch.deploy.
 set -euo pipefail
@@ -56,4 +56,4 @@ fi
 read -r -a ids <<<"$roll"
 echo "microk8s_channel $channel: rolling ${#ids[@]} of $nodes nodes to 1.$minor, one at a time: $(koo_join ", " "${ids[@]}")"
 pillar=$(printf '"%s",' "${ids[@]}")
-exec bash "$KOO_PROVISIONERS/orchestrate.sh" orch.upgrade "{\"upgrade\": {\"roll\": [${pillar%,}]}}"
+exec bash "$KOO_PROVISIONERS/orchestrate.sh" orch.upgrade "{\"orchestration\": {\"roll\": [${pillar%,}]}}"

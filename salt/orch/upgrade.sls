@@ -5,7 +5,7 @@
   Kubernetes reports it Ready at the new release -> uncordon. The plan refuses a downgrade or a
   skipped minor before anything is touched; a node already at the release is passed over; the
   first failure stops the roll, and its step names the node.
-  The chain (provisioners/upgrade.sh) passes the plan's nodes as pillar upgrade:roll: only they
+  The chain (provisioners/upgrade.sh) passes the plan's nodes as pillar orchestration:roll: only they
   are rolled, so a node not in the cluster yet (a scale-up with the new channel) is left to
   orch.deploy. Without it, every node in microk8s:nodes is.
 #}
@@ -20,9 +20,8 @@
 {%- set voters = microk8s.get("control_plane") or [] %}
 {%- set order = [master] + (ids | select("in", voters) | reject("equalto", master) | list)
                 + (ids | reject("in", voters) | reject("equalto", master) | list) %}
-{%- set roll = pillar.get("upgrade", {}).get("roll") %}
-{%- if roll is not none %}
-{%-   set order = order | select("in", roll) | list %}
+{%- if orchestration.roll is not none %}
+{%-   set order = order | select("in", orchestration.roll) | list %}
 {%- endif %}
 
 orch-upgrade-salt-function-sync-all:
