@@ -181,10 +181,11 @@ def test_rejects_a_bad_sls_name(fakes, sls):
 
 def test_passes_pillar_for_this_run_to_the_orchestrate_runner(fakes):
     replay(fakes, "succeeded")
-    result = fakes.run("orchestrate.sh", "orch.upgrade", '{"orchestration": {"roll": ["k8s-master.lab.example"]}}')
+    pillar = '{"orchestration": {"roll": ["k8s-master.lab.example"]}}'
+    result = fakes.run("orchestrate.sh", "orch.upgrade", pillar)
     assert result.returncode == 0, result.stderr
     assert [call for call in fakes.calls("salt-run") if call[0] == "state.orchestrate"] == [
-        ["state.orchestrate", "orch.upgrade", 'pillar={"orchestration": {"roll": ["k8s-master.lab.example"]}}', "--out=json"]
+        ["state.orchestrate", "orch.upgrade", f"pillar={pillar}", "--out=json"]
     ]
 
 
