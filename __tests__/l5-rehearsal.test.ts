@@ -473,38 +473,6 @@ const available = rehearsalAvailable();
     });
   });
 
-  describe("rebuilding the Kubernetes master (-replace)", () => {
-    let apply: RunResult;
-    let address: string;
-
-    beforeAll(async () => {
-      const tofu = await workspace({ TF_VAR_num_kube_nodes: "3" });
-      const state = await tofu(["state", "list"]);
-      address = state.stdout.split("\n").find((line) => /^openstack_compute_instance_v2\.KubeNodes_Master_[0-9A-F]{8}$/.test(line)) ?? "";
-      const t0 = Date.now();
-      apply = await tofu(["apply", "-auto-approve", "-input=false", `-replace=${address}`]);
-      measured.masterRebuildSeconds = Math.round((Date.now() - t0) / 1000);
-    }, 1_500_000);
-
-    it("joins the existing cluster through a voter instead of starting a new one", async () => {
-      expect(address).not.toBe("");
-      expect(outcome(apply)).toEqual(SUCCEEDED);
-      expect(await readyNodes()).toEqual(["k8s-master", "k8s-worker-0", "k8s-worker-1"]);
-      expect(await voters()).toBe(3);
-      // One cluster: the rebuilt master has the voters' CA (a control-plane join copies it).
-      const ca = async (host: string) =>
-        (await rehearsal.cloud.host(host).exec("sha256sum /var/snap/microk8s/current/certs/ca.crt")).stdout.split(" ")[0];
-      expect(await ca(MASTER)).toMatch(/^[0-9a-f]{64}$/);
-      expect(await ca(MASTER)).toBe(await ca(id("k8s-worker-0")));
-      expect(await ca(id("k8s-worker-1"))).toBe(await ca(id("k8s-worker-0")));
-    });
-
-    it("issues the join tokens again once it is back", async () => {
-      const issuer = await rehearsal.cloud.host(SALT).exec(`salt --out=json --static ${id("k8s-worker-1")} microk8s.issuer`);
-      expect(JSON.parse(issuer.stdout)).toEqual({ [id("k8s-worker-1")]: MASTER });
-    });
-  });
-
   describe("destroy", () => {
     it("never showed root_password: not in any output, the state, a plan, the hosts' files or logs", async () => {
       const tofu = await workspace({ TF_VAR_num_kube_nodes: "3" });
