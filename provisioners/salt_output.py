@@ -135,7 +135,7 @@ def local_states(text: str) -> tuple[int, int, list[str]]:
     return len(ordered_states(states)), changed_count(states), failing_states(states)
 
 
-# --- salt-key, test.ping, microk8s.vacate_node, leave, forget_node ---------------------------------
+# --- salt-key, test.ping, microk8s.vacate_node, leave, forget_node, upgrade_plan -------------
 
 
 def key_status(expected: list[str], text: str) -> list[str]:
@@ -219,7 +219,7 @@ def forget_node(minion: str, text: str) -> str:
 def upgrade_plan(minion: str, text: str) -> str:
     """The roll microk8s.upgrade_plan returned ({"roll": [ids], "current": {id: version}})."""
     returns = last_object(text) or {}
-    if minion not in returns:
+    if did_not_answer(minion, returns):
         return "no-answer"
     value = returns[minion]
     if isinstance(value, dict) and isinstance(value.get("roll"), list) and isinstance(value.get("current"), dict):

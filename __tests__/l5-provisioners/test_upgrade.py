@@ -67,6 +67,16 @@ def test_a_master_that_does_not_answer_is_a_failure(fakes):
     )
 
 
+def test_a_master_that_took_the_job_and_went_silent_is_a_failure(fakes):
+    # Salt 3007's batch output for a minion that stopped answering after it took the job.
+    fakes.update(**state(plan={"failed": True}))
+    result = fakes.run("upgrade.sh", MASTER, CHANNEL)
+    assert result.returncode == 1
+    assert result.stderr.startswith(
+        f"cannot plan the upgrade to microk8s_channel {CHANNEL}: {MASTER} did not answer microk8s.upgrade_plan"
+    )
+
+
 USAGE = "usage: upgrade.sh MASTER_ID CHANNEL\n"
 
 
