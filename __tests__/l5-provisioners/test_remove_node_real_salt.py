@@ -92,8 +92,7 @@ def kubernetes_nodes(cluster) -> dict[str, bool]:
 
 
 def members(cluster) -> list[tuple[str, str]]:
-    database = json.loads((cluster.fakes[MASTER].home / "cluster.json").read_text())
-    return [(m["address"], m["role"]) for m in database["members"]]
+    return [(m["address"], m["role"]) for m in cluster.fakes[MASTER].database()["members"]]
 
 
 def key_status(cluster, minion: str) -> str:
