@@ -167,11 +167,16 @@ def did_not_answer(minion: str, returns: dict) -> bool:
     return isinstance(value, str) and value.startswith("Minion did not return")
 
 
-def vacate_node(minion: str, text: str) -> str:
+def minion_return(minion: str, text: str) -> tuple[bool, Any]:
+    """``(answered, value)`` of ``minion`` in what ``salt --out=json --static`` printed (``did_not_answer``)."""
     returns = last_object(text) or {}
-    if did_not_answer(minion, returns):
+    return (False, None) if did_not_answer(minion, returns) else (True, returns[minion])
+
+
+def vacate_node(minion: str, text: str) -> str:
+    answered, value = minion_return(minion, text)
+    if not answered:
         return "no-answer"
-    value = returns[minion]
     outcome = value.get("outcome") if isinstance(value, dict) else None
     if outcome in ("drained", "gave-up") and value.get("node"):
         line = f"{outcome} {value['node']} {int(value.get('seconds') or 0)}"
@@ -185,10 +190,9 @@ def vacate_node(minion: str, text: str) -> str:
 
 def leave(minion: str, text: str) -> str:
     """microk8s.leave returns what microk8s printed (a string); an error is a string too, hence the prefix test."""
-    returns = last_object(text) or {}
-    if did_not_answer(minion, returns):
+    answered, value = minion_return(minion, text)
+    if not answered:
         return "no-answer"
-    value = returns[minion]
     if isinstance(value, str) and not is_error(value):
         return "left"
     return f"error {one_line(value)}"
@@ -218,10 +222,9 @@ def forget_node(minion: str, text: str) -> str:
 
 def upgrade_plan(minion: str, text: str) -> str:
     """The roll microk8s.upgrade_plan returned ({"roll": [ids], "current": {id: version}})."""
-    returns = last_object(text) or {}
-    if did_not_answer(minion, returns):
+    answered, value = minion_return(minion, text)
+    if not answered:
         return "no-answer"
-    value = returns[minion]
     if isinstance(value, dict) and isinstance(value.get("roll"), list) and isinstance(value.get("current"), dict):
         return " ".join(["roll", str(len(value["current"])), *map(str, value["roll"])])
     return f"error {one_line(value)}"
