@@ -22,6 +22,10 @@ JSON. Every subcommand reads what one Salt command printed:
   upgrade-plan MINION   stdin: salt --out=json --static MINION microk8s.upgrade_plan CHANNEL.
                         Prints "roll <nodes in the cluster> <id to roll>...", "no-answer" or
                         "error <first line>".
+  reboot-plan ID...      stdin: salt --out=json --static --list IDS kube_on_os.reboot_required.
+                        Prints "needs <id>..." (the IDs whose updates need a reboot, in the
+                        order given), "no-answer <id>" or "error <id> <first line>" for the first
+                        ID that did not answer or failed.
   orchestration SLS SECONDS FILE
                         FILE: salt-run state.orchestrate SLS --out=json. Prints one summary line;
                         exits 0 on success, 1 on failure, 3 when FILE holds no result.
@@ -135,7 +139,7 @@ def local_states(text: str) -> tuple[int, int, list[str]]:
     return len(ordered_states(states)), changed_count(states), failing_states(states)
 
 
-# --- salt-key, test.ping, microk8s.vacate_node, leave, forget_node, upgrade_plan -------------
+# --- salt-key, test.ping, microk8s.vacate_node, leave, forget_node, upgrade_plan, reboot_required
 
 
 def key_status(expected: list[str], text: str) -> list[str]:
@@ -228,6 +232,20 @@ def upgrade_plan(minion: str, text: str) -> str:
     if isinstance(value, dict) and isinstance(value.get("roll"), list) and isinstance(value.get("current"), dict):
         return " ".join(["roll", str(len(value["current"])), *map(str, value["roll"])])
     return f"error {one_line(value)}"
+
+
+def reboot_plan(minions: list[str], text: str) -> str:
+    """Which of ``minions`` kube_on_os.reboot_required says need a reboot ({"required": bool, ...})."""
+    needs = []
+    for minion in minions:
+        answered, value = minion_return(minion, text)
+        if not answered:
+            return f"no-answer {minion}"
+        if not (isinstance(value, dict) and isinstance(value.get("required"), bool)):
+            return f"error {minion} {one_line(value)}"
+        if value["required"]:
+            needs.append(minion)
+    return " ".join(["needs", *needs])
 
 
 # --- state.event ------------------------------------------------------------------------------
@@ -423,6 +441,9 @@ def main(argv: list[str]) -> int:
         return 0
     if command == "upgrade-plan" and len(arguments) == 1:
         print(upgrade_plan(arguments[0], sys.stdin.read()))
+        return 0
+    if command == "reboot-plan" and arguments:
+        print(reboot_plan(arguments, sys.stdin.read()))
         return 0
     if command == "vacate-node" and len(arguments) == 1:
         print(vacate_node(arguments[0], sys.stdin.read()))

@@ -641,9 +641,8 @@ def test_l4_a_node_is_1_28_until_snap_installs_another_release(l4):
         snap(master, "install", "microk8s", "--channel=1.28/stable").stdout == 'snap "microk8s" is already installed\n'
     )
     assert _status.parse(master.run("status", "--format", "yaml").stdout)["addons"]["dns"]["version"] == "1.35.0"
-    assert json.loads(master.run("kubectl", "get", "nodes", "-o", "json").stdout)["items"][0]["status"]["nodeInfo"] == {
-        "kubeletVersion": "v1.35.0"
-    }
+    node_info = json.loads(master.run("kubectl", "get", "nodes", "-o", "json").stdout)["items"][0]["status"]["nodeInfo"]
+    assert node_info == {"kubeletVersion": "v1.35.0", "bootID": master.state()["boot_id"]}
 
 
 @pytest.mark.parametrize(
@@ -737,6 +736,31 @@ def test_l4_a_refresh_restarts_the_node_and_changes_its_kubelet_version(l4):
     items = json.loads(master.run("kubectl", "get", "nodes", "-o", "json").stdout)["items"]
     assert [i["status"]["nodeInfo"]["kubeletVersion"] for i in items] == ["v1.35.0"]
     assert snap(master, "list", "microk8s").stdout.splitlines()[1].split()[3] == "1.35/stable"
+
+
+def test_l4_a_boot_gives_a_new_boot_id_once_the_node_is_ready_again(l4):
+    master, joiner = l4
+    assert joiner.run("join", l4_url(master), "--worker").returncode == 0
+    write_faults(joiner.home, {"restart_seconds": 1.5})
+
+    def boot_ids() -> dict:
+        items = json.loads(master.run("kubectl", "get", "nodes", "-o", "json").stdout)["items"]
+        return {
+            i["metadata"]["name"]: (i["status"]["nodeInfo"]["bootID"], i["status"]["conditions"][0]["status"])
+            for i in items
+        }
+
+    before = boot_ids()
+    assert before["k8s-worker-0"][1] == "True" and len(before["k8s-worker-0"][0]) == 36
+    assert joiner.run("fake-boot").returncode == 0
+    # Starting: not Ready, and no new boot id reported yet.
+    assert boot_ids()["k8s-worker-0"][1] == "Unknown"
+    assert boot_ids()["k8s-worker-0"][0] != joiner.state()["boot_id"]
+    time.sleep(1.6)
+    after = boot_ids()
+    assert after["k8s-worker-0"] == (joiner.state()["boot_id"], "True")
+    assert after["k8s-worker-0"][0] != before["k8s-worker-0"][0]
+    assert after["k8s-master"] == before["k8s-master"]
 
 
 def test_l4_cordon_drain_uncordon(l4):

@@ -23,6 +23,9 @@ import yaml
 from harness.microk8s_node import FakeMicrok8s
 from harness.salt_minion import ROOT, VENV_BIN
 
+# Each fake node's `systemctl reboot`: the node goes down and boots again (its minion too).
+FAKE_SYSTEMCTL = Path(__file__).with_name("fake_systemctl.py")
+
 # What the join protocol's tests put in front of salt/ (test_join_protocol.py,
 # test_control_plane_recovery.py): microk8s/init.sls and install.sls would install the snap
 # (joiners include only the latter), core/hosts.sls would write this machine's /etc/hosts; the
@@ -96,6 +99,10 @@ class SaltCluster:
         (directory / name).write_text(yaml.safe_dump(config))
         return directory
 
+    def reboot_required(self, minion_id: str) -> Path:
+        """The node's stand-in for /run/reboot-required (the minion option kube_on_os.reboot_required)."""
+        return self.root / minion_id / "run" / "reboot-required"
+
     def start(self) -> None:
         master = yaml.safe_load((ROOT / "salt" / "salt_master" / "files" / "master.conf").read_text())
         master.update(
@@ -121,16 +128,31 @@ class SaltCluster:
                 # The microk8s module reads $SNAP_DATA here; the test pillar's mine reads the address.
                 "microk8s.snap_data": str(fake.home),
                 "fake_ip_addrs": [fake.address],
+                "kube_on_os.reboot_required": str(self.reboot_required(minion_id)),
             }
             self._write(directory, "minion", config)
-            self._spawn("salt-minion", directory, {**fake.env, "HOME": str(self.root / minion_id)})
+            self.reboot_required(minion_id).parent.mkdir(parents=True, exist_ok=True)
+            if not (fake.bin / "systemctl").exists():
+                (fake.bin / "systemctl").symlink_to(FAKE_SYSTEMCTL)
+            env = {
+                **fake.env,
+                "HOME": str(self.root / minion_id),
+                "FAKE_MINION_PIDFILE": config["pidfile"],
+                "FAKE_REBOOT_REQUIRED": str(self.reboot_required(minion_id)),
+                "FAKE_MINION_COMMAND": json.dumps(self._command("salt-minion", directory)),
+            }
+            self._spawn("salt-minion", directory, env)
         self._accept(list(self.fakes))
+
+    @staticmethod
+    def _command(daemon: str, config_dir: Path) -> list[str]:
+        return [str(VENV_BIN / daemon), f"--config-dir={config_dir}", "--log-level=quiet"]
 
     def _spawn(self, daemon: str, config_dir: Path, env: dict | None) -> None:
         log = (config_dir / f"{daemon}.out").open("w")
         self.processes.append(
             subprocess.Popen(
-                [str(VENV_BIN / daemon), f"--config-dir={config_dir}", "--log-level=quiet"],
+                self._command(daemon, config_dir),
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 env=env,
@@ -182,7 +204,18 @@ class SaltCluster:
         return "\n".join(f"== {p}\n{p.read_text()[-3000:]}" for p in self.root.rglob("*.log"))
 
     def stop(self) -> None:
-        """SIGTERM to every daemon's process group, SIGKILL to what is left after 10 s."""
+        """
+        SIGTERM to every daemon's process group, SIGKILL to what is left after 10 s; and SIGKILL to
+        the minions a fake reboot started again (their pidfiles name them).
+        """
+        for pidfile in self.root.glob("*/minion.pid"):
+            with contextlib.suppress(ProcessLookupError, ValueError, PermissionError, FileNotFoundError):
+                pid = int(pidfile.read_text().strip())
+                # A minion a reboot left down leaves its pidfile behind: only a live salt-minion is killed.
+                if b"salt-minion" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    group = os.getpgid(pid)
+                    if group not in {process.pid for process in self.processes}:
+                        os.killpg(group, signal.SIGKILL)
         for process in self.processes:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGTERM)

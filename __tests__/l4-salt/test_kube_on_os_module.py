@@ -56,3 +56,37 @@ def test_interface_in_refuses_what_is_not_a_network(kube_on_os, cidr):
     kube_on_os.__grains__ = {"ip4_interfaces": {"lo": ["127.0.0.1"]}}
     with pytest.raises(CommandExecutionError, match=rf"^interface_in needs a network in CIDR notation, got {cidr!r}$"):
         kube_on_os.interface_in(cidr)
+
+
+def test_reboot_required_reads_the_flag_file_and_its_packages_once_each(kube_on_os, tmp_path):
+    flag = tmp_path / "reboot-required"
+    kube_on_os.__salt__ = {
+        "config.get": lambda key, default=None: str(flag) if key == "kube_on_os.reboot_required" else default
+    }
+    assert kube_on_os.reboot_required() == {"required": False, "packages": []}
+    flag.write_text("*** System restart required ***\n")
+    assert kube_on_os.reboot_required() == {"required": True, "packages": []}
+    # notify-reboot-required appends a package at each of its updates.
+    (tmp_path / "reboot-required.pkgs").write_text("linux-base\nlibc6\nlinux-base\n")
+    assert kube_on_os.reboot_required() == {"required": True, "packages": ["linux-base", "libc6"]}
+
+
+def test_reboot_required_looks_at_run_reboot_required_by_default(kube_on_os):
+    asked = []
+    kube_on_os.__salt__ = {"config.get": lambda key, default=None: asked.append(key) or default}
+    kube_on_os.reboot_required()
+    assert asked == ["kube_on_os.reboot_required"]
+    assert kube_on_os.REBOOT_REQUIRED == "/run/reboot-required"
+
+
+def test_reboot_answers_first_and_reboots_in_the_background(kube_on_os):
+    started = []
+    kube_on_os.__salt__ = {
+        "cmd.run_bg": lambda cmd, python_shell=False: started.append((cmd, python_shell)) or {"pid": 1}
+    }
+    assert kube_on_os.reboot() == {"in": 5}
+    assert kube_on_os.reboot(2) == {"in": 2}
+    assert started == [("sleep 5 && systemctl reboot", True), ("sleep 2 && systemctl reboot", True)]
+    with pytest.raises(CommandExecutionError, match=r"^reboot needs a delay of 1 s or more, got 0$"):
+        kube_on_os.reboot(0)
+    assert len(started) == 2

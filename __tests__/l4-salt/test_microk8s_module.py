@@ -371,8 +371,22 @@ def test_nodes_and_the_cluster_check_read_kubectl(microk8s):
         "pillar.get": lambda key, default=None: PILLAR if key == "microk8s" else default,
     }
     assert microk8s.nodes() == [
-        {"name": "k8s-master", "address": "10.1.0.10", "ready": True, "unschedulable": False, "version": None},
-        {"name": "k8s-worker-0", "address": "10.1.0.100", "ready": False, "unschedulable": False, "version": None},
+        {
+            "name": "k8s-master",
+            "address": "10.1.0.10",
+            "ready": True,
+            "unschedulable": False,
+            "version": None,
+            "boot_id": None,
+        },
+        {
+            "name": "k8s-worker-0",
+            "address": "10.1.0.100",
+            "ready": False,
+            "unschedulable": False,
+            "version": None,
+            "boot_id": None,
+        },
     ]
     assert microk8s.cluster_check(1) == {"ready": ["k8s-master"], "expected": 1}
     with pytest.raises(CommandExecutionError, match=r"^only 1 of 3 nodes are Ready: k8s-master$"):
@@ -1249,6 +1263,51 @@ def test_new_nodes_join_only_a_cluster_that_runs_the_channels_release(microk8s, 
     )
     with pytest.raises(CommandExecutionError, match="skips a minor release"):
         master.release_check("1.30/stable")
+
+
+# The rolling reboot (orch.reboot): drain noting the boot id, wait for another one, uncordon.
+
+
+def test_a_rebooted_node_counts_as_back_only_when_ready_with_a_new_boot_id(microk8s, tmp_path, monkeypatch):
+    cluster = joined_cluster(microk8s, tmp_path)
+    monkeypatch.setattr(importlib.import_module("microk8s._reboot").time, "sleep", lambda _s: None)
+    master = cluster.as_master()
+    booted = cluster.worker.state()["boot_id"]
+    assert master.drain_for_reboot("10.1.0.101", 60) == {"node": "k8s-worker-1", "boot_id": booted}
+    assert calls_of(cluster.master, "kubectl drain") == [
+        "kubectl drain k8s-worker-1 --ignore-daemonsets --delete-emptydir-data --timeout=60s"
+    ]
+    assert schedulable(master, "10.1.0.101") == [False]
+    # Not rebooted yet: Ready with the boot id it was drained with is not back.
+    with pytest.raises(CommandExecutionError) as raised:
+        master.wait_node_rebooted("10.1.0.101", 0, 0)
+    assert str(raised.value) == (
+        "the node at 10.1.0.101 is not back from its reboot after 0 s; last: k8s-worker-1 has not rebooted, Ready"
+    )
+    # Booted, services still starting: not Ready.
+    (cluster.worker.home / "fake").mkdir(exist_ok=True)
+    (cluster.worker.home / "fake" / "faults.json").write_text(json.dumps({"restart_seconds": 60}))
+    assert cluster.worker.run("fake-boot").returncode == 0
+    with pytest.raises(CommandExecutionError, match=r"; last: k8s-worker-1 rebooted, not Ready$"):
+        master.wait_node_rebooted("10.1.0.101", 0, 0)
+    (cluster.worker.home / "fake" / "faults.json").write_text(json.dumps({"restart_seconds": 0}))
+    assert cluster.worker.run("fake-boot").returncode == 0
+    back = master.wait_node_rebooted("10.1.0.101", 30, 0)
+    assert back == {"node": "k8s-worker-1", "boot_id": cluster.worker.state()["boot_id"]}
+    assert back["boot_id"] != booted
+    assert master.uncordon_node("10.1.0.101") == "k8s-worker-1"
+    assert schedulable(master, "10.1.0.101") == [True]
+
+
+def test_waiting_for_a_reboot_nobody_drained_for_is_an_error_not_a_wait(microk8s, tmp_path):
+    master = joined_cluster(microk8s, tmp_path).as_master()
+    with pytest.raises(CommandExecutionError) as raised:
+        master.wait_node_rebooted("10.1.0.100", 30, 0)
+    assert str(raised.value) == (
+        "no boot id was noted for k8s-worker-0: drain it for the reboot first (microk8s.drain_for_reboot)"
+    )
+    with pytest.raises(CommandExecutionError, match=r"^Kubernetes has no node at 10\.1\.0\.199$"):
+        master.drain_for_reboot("10.1.0.199", 60)
 
 
 # Scale-down (remove-node.sh): vacate on the master, leave on the node, forget on the master.

@@ -260,6 +260,43 @@ def test_the_upgrade_rolls_one_node_at_a_time_master_voters_workers(tmp_path, pi
     assert ready["arg"] == ["10.1.0.102", "1.29/stable", 600]
 
 
+def test_the_reboot_rolls_one_node_at_a_time_and_a_voter_waits_for_the_master(tmp_path, pillar_data):
+    pillar = with_nodes(pillar_data, 4)
+    pillar["orchestration"] = {"roll": [f"k8s-worker-2.{DOMAIN}", f"k8s-master.{DOMAIN}"]}
+    orch = Minion(tmp_path, f"salt.{DOMAIN}", pillar).call("state.show_sls", "orch.reboot")
+    steps = ("function-drain", "function-reboot", "wait-for-event-start", "function-ready", "function-uncordon")
+    # The roll's order, not the pillar's: the master first.
+    chain = [f"orch-reboot-salt-{step}-{host}" for host in ("k8s-master", "k8s-worker-2") for step in steps]
+    assert sorted(orch) == sorted(chain)
+    assert "require" not in args_of(orch[chain[0]], "salt.function")
+    for before, after in itertools.pairwise(chain):
+        assert requires(orch[after]) == [{"salt": before}], f"{after} must require {before} only"
+    master, voter, worker = (f"{host}.{DOMAIN}" for host in ("k8s-master", "k8s-worker-0", "k8s-worker-2"))
+    # The master's minion is down while it reboots: the next voter drains it and waits for it.
+    for host, node, operator, address in (
+        ("k8s-master", master, voter, "10.1.0.10"),
+        ("k8s-worker-2", worker, master, "10.1.0.102"),
+    ):
+        drain = args_of(orch[f"orch-reboot-salt-function-drain-{host}"], "salt.function")
+        assert (drain["name"], drain["tgt"], drain["arg"]) == ("microk8s.drain_for_reboot", operator, [address, 300])
+        reboot = args_of(orch[f"orch-reboot-salt-function-reboot-{host}"], "salt.function")
+        assert (reboot["name"], reboot["tgt"]) == ("kube_on_os.reboot", node)
+        start = args_of(orch[f"orch-reboot-salt-wait-for-event-start-{host}"], "salt.wait_for_event")
+        assert (start["name"], start["id_list"], start["timeout"]) == (f"salt/minion/{node}/start", [node], 600)
+        ready = args_of(orch[f"orch-reboot-salt-function-ready-{host}"], "salt.function")
+        assert (ready["name"], ready["tgt"], ready["arg"]) == ("microk8s.wait_node_rebooted", operator, [address, 600])
+        uncordon = args_of(orch[f"orch-reboot-salt-function-uncordon-{host}"], "salt.function")
+        assert (uncordon["tgt"], uncordon["arg"]) == (operator, [address])
+
+
+def test_a_one_node_cluster_reboots_its_master_and_waits_for_it_on_itself(tmp_path, pillar_data):
+    pillar = with_nodes(pillar_data, 1)
+    orch = Minion(tmp_path, f"salt.{DOMAIN}", pillar).call("state.show_sls", "orch.reboot")
+    master = f"k8s-master.{DOMAIN}"
+    assert args_of(orch["orch-reboot-salt-function-drain-k8s-master"], "salt.function")["tgt"] == master
+    assert args_of(orch["orch-reboot-salt-function-ready-k8s-master"], "salt.function")["tgt"] == master
+
+
 def test_the_upgrade_sls_tracks_the_pillar_channel(tmp_path, pillar_data):
     pillar = {**pillar_data, "microk8s": {**pillar_data["microk8s"], "channel": "1.29/beta"}}
     minion = Minion(tmp_path, f"k8s-worker-0.{DOMAIN}", pillar)

@@ -143,6 +143,29 @@ def test_leave_results(text, result):
     assert salt_output.leave("n.example", text) == result
 
 
+@pytest.mark.parametrize(
+    ("text", "result"),
+    [
+        ('{"a.example": {"required": true, "packages": []}, "b.example": {"required": false}}', "needs a.example"),
+        ('{"b.example": {"required": true}, "a.example": {"required": true}}', "needs a.example b.example"),
+        ('{"a.example": {"required": false}, "b.example": {"required": false}}', "needs"),
+        ('{"a.example": {"required": false}}', "no-answer b.example"),
+        ('{"a.example": {"failed": true}, "b.example": {"required": true}}', "no-answer a.example"),
+        (
+            '{"a.example": {"required": false}, "b.example": "Minion did not return. [No response]"}',
+            "no-answer b.example",
+        ),
+        (
+            '{"a.example": "\'kube_on_os.reboot_required\' is not available.", "b.example": {"required": true}}',
+            "error a.example 'kube_on_os.reboot_required' is not available.",
+        ),
+        ('{"a.example": {"required": "yes"}, "b.example": {"required": true}}', 'error a.example {"required": "yes"}'),
+    ],
+)
+def test_reboot_plan_results_in_the_order_of_the_nodes_given(text, result):
+    assert salt_output.reboot_plan(["a.example", "b.example"], text) == result
+
+
 def test_one_line_takes_a_tracebacks_last_line_and_caps_the_length():
     traceback = "The minion function caused an exception: Traceback (most recent call last):\n  File x\nKeyError: 'a'\n"
     assert salt_output.one_line(traceback) == "KeyError: 'a'"

@@ -3,15 +3,26 @@ Lookups the kube-on-os states need that would otherwise be logic in Jinja.
 
 - ``hosts_file``: /etc/hosts content naming every minion at its private address (from the mine).
 - ``interface_in``: the name of the local interface whose IPv4 address lies in a network.
+- ``reboot_required``, ``reboot``: the node's side of the rolling reboot (orch.reboot).
 """
 
 from __future__ import annotations
 
 import ipaddress
+import os
 
 from salt.exceptions import CommandExecutionError
 
 __virtualname__ = "kube_on_os"
+
+# Debian and Ubuntu: a package whose update needs a reboot (a kernel, libc, systemd) creates this
+# file and lists itself in reboot-required.pkgs (update-notifier-common's
+# /usr/share/update-notifier/notify-reboot-required, called from those packages' postinst). /run
+# is a tmpfs, so a boot clears both. The minion option names another file (the tests' nodes).
+REBOOT_REQUIRED = "/run/reboot-required"
+REBOOT_REQUIRED_OPTION = "kube_on_os.reboot_required"
+# Seconds between ``reboot`` returning its answer and the reboot: the minion must answer first.
+REBOOT_DELAY = 5
 
 
 def __virtual__():
@@ -63,3 +74,34 @@ def interface_in(cidr: str) -> str:
         if any(ipaddress.ip_address(address) in network for address in addresses):
             return name
     raise CommandExecutionError(f"no interface has an address in {cidr}")
+
+
+def reboot_required() -> dict:
+    """
+    Whether this machine's package updates need a reboot: ``{"required": bool, "packages": [names]}``
+    (packages as reboot-required.pkgs lists them, once each).
+
+    CLI Example: ``salt '*' kube_on_os.reboot_required``
+    """
+    path = __salt__["config.get"](REBOOT_REQUIRED_OPTION) or REBOOT_REQUIRED
+    if not os.path.exists(path):
+        return {"required": False, "packages": []}
+    try:
+        with open(f"{path}.pkgs") as listed:
+            packages = list(dict.fromkeys(line.strip() for line in listed if line.strip()))
+    except FileNotFoundError:
+        packages = []
+    return {"required": True, "packages": packages}
+
+
+def reboot(delay: int = REBOOT_DELAY) -> dict:
+    """
+    Reboots this machine ``delay`` seconds from now (``systemctl reboot`` in the background), so
+    that this call returns to the orchestration before the minion goes down; Salt's
+    system.reboot reboots at once, and its caller may never hear back. ``{"in": delay}``.
+    """
+    seconds = int(delay)
+    if seconds < 1:
+        raise CommandExecutionError(f"reboot needs a delay of 1 s or more, got {delay!r}")
+    __salt__["cmd.run_bg"](f"sleep {seconds} && systemctl reboot", python_shell=True)
+    return {"in": seconds}

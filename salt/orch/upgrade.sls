@@ -6,23 +6,12 @@
   skipped minor before anything is touched; a node already at the release is passed over; the
   first failure stops the roll, and its step names the node.
   The chain (provisioners/upgrade.sh) passes the plan's nodes as pillar orchestration:roll: only they
-  are rolled, so a node not in the cluster yet (a scale-up with the new channel) is left to
+  are rolled (orch/roll.jinja), so a node not in the cluster yet (a scale-up with the new channel) is left to
   orch.deploy. Without it, every node in microk8s:nodes is.
 #}
 {%- from "orch/map.jinja" import orchestration with context %}
 {%- from "microk8s/map.jinja" import microk8s with context %}
-{%- set ids = microk8s.nodes | map(attribute="id") | list %}
-{%- set addresses = {} %}
-{%- for node in microk8s.nodes %}
-{%-   do addresses.update({node.id: node.address}) %}
-{%- endfor %}
-{%- set master = microk8s.master or (ids | first) %}
-{%- set voters = microk8s.get("control_plane") or [] %}
-{%- set order = [master] + (ids | select("in", voters) | reject("equalto", master) | list)
-                + (ids | reject("in", voters) | reject("equalto", master) | list) %}
-{%- if orchestration.roll is not none %}
-{%-   set order = order | select("in", orchestration.roll) | list %}
-{%- endif %}
+{%- from "orch/roll.jinja" import ids, addresses, master, order with context %}
 
 orch-upgrade-salt-function-sync-all:
   salt.function:

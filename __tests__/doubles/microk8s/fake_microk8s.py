@@ -87,7 +87,13 @@ spent one use at a time, and the key is removed at 0):
   this node's agent answers the next N joins, after spending the token and checking the
   hostname, with HTTP 500 "failed to retrieve dqlite cluster nodes: <text>" (join.go), the
   prefix doubled by a 1.35 agent (MaybeUpdateDqliteBindAddress wraps it once more);
-- ``restart_seconds``: the not-ready window after a snap refresh.
+- ``restart_seconds``: the not-ready window after a snap refresh or a boot.
+
+A machine's boot, for the harness's ``systemctl reboot`` (__tests__/harness/fake_systemctl.py):
+``microk8s fake-boot`` (no such command in microk8s) gives the node a new boot id, which kubectl
+reports as status.nodeInfo.bootID while the node is Ready (core/v1 NodeSystemInfo.BootID: the
+kubelet reads /proc/sys/kernel/random/boot_id, new at every boot), and starts its services, which
+are not ready for ``restart_seconds`` (the snap's daemons start with the machine).
 """
 
 import base64
@@ -101,6 +107,7 @@ import re
 import secrets
 import sys
 import time
+import uuid
 from pathlib import Path
 
 HOME = Path(os.environ["FAKE_MICROK8S_DIR"])
@@ -235,6 +242,7 @@ def register(state: dict) -> None:
         new_server_certificate(HOME)
     # A node of its own until it joins: a cluster id no other node has.
     state["cluster"] = state["cluster"] or secrets.token_hex(8)
+    state["boot_id"] = state.get("boot_id") or str(uuid.uuid4())
 
 
 @contextlib.contextmanager
@@ -562,15 +570,16 @@ def kubectl_nodes(state: dict) -> int:
         link = CLUSTER / node["address"]
         kubelet = load(link.resolve()) if link.exists() else None
         is_ready = ready(node, state["cluster"])
-        # The kubelet reports its version with its status; the last one reported stays otherwise.
+        # The kubelet reports its version and boot id with its status; the last one reported stays otherwise.
         kubelet_version = version(kubelet) if is_ready else node.get("version") or version(kubelet or state)
+        boot_id = (kubelet or {}).get("boot_id") if is_ready else node.get("boot_id")
         item = {
             "metadata": {"name": node["name"]},
             "spec": {"unschedulable": True} if node.get("unschedulable") else {},
             "status": {
                 "addresses": [{"type": "InternalIP", "address": node["address"]}],
                 "conditions": [{"type": "Ready", "status": "True" if is_ready else "Unknown"}],
-                "nodeInfo": {"kubeletVersion": f"v{kubelet_version}"},
+                "nodeInfo": {"kubeletVersion": f"v{kubelet_version}", "bootID": boot_id or ""},
             },
         }
         items.append(item)
@@ -703,6 +712,11 @@ def main(argv: list[str]) -> int:
         code = status(state)
     elif command in ("start", "stop"):
         state["running"] = command == "start"
+        code = 0
+    elif command == "fake-boot":
+        # The machine came up again (see the docstring): a new boot id, the services starting.
+        state.update(boot_id=str(uuid.uuid4()), running=True)
+        state["restart_until"] = time.time() + float(setting(HOME, "restart_seconds", 2))
         code = 0
     elif command in ("enable", "disable") and len(args) == 2:
         name = args[1].split(":", 1)[0]

@@ -9,6 +9,7 @@ returns parsed data:
 - ``_addons``, ``_certs``: addons, and the API certificate's extra SAN;
 - ``_membership``: the roles the pillar gives, the members the cluster knows, removing nodes;
 - ``_scale``: taking a node out of service (drain) for a roll or for good, and the voter floor;
+- ``_upgrade``, ``_reboot``: the rolls, a new channel and OS reboots, one node at a time;
 - ``_tokens``: the master's side of the join protocol (add-node tokens, the ledger, the mine
   function ``join_tokens``, renewal, which the Salt master's reactor asks for);
 - ``_join``: the joiner's side (its published token, ``microk8s join``, failed joins, renewal
@@ -373,3 +374,20 @@ def uncordon_node(address: str) -> str:
 def wait_node_ready(address: str, channel: str, timeout: int = 600, interval: float = 5) -> dict:
     """On a control-plane node: waits until the node at ``address`` is Ready at ``channel``'s minor."""
     return _sub("_upgrade").wait_node(__salt__, address, channel, timeout, interval)
+
+
+def drain_for_reboot(address: str, timeout: int = 300) -> dict:
+    """
+    On a control-plane node: notes the boot id of the node at private ``address`` (for
+    ``wait_node_rebooted``) and cordons and drains it before it reboots. ``{"node", "boot_id"}``.
+    CLI Example: ``salt k8s-master.* microk8s.drain_for_reboot 10.1.0.101 300``
+    """
+    return _sub("_reboot").drain(__salt__, __opts__, address, timeout)
+
+
+def wait_node_rebooted(address: str, timeout: int = 600, interval: float = 5) -> dict:
+    """
+    On the control-plane node that drained it: waits until the node at ``address`` is Ready with
+    a boot id other than the one ``drain_for_reboot`` noted. ``{"node", "boot_id"}``.
+    """
+    return _sub("_reboot").wait(__salt__, __opts__, address, timeout, interval)

@@ -150,8 +150,10 @@ def issuer(salt: dict) -> str:
 
 def parse_nodes(text: str) -> list[dict]:
     """
-    ``[{"name", "address" (InternalIP), "ready", "unschedulable", "version" (kubelet)}]`` from
-    ``kubectl get nodes -o json``. A --worker node's kubectl wrapper prints a sentence instead
+    ``[{"name", "address" (InternalIP), "ready", "unschedulable", "version" (kubelet), "boot_id"}]``
+    from ``kubectl get nodes -o json``; ``boot_id`` is the machine's boot id as its kubelet
+    reports it (core/v1 NodeSystemInfo.BootID, /proc/sys/kernel/random/boot_id), new after every
+    boot. A --worker node's kubectl wrapper prints a sentence instead
     (exit 0): that, and anything else that is not a NodeList, is a CommandExecutionError.
     """
     if _status.is_worker_message(text):
@@ -170,6 +172,7 @@ def parse_nodes(text: str) -> list[dict]:
                     "ready": any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions),
                     "unschedulable": (item.get("spec") or {}).get("unschedulable") is True,
                     "version": (node_status.get("nodeInfo") or {}).get("kubeletVersion"),
+                    "boot_id": (node_status.get("nodeInfo") or {}).get("bootID"),
                 }
             )
     except (ValueError, AttributeError, KeyError, TypeError) as error:
