@@ -208,6 +208,7 @@ const ADDRESSES = [
   "data.openstack_networking_quota_v2.Quotas_Network_ED06D85E",
   "null_resource.SaltProvisioner_AcceptMinionKeys_D0003BB4",
   "null_resource.SaltProvisioner_Orchestrate_4246D273",
+  "null_resource.SaltProvisioner_RebootForUpdates_D93A43C5",
   "null_resource.SaltProvisioner_SyncSaltTree_700E2940",
   "null_resource.SaltProvisioner_Upgrade_E4BEBE9B",
   "null_resource.SaltProvisioner_WaitForBastion_D3BD5F38",

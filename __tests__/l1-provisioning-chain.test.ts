@@ -9,9 +9,17 @@ import { resourceById, synthStack, TerraformJson } from "./support/synth";
 import { describeEachCli, initOffline, runTf } from "./support/tofu";
 
 const ROOT = path.resolve(__dirname, "..");
-const STEPS = ["WaitForBastion", "WaitForSaltMaster", "SyncSaltTree", "AcceptMinionKeys", "Upgrade", "Orchestrate"] as const;
-/** The steps that were terraform_data resources until eb9d706 (Upgrade came later). */
-const EB9D706_STEPS = STEPS.filter((id) => id !== "Upgrade");
+const STEPS = [
+  "WaitForBastion",
+  "WaitForSaltMaster",
+  "SyncSaltTree",
+  "AcceptMinionKeys",
+  "Upgrade",
+  "Orchestrate",
+  "RebootForUpdates",
+] as const;
+/** The steps that were terraform_data resources until eb9d706 (Upgrade and RebootForUpdates came later). */
+const EB9D706_STEPS = STEPS.filter((id) => id !== "Upgrade" && id !== "RebootForUpdates");
 /** The chain as commit eb9d706 synthesized it, before null_resource (see the fixture's "//"). */
 const EB9D706: Record<string, any> = JSON.parse(
   fs.readFileSync(path.join(__dirname, "fixtures", "terraform-data-chain@eb9d706.json"), "utf8"),
@@ -53,7 +61,7 @@ describe("SaltProvisioner", () => {
     json = await synthStack({});
   });
 
-  it("chains six null_resource steps, each triggered by its predecessor's id", () => {
+  it("chains seven null_resource steps, each triggered by its predecessor's id", () => {
     expect(Object.keys(json.resource.null_resource)).toHaveLength(STEPS.length);
     expect(step(json, "WaitForBastion").triggers.after).toBeUndefined();
     for (const [previous, next] of STEPS.slice(0, -1).map((id, i) => [id, STEPS[i + 1]])) {
@@ -173,6 +181,15 @@ describe("SaltProvisioner", () => {
     ]);
     expect(upgrade.triggers.channel).toBe("${var.microk8s_channel}");
     expect(step(json, "Orchestrate").triggers.after).toBe(`\${one(${address(json, "Upgrade")}[*].id)}`);
+  });
+
+  it("after orch.deploy, reboots the nodes whose updates need it when reboot_for_updates is true, and names them otherwise", () => {
+    const reboot = step(json, "RebootForUpdates");
+    expect(reboot.provisioner.map((p: any) => p["remote-exec"].inline)).toEqual([
+      ["set -eu", '${format("sudo bash .kube-on-os/bin/reboot.sh %s %s", tostring(var.reboot_for_updates), join(" ", local.kube_node_ids))}'],
+    ]);
+    // Turning it on reboots what needs it without another orchestration.
+    expect(reboot.triggers.roll).toBe("${tostring(var.reboot_for_updates)}");
   });
 
   it("sets root's console password through a directory only the deploy user can enter, then orchestrates", () => {

@@ -196,6 +196,7 @@ describeEachCli("L1: plan-time variable validation agrees with synth-time valida
     ["root_password_hash", "$6$salt$Zm9vYmFy", true],
     ["root_password_hash", "plaintext", false],
     ["run_provisioners", "false", true],
+    ["reboot_for_updates", "true", true],
     ["ssh_host_keys", "{}", true],
     ["ssh_host_keys", `{ bastion = "${KEY}", salt_master = "${KEY}" }`, true],
     ["ssh_host_keys", `{ k8s_master = "${KEY}" }`, false],

@@ -165,7 +165,7 @@ describeEachCli("L2: plan against the OpenStack API double", (cli) => {
     if (nodes > 1) expect(portAddress(resources, `k8s-worker-${nodes - 2}.kube-on-os-private`)).toBe(`10.1.0.${100 + nodes - 2}`);
   });
 
-  it("plans the provisioning chain as six steps at any node count, and none without run_provisioners", async () => {
+  it("plans the provisioning chain as seven steps at any node count, and none without run_provisioners", async () => {
     const chain = (p: any) =>
       p.resource_changes
         .filter((c: any) => /^(null_resource|terraform_data)\.SaltProvisioner_/.test(c.address))
@@ -173,7 +173,7 @@ describeEachCli("L2: plan against the OpenStack API double", (cli) => {
           (c: any) =>
             `${c.address.replace(/^(null_resource|terraform_data)\.SaltProvisioner_([A-Za-z]+)_[0-9A-F]{8}/, "$2")} ${c.change.actions}`,
         );
-    const steps = ["WaitForBastion", "WaitForSaltMaster", "SyncSaltTree", "AcceptMinionKeys", "Upgrade", "Orchestrate"].map(
+    const steps = ["WaitForBastion", "WaitForSaltMaster", "SyncSaltTree", "AcceptMinionKeys", "Upgrade", "Orchestrate", "RebootForUpdates"].map(
       (s) => `${s}[0] create`,
     );
     const members = (n: number) => Array.from({ length: n - 1 }, (_, i) => `NodeMembership[${i}] create`);

@@ -50,9 +50,9 @@ const PROGRAMS: Record<string, string> = {
   "cloud-init": "fake_cloud_init.py",
   hostname: "fake_hostname.py",
 };
-const STEPS = ["WaitForBastion", "WaitForSaltMaster", "SyncSaltTree", "AcceptMinionKeys", "Upgrade", "Orchestrate"];
-/** The steps of the chains before the Upgrade step (eb9d706's, a4e49bc's). */
-const OLD_STEPS = STEPS.filter((step) => step !== "Upgrade");
+const STEPS = ["WaitForBastion", "WaitForSaltMaster", "SyncSaltTree", "AcceptMinionKeys", "Upgrade", "Orchestrate", "RebootForUpdates"];
+/** The steps of the chains before the Upgrade and RebootForUpdates steps (eb9d706's, a4e49bc's). */
+const OLD_STEPS = STEPS.filter((step) => step !== "Upgrade" && step !== "RebootForUpdates");
 const ROOT_PASSWORD = "l5 console password 7c1d";
 
 /** What the hosts share with the test: the fakes' state and call log, the Salt and pillar roots. */
@@ -291,6 +291,12 @@ describeWithNamespaces("L5: the provisioning chain over SSH through the bastion"
         "saltutil.sync_all": { [MASTER]: {} },
         "saltutil.refresh_pillar wait=True": { [MASTER]: true },
         "microk8s.upgrade_plan 1.35/stable": { [MASTER]: { channel: "1.35/stable", minor: 35, roll: [], current: {} } },
+        // reboot.sh's calls, on every Kubernetes node there may be: no update needs a reboot
+        // (the roll itself is L4's, test_reboot_roll.py).
+        "saltutil.sync_modules": Object.fromEntries([MASTER, WORKER_0, WORKER_1, WORKER_2].map((minion) => [minion, []])),
+        "kube_on_os.reboot_required": Object.fromEntries(
+          [MASTER, WORKER_0, WORKER_1, WORKER_2].map((minion) => [minion, { required: false, packages: [] }]),
+        ),
         "shadow.set_password": Object.fromEntries([...EXPECTED_MINIONS, WORKER_2].map((minion) => [minion, true])),
       },
     });
@@ -327,7 +333,7 @@ describeWithNamespaces("L5: the provisioning chain over SSH through the bastion"
     outputs = JSON.parse((await tofu(["output", "-json"])).stdout);
   }, 300_000);
 
-  it("creates the machines, then runs the six steps in order and succeeds", () => {
+  it("creates the machines, then runs the seven steps in order and succeeds", () => {
     expect(first.stderr).toBe("");
     expect(first.status).toBe(0);
     expect(stepsRun(first.stdout)).toEqual(STEPS);
@@ -398,6 +404,7 @@ describeWithNamespaces("L5: the provisioning chain over SSH through the bastion"
       "Orchestrate: [k8s-worker-0.lab.example] state.sls: 2 states, 1 changed, 0 failed",
       "Orchestrate: [k8s-master.lab.example] state.sls: 2 states, 1 changed, 0 failed",
       "Orchestrate: orchestration orch.deploy succeeded in N s: 2 steps, 2 states changed on 2 minions",
+      "RebootForUpdates: reboot_for_updates: no Kubernetes node needs a reboot for its updates",
     ]);
   });
 
@@ -409,6 +416,7 @@ describeWithNamespaces("L5: the provisioning chain over SSH through the bastion"
     expect(await plannedChanges((args) => tofu(args, { TF_VAR_microk8s_channel: "1.34/stable" }))).toEqual([
       "null_resource.AcceptMinionKeys[0] delete+create",
       "null_resource.Orchestrate[0] delete+create",
+      "null_resource.RebootForUpdates[0] delete+create",
       "null_resource.SyncSaltTree[0] delete+create",
       "null_resource.Upgrade[0] delete+create",
     ]);
@@ -427,6 +435,7 @@ describeWithNamespaces("L5: the provisioning chain over SSH through the bastion"
       expect(await plannedChanges(edited)).toEqual([
         "null_resource.AcceptMinionKeys[0] delete+create",
         "null_resource.Orchestrate[0] delete+create",
+        "null_resource.RebootForUpdates[0] delete+create",
         "null_resource.SyncSaltTree[0] delete+create",
         "null_resource.Upgrade[0] delete+create",
       ]);
@@ -435,8 +444,8 @@ describeWithNamespaces("L5: the provisioning chain over SSH through the bastion"
     it("applies it: the new tree reaches the Salt master and the orchestration runs again", async () => {
       const apply = await edited(["apply", "-auto-approve", "-input=false"]);
       expect(apply.stderr).toBe("");
-      expect(apply.stdout).toContain("Apply complete! Resources: 4 added, 0 changed, 4 destroyed.");
-      expect(stepsRun(apply.stdout)).toEqual(["SyncSaltTree", "AcceptMinionKeys", "Upgrade", "Orchestrate"]);
+      expect(apply.stdout).toContain("Apply complete! Resources: 5 added, 0 changed, 5 destroyed.");
+      expect(stepsRun(apply.stdout)).toEqual(["SyncSaltTree", "AcceptMinionKeys", "Upgrade", "Orchestrate", "RebootForUpdates"]);
       expect(scriptLines(apply.stdout)).toContain(
         "Upgrade: microk8s_channel 1.35/stable: no node runs microk8s yet; orch.deploy installs it",
       );
@@ -467,11 +476,15 @@ describeWithNamespaces("L5: the provisioning chain over SSH through the bastion"
       // The cause is fixed on the hosts; the same configuration applied again re-runs only the
       // failed step (Terraform tainted it).
       files.replay("succeeded");
-      expect(await plannedChanges(broken)).toEqual(["null_resource.Orchestrate[0] delete+create"]);
+      // The failed apply had replaced the step after it: destroyed, never created.
+      expect(await plannedChanges(broken)).toEqual([
+        "null_resource.Orchestrate[0] delete+create",
+        "null_resource.RebootForUpdates[0] create",
+      ]);
       const fixed = await broken(["apply", "-auto-approve", "-input=false"]);
       expect(fixed.stderr).toBe("");
-      expect(stepsRun(fixed.stdout)).toEqual(["Orchestrate"]);
-      expect(scriptLines(fixed.stdout).at(-1)).toMatch(/^Orchestrate: orchestration orch\.deploy succeeded in \d+ s/);
+      expect(stepsRun(fixed.stdout)).toEqual(["Orchestrate", "RebootForUpdates"]);
+      expect(scriptLines(fixed.stdout).at(-2)).toMatch(/^Orchestrate: orchestration orch\.deploy succeeded in \d+ s/);
       expect((await broken(["plan", "-detailed-exitcode", "-input=false"])).status).toBe(0);
     });
   });
@@ -598,7 +611,7 @@ describeWithNamespaces("L5: the provisioning chain over SSH through the bastion"
       );
     });
 
-    it("plans to forget the five terraform_data steps and create the six null_resource steps (and the parameters' rules, the voters' floor), and nothing else", () => {
+    it("plans to forget the five terraform_data steps and create the seven null_resource steps (and the parameters' rules, the voters' floor), and nothing else", () => {
       expect(planned).toEqual(
         [
           ...STEPS.map((step) => `null_resource.${step}[0] create`),
@@ -612,7 +625,7 @@ describeWithNamespaces("L5: the provisioning chain over SSH through the bastion"
     it("applies it destroying nothing and removing no node: the chain runs once more and succeeds", () => {
       expect(upgrade.stderr).toBe("");
       expect(upgrade.status).toBe(0);
-      expect(upgrade.stdout).toContain("Apply complete! Resources: 8 added, 0 changed, 0 destroyed, 5 forgotten.");
+      expect(upgrade.stdout).toContain("Apply complete! Resources: 9 added, 0 changed, 0 destroyed, 5 forgotten.");
       expect(stepsRun(upgrade.stdout)).toEqual(STEPS);
       expect(upgrade.stdout).toMatch(
         /^null_resource\.SaltProvisioner_Orchestrate_[0-9A-F]{8}\[0\] \(remote-exec\): orchestration orch\.deploy succeeded/m,
@@ -690,6 +703,7 @@ describeWithNamespaces("L5: the provisioning chain over SSH through the bastion"
       expect(await plannedChanges(after)).toEqual(
         [
           ...["AcceptMinionKeys", "Orchestrate", "SyncSaltTree"].map((step) => `null_resource.${step}[0] delete+create`),
+          "null_resource.RebootForUpdates[0] create",
           "null_resource.Upgrade[0] create",
           "terraform_data.ControlPlaneFloor create",
           "terraform_data.ParameterRules create",
@@ -700,7 +714,7 @@ describeWithNamespaces("L5: the provisioning chain over SSH through the bastion"
     it("applies it removing no node, and then plans no changes", async () => {
       const upgrade = await after(["apply", "-auto-approve", "-input=false"]);
       expect(upgrade.stderr).toBe("");
-      expect(upgrade.stdout).toContain("Apply complete! Resources: 6 added, 0 changed, 3 destroyed.");
+      expect(upgrade.stdout).toContain("Apply complete! Resources: 7 added, 0 changed, 3 destroyed.");
       expect(scriptLines(upgrade.stdout).filter((line) => line.startsWith("NodeMembership"))).toEqual([]);
       expect((await after(["plan", "-detailed-exitcode", "-input=false"])).status).toBe(0);
     });

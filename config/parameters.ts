@@ -377,6 +377,13 @@ export const VARIABLES = {
       ),
     ],
   } satisfies VariableSpec<string>,
+  reboot_for_updates: {
+    type: "bool",
+    description:
+      "Reboot the Kubernetes nodes whose package updates need it (/run/reboot-required), one at a time (drain, reboot, Ready, uncordon), after each orchestration. false names them in the apply's output and reboots none.",
+    default: false,
+    rules: [],
+  } satisfies VariableSpec<boolean>,
   ssh_allowed_cidrs: {
     type: "list(string)",
     description: "Networks allowed to reach the bastion's SSH port. The provisioners connect from here too.",

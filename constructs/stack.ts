@@ -174,6 +174,7 @@ export class KubeOnOsStack extends TerraformStack {
       saltTree: props.saltTree,
       pillarTree: props.pillarTree,
       microk8sChannel: v.microk8s_channel.stringValue,
+      rebootForUpdates: v.reboot_for_updates.booleanValue,
       pillar: saltPillar(this, {
         layout: this.layout,
         users: v.users.value,

@@ -761,6 +761,7 @@ export const VALUES: { readonly [K in VariableName]: Values } = {
   pod_cidr: SUBNET,
   service_cidr: SUBNET,
   microk8s_channel: CHANNEL,
+  reboot_for_updates: BOOL,
   ssh_allowed_cidrs: cidrListText(),
   api_allowed_cidrs: cidrListText(),
   dns_nameservers: NAMESERVERS,

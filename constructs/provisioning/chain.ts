@@ -37,6 +37,11 @@ export interface SaltProvisionerProps {
   /** The microk8s channel the cluster runs (microk8s_channel, validated at plan time): the upgrade step rolls it. */
   readonly microk8sChannel: string;
   /**
+   * Whether the last step reboots the Kubernetes nodes whose package updates need it (a bool
+   * token, from reboot_for_updates); when false it only names them.
+   */
+  readonly rebootForUpdates: boolean | IResolvable;
+  /**
    * Root's console password, set on every minion through Salt (as a SHA-512 crypt hash) before
    * the orchestration: an expression that is "" when the password is not to be set, meant for
    * the ephemeral root_password, which Terraform keeps out of plans and state.
@@ -61,10 +66,11 @@ export interface SaltProvisionerProps {
  * The provisioning chain, all through the bastion with the deployer's ssh-agent: wait for
  * cloud-init on the bastion, then on the Salt master; sync the Salt tree and the pillar that
  * Terraform writes; accept exactly the expected minion keys; roll a new microk8s channel through
- * the nodes that run an older one (orch.upgrade, nothing when none does); run the orchestration.
+ * the nodes that run an older one (orch.upgrade, nothing when none does); run the orchestration;
+ * reboot the Kubernetes nodes whose updates need it, when asked to (orch.reboot).
  * Each step is a null_resource (hashicorp/null) whose triggers include its predecessor's id, so
- * whatever re-runs one step re-runs the steps after it. The chain has the same six steps at any
- * number of nodes: workers converge in parallel inside the orchestrations. The last step also
+ * whatever re-runs one step re-runs the steps after it. The chain has the same seven steps at any
+ * number of nodes: workers converge in parallel inside the orchestrations. The orchestration step also
  * sets root's console password first, when asked to.
  *
  * Each worker also gets a NodeMembership record (./node-membership.ts) whose destroy-time
@@ -83,9 +89,10 @@ export class SaltProvisioner extends Construct {
   readonly acceptMinionKeys: NullResource;
   readonly upgrade: NullResource;
   readonly orchestrate: NullResource;
+  readonly rebootForUpdates: NullResource;
   /**
    * The five steps that were terraform_data resources until eb9d706, in order, for those that
-   * name their old addresses (the stack's `removed` blocks); the upgrade step came later.
+   * name their old addresses (the stack's `removed` blocks); the upgrade and reboot steps came later.
    */
   readonly steps: readonly NullResource[];
   /** One per worker: removing one removes that node from the cluster first. */
@@ -211,6 +218,22 @@ export class SaltProvisioner extends Construct {
       count: count(),
       triggers: { after: idOf(this.upgrade) },
       provisioners: [...setRootPassword, remoteExec(toSaltMaster, `sudo bash ${REMOTE_BIN}/orchestrate.sh orch.deploy`)],
+    });
+
+    // After orch.deploy, whose highstate updates the packages (core.packages). The variable is in
+    // the triggers: turning it on reboots what needs it without another orchestration.
+    this.rebootForUpdates = new NullResource(this, "RebootForUpdates", {
+      count: count(),
+      triggers: { after: idOf(this.orchestrate), roll: Fn.tostring(props.rebootForUpdates) },
+      provisioners: [
+        remoteExec(
+          toSaltMaster,
+          Fn.format(`sudo bash ${REMOTE_BIN}/reboot.sh %s %s`, [
+            Fn.tostring(props.rebootForUpdates),
+            Fn.join(" ", props.layout.kubeNodeIds),
+          ]),
+        ),
+      ],
     });
 
     this.steps = [this.waitForBastion, this.waitForSaltMaster, this.syncSaltTree, this.acceptMinionKeys, this.orchestrate];
