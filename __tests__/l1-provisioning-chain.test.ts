@@ -186,7 +186,10 @@ describe("SaltProvisioner", () => {
   it("after orch.deploy, reboots the nodes whose updates need it when reboot_for_updates is true, and names them otherwise", () => {
     const reboot = step(json, "RebootForUpdates");
     expect(reboot.provisioner.map((p: any) => p["remote-exec"].inline)).toEqual([
-      ["set -eu", '${format("sudo bash .kube-on-os/bin/reboot.sh %s %s", tostring(var.reboot_for_updates), join(" ", local.kube_node_ids))}'],
+      [
+        "set -eu",
+        '${format("sudo bash .kube-on-os/bin/reboot.sh %s %s", tostring(var.reboot_for_updates), join(" ", local.kube_node_ids))}',
+      ],
     ]);
     // Turning it on reboots what needs it without another orchestration.
     expect(reboot.triggers.roll).toBe("${tostring(var.reboot_for_updates)}");

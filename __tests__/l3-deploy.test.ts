@@ -173,9 +173,15 @@ describeEachCli("L2: plan against the OpenStack API double", (cli) => {
           (c: any) =>
             `${c.address.replace(/^(null_resource|terraform_data)\.SaltProvisioner_([A-Za-z]+)_[0-9A-F]{8}/, "$2")} ${c.change.actions}`,
         );
-    const steps = ["WaitForBastion", "WaitForSaltMaster", "SyncSaltTree", "AcceptMinionKeys", "Upgrade", "Orchestrate", "RebootForUpdates"].map(
-      (s) => `${s}[0] create`,
-    );
+    const steps = [
+      "WaitForBastion",
+      "WaitForSaltMaster",
+      "SyncSaltTree",
+      "AcceptMinionKeys",
+      "Upgrade",
+      "Orchestrate",
+      "RebootForUpdates",
+    ].map((s) => `${s}[0] create`);
     const members = (n: number) => Array.from({ length: n - 1 }, (_, i) => `NodeMembership[${i}] create`);
     expect(chain(plan).sort()).toEqual([...steps, ...members(3)].sort());
     expect(chain(await planJson(ws, { TF_VAR_num_kube_nodes: "50" })).sort()).toEqual([...steps, ...members(50)].sort());
