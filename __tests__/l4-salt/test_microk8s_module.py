@@ -989,6 +989,9 @@ PUBLIC = {
     "drain_node": "(address: str, channel: str, timeout: int = 300)",
     "uncordon_node": "(address: str)",
     "wait_node_ready": "(address: str, channel: str, timeout: int = 600, interval: float = 5)",
+    # orch.reboot calls them.
+    "drain_for_reboot": "(address: str, timeout: int = 300)",
+    "wait_node_rebooted": "(address: str, timeout: int = 600, interval: float = 5)",
     "join_cluster": (
         "(master: str, master_address: str | None, worker: bool, attempts: int, interval: float, max_interval: float)"
     ),
