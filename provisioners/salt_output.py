@@ -213,10 +213,9 @@ def is_error(value: str) -> bool:
 
 
 def forget_node(minion: str, text: str) -> str:
-    returns = last_object(text) or {}
-    if minion not in returns:
+    answered, value = minion_return(minion, text)
+    if not answered:
         return "no-answer"
-    value = returns[minion]
     if value is True:
         return "removed"
     if value is False:

@@ -87,6 +87,9 @@ def test_only_true_is_an_answer_to_test_ping():
         ("No minions matched the target. No command was sent, no jid was assigned.\n{}\n", "no-answer"),
         ('{"m.example": "ERROR: remove-node failed\\nsecond line"}', "error ERROR: remove-node failed"),
         ('{"m.example": 3}', "error 3"),
+        # A master that took the job and went silent did not answer, as for the other readers.
+        ('{"m.example": {"failed": true}}', "no-answer"),
+        ('{"m.example": "Minion did not return. [No response]"}', "no-answer"),
     ],
 )
 def test_forget_node_results(text, result):
