@@ -343,15 +343,23 @@ def node_ip() -> str:
     return output.split()[3].split("/")[0] if output else "127.0.0.1"
 
 
-def own_cluster() -> dict:
-    """A node's own cluster: dqlite bound to 127.0.0.1 until the first join (microk8s' default)."""
-    return {
-        "id": node()["cluster_id"],
-        "index": 1,
-        "members": [{"address": f"127.0.0.1:{DQLITE_PORT}", "role": "voter"}],
-        "nodes": [{"name": hostname(), "address": node_ip(), "version": version(node())}],
-        "addons": {name: "enabled" if name == "ha-cluster" else "disabled" for name in ADDONS},
-    }
+def start_own_cluster(state: dict) -> None:
+    """
+    A node's own cluster, written as its copy: dqlite bound to 127.0.0.1 until the first join
+    (microk8s' default), this node its only voter. The install starts it (snap/hooks/install,
+    then k8s-dqlite bootstraps), and so does leave (leave.py reinit_cluster). It is this node's
+    copy only until a join replaces or drops it: a node that became a spare never falls back to it.
+    """
+    write(
+        CLUSTER,
+        {
+            "id": state["cluster_id"],
+            "index": 1,
+            "members": [{"address": f"127.0.0.1:{DQLITE_PORT}", "role": "voter"}],
+            "nodes": [{"name": hostname(), "address": node_ip(), "version": version(state)}],
+            "addons": {name: "enabled" if name == "ha-cluster" else "disabled" for name in ADDONS},
+        },
+    )
 
 
 # --- the agent ----------------------------------------------------------------------------------
@@ -582,12 +590,8 @@ def own_hosts() -> set[str]:
 
 
 def local_copy(state: dict) -> dict | None:
-    """This node's copy: its file, or (a node never joined) the cluster of its own it starts with."""
-    if CLUSTER.exists():
-        return read(CLUSTER, None)
-    if state["installed"] and state["agent"] is None and not is_worker():
-        return own_cluster()
-    return None
+    """This node's copy (a voter's or stand-by's), None on a spare or a worker (go-dqlite client NodeRole)."""
+    return read(CLUSTER, None) if state["installed"] else None
 
 
 def ask(address: str, path: str, body: dict | None = None) -> tuple[int, dict]:
@@ -1002,8 +1006,8 @@ def leave(state: dict) -> int:
         REMOTE_CA.unlink(missing_ok=True)
     # reinit_cluster: new dqlite cluster certificates (ca.crt stays), a cluster of its own.
     state.update(agent=None, cluster_id=secrets.token_hex(8), peers=[])
-    CLUSTER.unlink(missing_ok=True)
     WORKER_LOCK.unlink(missing_ok=True)
+    start_own_cluster(state)
     write(NODE, state)
     print("Generating new cluster certificates.\nWaiting for node to start.  ")
     return 0
@@ -1212,6 +1216,7 @@ def snap(args: list[str]) -> int:
             CA_KEY.write_text(pem("PRIVATE KEY", 1200))
             CA_CRT.write_text(pem("CERTIFICATE", 800))
         new_server_certificate()
+        start_own_cluster(state)
         write(NODE, state)
         start_agent()
         print(f"microk8s ({state['channel']}) v{version(state)} from Canonical✓ installed")
