@@ -725,6 +725,22 @@ def test_a_rebuilt_master_rejoins_through_another_voter_and_quorum_holds(trio):
     assert set(readiness(nodes_json(second)).values()) == {"True"}
     assert ca_of(master.snap_data) == ca == ca_of(second.snap_data)
     assert all(lost(n) == [] for n in trio)
+    # The member removed was down: no Ready voter was removed.
+    assert not any((n.snap_data / "fake/voter-removals.log").exists() for n in trio)
+
+
+def test_removing_a_ready_voter_is_allowed_and_recorded(trio):
+    """
+    remove_node.py: --force drops any dqlite member, Ready or not (it refuses nothing more), so the
+    fake does not refuse it either; it records it in fake/voter-removals.log for the rehearsal.
+    """
+    first = joined(trio)[1]
+    assert first.run("microk8s", "remove-node", "127.0.0.3", "--force").returncode == 0
+    log = (first.snap_data / "fake/voter-removals.log").read_text().splitlines()
+    assert len(log) == 1
+    assert log[0].endswith(
+        "a Ready voter removed: 127.0.0.3 (127.0.0.3:19001); on 127.0.0.1: microk8s remove-node 127.0.0.3 --force"
+    )
 
 
 def test_a_majority_of_voters_lost_stops_the_api_and_is_recorded(trio, tmp_path):

@@ -14,8 +14,11 @@ State, under the real paths:
 - fake/cluster.json on every voter and stand-by: its copy of the cluster database (the cluster
   id, an index raised by every write, the dqlite members with their roles, the Kubernetes nodes
   with name, InternalIP, the kubelet version last reported and unschedulable, the cluster's
-  addons); a node never joined serves the cluster of its own it starts with;
-- fake/quorum.log: every moment a command on this node or another found no majority of voters.
+  addons); the install and leave write the cluster of its own a node starts with (dqlite on
+  127.0.0.1, the node its only voter), a join replaces it, a demotion to spare drops it;
+- fake/quorum.log: every moment a command on this node or another found no majority of voters;
+- fake/voter-removals.log: every `remove-node --force` run here that removed a voter while its
+  node was Ready (remove_node.py refuses none of them, so neither does the fake).
 
 The database (dqlite), replicated as k8s-dqlite has it; nodes reach each other's copies only
 through their agents (POST /cluster: the copy; /update: a replicated write, or the copy dropped
@@ -90,7 +93,8 @@ canonical/microk8s-cluster-agent; where the current release differs it says so):
   dqlite cluster certificates, not a CA) and a worker's leave removes ca.remote.crt (1.28 and
   1.35 alike);
 - remove-node (scripts/wrappers/remove_node.py): by name or InternalIP; a node still in dqlite
-  needs --force; a node Kubernetes does not know exits 1, after --force dropped its member;
+  needs --force; a node Kubernetes does not know exits 1, after --force dropped its member; a
+  Ready voter removed with --force is allowed and recorded in fake/voter-removals.log;
 - leave (scripts/wrappers/leave.py, 1.28 and 1.35 alike): a worker prints "Configuring
   services." (reset_current_dqlite_worker_installation), every node "Generating new cluster
   certificates." and apply_cni's "Waiting for node to start."; the node goes back to a cluster of
@@ -229,6 +233,7 @@ TOKEN_MIN_LEN = 32
 FINGERPRINT_MIN_LEN = 12
 DQLITE_ERROR = "failed to retrieve dqlite cluster nodes: "
 QUORUM_LOG = SNAP_DATA / "fake/quorum.log"
+VOTER_REMOVALS = SNAP_DATA / "fake/voter-removals.log"
 VOTER, STANDBY, SPARE = "voter", "standby", "spare"
 # go-dqlite app/roles.go minVoters, and the App's defaults (app/options.go WithVoters and
 # WithStandBys: 3 each), which k8s-dqlite keeps (pkg/server/server.go calls app.New without them).
@@ -1037,11 +1042,19 @@ def remove_node(state: dict, args: list[str]) -> int:
             "Please, run first 'microk8s leave' on the departing node."
         )
         return 1
+    voter = any(m["address"] == member and m["role"] == VOTER for m in data["members"])
+    healthy_voter = force and voter and node_ready(state, health(address))
     if force:
         data["members"] = [m for m in data["members"] if m["address"] != member]
     data["nodes"] = [n for n in data["nodes"] if n is not found]
     if not update(state, data):
         return dqlite_traceback()
+    if healthy_voter:
+        # remove_node.py refuses nothing here (--force drops any member), so the fake does not
+        # either: it records the removal of a voter still Ready, which a test asserts never happens.
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        with VOTER_REMOVALS.open("a") as log:
+            log.write(f"{stamp} a Ready voter removed: {target} ({member}); on {SELF}: {command_line()}\n")
     if not found:
         print(f"Node {target} does not exist in Kubernetes.")
         if force and in_dqlite:
@@ -1076,24 +1089,29 @@ def health(address: str) -> dict:
         return {}
 
 
+def node_ready(state: dict, answer: dict) -> bool:
+    """A node's Ready condition from its agent's /health: running, not restarting, in this cluster."""
+    return (
+        answer.get("running") is True
+        and not answer.get("restarting")
+        and answer.get("cluster") is not None
+        and answer.get("cluster") == state["cluster_id"]
+    )
+
+
 def kubectl_nodes(state: dict, data: dict) -> int:
     items = []
     for entry in data["nodes"]:
         answer = health(entry["address"])
-        ready = (
-            answer.get("running") is True
-            and not answer.get("restarting")
-            and answer.get("cluster") is not None
-            and answer.get("cluster") == state["cluster_id"]
-        )
+        is_ready = node_ready(state, answer)
         # The kubelet reports its version with its status; the last one reported stays otherwise.
-        kubelet_version = answer["version"] if ready else entry.get("version") or "1.28.15"
+        kubelet_version = answer["version"] if is_ready else entry.get("version") or "1.28.15"
         items.append({
             "metadata": {"name": entry["name"]},
             "spec": {"unschedulable": True} if entry.get("unschedulable") else {},
             "status": {
                 "addresses": [{"type": "InternalIP", "address": entry["address"]}],
-                "conditions": [{"type": "Ready", "status": "True" if ready else "Unknown"}],
+                "conditions": [{"type": "Ready", "status": "True" if is_ready else "Unknown"}],
                 "nodeInfo": {"kubeletVersion": f"v{kubelet_version}"},
             },
         })  # fmt: skip
