@@ -837,6 +837,30 @@ def test_a_spare_holds_no_copy_and_never_reads_a_cluster_of_its_own(trio):
     assert len(lost(master)) == 2
 
 
+def test_a_node_known_by_several_addresses_keeps_its_copy_when_it_writes(tmp_path, monkeypatch):
+    """
+    On a rehearsal host the fake has no FAKE_MICROK8S_ADDRESS: it is 127.0.0.1 to itself and its
+    private (and public) address to the members list. A write it commits (here the first join
+    through its agent, which adds a spare) keeps its copy, one index higher; the earlier fake
+    counted 127.0.0.1 as another node, not a member, and dropped the copy it had just written.
+    """
+    monkeypatch.setenv("FAKE_MICROK8S_ROOT", str(tmp_path))
+    monkeypatch.delenv("FAKE_MICROK8S_ADDRESS", raising=False)
+    fake = load_module("fake_microk8s_rehearsal", FAKE)
+    monkeypatch.setattr(fake, "addresses", lambda: ["10.1.0.10", "192.0.2.10"])
+    state = {**fake.node(), "installed": True, "running": True, "cluster_id": "c1"}
+    fake.write(fake.NODE, state)
+    member = {"address": "10.1.0.10:19001", "role": "voter"}
+    fake.write(fake.CLUSTER, {"id": "c1", "index": 2, "members": [member], "nodes": [], "addons": {}})
+
+    def add_spare(db: dict) -> None:
+        db["members"].append({"address": "10.1.0.100:19001", "role": "spare"})
+
+    written = fake.commit(state, add_spare, "join", joining="10.1.0.100")
+    assert written is not None and written["index"] == 3
+    assert json.loads(fake.CLUSTER.read_text()) == written
+
+
 # --- the L4 fake (__tests__/doubles/microk8s/fake_microk8s.py) ------------------------------------
 
 

@@ -34,8 +34,8 @@ when the node becomes a spare; /record: a quorum.log line; /quorum: the quorum q
   refresh still answers (k8s-dqlite comes back at once, the API server does not);
 - roles as go-dqlite's leader sets them (app/roles.go, with k8s-dqlite's defaults of 3 voters and
   3 stand-bys, pkg/server/server.go): a node joins as a spare and takes a role at startup
-  (Startup); below 3 members only the leader votes; from 3, online stand-bys and spares are
-  promoted to voters up to 3, an offline voter is demoted once 3 others vote, and stand-bys are
+  (RolesChanges.Assume, app.go); below 3 members only the leader votes; from 3, online stand-bys
+  and spares are promoted to voters up to 3, an offline voter is demoted once 3 others vote, and stand-bys are
   kept at 3 the same way (Adjust). The leader adjusts every 30 s (WithRolesAdjustmentFrequency),
   the fake at every write. So 2 control-plane nodes are a voter and a spare: losing the spare
   loses nothing, losing the voter loses the quorum;
@@ -94,7 +94,8 @@ canonical/microk8s-cluster-agent; where the current release differs it says so):
   1.35 alike);
 - remove-node (scripts/wrappers/remove_node.py): by name or InternalIP; a node still in dqlite
   needs --force; a node Kubernetes does not know exits 1, after --force dropped its member; a
-  Ready voter removed with --force is allowed and recorded in fake/voter-removals.log;
+  Ready voter removed with --force is allowed (remove_dqlite_node deletes any endpoint found
+  with --force, checking no condition) and recorded in fake/voter-removals.log;
 - leave (scripts/wrappers/leave.py, 1.28 and 1.35 alike): a worker prints "Configuring
   services." (reset_current_dqlite_worker_installation), every node "Generating new cluster
   certificates." and apply_cni's "Waiting for node to start."; the node goes back to a cluster of
@@ -524,7 +525,7 @@ class Agent(http.server.BaseHTTPRequestHandler):
 
         def add_member(db: dict) -> None:
             # go-dqlite: a node joins as a spare (client.Add), then takes the role roles.go
-            # Startup gives it; the leader adjusts the others (adjust_roles).
+            # Assume gives it at startup; the leader adjusts the others (adjust_roles).
             member = {"address": f"{joiner}:{DQLITE_PORT}", "role": SPARE}
             db["members"].append(member)
             startup_role(db, member, set(online_members(state, db)) | {joiner})
@@ -628,8 +629,10 @@ def quorum(state: dict) -> dict:
     or written. The configuration is the freshest copy (highest index) among the nodes that answer.
     """
     start = alone(local_copy(state), SELF)
-    hosts_seed = {SELF} if start else set()
-    hosts = hosts_seed | {host_of(m) for m in (start or {}).get("members", [])} | set(state.get("peers") or [])
+    hosts = {host_of(m) for m in (start or {}).get("members", [])} | set(state.get("peers") or [])
+    if start and not hosts & own_hosts():
+        # A copy that does not list this node (a stale one): asked for it all the same, as itself.
+        hosts.add(SELF)
     if state["agent"]:
         hosts.add(state["agent"])
     seen: dict[str, tuple[bool, dict | None]] = {}
@@ -703,7 +706,7 @@ def read_db(state: dict, command: str | None = None) -> dict | None:
 
 def adjust_roles(db: dict, online: set[str], leader: str | None) -> None:
     """
-    go-dqlite app/roles.go, rolesAdjustmentAlgorithm.Adjust, applied until nothing changes (the
+    go-dqlite app/roles.go, RolesChanges.Adjust, applied until nothing changes (the
     leader runs it every 30 s, app/options.go WithRolesAdjustmentFrequency; the fake at once).
     Below minVoters (3) members only the leader votes; from 3, online stand-bys and spares are
     promoted to voters up to 3, then an offline voter is demoted, and stand-bys are kept at 3
@@ -743,7 +746,10 @@ def adjust_roles(db: dict, online: set[str], leader: str | None) -> None:
 
 
 def startup_role(db: dict, joiner: dict, online: set[str]) -> None:
-    """go-dqlite roles.go Startup: a spare joining a cluster of 3 or more takes the voter or stand-by role it lacks."""
+    """
+    go-dqlite roles.go RolesChanges.Assume (app.go runs it at startup): a spare joining a cluster
+    of 3 or more takes the voter or stand-by role it lacks.
+    """
     if len(db["members"]) < MIN_VOTERS:
         return
     on = [m for m in db["members"] if host_of(m) in online]
@@ -777,17 +783,18 @@ def commit(state: dict, change, command: str | None = None, joining: str | None 
     adjust_roles(db, online, leader)
     db["index"] = found["index"] + 1
     view = alone(db, found["source"])
-    for host in sorted(set(found["online"]) - {joining}):
+    own = own_hosts()
+    for host in sorted(set(found["online"]) - {joining} - own):
         peers = sorted({host_of(m) for m in view["members"]} - {host})
-        update = db if holds_copy(view, host) else {"id": db["id"], "drop": True, "peers": peers}
-        if host in own_hosts():
-            if update is db:
-                write(CLUSTER, db)
-            else:
-                CLUSTER.unlink(missing_ok=True)
-                write(NODE, {**node(), "peers": peers})
+        ask(host, "/update", db if holds_copy(view, host) else {"id": db["id"], "drop": True, "peers": peers})
+    # This node once, whichever of its addresses (127.0.0.1, a private and a public one) the
+    # members list: it keeps the copy while any of them is a voter or stand-by.
+    if own & set(found["online"]):
+        if any(holds_copy(view, host) for host in own):
+            write(CLUSTER, db)
         else:
-            ask(host, "/update", update)
+            CLUSTER.unlink(missing_ok=True)
+            write(NODE, {**node(), "peers": sorted({host_of(m) for m in view["members"]} - own)})
     return db
 
 
