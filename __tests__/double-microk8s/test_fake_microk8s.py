@@ -861,6 +861,24 @@ def test_a_node_known_by_several_addresses_keeps_its_copy_when_it_writes(tmp_pat
     assert json.loads(fake.CLUSTER.read_text()) == written
 
 
+def test_a_kubelet_registering_a_name_that_exists_takes_that_node_over(tmp_path, monkeypatch):
+    """
+    kubelet_node_status.go tryRegisterWithAPIServer: a Node is its name. The rebuilt dual-homed
+    master joins from its private address; its old node, at its public address, is the same node.
+    """
+    monkeypatch.setenv("FAKE_MICROK8S_ROOT", str(tmp_path))
+    fake = load_module("fake_microk8s_register", FAKE)
+    db = {
+        "nodes": [
+            {"name": "k8s-master", "address": "192.0.2.10", "version": "1.35.0"},
+            {"name": "k8s-worker-0", "address": "10.1.0.100", "version": "1.35.0"},
+        ]
+    }
+    fake.register(db, {"name": "k8s-master", "address": "10.1.0.10", "version": "1.35.0"})
+    registered = [(n["name"], n["address"]) for n in db["nodes"]]
+    assert registered == [("k8s-worker-0", "10.1.0.100"), ("k8s-master", "10.1.0.10")]
+
+
 # --- the L4 fake (__tests__/doubles/microk8s/fake_microk8s.py) ------------------------------------
 
 

@@ -505,8 +505,7 @@ class Agent(http.server.BaseHTTPRequestHandler):
         entry = {"name": name, "address": joiner, "version": body.get("version")}
 
         def register_node(db: dict) -> None:
-            # The joiner's kubelet registers its Kubernetes node through the API server.
-            db["nodes"] = [n for n in db["nodes"] if n["address"] != joiner] + [entry]
+            register(db, entry)
 
         command = f"agent of {local}: join from {joiner}"
         if body.get("worker"):
@@ -543,6 +542,18 @@ class Agent(http.server.BaseHTTPRequestHandler):
             "ca": CA_CRT.read_text(),
             "ca_key": CA_KEY.read_text(),
         }
+
+
+def register(db: dict, entry: dict) -> None:
+    """
+    The joiner's kubelet registers its Kubernetes node through the API server. A Node is known by
+    its name: a kubelet whose node exists already takes it over (kubernetes
+    pkg/kubelet/kubelet_node_status.go tryRegisterWithAPIServer, on AlreadyExists), so a machine
+    rebuilt under the same name is one node again, whatever address it had before (the dual-homed
+    master's first one is its public address, the default route's); one at the joiner's address
+    goes too.
+    """
+    db["nodes"] = [n for n in db["nodes"] if entry["address"] != n["address"] and entry["name"] != n["name"]] + [entry]
 
 
 def serve() -> None:
