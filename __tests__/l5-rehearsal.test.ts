@@ -473,6 +473,65 @@ const available = rehearsalAvailable();
     });
   });
 
+  describe("rebuilding the Kubernetes master (-replace)", () => {
+    let apply: RunResult;
+    let address: string;
+
+    beforeAll(async () => {
+      const tofu = await workspace({ TF_VAR_num_kube_nodes: "3" });
+      const state = await tofu(["state", "list"]);
+      address = state.stdout.split("\n").find((line) => /^openstack_compute_instance_v2\.KubeNodes_Master_[0-9A-F]{8}$/.test(line)) ?? "";
+      const t0 = Date.now();
+      apply = await tofu(["apply", "-auto-approve", "-input=false", `-replace=${address}`]);
+      measured.masterRebuildSeconds = Math.round((Date.now() - t0) / 1000);
+    }, 1_500_000);
+
+    it("joins the existing cluster through a voter instead of starting a new one", async () => {
+      expect(address).not.toBe("");
+      expect(outcome(apply)).toEqual(SUCCEEDED);
+      expect(await readyNodes()).toEqual(["k8s-master", "k8s-worker-0", "k8s-worker-1"]);
+      expect(await voters()).toBe(3);
+      expect(await isWorker(MASTER)).toBe(false);
+      // One cluster: the rebuilt master has the voters' CA (a control-plane join copies it).
+      const ca = async (host: string) =>
+        (await rehearsal.cloud.host(host).exec("sha256sum /var/snap/microk8s/current/certs/ca.crt")).stdout.split(" ")[0];
+      expect(await ca(MASTER)).toMatch(/^[0-9a-f]{64}$/);
+      expect(await ca(MASTER)).toBe(await ca(id("k8s-worker-0")));
+      expect(await ca(id("k8s-worker-1"))).toBe(await ca(id("k8s-worker-0")));
+    });
+
+    it("issues the join tokens again once it is back", async () => {
+      const issuer = await rehearsal.cloud.host(SALT).exec(`salt --out=json --static ${id("k8s-worker-1")} microk8s.issuer`);
+      expect(JSON.parse(issuer.stdout)).toEqual({ [id("k8s-worker-1")]: MASTER });
+    });
+
+    // Every Kubernetes machine the rehearsal booted, the departed and the replaced ones too: each
+    // keeps its overlay's upper layer, where the fake microk8s wrote its records.
+    const fakeRecords = (name: string): Record<string, string> => {
+      const cloud = path.join(rehearsal.dir, "cloud");
+      return Object.fromEntries(
+        fs
+          .readdirSync(cloud)
+          .filter((dir) => /^\d+-k8s-/.test(dir))
+          .map((dir) => {
+            const file = path.join(cloud, dir, "upper/var/snap/microk8s/current/fake", name);
+            return [dir, fs.existsSync(file) ? fs.readFileSync(file, "utf8") : ""];
+          }),
+      );
+    };
+
+    it("kept the quorum throughout: no fake microk8s read or wrote the cluster's database without a majority of its voters", () => {
+      const logs = fakeRecords("quorum.log");
+      // The three first machines, the two departed, the replaced worker and master, and their successors.
+      expect(Object.keys(logs).length).toBeGreaterThanOrEqual(7);
+      expect(Object.entries(logs).filter(([, log]) => log !== "")).toEqual([]);
+    });
+
+    it("never removed a voter while its node was Ready", () => {
+      expect(Object.entries(fakeRecords("voter-removals.log")).filter(([, log]) => log !== "")).toEqual([]);
+    });
+  });
+
   describe("destroy", () => {
     it("never showed root_password: not in any output, the state, a plan, the hosts' files or logs", async () => {
       const tofu = await workspace({ TF_VAR_num_kube_nodes: "3" });

@@ -602,6 +602,283 @@ def test_a_worker_join_stores_the_clusters_ca_as_ca_remote_and_keeps_its_own(pai
     assert not (joiner.snap_data / "certs/ca.remote.crt").exists()
 
 
+# --- the database replicated over the voters (dqlite) ---------------------------------------------
+
+TIMED_OUT = (
+    "Error from server (Timeout): the server was unable to return a response in the time allotted,"
+    " but may still be processing the request (get nodes)\n"
+)
+STALLED = "Waiting for this node to finish joining the cluster. " + ".. " * 10 + " \n"
+NO_CONTROL_PLANE = (
+    "Connection failed. failed to retrieve list of control plane nodes: failed to list nodes: the server was"
+    " unable to return a response in the time allotted, but may still be processing the request (get nodes) (500).\n"
+)
+
+
+def roles(node: Node) -> dict[str, str]:
+    """The members status lists, address: role."""
+    parsed = _status.parse(status_yaml(node).stdout)
+    return {m["address"]: m["role"] for m in parsed["high_availability"]["nodes"]}
+
+
+def quorum_of(node: Node) -> tuple[int, dict]:
+    result = node.run("microk8s", "fake-quorum")
+    return result.returncode, json.loads(result.stdout)
+
+
+def lost(node: Node) -> list[str]:
+    log = node.snap_data / "fake/quorum.log"
+    return log.read_text().splitlines() if log.exists() else []
+
+
+def index_of(node: Node) -> int:
+    return json.loads((node.snap_data / "fake/cluster.json").read_text())["index"]
+
+
+# Three or four nodes on one port, at 127.0.0.2 (the master), 127.0.0.1 (named localhost),
+# 127.0.0.3 and 127.0.0.4, the last two named by their addresses (getaddrinfo resolves an address
+# to itself), so that the agents' hostname checks pass.
+
+
+def cluster_of(tmp_path: Path, size: int) -> list[Node]:
+    port = free_port()
+    specs = [("master", "127.0.0.2", "127.0.0.2"), ("first", "127.0.0.1", "localhost")]
+    specs += [(f"n{n}", f"127.0.0.{n}", f"127.0.0.{n}") for n in range(3, size + 1)]
+    nodes = [Node(tmp_path / name, port, address, hostname) for name, address, hostname in specs]
+    for each in nodes:
+        install(each, "1.28/stable")
+    return nodes
+
+
+@pytest.fixture
+def trio(tmp_path):
+    nodes = cluster_of(tmp_path, 3)
+    yield nodes
+    for each in nodes:
+        each.close()
+
+
+@pytest.fixture
+def quartet(tmp_path):
+    nodes = cluster_of(tmp_path, 4)
+    yield nodes
+    for each in nodes:
+        each.close()
+
+
+def joined(nodes: list[Node]) -> list[Node]:
+    master = nodes[0]
+    for joiner in nodes[1:]:
+        assert joiner.run("microk8s", "join", url_to(master, issue(master))).returncode == 0
+    return nodes
+
+
+def test_roles_follow_go_dqlite_and_every_voter_holds_the_database(quartet):
+    """
+    go-dqlite app/roles.go: below 3 members only the leader votes (a spare joins, with no copy);
+    at 3 every member votes; the fourth is a stand-by. Voters and stand-bys hold the same copy.
+    """
+    master, first, second, third = quartet
+    assert roles(master) == {"127.0.0.1:19001": "voter"}
+    assert first.run("microk8s", "join", url_to(master, issue(master))).returncode == 0
+    assert roles(master) == {"127.0.0.2:19001": "voter", "127.0.0.1:19001": "spare"}
+    assert not (first.snap_data / "fake/cluster.json").exists()
+    assert second.run("microk8s", "join", url_to(master, issue(master))).returncode == 0
+    voters = {f"127.0.0.{n}:19001": "voter" for n in (2, 1, 3)}
+    assert roles(second) == voters
+    assert third.run("microk8s", "join", url_to(master, issue(master))).returncode == 0
+    assert roles(third) == {**voters, "127.0.0.4:19001": "standby"}
+    assert len({index_of(n) for n in quartet}) == 1
+    assert master.post("/quorum")[1]["quorum"] is True
+
+
+def test_a_write_reaches_every_voter_and_standby(quartet):
+    """Raft: a write is committed on a majority and replicated to every member that keeps a log."""
+    master, *_ = joined(quartet)
+    before = {n.address: index_of(n) for n in quartet}
+    assert master.run("microk8s", "kubectl", "cordon", "127.0.0.3").returncode == 0
+    assert {n.address: index_of(n) for n in quartet} == {a: i + 1 for a, i in before.items()}
+    for each in quartet:
+        copy = json.loads((each.snap_data / "fake/cluster.json").read_text())
+        assert {n["name"]: n.get("unschedulable", False) for n in copy["nodes"]}["127.0.0.3"] is True
+
+
+def test_a_rebuilt_master_rejoins_through_another_voter_and_quorum_holds(trio):
+    """
+    Raft: one voter of three lost keeps a majority. The survivors still list the dead member and
+    its Kubernetes node (Unknown); it is removed on one of them, and the rebuilt master joins
+    through that node's agent and votes again, taking the cluster's CA.
+    """
+    master, first, second = joined(trio)
+    ca = ca_of(first.snap_data)
+    master.rebuild()
+    install(master, "1.28/stable")
+    code, found = quorum_of(second)
+    assert (code, sorted(found["reachable"])) == (0, ["127.0.0.1", "127.0.0.3"])
+    assert roles(second)["127.0.0.2:19001"] == "voter"
+    assert readiness(nodes_json(first)) == {"127.0.0.2": "Unknown", "127.0.0.1": "True", "127.0.0.3": "True"}
+    assert second.run("microk8s", "remove-node", "127.0.0.2", "--force").returncode == 0
+    assert roles(first) == {"127.0.0.1:19001": "voter", "127.0.0.3:19001": "spare"}
+    # Through the agent of the node that removed it (a spare now: it answers from the leader's copy).
+    assert master.run("microk8s", "join", url_to(second, issue(second))).returncode == 0
+    assert roles(master) == {f"127.0.0.{n}:19001": "voter" for n in (1, 3, 2)}
+    assert set(readiness(nodes_json(second)).values()) == {"True"}
+    assert ca_of(master.snap_data) == ca == ca_of(second.snap_data)
+    assert all(lost(n) == [] for n in trio)
+    # The member removed was down: no Ready voter was removed.
+    assert not any((n.snap_data / "fake/voter-removals.log").exists() for n in trio)
+
+
+def test_removing_a_ready_voter_is_allowed_and_recorded(trio):
+    """
+    remove_node.py: --force drops any dqlite member, Ready or not (it refuses nothing more), so the
+    fake does not refuse it either; it records it in fake/voter-removals.log for the rehearsal.
+    """
+    first = joined(trio)[1]
+    assert first.run("microk8s", "remove-node", "127.0.0.3", "--force").returncode == 0
+    log = (first.snap_data / "fake/voter-removals.log").read_text().splitlines()
+    assert len(log) == 1
+    assert log[0].endswith(
+        "a Ready voter removed: 127.0.0.3 (127.0.0.3:19001); on 127.0.0.1: microk8s remove-node 127.0.0.3 --force"
+    )
+
+
+def test_a_majority_of_voters_lost_stops_the_api_and_is_recorded(trio, tmp_path):
+    """
+    No majority (canonical/microk8s #3735): status lists no member and exits 1, kubectl gets the
+    API server's 504, add-node still writes its token, a worker's join fails at
+    ListControlPlaneNodeIPs, a control-plane joiner waits in vain; every finding is in
+    fake/quorum.log, which keeps it after the quorum is back.
+    """
+    master, first, second = joined(trio)
+    first.close()
+    second.close()
+    status = status_yaml(master)
+    parsed = _status.parse(status.stdout)
+    assert (status.returncode, parsed["running"], parsed["high_availability"]["nodes"]) == (1, False, [])
+    kubectl = master.run("microk8s", "kubectl", "get", "nodes", "-o", "json")
+    assert (kubectl.returncode, kubectl.stderr) == (1, TIMED_OUT)
+    issued = issue(master)
+    assert issued["token"].split("/")[0] in (master.snap_data / "credentials/cluster-tokens.txt").read_text()
+    worker = Node(tmp_path / "worker", master.port, "127.0.0.4", "127.0.0.4")
+    try:
+        install(worker, "1.28/stable")
+        refused = worker.run("microk8s", "join", url_to(master, issued), "--worker")
+        assert (refused.returncode, refused.stdout) == (6, "Contacting cluster at 127.0.0.2\n" + NO_CONTROL_PLANE)
+        stalled = worker.run("microk8s", "join", url_to(master, issue(master)))
+        assert (stalled.returncode, stalled.stdout) == (0, "Contacting cluster at 127.0.0.2\n" + STALLED)
+    finally:
+        worker.close()
+    code, found = quorum_of(master)
+    assert (code, found["reachable"]) == (1, ["127.0.0.2"])
+    log = lost(master)
+    assert all("quorum lost: 1/3 voters reachable (127.0.0.2 127.0.0.1 127.0.0.3)" in line for line in log)
+    assert "microk8s status --format yaml" in log[0] and "microk8s kubectl get nodes -o json" in log[1]
+    assert any("join from 127.0.0.4 (--worker)" in line for line in log)
+    assert log[-1].endswith("microk8s fake-quorum")
+    first.start_agent()
+    assert quorum_of(master)[0] == 0
+    assert status_yaml(master).returncode == 0
+    assert lost(master) == log
+
+
+def test_a_stopped_voter_misses_writes_and_reads_the_freshest_copy_when_back(trio):
+    """Raft: a voter that was down catches up from the leader; until then its copy is behind."""
+    master, first, second = joined(trio)
+    assert second.run("microk8s", "stop").returncode == 0
+    assert master.run("microk8s", "kubectl", "cordon", "localhost").returncode == 0
+    assert first.run("microk8s", "stop").returncode == 0
+    assert quorum_of(master)[0] == 1
+    assert master.post("/quorum") == (
+        200,
+        {
+            "quorum": False,
+            "cluster": json.loads((master.snap_data / "fake/node.json").read_text())["cluster_id"],
+            "voters": ["127.0.0.2", "127.0.0.1", "127.0.0.3"],
+            "reachable": ["127.0.0.2"],
+            "index": index_of(master),
+        },
+    )
+    assert first.run("microk8s", "start").returncode == 0
+    assert second.run("microk8s", "start").returncode == 0
+    assert quorum_of(second)[0] == 0
+    assert index_of(second) < index_of(master)
+    assert {i["metadata"]["name"]: i["spec"] for i in nodes_json(second)}["localhost"] == {"unschedulable": True}
+    assert [line.split(": ", 2)[2] for line in lost(master)] == ["microk8s fake-quorum", "POST /quorum"]
+    # The stopped nodes were not up to hear of it.
+    assert lost(first) == lost(second) == []
+
+
+def test_a_spare_holds_no_copy_and_never_reads_a_cluster_of_its_own(trio):
+    """
+    go-dqlite roles.go: two members, and only the leader votes. The master, down while another
+    member left, is the one demoted to spare; back, the next write drops its copy (a spare keeps
+    no log: client NodeRole). It reads through the voter, the freshest copy while a majority of
+    the voters answers, nothing (and the loss recorded) without one. It never falls back to the
+    single-voter cluster it started before anyone joined it (the earlier fake did: a stale read
+    at 127.0.0.1, with itself as the only voter).
+    """
+    master, first, second = joined(trio)
+    assert master.run("microk8s", "stop").returncode == 0
+    assert second.run("microk8s", "leave").returncode == 0
+    assert master.run("microk8s", "start").returncode == 0
+    assert first.run("microk8s", "kubectl", "cordon", "localhost").returncode == 0
+    assert roles(first) == {"127.0.0.2:19001": "spare", "127.0.0.1:19001": "voter"}
+    assert not (master.snap_data / "fake/cluster.json").exists()
+    assert master.post("/cluster")[0] == 404
+    code, found = quorum_of(master)
+    assert (code, found["voters"], found["index"]) == (0, ["127.0.0.1"], index_of(first))
+    assert {i["metadata"]["name"]: i["spec"] for i in nodes_json(master)}["localhost"] == {"unschedulable": True}
+    assert first.run("microk8s", "stop").returncode == 0
+    code, found = quorum_of(master)
+    assert (code, found["quorum"], found["voters"]) == (1, False, [])
+    kubectl = master.run("microk8s", "kubectl", "get", "nodes", "-o", "json")
+    assert (kubectl.returncode, kubectl.stderr) == (1, TIMED_OUT)
+    assert len(lost(master)) == 2
+
+
+def test_a_node_known_by_several_addresses_keeps_its_copy_when_it_writes(tmp_path, monkeypatch):
+    """
+    On a rehearsal host the fake has no FAKE_MICROK8S_ADDRESS: it is 127.0.0.1 to itself and its
+    private (and public) address to the members list. A write it commits (here the first join
+    through its agent, which adds a spare) keeps its copy, one index higher; the earlier fake
+    counted 127.0.0.1 as another node, not a member, and dropped the copy it had just written.
+    """
+    monkeypatch.setenv("FAKE_MICROK8S_ROOT", str(tmp_path))
+    monkeypatch.delenv("FAKE_MICROK8S_ADDRESS", raising=False)
+    fake = load_module("fake_microk8s_rehearsal", FAKE)
+    monkeypatch.setattr(fake, "addresses", lambda: ["10.1.0.10", "192.0.2.10"])
+    state = {**fake.node(), "installed": True, "running": True, "cluster_id": "c1"}
+    fake.write(fake.NODE, state)
+    member = {"address": "10.1.0.10:19001", "role": "voter"}
+    fake.write(fake.CLUSTER, {"id": "c1", "index": 2, "members": [member], "nodes": [], "addons": {}})
+
+    def add_spare(db: dict) -> None:
+        db["members"].append({"address": "10.1.0.100:19001", "role": "spare"})
+
+    written = fake.commit(state, add_spare, "join", joining="10.1.0.100")
+    assert written is not None and written["index"] == 3
+    assert json.loads(fake.CLUSTER.read_text()) == written
+
+
+def test_a_kubelet_registering_a_name_that_exists_takes_that_node_over(tmp_path, monkeypatch):
+    """
+    kubelet_node_status.go tryRegisterWithAPIServer: a Node is its name. The rebuilt dual-homed
+    master joins from its private address; its old node, at its public address, is the same node.
+    """
+    monkeypatch.setenv("FAKE_MICROK8S_ROOT", str(tmp_path))
+    fake = load_module("fake_microk8s_register", FAKE)
+    db = {
+        "nodes": [
+            {"name": "k8s-master", "address": "192.0.2.10", "version": "1.35.0"},
+            {"name": "k8s-worker-0", "address": "10.1.0.100", "version": "1.35.0"},
+        ]
+    }
+    fake.register(db, {"name": "k8s-master", "address": "10.1.0.10", "version": "1.35.0"})
+    registered = [(n["name"], n["address"]) for n in db["nodes"]]
+    assert registered == [("k8s-worker-0", "10.1.0.100"), ("k8s-master", "10.1.0.10")]
+
+
 # --- the L4 fake (__tests__/doubles/microk8s/fake_microk8s.py) ------------------------------------
 
 

@@ -11,9 +11,56 @@ State, under the real paths:
   var/lock/clustered.lock, certs/csr.conf.template, certs/server.crt and the CA, certs/ca.crt and
   ca.key (PEM blocks of random bytes: ssl.PEM_cert_to_DER_cert decodes them, nothing uses them
   for TLS);
-- on the node that started the cluster, fake/cluster.json: the dqlite members (address, role),
-  the Kubernetes nodes (name, InternalIP, the kubelet version last reported, unschedulable) and
-  the cluster's addons. Other nodes read and change it only through that node's agent.
+- fake/cluster.json on every voter and stand-by: its copy of the cluster database (the cluster
+  id, an index raised by every write, the dqlite members with their roles, the Kubernetes nodes
+  with name, InternalIP, the kubelet version last reported and unschedulable, the cluster's
+  addons); the install and leave write the cluster of its own a node starts with (dqlite on
+  127.0.0.1, the node its only voter), a join replaces it, a demotion to spare drops it;
+- fake/quorum.log: every moment a command on this node or another found no majority of voters;
+- fake/voter-removals.log: every `remove-node --force` run here that removed a voter while its
+  node was Ready (remove_node.py refuses none of them, so neither does the fake).
+
+The database (dqlite), replicated as k8s-dqlite has it; nodes reach each other's copies only
+through their agents (POST /cluster: the copy; /update: a replicated write, or the copy dropped
+when the node becomes a spare; /record: a quorum.log line; /quorum: the quorum query below):
+- voters and stand-bys keep a copy, spares and workers none (go-dqlite client NodeRole: a
+  stand-by replicates without voting, a spare does neither);
+- a read or a write needs a majority of the voters listed in the freshest copy (highest index)
+  among the nodes that answer (Raft, in the canonical/raft library dqlite embeds; reads go to
+  the leader too, which go-dqlite's driver looks up); a write then goes to every reachable voter
+  and stand-by, and a node that was down reads the freshest copy when it is back. A member
+  answers while its agent does, its microk8s runs and its /health reports this cluster's id (a
+  machine rebuilt at the same address runs a cluster of its own); a node restarting after a
+  refresh still answers (k8s-dqlite comes back at once, the API server does not);
+- roles as go-dqlite's leader sets them (app/roles.go, with k8s-dqlite's defaults of 3 voters and
+  3 stand-bys, pkg/server/server.go): a node joins as a spare and takes a role at startup
+  (RolesChanges.Assume, app.go); below 3 members only the leader votes; from 3, online stand-bys
+  and spares are promoted to voters up to 3, an offline voter is demoted once 3 others vote, and stand-bys are
+  kept at 3 the same way (Adjust). The leader adjusts every 30 s (WithRolesAdjustmentFrequency),
+  the fake at every write. So 2 control-plane nodes are a voter and a spare: losing the spare
+  loses nothing, losing the voter loses the quorum;
+- without a majority (canonical/microk8s #3735: "If you drop below 2 nodes the cluster will
+  freeze"): status prints print_yaml(isReady=False) with `nodes:` empty (get_dqlite_info's
+  `dqlite .cluster` fails its 10 tries; it also lists nobody on a node the leader does not list)
+  and exits 1; kubectl, enable and disable get the API server's 504, `Error from server
+  (Timeout): the server was unable to return a response in the time allotted, but may still be
+  processing the request (get nodes)` (apimachinery errors.go NewGenericServerResponse), exit 1;
+  add-node still writes its token (add_token.py is local); the agent still answers a
+  control-plane join (join.go reads the local cluster.yaml, which needs no quorum) and the
+  joiner's update_dqlite waits in vain ("Waiting for this node to finish joining the cluster."
+  and ten "..") and exits 0, not a member; a worker's join gets HTTP 500 "failed to retrieve
+  list of control plane nodes: failed to list nodes: <the 504>" (join.go's
+  ListControlPlaneNodeIPs, pkg/snap/util/kubectl.go); leave and remove-node end in a
+  CalledProcessError traceback from their `dqlite .cluster`, exit 1 (remove-node first prints
+  "Node <n> does not exist in Kubernetes.", as its failed kubectl makes it). The agent's "failed
+  to retrieve dqlite cluster nodes" comes only from reading cluster.yaml (WaitForDqliteCluster),
+  so only through the join_dqlite_error fault; `status --wait-ready` waits for a quorum too
+  (wait_for_ready polls is_cluster_ready);
+- every time a command or an agent finds no majority, a line goes to fake/quorum.log on this node
+  and on every other member that answers: `<UTC time> quorum lost: <k>/<n> voters reachable
+  (<voters>); on <address>: <command>`. `microk8s fake-quorum` (not a microk8s command) prints
+  {"quorum", "cluster", "voters", "reachable", "index"} and exits 0 with a quorum, 1 without
+  (recorded like any other finding); the agent's POST /quorum answers the same JSON.
 
 Behaviour, each from the microk8s 1.28 source it follows (canonical/microk8s branch 1.28, and
 canonical/microk8s-cluster-agent; where the current release differs it says so):
@@ -33,8 +80,8 @@ canonical/microk8s-cluster-agent; where the current release differs it says so):
   (a single-use one is gone even when the join then fails), then expiry, then whether the
   joiner's hostname resolves on the agent's node to the address it connects from (HTTP 400),
   then whether dqlite already knows that address (HTTP 504); failures print `Connection failed.
-  <message> (<status>).` and exit 6; a control-plane joiner becomes a voter while there are
-  fewer than 3, a standby after; `--worker` joins no dqlite and gets var/lock/clustered.lock;
+  <message> (<status>).` and exit 6; a control-plane joiner gets its role from go-dqlite (below);
+  `--worker` joins no dqlite and gets var/lock/clustered.lock;
 - the cluster CA: the install makes one of its own (snap/hooks/install calls produce_certs,
   microk8s-resources/actions/common/utils.sh, which writes certs/ca.crt only when missing); the
   agent's join answer carries the CA of its node, and its key for a control-plane joiner only
@@ -46,13 +93,15 @@ canonical/microk8s-cluster-agent; where the current release differs it says so):
   dqlite cluster certificates, not a CA) and a worker's leave removes ca.remote.crt (1.28 and
   1.35 alike);
 - remove-node (scripts/wrappers/remove_node.py): by name or InternalIP; a node still in dqlite
-  needs --force; a node Kubernetes does not know exits 1, after --force dropped its member;
+  needs --force; a node Kubernetes does not know exits 1, after --force dropped its member; a
+  Ready voter removed with --force is allowed (remove_dqlite_node deletes any endpoint found
+  with --force, checking no condition) and recorded in fake/voter-removals.log;
 - leave (scripts/wrappers/leave.py, 1.28 and 1.35 alike): a worker prints "Configuring
   services." (reset_current_dqlite_worker_installation), every node "Generating new cluster
   certificates." and apply_cni's "Waiting for node to start."; the node goes back to a cluster of
-  its own (a new cluster id); the Kubernetes node stays, NotReady, until remove-node. A node
-  holding the only copy of the database (no other voter) cannot leave: three lines, exit 3
-  (reset_current_dqlite_installation, is_leader_without_successor);
+  its own (a new cluster id); the Kubernetes node stays, NotReady, until remove-node. The only
+  voter cannot leave: three lines, exit 3 (reset_current_dqlite_installation,
+  is_leader_without_successor);
 - kubectl get nodes -o json: a node is Ready while its agent answers, its microk8s runs (not
   restarting) and it belongs to this cluster: its agent's /health reports the cluster id. A
   kubelet posts its node's status to the API server of the cluster it joined (the credentials
@@ -184,6 +233,15 @@ RISKS = ("stable", "candidate", "beta", "edge")
 TOKEN_MIN_LEN = 32
 FINGERPRINT_MIN_LEN = 12
 DQLITE_ERROR = "failed to retrieve dqlite cluster nodes: "
+QUORUM_LOG = SNAP_DATA / "fake/quorum.log"
+VOTER_REMOVALS = SNAP_DATA / "fake/voter-removals.log"
+VOTER, STANDBY, SPARE = "voter", "standby", "spare"
+# go-dqlite app/roles.go minVoters, and the App's defaults (app/options.go WithVoters and
+# WithStandBys: 3 each), which k8s-dqlite keeps (pkg/server/server.go calls app.New without them).
+MIN_VOTERS, VOTERS, STANDBYS = 3, 3, 3
+# kubectl's text when the API server answers 504 because its datastore does not (apimachinery
+# pkg/api/errors NewGenericServerResponse, StatusGatewayTimeout; kubectl helpers.go "Error from server (<reason>)").
+TIMED_OUT = "the server was unable to return a response in the time allotted, but may still be processing the request"
 
 
 def read(path: Path, default):
@@ -192,7 +250,7 @@ def read(path: Path, default):
 
 def write(path: Path, data) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
     tmp.write_text(json.dumps(data, indent=1))
     tmp.replace(path)
 
@@ -291,13 +349,23 @@ def node_ip() -> str:
     return output.split()[3].split("/")[0] if output else "127.0.0.1"
 
 
-def own_cluster() -> dict:
-    """A node's own cluster: dqlite bound to 127.0.0.1 until the first join (microk8s' default)."""
-    return {
-        "members": [{"address": f"127.0.0.1:{DQLITE_PORT}", "role": "voter"}],
-        "nodes": [{"name": hostname(), "address": node_ip(), "version": version(node())}],
-        "addons": {name: "enabled" if name == "ha-cluster" else "disabled" for name in ADDONS},
-    }
+def start_own_cluster(state: dict) -> None:
+    """
+    A node's own cluster, written as its copy: dqlite bound to 127.0.0.1 until the first join
+    (microk8s' default), this node its only voter. The install starts it (snap/hooks/install,
+    then k8s-dqlite bootstraps), and so does leave (leave.py reinit_cluster). It is this node's
+    copy only until a join replaces or drops it: a node that became a spare never falls back to it.
+    """
+    write(
+        CLUSTER,
+        {
+            "id": state["cluster_id"],
+            "index": 1,
+            "members": [{"address": f"127.0.0.1:{DQLITE_PORT}", "role": "voter"}],
+            "nodes": [{"name": hostname(), "address": node_ip(), "version": version(state)}],
+            "addons": {name: "enabled" if name == "ha-cluster" else "disabled" for name in ADDONS},
+        },
+    )
 
 
 # --- the agent ----------------------------------------------------------------------------------
@@ -351,7 +419,10 @@ class Agent(http.server.BaseHTTPRequestHandler):
 
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
-        with LOCK:
+        if self.path == "/join":
+            with LOCK:
+                status, answer = self.handle_path(self.path, body)
+        else:
             status, answer = self.handle_path(self.path, body)
         self.reply(status, answer)
 
@@ -373,10 +444,26 @@ class Agent(http.server.BaseHTTPRequestHandler):
         if path == "/join":
             return self.join(body)
         if path == "/cluster":
-            return 200, read(CLUSTER, own_cluster())
+            copy = local_copy(state)
+            return (200, copy) if copy else (404, {"error": "this node holds no copy of the database"})
         if path == "/update":
-            write(CLUSTER, body)
+            # A replicated write from the leader (or, "drop", a demotion to spare: no copy kept).
+            if body.get("id") != state["cluster_id"]:
+                return 409, {"error": "another cluster"}
+            if body.get("drop"):
+                CLUSTER.unlink(missing_ok=True)
+                write(NODE, {**state, "peers": body.get("peers") or state.get("peers") or []})
+            elif body.get("index", 0) >= (read(CLUSTER, {}).get("index") or 0):
+                write(CLUSTER, body)
             return 200, {}
+        if path == "/record":
+            append_quorum_log(str(body.get("line")))
+            return 200, {}
+        if path == "/quorum":
+            found = quorum(state)
+            if not found["quorum"]:
+                record_lost(found, "POST /quorum")
+            return 200, {k: found[k] for k in ("quorum", "cluster", "voters", "reachable", "index")}
         return 404, {"error": f"no {path}"}
 
     def join(self, body: dict) -> tuple[int, dict]:
@@ -399,30 +486,74 @@ class Agent(http.server.BaseHTTPRequestHandler):
                 "join_dqlite_error_text", "timed out waiting for cluster condition: context deadline exceeded"
             )
             return 500, {"error": DQLITE_ERROR * (2 if current_agent else 1) + text}
-        cluster = read(CLUSTER, own_cluster())
-        # join.go: the first join moves dqlite from 127.0.0.1 to the address the joiner used.
+        state = node()
+        # GetDqliteCluster reads this node's cluster.yaml: the last configuration its dqlite
+        # knew, which needs no quorum (a spare, holding no copy, knows the freshest reachable).
+        known = local_copy(state) or quorum(state)["db"] or {"members": []}
         local = self.connection.getsockname()[0]
-        for member in cluster["members"]:
-            if member["address"] == f"127.0.0.1:{DQLITE_PORT}":
-                member["address"] = f"{local}:{DQLITE_PORT}"
-        if any(m["address"] == f"{joiner}:{DQLITE_PORT}" for m in cluster["members"]):
-            known = f"the joining node ({joiner}) is already known to dqlite"
-            return (500, {"error": DQLITE_ERROR + known}) if current_agent else (504, {"error": known})
-        if not body.get("worker"):
-            voters = sum(1 for m in cluster["members"] if m["role"] == "voter")
-            cluster["members"].append(
-                {"address": f"{joiner}:{DQLITE_PORT}", "role": "voter" if voters < 3 else "standby"}
-            )
+        # A lone member still on 127.0.0.1 is this node (the fake's tests join from 127.0.0.1).
+        if any(host_of(m) == joiner for m in alone(known, local)["members"]):
+            known_text = f"the joining node ({joiner}) is already known to dqlite"
+            return (500, {"error": DQLITE_ERROR + known_text}) if current_agent else (504, {"error": known_text})
+        copy = local_copy(state)
+        if copy and [m["address"] for m in copy["members"]] == [f"127.0.0.1:{DQLITE_PORT}"]:
+            # join.go (UpdateDqliteIP): the first join moves dqlite from 127.0.0.1 to the address
+            # the joiner used; the node alone, its own majority, reconfigures itself.
+            copy["members"][0]["address"] = f"{local}:{DQLITE_PORT}"
+            copy["index"] += 1
+            write(CLUSTER, copy)
         entry = {"name": name, "address": joiner, "version": body.get("version")}
-        cluster["nodes"] = [n for n in cluster["nodes"] if n["address"] != joiner] + [entry]
-        write(CLUSTER, cluster)
-        # join.go: the CA this node reads (Snap.ReadCA); its key only for a control-plane joiner.
+
+        def register_node(db: dict) -> None:
+            register(db, entry)
+
+        command = f"agent of {local}: join from {joiner}"
+        if body.get("worker"):
+            # join.go (worker): ListControlPlaneNodeIPs lists the nodes through the API server.
+            if not commit(state, register_node, command + " (--worker)"):
+                error = f"failed to retrieve list of control plane nodes: failed to list nodes: {TIMED_OUT} (get nodes)"
+                return 500, {"error": error}
+            # join.go: the CA this node reads (Snap.ReadCA); no key for a worker.
+            return 200, {
+                "agent": local,
+                "cluster": state["cluster_id"],
+                "copy": None,
+                "ca": CA_CRT.read_text(),
+                "ca_key": None,
+            }
+
+        def add_member(db: dict) -> None:
+            # go-dqlite: a node joins as a spare (client.Add), then takes the role roles.go
+            # Assume gives it at startup; the leader adjusts the others (adjust_roles).
+            member = {"address": f"{joiner}:{DQLITE_PORT}", "role": SPARE}
+            db["members"].append(member)
+            startup_role(db, member, set(online_members(state, db)) | {joiner})
+            register_node(db)
+
+        # The agent answers at once; the joiner's dqlite then asks the leader to add it, which
+        # needs a quorum: without one the joiner waits in vain (join.py update_dqlite).
+        written = commit(state, add_member, command, joining=joiner)
         return 200, {
-            "agent": self.connection.getsockname()[0],
-            "cluster": node()["cluster_id"],
+            "agent": local,
+            "cluster": state["cluster_id"],
+            "stalled": written is None,
+            "copy": written if written and holds_copy(written, joiner) else None,
+            # join.go: the CA this node reads (Snap.ReadCA) and, for a control-plane joiner, its key.
             "ca": CA_CRT.read_text(),
-            "ca_key": None if body.get("worker") else CA_KEY.read_text(),
+            "ca_key": CA_KEY.read_text(),
         }
+
+
+def register(db: dict, entry: dict) -> None:
+    """
+    The joiner's kubelet registers its Kubernetes node through the API server. A Node is known by
+    its name: a kubelet whose node exists already takes it over (kubernetes
+    pkg/kubelet/kubelet_node_status.go tryRegisterWithAPIServer, on AlreadyExists), so a machine
+    rebuilt under the same name is one node again, whatever address it had before (the dual-homed
+    master's first one is its public address, the default route's); one at the joiner's address
+    goes too.
+    """
+    db["nodes"] = [n for n in db["nodes"] if entry["address"] != n["address"] and entry["name"] != n["name"]] + [entry]
 
 
 def serve() -> None:
@@ -455,17 +586,236 @@ def agent_up(address: str) -> bool:
 # --- the CLI ------------------------------------------------------------------------------------
 
 
-def cluster_agent(state: dict) -> str:
-    """The agent holding this node's cluster database: the one it joined, or its own."""
-    return state["agent"] or SELF
+# --- the replicated database (dqlite) -------------------------------------------------------------
 
 
-def cluster(state: dict) -> dict:
-    return request(cluster_agent(state), "/cluster")[1]
+def host_of(member: dict) -> str:
+    """A member's host (a copy still on 127.0.0.1, a node never joined, is read through alone())."""
+    return member["address"].rsplit(":", 1)[0]
 
 
-def update(state: dict, data: dict) -> None:
-    request(cluster_agent(state), "/update", data)
+def alone(db: dict | None, host: str) -> dict | None:
+    """A node's own cluster, dqlite still on 127.0.0.1 (microk8s' default): the member is ``host``."""
+    if db and [m["address"] for m in db["members"]] == [f"127.0.0.1:{DQLITE_PORT}"]:
+        db = json.loads(json.dumps(db))
+        db["members"][0]["address"] = f"{host}:{DQLITE_PORT}"
+    return db
+
+
+def own_hosts() -> set[str]:
+    return set(addresses()) | {SELF}
+
+
+def local_copy(state: dict) -> dict | None:
+    """This node's copy (a voter's or stand-by's), None on a spare or a worker (go-dqlite client NodeRole)."""
+    return read(CLUSTER, None) if state["installed"] else None
+
+
+def ask(address: str, path: str, body: dict | None = None) -> tuple[int, dict]:
+    """Another node's agent; (0, {}) when it does not answer."""
+    try:
+        return request(address, path, body, timeout=3)
+    except (OSError, ValueError):
+        return 0, {}
+
+
+def probe(state: dict, host: str) -> tuple[bool, dict | None]:
+    """Whether ``host``'s dqlite is up in this cluster, and its copy (None when it keeps none)."""
+    if host in own_hosts():
+        current = node()
+        up = current["running"] and current["cluster_id"] == state["cluster_id"]
+        return up, local_copy(current) if up else None
+    code, health = ask(host, "/health")
+    if code != 200 or not health.get("running") or health.get("cluster") != state["cluster_id"]:
+        return False, None
+    code, copy = ask(host, "/cluster")
+    return True, copy if code == 200 and copy.get("id") == state["cluster_id"] else None
+
+
+def quorum(state: dict) -> dict:
+    """
+    The Raft rule dqlite follows (canonical/raft, which dqlite embeds): the leader needs a
+    majority of the voters of the current configuration, and reads go through the leader too
+    (go-dqlite's driver finds the leader and queries it), so without a majority nothing is read
+    or written. The configuration is the freshest copy (highest index) among the nodes that answer.
+    """
+    start = alone(local_copy(state), SELF)
+    hosts = {host_of(m) for m in (start or {}).get("members", [])} | set(state.get("peers") or [])
+    if start and not hosts & own_hosts():
+        # A copy that does not list this node (a stale one): asked for it all the same, as itself.
+        hosts.add(SELF)
+    if state["agent"]:
+        hosts.add(state["agent"])
+    seen: dict[str, tuple[bool, dict | None]] = {}
+    source, db, view = None, None, None
+    for _ in range(2):
+        for host in sorted(hosts - set(seen)):
+            seen[host] = probe(state, host)
+        copies = [(host, copy) for host, (_, copy) in seen.items() if copy]
+        if copies:
+            source, db = max(copies, key=lambda pair: pair[1].get("index", 0))
+            view = alone(db, source)
+        hosts |= {host_of(m) for m in (view or {}).get("members", [])}
+    voters = [host_of(m) for m in (view or {}).get("members", []) if m["role"] == VOTER]
+    answering = [v for v in voters if seen.get(v, (False, None))[1]]
+    return {
+        "quorum": bool(voters) and len(answering) * 2 > len(voters),
+        "cluster": state["cluster_id"],
+        "voters": voters,
+        "reachable": answering,
+        "index": (db or {}).get("index", 0),
+        "db": db,
+        "source": source,
+        "online": [host for host, (up, _) in seen.items() if up],
+        "copies": [host for host, (_, copy) in seen.items() if copy],
+    }
+
+
+def online_members(state: dict, db: dict) -> list[str]:
+    return [host_of(m) for m in db["members"] if probe(state, host_of(m))[0]]
+
+
+def append_quorum_log(line: str) -> None:
+    (SNAP_DATA / "fake").mkdir(parents=True, exist_ok=True)
+    with QUORUM_LOG.open("a") as log:
+        log.write(line.rstrip("\n") + "\n")
+
+
+def record_lost(found: dict, command: str) -> None:
+    """fake/quorum.log on every surviving node of the cluster: when, who found it, how many voters answered."""
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    line = (
+        f"{stamp} quorum lost: {len(found['reachable'])}/{len(found['voters'])} voters reachable "
+        f"({' '.join(found['voters'])}); on {SELF}: {command}"
+    )
+    append_quorum_log(line)
+    for host in found["online"]:
+        if host not in own_hosts():
+            ask(host, "/record", {"line": line})
+
+
+def command_line() -> str:
+    """The command being run, as typed: `microk8s ...` or `snap ...`."""
+    return " ".join(
+        [os.path.basename(sys.argv[0]).removesuffix(".py").replace("fake_microk8s", "microk8s"), *sys.argv[1:]]
+    )
+
+
+def read_db(state: dict, command: str | None = None) -> dict | None:
+    """The cluster database through its leader, or None (and the loss recorded) without a quorum."""
+    found = quorum(state)
+    if not found["quorum"]:
+        record_lost(found, command or command_line())
+        return None
+    peers = sorted({host_of(m) for m in found["db"]["members"]} - own_hosts())
+    if peers != state.get("peers") and NODE.exists():
+        current = node()
+        current["peers"] = peers
+        write(NODE, current)
+    return found["db"]
+
+
+def adjust_roles(db: dict, online: set[str], leader: str | None) -> None:
+    """
+    go-dqlite app/roles.go, RolesChanges.Adjust, applied until nothing changes (the
+    leader runs it every 30 s, app/options.go WithRolesAdjustmentFrequency; the fake at once).
+    Below minVoters (3) members only the leader votes; from 3, online stand-bys and spares are
+    promoted to voters up to 3, then an offline voter is demoted, and stand-bys are kept at 3
+    the same way.
+    """
+    members = db["members"]
+    for _ in range(4 * len(members) + 4):
+        if len(members) <= 1:
+            return
+        on = [m for m in members if host_of(m) in online]
+        voters_on = [m for m in on if m["role"] == VOTER]
+        standbys_on = [m for m in on if m["role"] == STANDBY]
+        spares_on = [m for m in on if m["role"] == SPARE]
+        voters_off = [m for m in members if m["role"] == VOTER and m not in on]
+        standbys_off = [m for m in members if m["role"] == STANDBY and m not in on]
+        if len(members) < MIN_VOTERS:
+            demote = [m for m in members if m["role"] == VOTER and host_of(m) != leader]
+            if not demote:
+                return
+            demote[0]["role"] = SPARE
+        elif len(voters_on) < VOTERS:
+            if not standbys_on + spares_on:
+                return
+            (standbys_on + spares_on)[0]["role"] = VOTER
+        elif len(voters_on) > VOTERS:
+            next(m for m in voters_on if host_of(m) != leader)["role"] = SPARE
+        elif voters_off:
+            voters_off[0]["role"] = SPARE
+        elif len(standbys_on) < STANDBYS and spares_on:
+            spares_on[0]["role"] = STANDBY
+        elif len(standbys_on) > STANDBYS:
+            standbys_on[-1]["role"] = SPARE
+        elif standbys_off:
+            standbys_off[0]["role"] = SPARE
+        else:
+            return
+
+
+def startup_role(db: dict, joiner: dict, online: set[str]) -> None:
+    """
+    go-dqlite roles.go RolesChanges.Assume (app.go runs it at startup): a spare joining a cluster
+    of 3 or more takes the voter or stand-by role it lacks.
+    """
+    if len(db["members"]) < MIN_VOTERS:
+        return
+    on = [m for m in db["members"] if host_of(m) in online]
+    if sum(m["role"] == VOTER for m in on) < VOTERS:
+        joiner["role"] = VOTER
+    elif sum(m["role"] == STANDBY for m in on) < STANDBYS:
+        joiner["role"] = STANDBY
+
+
+def holds_copy(db: dict, host: str) -> bool:
+    """Voters and stand-bys replicate the log; a spare does not (go-dqlite client NodeRole)."""
+    return any(host_of(m) == host and m["role"] in (VOTER, STANDBY) for m in db["members"])
+
+
+def commit(state: dict, change, command: str | None = None, joining: str | None = None) -> dict | None:
+    """
+    One write through the leader: accepted only while a majority of the voters answers (Raft),
+    then sent to every reachable voter and stand-by (their copies, one index higher); roles are
+    adjusted as go-dqlite's leader would. Returns the database written, or None (and the loss
+    recorded) without a quorum. ``joining`` is the address of a node being added: it takes its
+    copy from the join's answer.
+    """
+    found = quorum(state)
+    if not found["quorum"]:
+        record_lost(found, command or command_line())
+        return None
+    db = json.loads(json.dumps(found["db"]))
+    change(db)
+    online = set(found["online"]) | ({joining} if joining else set())
+    leader = next((host_of(m) for m in db["members"] if m["role"] == VOTER and host_of(m) in online), None)
+    adjust_roles(db, online, leader)
+    db["index"] = found["index"] + 1
+    view = alone(db, found["source"])
+    own = own_hosts()
+    for host in sorted(set(found["online"]) - {joining} - own):
+        peers = sorted({host_of(m) for m in view["members"]} - {host})
+        ask(host, "/update", db if holds_copy(view, host) else {"id": db["id"], "drop": True, "peers": peers})
+    # This node once, whichever of its addresses (127.0.0.1, a private and a public one) the
+    # members list: it keeps the copy while any of them is a voter or stand-by.
+    if own & set(found["online"]):
+        if any(holds_copy(view, host) for host in own):
+            write(CLUSTER, db)
+        else:
+            CLUSTER.unlink(missing_ok=True)
+            write(NODE, {**node(), "peers": sorted({host_of(m) for m in view["members"]} - own)})
+    return db
+
+
+def update(state: dict, data: dict) -> bool:
+    """Writes back what a command changed in the database it read (members, nodes, addons)."""
+
+    def apply(db: dict) -> None:
+        db.update({key: data[key] for key in ("members", "nodes", "addons")})
+
+    return commit(state, apply) is not None
 
 
 def is_worker() -> bool:
@@ -476,7 +826,8 @@ def status(state: dict, args: list[str]) -> int:
     if "--wait-ready" in args:
         timeout = int(args[args.index("--timeout") + 1]) if "--timeout" in args else 0
         deadline = time.time() + timeout
-        while not node()["running"] or restarting(node()):
+        # wait_for_ready: until is_cluster_ready, which needs the API server and its datastore.
+        while not node()["running"] or restarting(node()) or not quorum(node())["quorum"]:
             if timeout and time.time() > deadline:
                 print(NOT_RUNNING)
                 return 1
@@ -488,20 +839,27 @@ def status(state: dict, args: list[str]) -> int:
     if not state["running"]:
         print(STOPPED)
         return 0
-    data = cluster(state)
-    ready = not restarting(state)
+    data = read_db(state)
+    # is_cluster_ready: kubectl get all / get nodes, which fail without the datastore.
+    ready = not restarting(state) and data is not None
     # status.py print_yaml, column for column (Python's True/False included). "enabled" is
-    # common/utils.py is_ha_enabled(): the ha-cluster addon, not whether 3 voters formed; the
-    # members are listed whenever it is on (get_dqlite_info).
-    ha_enabled = data["addons"].get("ha-cluster") == "enabled"
+    # common/utils.py is_ha_enabled(): the ha-cluster addon, not whether 3 voters formed (its
+    # lock file is local: the last copy this node saw tells it); the members are listed
+    # whenever it is on (get_dqlite_info).
+    known = data or local_copy(state) or {"addons": {"ha-cluster": "enabled"}}
+    ha_enabled = known["addons"].get("ha-cluster") == "enabled"
     print(f"microk8s:\n  running: {ready}\nhigh-availability:\n  enabled: {ha_enabled}")
     if ha_enabled:
         print("  nodes:")
-        # get_dqlite_info: [] when the dqlite query failed its 10 tries (the fault).
-        for member in data["members"] if fault("status_dqlite_empty") is None else []:
+        # get_dqlite_info: [] when its dqlite query (answered by the leader) failed its 10 tries:
+        # no quorum, the fault, or a node whose own address the leader does not list.
+        members = (data or {}).get("members", [])
+        if not any(m["address"] == f"127.0.0.1:{DQLITE_PORT}" or host_of(m) in own_hosts() for m in members):
+            members = []
+        for member in members if fault("status_dqlite_empty") is None else []:
             print(f"    - address: {member['address']}\n      role: {member['role']}")
     if not ready:
-        # Restarting after a refresh: print_yaml(isReady=False), then status.py exits 1.
+        # Restarting after a refresh, or no quorum: print_yaml(isReady=False), then status.py exits 1.
         print(f"  message: {NOT_RUNNING}")
         return 1
     print("addons:")
@@ -519,7 +877,11 @@ def addon(state: dict, command: str, args: list[str]) -> int:
     if is_worker():
         print(WORKER_LOCKED)
         return 1
-    data = cluster(state)
+    data = read_db(state)
+    if data is None:
+        # enable.py's kubectl calls get the API server's 504.
+        print(f"Error from server (Timeout): {TIMED_OUT}", file=sys.stderr)
+        return 1
     for spec in args:
         name = spec.split(":", 1)[0]
         if name not in data["addons"]:
@@ -527,7 +889,9 @@ def addon(state: dict, command: str, args: list[str]) -> int:
             return 1
         data["addons"][name] = "enabled" if command == "enable" else "disabled"
         print(f"Addon {name} is {'enabled' if command == 'enable' else 'disabled'}")
-    update(state, data)
+    if not update(state, data):
+        print(f"Error from server (Timeout): {TIMED_OUT}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -605,9 +969,12 @@ def join(state: dict, args: list[str]) -> int:
     if status_code != 200:
         print(f"Connection failed. {answer.get('error')} ({status_code}).")
         return 6
-    state.update(agent=address, cluster_id=answer.get("cluster"))
-    # A join resets the node to the cluster's: its own database and addons are gone.
+    state.update(agent=address, cluster_id=answer.get("cluster"), peers=[address])
+    # A join resets the node to the cluster's: its own database and addons are gone; a voter
+    # or stand-by gets the cluster's copy (the leader's replication), a spare or worker none.
     CLUSTER.unlink(missing_ok=True)
+    if answer.get("copy"):
+        write(CLUSTER, answer["copy"])
     if worker:
         # join_dqlite_worker_node: store_remote_ca; the worker's own ca.crt stays.
         REMOTE_CA.write_text(answer["ca"])
@@ -620,6 +987,10 @@ def join(state: dict, args: list[str]) -> int:
         print("    /var/snap/microk8s/current/args/apiserver-proxy")
         print("and replace the API server endpoints with the one provided by the loadbalancer in:")
         print("    /var/snap/microk8s/current/args/traefik/provider.yaml\n")
+    elif answer.get("stalled"):
+        # update_dqlite without a quorum: its ten `dqlite .cluster` tries fail (".." each), then
+        # print(" "); join.py carries on and exits 0, the node not a member.
+        print("Waiting for this node to finish joining the cluster. " + ".. " * 10 + " ")
     else:
         # join_dqlite_master_node: store_cert ca.crt and ca.key; the apiservice-kicker's
         # ensure_server_ca then finds server.crt not issued by that CA and issues a new one.
@@ -637,9 +1008,13 @@ def join(state: dict, args: list[str]) -> int:
 def leave(state: dict) -> int:
     worker = is_worker()
     if not worker:
-        data = cluster(state)
-        own = {f"{address}:{DQLITE_PORT}" for address in addresses()} | {f"127.0.0.1:{DQLITE_PORT}"}
-        others = [m for m in data["members"] if m["address"] not in own]
+        data = read_db(state)
+        if data is None:
+            # is_leader_without_successor's `dqlite .cluster` needs the leader: check_output raises.
+            return dqlite_traceback()
+        # 127.0.0.1 is this node only while dqlite was never moved off it (alone); in a formed
+        # cluster it is another member's address (the tests' nodes share the loopback network).
+        others = [m for m in alone(data, SELF)["members"] if host_of(m) not in own_hosts()]
         if not any(m["role"] == "voter" for m in others):
             # leave.py is_leader_without_successor: the only copy of the database.
             print("This node currently holds the only copy of the Kubernetes database so it cannot leave the cluster.")
@@ -653,8 +1028,9 @@ def leave(state: dict) -> int:
         # reset_current_dqlite_worker_installation: os.remove(ca_cert_file), the ca.remote.crt.
         REMOTE_CA.unlink(missing_ok=True)
     # reinit_cluster: new dqlite cluster certificates (ca.crt stays), a cluster of its own.
-    state.update(agent=None, cluster_id=secrets.token_hex(8))
+    state.update(agent=None, cluster_id=secrets.token_hex(8), peers=[])
     WORKER_LOCK.unlink(missing_ok=True)
+    start_own_cluster(state)
     write(NODE, state)
     print("Generating new cluster certificates.\nWaiting for node to start.  ")
     return 0
@@ -665,7 +1041,15 @@ def remove_node(state: dict, args: list[str]) -> int:
         print(WORKER_LOCKED)
         return 1
     target, force = args[0], "--force" in args
-    data = cluster(state)
+    data = read_db(state)
+    if data is None:
+        # kubectl get no fails (CalledProcessError): "does not exist in Kubernetes"; with --force
+        # get_dqlite_endpoints' dqlite query then fails too.
+        print(f"Node {target} does not exist in Kubernetes.")
+        if force:
+            print(f"Attempting to remove {target} from dqlite.")
+            return dqlite_traceback()
+        return 1
     found = next((n for n in data["nodes"] if target in (n["name"], n["address"])), None)
     address = found["address"] if found else target
     member = f"{address}:{DQLITE_PORT}"
@@ -676,16 +1060,44 @@ def remove_node(state: dict, args: list[str]) -> int:
             "Please, run first 'microk8s leave' on the departing node."
         )
         return 1
+    voter = any(m["address"] == member and m["role"] == VOTER for m in data["members"])
+    healthy_voter = force and voter and node_ready(state, health(address))
     if force:
         data["members"] = [m for m in data["members"] if m["address"] != member]
     data["nodes"] = [n for n in data["nodes"] if n is not found]
-    update(state, data)
+    if not update(state, data):
+        return dqlite_traceback()
+    if healthy_voter:
+        # remove_node.py refuses nothing here (--force drops any member), so the fake does not
+        # either: it records the removal of a voter still Ready, which a test asserts never happens.
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        with VOTER_REMOVALS.open("a") as log:
+            log.write(f"{stamp} a Ready voter removed: {target} ({member}); on {SELF}: {command_line()}\n")
     if not found:
         print(f"Node {target} does not exist in Kubernetes.")
         if force and in_dqlite:
             print(f"Attempting to remove {target} from dqlite.\nRemoving node entry found in dqlite.")
         return 1
     return 0
+
+
+def dqlite_traceback() -> int:
+    """leave.py / remove_node.py: `dqlite .cluster` fails without a leader, and check_output raises."""
+    print("Traceback (most recent call last):", file=sys.stderr)
+    print(
+        "subprocess.CalledProcessError: Command '[...dqlite..., 'k8s', '.cluster']' returned non-zero exit status 1.",
+        file=sys.stderr,
+    )
+    return 1
+
+
+def api_unavailable(args: list[str]) -> int:
+    """kubectl when the API server's datastore does not answer: a 504 from the API server."""
+    verb = args[0] if args and args[0] in ("get", "delete") else "patch"
+    names = operands(args[1:])
+    what = " ".join(["nodes", *names[1:]]) if verb == "get" else f"nodes {names[0] if names else ''}".strip()
+    print(f"Error from server (Timeout): {TIMED_OUT} ({verb} {what})", file=sys.stderr)
+    return 1
 
 
 def health(address: str) -> dict:
@@ -695,24 +1107,29 @@ def health(address: str) -> dict:
         return {}
 
 
-def kubectl_nodes(state: dict) -> int:
+def node_ready(state: dict, answer: dict) -> bool:
+    """A node's Ready condition from its agent's /health: running, not restarting, in this cluster."""
+    return (
+        answer.get("running") is True
+        and not answer.get("restarting")
+        and answer.get("cluster") is not None
+        and answer.get("cluster") == state["cluster_id"]
+    )
+
+
+def kubectl_nodes(state: dict, data: dict) -> int:
     items = []
-    for entry in cluster(state)["nodes"]:
+    for entry in data["nodes"]:
         answer = health(entry["address"])
-        ready = (
-            answer.get("running") is True
-            and not answer.get("restarting")
-            and answer.get("cluster") is not None
-            and answer.get("cluster") == state["cluster_id"]
-        )
+        is_ready = node_ready(state, answer)
         # The kubelet reports its version with its status; the last one reported stays otherwise.
-        kubelet_version = answer["version"] if ready else entry.get("version") or "1.28.15"
+        kubelet_version = answer["version"] if is_ready else entry.get("version") or "1.28.15"
         items.append({
             "metadata": {"name": entry["name"]},
             "spec": {"unschedulable": True} if entry.get("unschedulable") else {},
             "status": {
                 "addresses": [{"type": "InternalIP", "address": entry["address"]}],
-                "conditions": [{"type": "Ready", "status": "True" if ready else "Unknown"}],
+                "conditions": [{"type": "Ready", "status": "True" if is_ready else "Unknown"}],
                 "nodeInfo": {"kubeletVersion": f"v{kubelet_version}"},
             },
         })  # fmt: skip
@@ -727,14 +1144,13 @@ def calico_pod(name: str) -> str:
 
 def operands(args: list[str]) -> list[str]:
     """kubectl's arguments less its flags, and less the values of flags given apart (--timeout 5m)."""
-    valued = {"--timeout", "--grace-period", "--pod-selector", "--selector", "-l", "--chunk-size"}
+    valued = {"--timeout", "--grace-period", "--pod-selector", "--selector", "-l", "--chunk-size", "-o", "--output"}
     return [a for i, a in enumerate(args) if not a.startswith("-") and (i == 0 or args[i - 1] not in valued)]
 
 
-def kubectl_schedule(state: dict, verb: str, args: list[str]) -> int:
+def kubectl_schedule(state: dict, data: dict, verb: str, args: list[str]) -> int:
     """kubectl cordon / uncordon / drain <node> (drain.go RunCordonOrUncordon, RunDrain)."""
     names = operands(args)
-    data = cluster(state)
     found = next((n for n in data["nodes"] if names and n["name"] == names[0]), None)
     if found is None:
         print(f'Error from server (NotFound): nodes "{names[0] if names else ""}" not found', file=sys.stderr)
@@ -742,7 +1158,8 @@ def kubectl_schedule(state: dict, verb: str, args: list[str]) -> int:
     name, desired = found["name"], verb != "uncordon"
     already = bool(found.get("unschedulable")) == desired
     found["unschedulable"] = desired
-    update(state, data)
+    if not update(state, data):
+        return api_unavailable([verb, name])
     print(f"node/{name} {'already ' if already else ''}{'cordoned' if desired else 'uncordoned'}")
     if verb != "drain":
         return 0
@@ -768,12 +1185,15 @@ def kubectl(state: dict, args: list[str]) -> int:
     if restarting(state):
         print(API_DOWN, file=sys.stderr)
         return 1
+    if args[:2] != ["get", "nodes"] and args[:1] not in (["cordon"], ["uncordon"], ["drain"]):
+        print(f"fake microk8s: kubectl {' '.join(args)} is not reproduced", file=sys.stderr)
+        return 2
+    data = read_db(state)
+    if data is None:
+        return api_unavailable(args)
     if args[:2] == ["get", "nodes"]:
-        return kubectl_nodes(state)
-    if args[:1] in (["cordon"], ["uncordon"], ["drain"]):
-        return kubectl_schedule(state, args[0], args[1:])
-    print(f"fake microk8s: kubectl {' '.join(args)} is not reproduced", file=sys.stderr)
-    return 2
+        return kubectl_nodes(state, data)
+    return kubectl_schedule(state, data, args[0], args[1:])
 
 
 def refresh_certs(args: list[str]) -> int:
@@ -832,6 +1252,7 @@ def snap(args: list[str]) -> int:
             CA_KEY.write_text(pem("PRIVATE KEY", 1200))
             CA_CRT.write_text(pem("CERTIFICATE", 800))
         new_server_certificate()
+        start_own_cluster(state)
         write(NODE, state)
         start_agent()
         print(f"microk8s ({state['channel']}) v{version(state)} from Canonical✓ installed")
@@ -848,8 +1269,9 @@ def snap(args: list[str]) -> int:
         # The new revision's services start over: not ready for restart_seconds.
         state.update(channel=channel, restart_until=time.time() + float(read(FAULTS, {}).get("restart_seconds", 2)))
         write(NODE, state)
-        if state["running"]:
-            data = cluster(state)
+        data = read_db(state) if state["running"] else None
+        if data is not None:
+            # The kubelet's next status post carries the new version (when the API server can take it).
             for entry in data["nodes"]:
                 if entry["address"] in addresses() or entry["name"] == hostname():
                     entry["version"] = version(state)
@@ -858,6 +1280,21 @@ def snap(args: list[str]) -> int:
         return 0
     print(f"fake snap: unsupported {args}", file=sys.stderr)
     return 2
+
+
+def quorum_query(state: dict) -> int:
+    """
+    Not a microk8s command: the test's question "does this node's cluster have a quorum now?"
+    (the agent answers the same at POST /quorum). Prints {"quorum", "cluster", "voters",
+    "reachable", "index"} as JSON; exit 0 with a quorum, 1 without (the loss recorded in
+    fake/quorum.log like any other).
+    """
+    found = quorum(state)
+    print(json.dumps({k: found[k] for k in ("quorum", "cluster", "voters", "reachable", "index")}))
+    if not found["quorum"]:
+        record_lost(found, command_line())
+        return 1
+    return 0
 
 
 def main(argv: list[str]) -> int:
@@ -886,6 +1323,8 @@ def main(argv: list[str]) -> int:
         return 0
     if command == "refresh-certs":
         return refresh_certs(rest)
+    if command == "fake-quorum":
+        return quorum_query(state)
     if command == "kubectl":
         return kubectl(state, rest)
     if not state["running"]:
