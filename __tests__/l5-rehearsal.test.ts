@@ -24,7 +24,9 @@ const DOMAIN = "lab.example";
 const id = (host: string) => `${host}.${DOMAIN}`;
 const [BASTION, SALT, MASTER] = ["bastion", "salt", "k8s-master"].map(id);
 const workers = (n: number) => Array.from({ length: n - 1 }, (_, i) => id(`k8s-worker-${i}`));
-const STEPS = ["WaitForBastion", "WaitForSaltMaster", "SyncSaltTree", "AcceptMinionKeys", "Upgrade", "Orchestrate"];
+const STEPS = ["WaitForBastion", "WaitForSaltMaster", "SyncSaltTree", "AcceptMinionKeys", "Upgrade", "Orchestrate", "RebootForUpdates"];
+/** The chain's last line when it ran to the end and no node's updates need a reboot (the rehearsal's hosts have none). */
+const NO_REBOOT = "RebootForUpdates: reboot_for_updates: no Kubernetes node needs a reboot for its updates";
 /** The channel the rehearsal deploys, one minor below the default it rolls to on 5 nodes. */
 const FIRST_CHANNEL = "1.34/stable";
 const NEXT_CHANNEL = "1.35/stable";
@@ -55,7 +57,7 @@ function outcome(result: RunResult): { status: number | null; stderr: string; la
   return { status: result.status, stderr: result.stderr, last: scriptLines(result.stdout).at(-1) };
 }
 
-const SUCCEEDED = { status: 0, stderr: "", last: expect.stringMatching(/^Orchestrate: orchestration orch\.deploy succeeded in \d+ s/) };
+const SUCCEEDED = { status: 0, stderr: "", last: NO_REBOOT };
 
 /** The steps that ran, in order of their first line. */
 function stepsRun(stdout: string): string[] {
@@ -166,7 +168,7 @@ const available = rehearsalAvailable();
       measured.hostMemoryMiB = await rehearsal.cloud.memoryMiB();
     }, 1_500_000);
 
-    it("boots every planned machine as a host, and runs the six steps in order", () => {
+    it("boots every planned machine as a host, and runs the seven steps in order", () => {
       expect(outcome(apply)).toEqual(SUCCEEDED);
       expect(rehearsal.cloud.hostNames()).toEqual([BASTION, MASTER, ...workers(3), SALT].sort());
       expect(stepsRun(apply.stdout)).toEqual(STEPS);
@@ -180,7 +182,7 @@ const available = rehearsalAvailable();
       const results = highstates(apply.stdout);
       expect(Object.keys(results).sort()).toEqual([BASTION, MASTER, ...workers(3), SALT].sort());
       for (const result of Object.values(results)) expect(result.line).toMatch(/, 0 failed$/);
-      expect(scriptLines(apply.stdout).at(-1)).toMatch(/^Orchestrate: orchestration orch\.deploy succeeded in \d+ s/);
+      expect(scriptLines(apply.stdout).at(-2)).toMatch(/^Orchestrate: orchestration orch\.deploy succeeded in \d+ s/);
     });
 
     it("restarts the Salt master with the configuration it wrote: the reactor of the join protocol runs", async () => {
@@ -267,6 +269,13 @@ const available = rehearsalAvailable();
         `salt-key --gen-keys=${STRANGER} --gen-keys-dir=/tmp && cp /tmp/${STRANGER}.pub /etc/salt/pki/master/minions_pre/${STRANGER}`,
       );
       if (stranger.status !== 0) throw new Error(`the stranger's key: ${stranger.stderr}`);
+      // A kernel update on a worker asks for a reboot, as Ubuntu's notify-reboot-required does.
+      const flagged = await rehearsal.cloud
+        .host(id("k8s-worker-1"))
+        .exec(
+          "printf '*** System restart required ***\\n' > /run/reboot-required && echo linux-image-6.8.0-51-generic > /run/reboot-required.pkgs",
+        );
+      if (flagged.status !== 0) throw new Error(`/run/reboot-required: ${flagged.stderr}`);
       const tofu = await workspace({}, editedSaltTree("# edited by the rehearsal"));
       apply = await tofu(["apply", "-auto-approve", "-input=false"]);
       measured.secondRun = highstates(apply.stdout);
@@ -274,12 +283,16 @@ const available = rehearsalAvailable();
 
     afterAll(async () => {
       await rehearsal.cloud.host(SALT).exec(`salt-key -y --delete=${STRANGER}`);
+      await rehearsal.cloud.host(id("k8s-worker-1")).exec("rm -f /run/reboot-required /run/reboot-required.pkgs");
     });
 
-    it("re-runs only the sync, the keys, the (empty) roll and the orchestration", () => {
-      expect(outcome(apply)).toEqual(SUCCEEDED);
-      expect(apply.stdout).toContain("Apply complete! Resources: 4 added, 0 changed, 4 destroyed.");
-      expect(stepsRun(apply.stdout)).toEqual(["SyncSaltTree", "AcceptMinionKeys", "Upgrade", "Orchestrate"]);
+    it("re-runs only the sync, the keys, the (empty) roll, the orchestration and the reboot step", () => {
+      expect(outcome(apply)).toEqual({
+        ...SUCCEEDED,
+        last: `RebootForUpdates: reboot_for_updates is off: 1 of 3 Kubernetes nodes need a reboot for their updates: ${id("k8s-worker-1")}; set it to true to roll them`,
+      });
+      expect(apply.stdout).toContain("Apply complete! Resources: 5 added, 0 changed, 5 destroyed.");
+      expect(stepsRun(apply.stdout)).toEqual(["SyncSaltTree", "AcceptMinionKeys", "Upgrade", "Orchestrate", "RebootForUpdates"]);
       expect(scriptLines(apply.stdout)).toContain(
         `Upgrade: microk8s_channel ${FIRST_CHANNEL}: all 3 nodes in the cluster run 1.34; nothing to roll`,
       );
