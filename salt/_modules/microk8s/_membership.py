@@ -206,6 +206,14 @@ def node_at(salt: dict, address: str) -> dict | None:
     return node_of(nodes(salt), ids[0] if ids else None, address)
 
 
+def known_node_at(salt: dict, address: str) -> dict:
+    """``node_at``, for the rolls: a node Kubernetes does not know is an error naming the address."""
+    node = node_at(salt, address)
+    if node is None:
+        raise CommandExecutionError(f"Kubernetes has no node at {address}")
+    return node
+
+
 class MembersUnknown(CommandExecutionError):
     """dqlite did not say who its members are: no conclusion about membership may be drawn."""
 

@@ -45,19 +45,12 @@ def _record(opts: dict, name: str, boot_id: str) -> None:
     os.replace(f"{path}.new", path)
 
 
-def _node(salt: dict, address: str) -> dict:
-    node = _membership.node_at(salt, address)
-    if node is None:
-        raise CommandExecutionError(f"Kubernetes has no node at {address}")
-    return node
-
-
 def drain(salt: dict, opts: dict, address: str, timeout: int) -> dict:
     """
     Notes the boot id of the node at ``address``, then cordons and drains it (``_scale.drain``:
     kubectl gives up after ``timeout`` seconds, naming the node): ``{"node", "boot_id"}``.
     """
-    node = _node(salt, address)
+    node = _membership.known_node_at(salt, address)
     if not node["boot_id"]:
         raise CommandExecutionError(f"{node['name']} reports no boot id: nothing would tell when it has rebooted")
     _record(opts, node["name"], node["boot_id"])
@@ -76,7 +69,7 @@ def wait(salt: dict, opts: dict, address: str, timeout: int, interval: float) ->
     last = "no reading"
     while True:
         try:
-            node = _node(salt, address)
+            node = _membership.known_node_at(salt, address)
         except CommandExecutionError as error:
             last = str(error)
         else:

@@ -132,20 +132,13 @@ def release_check(salt: dict, channel: str) -> dict:
     return result
 
 
-def _node(salt: dict, address: str) -> dict:
-    node = _membership.node_at(salt, address)
-    if node is None:
-        raise CommandExecutionError(f"Kubernetes has no node at {address}")
-    return node
-
-
 def drain(salt: dict, address: str, channel: str, timeout: int) -> dict:
     """
     Cordons and drains the node at ``address`` unless it already runs ``channel``'s minor:
     ``{"node", "drained"}``; ``_scale.drain`` says how, and kubectl gives up after ``timeout``
     seconds with an error naming the node.
     """
-    node = _node(salt, address)
+    node = _membership.known_node_at(salt, address)
     if version_minor(node["version"]) == channel_minor(channel):
         return {"node": node["name"], "drained": False}
     _scale.drain(salt, node["name"], timeout)
@@ -153,7 +146,7 @@ def drain(salt: dict, address: str, channel: str, timeout: int) -> dict:
 
 
 def uncordon(salt: dict, address: str) -> str:
-    node = _node(salt, address)
+    node = _membership.known_node_at(salt, address)
     _cli.run(salt, "kubectl", "uncordon", node["name"])
     return node["name"]
 
@@ -169,7 +162,7 @@ def wait_node(salt: dict, address: str, channel: str, timeout: int, interval: fl
     last = "no reading"
     while True:
         try:
-            node = _node(salt, address)
+            node = _membership.known_node_at(salt, address)
         except CommandExecutionError as error:
             last = str(error)
         else:
