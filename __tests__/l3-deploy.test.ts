@@ -54,9 +54,9 @@ function byName(resources: any[], type: string, name: string): any {
 function expectedResources(nodes: number, provisioners = false): Record<string, number> {
   const workers = nodes - 1;
   return {
-    // six chain steps, and one membership record per worker; the parameters' preconditions and
+    // seven chain steps, and one membership record per worker; the parameters' preconditions and
     // the control plane's floor
-    ...(provisioners ? { null_resource: 6 } : {}),
+    ...(provisioners ? { null_resource: 7 } : {}),
     terraform_data: 2 + (provisioners ? workers : 0),
     openstack_networking_network_v2: 2,
     openstack_networking_subnet_v2: 2,
