@@ -1226,7 +1226,7 @@ def test_the_dual_homed_master_is_known_by_its_host_name_where_its_private_addre
 
 def test_one_node_is_drained_refreshed_waited_for_and_uncordoned(microk8s, tmp_path, monkeypatch):
     cluster = joined_cluster(microk8s, tmp_path)
-    monkeypatch.setattr(importlib.import_module("microk8s._upgrade").time, "sleep", lambda _s: None)
+    monkeypatch.setattr(importlib.import_module("microk8s._scale").time, "sleep", lambda _s: None)
     master = cluster.as_master()
     assert master.drain_node("10.1.0.101", "1.29/stable", 60) == {"node": "k8s-worker-1", "drained": True}
     assert [n["unschedulable"] for n in master.nodes() if n["address"] == "10.1.0.101"] == [True]
@@ -1273,7 +1273,7 @@ def test_new_nodes_join_only_a_cluster_that_runs_the_channels_release(microk8s, 
 
 def test_a_rebooted_node_counts_as_back_only_when_ready_with_a_new_boot_id(microk8s, tmp_path, monkeypatch):
     cluster = joined_cluster(microk8s, tmp_path)
-    monkeypatch.setattr(importlib.import_module("microk8s._reboot").time, "sleep", lambda _s: None)
+    monkeypatch.setattr(importlib.import_module("microk8s._scale").time, "sleep", lambda _s: None)
     master = cluster.as_master()
     booted = cluster.worker.state()["boot_id"]
     assert master.drain_for_reboot("10.1.0.101", 60) == {"node": "k8s-worker-1", "boot_id": booted}

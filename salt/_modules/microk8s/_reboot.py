@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 
 from salt.exceptions import CommandExecutionError
 
@@ -65,26 +64,16 @@ def wait(salt: dict, opts: dict, address: str, timeout: int, interval: float) ->
     node is the one it ran on), so failed readings are read again; after ``timeout`` seconds the
     error names the node and its last state.
     """
-    deadline = time.monotonic() + int(timeout)
-    last = "no reading"
-    while True:
-        try:
-            node = _membership.known_node_at(salt, address)
-        except CommandExecutionError as error:
-            last = str(error)
-        else:
-            before = _recorded(opts).get(node["name"])
-            if before is None:
-                raise CommandExecutionError(
-                    f"no boot id was noted for {node['name']}: "
-                    "drain it for the reboot first (microk8s.drain_for_reboot)"
-                )
-            if node["ready"] and node["boot_id"] and node["boot_id"] != before:
-                return {"node": node["name"], "boot_id": node["boot_id"]}
-            booted = "has not rebooted" if node["boot_id"] == before else "rebooted"
-            last = f"{node['name']} {booted}, {'Ready' if node['ready'] else 'not Ready'}"
-        if time.monotonic() >= deadline:
+
+    def reading(node: dict) -> tuple[dict | None, str | None]:
+        before = _recorded(opts).get(node["name"])
+        if before is None:
             raise CommandExecutionError(
-                f"the node at {address} is not back from its reboot after {timeout} s; last: {last}"
+                f"no boot id was noted for {node['name']}: drain it for the reboot first (microk8s.drain_for_reboot)"
             )
-        time.sleep(interval)
+        if node["ready"] and node["boot_id"] and node["boot_id"] != before:
+            return {"node": node["name"], "boot_id": node["boot_id"]}, None
+        booted = "has not rebooted" if node["boot_id"] == before else "rebooted"
+        return None, f"{node['name']} {booted}, {'Ready' if node['ready'] else 'not Ready'}"
+
+    return _scale.wait_node(salt, address, timeout, interval, reading, "not back from its reboot")

@@ -84,3 +84,27 @@ def vacate(salt: dict, address: str, timeout: int) -> dict:
         seconds = round(time.monotonic() - started)
         return {**result, "outcome": "gave-up", "seconds": seconds, "reason": _cli.summary(error.output)}
     return {**result, "outcome": "drained", "seconds": round(time.monotonic() - started)}
+
+
+def wait_node(salt: dict, address: str, timeout: int, interval: float, reading, waiting: str) -> dict:
+    """
+    Reads the node at ``address`` every ``interval`` seconds until ``reading(node)`` returns
+    ``(result, None)``; it returns ``(None, last)`` while the node is not back, ``last`` saying
+    how it stands. The API server restarts or is away when its own node does, so failed readings
+    are read again. After ``timeout`` seconds: an error naming the address, what it is
+    (``waiting``, e.g. "not Ready at 1.35") and its last reading.
+    """
+    deadline = time.monotonic() + int(timeout)
+    last = "no reading"
+    while True:
+        try:
+            node = _membership.known_node_at(salt, address)
+        except CommandExecutionError as error:
+            last = str(error)
+        else:
+            result, last = reading(node)
+            if result is not None:
+                return result
+        if time.monotonic() >= deadline:
+            raise CommandExecutionError(f"the node at {address} is {waiting} after {timeout} s; last: {last}")
+        time.sleep(interval)

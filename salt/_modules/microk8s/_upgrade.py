@@ -13,7 +13,6 @@ or goes back is refused before anything is touched.
 from __future__ import annotations
 
 import re
-import time
 
 from salt.exceptions import CommandExecutionError
 
@@ -158,19 +157,10 @@ def wait_node(salt: dict, address: str, channel: str, timeout: int, interval: fl
     after ``timeout`` seconds the error names the node and its last state.
     """
     target = channel_minor(channel)
-    deadline = time.monotonic() + int(timeout)
-    last = "no reading"
-    while True:
-        try:
-            node = _membership.known_node_at(salt, address)
-        except CommandExecutionError as error:
-            last = str(error)
-        else:
-            if node["ready"] and version_minor(node["version"]) == target:
-                return {"node": node["name"], "version": node["version"]}
-            last = f"{node['name']} {'Ready' if node['ready'] else 'not Ready'} at {node['version']}"
-        if time.monotonic() >= deadline:
-            raise CommandExecutionError(
-                f"the node at {address} is not Ready at 1.{target} after {timeout} s; last: {last}"
-            )
-        time.sleep(interval)
+
+    def reading(node: dict) -> tuple[dict | None, str | None]:
+        if node["ready"] and version_minor(node["version"]) == target:
+            return {"node": node["name"], "version": node["version"]}, None
+        return None, f"{node['name']} {'Ready' if node['ready'] else 'not Ready'} at {node['version']}"
+
+    return _scale.wait_node(salt, address, timeout, interval, reading, f"not Ready at 1.{target}")
