@@ -1,7 +1,7 @@
 import { Testing } from "cdktf";
 import { CROSS_RULES, DOMAIN_MAX, VARIABLE_NAMES, VARIABLES, VariableSpec } from "../config/parameters";
 import { PARAMETER_RULES_ID } from "../config/terraform-variables";
-import { LONGEST_HOST } from "../constructs/cluster-layout";
+import { LONGEST_HOST, POOL_NAME_MAX } from "../constructs/cluster-layout";
 import { buildStack, resourceById, synthStack } from "./support/synth";
 
 describe("KubeOnOsStack", () => {
@@ -50,7 +50,10 @@ describe("KubeOnOsStack", () => {
       expect(variable.type).toBe(spec.type);
       const rules = [...spec.rules, ...(CROSS_RULES[name] ?? []), ...(spec.planTimeRules ?? [])];
       const checks = [...(variable.validation ?? []), ...preconditions.filter((p) => p.error_message.startsWith(`${name} must be `))];
-      expect(checks.map((check) => check.error_message).sort()).toEqual(rules.map((rule) => `${name} must be ${rule.mustBe}.`).sort());
+      // A rule with a subject names the part of the value that breaks it, by an expression.
+      const message = (rule: (typeof rules)[number]) =>
+        `${"subject" in rule && rule.subject ? `\${${rule.subject.expression}}` : name} must be ${rule.mustBe}.`;
+      expect(checks.map((check) => check.error_message).sort()).toEqual(rules.map(message).sort());
       for (const check of checks) expect(check.condition).toMatch(/^\$\{.*\}$/s);
     }
   });
@@ -63,6 +66,8 @@ describe("KubeOnOsStack", () => {
       name
         .replace(/\$\{format\("%s[.]%s", "([a-z0-9-]+)", var[.]deploy_domain_name\)\}/g, (_, host: string) => `${host}.${domain}`)
         .replace("${element(local.kube_worker_fqdns, count.index)}", `${LONGEST_HOST}.${domain}`)
+        .replace("${each.value.fqdn}", `${LONGEST_HOST}.${domain}`)
+        .replace("${each.key}", "p".repeat(POOL_NAME_MAX))
         .replace('${replace(var.deploy_domain_name, ".", "_")}', domain)
         .replace("${var.deploy_domain_name}", domain);
     const names = Object.values(json.resource).flatMap((resources) =>
@@ -114,7 +119,10 @@ describe("KubeOnOsStack", () => {
     expect(json.locals.base_image_is_id).toBe(
       '${can(regex("^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", var.base_image))}',
     );
-    const instances = Object.values(json.resource.openstack_compute_instance_v2);
+    // The pools' workers take base_image too unless their pool names another (constructs/worker-pools.ts).
+    const instances = Object.entries(json.resource.openstack_compute_instance_v2)
+      .filter(([address]) => !address.startsWith("WorkerPools_"))
+      .map(([, instance]) => instance);
     expect(instances).toHaveLength(4);
     for (const instance of instances) {
       expect(instance.image_id).toBe("${local.base_image_is_id ? var.base_image : one(data.openstack_images_image_v2.BaseImage[*].id)}");
@@ -200,10 +208,12 @@ const ADDRESSES = [
   "data.openstack_blockstorage_quotaset_v3.Quotas_BlockStorage_71E29EE3",
   "data.openstack_compute_flavor_v2.Quotas_BastionFlavor_DD0482BC",
   "data.openstack_compute_flavor_v2.Quotas_KubeNodeFlavor_EBC4EC2D",
+  "data.openstack_compute_flavor_v2.Quotas_PoolFlavors_13D0BAAA",
   "data.openstack_compute_flavor_v2.Quotas_SaltMasterFlavor_6E037E8A",
   "data.openstack_compute_quotaset_v2.Quotas_Compute_EAC7774A",
   "data.openstack_identity_auth_scope_v3.Quotas_Scope_2C9E6C9C",
   "data.openstack_images_image_v2.BaseImage",
+  "data.openstack_images_image_v2.WorkerPools_Images_864D13A7",
   "data.openstack_networking_network_v2.Network_ExternalNetwork_2FE1A5D2",
   "data.openstack_networking_quota_v2.Quotas_Network_ED06D85E",
   "null_resource.SaltProvisioner_AcceptMinionKeys_D0003BB4",
@@ -218,8 +228,10 @@ const ADDRESSES = [
   "openstack_compute_instance_v2.KubeNodes_Master_97D1ACE4",
   "openstack_compute_instance_v2.KubeNodes_Worker_C67D357D",
   "openstack_compute_instance_v2.SaltMaster_Instance_6E8AABC5",
+  "openstack_compute_instance_v2.WorkerPools_Worker_3ABAD5E8",
   "openstack_compute_keypair_v2.DeployKeypair",
   "openstack_compute_servergroup_v2.KubeNodes_ServerGroup_8FFC6899",
+  "openstack_compute_servergroup_v2.WorkerPools_ServerGroup_4748A170",
   "openstack_compute_volume_attach_v2.SaltMaster_VolumeAttachment_EB429AB7",
   "openstack_networking_floatingip_associate_v2.Bastion_FloatingIpAssociation_26B29183",
   "openstack_networking_floatingip_associate_v2.KubeNodes_MasterFloatingIpAssociation_2C4B22FE",
@@ -233,6 +245,7 @@ const ADDRESSES = [
   "openstack_networking_port_v2.KubeNodes_MasterPublicPort_A6B6EB02",
   "openstack_networking_port_v2.KubeNodes_WorkerPort_64251A27",
   "openstack_networking_port_v2.SaltMaster_Port_E3A9FF6C",
+  "openstack_networking_port_v2.WorkerPools_Port_91649301",
   "openstack_networking_router_interface_v2.Network_PublicRouterInterface_C5176AB2",
   "openstack_networking_router_v2.Network_Router_B43C5A1B",
   "openstack_networking_secgroup_rule_v2.Network_BastionSshRule_B1994367",
@@ -250,6 +263,7 @@ const ADDRESSES = [
   "terraform_data.ControlPlaneFloor",
   "terraform_data.ParameterRules",
   "terraform_data.SaltProvisioner_NodeMembership_FE0F49D1",
+  "terraform_data.SaltProvisioner_PoolNodeMembership_3B79CA21",
 ];
 
 describe("resource addresses", () => {

@@ -1,6 +1,7 @@
 import { parse as parseHcl } from "@cdktf/hcl2json";
 import { ConfigError } from "./config-error";
 import { withForwardedTfVars } from "./forward";
+import { convertNodePools, NODE_POOLS_TYPE } from "./node-pools";
 import { CROSS_RULES, KubeOnOsConfig, TypeConstraint, VARIABLE_NAMES, VariableName, VARIABLES, VariableSpec } from "./parameters";
 import { parseTerraformNumber } from "./terraform-number";
 
@@ -76,15 +77,13 @@ function isComplex(type: TypeConstraint): type is ComplexType {
 
 const isStringList = (value: unknown) => Array.isArray(value) && value.every((s) => typeof s === "string");
 
+const isStringMap = (value: unknown) =>
+  typeof value === "object" && value !== null && !Array.isArray(value) && Object.values(value).every((v) => typeof v === "string");
+
 /** Why a parsed TF_VAR_ value does not have the shape of its (complex) type, if it does not. */
 const SHAPE_ERRORS: { readonly [C in ComplexType]: (value: unknown) => string | undefined } = {
   "list(string)": (value) => (isStringList(value) ? undefined : "must be a list of strings"),
-  // ssh_host_keys is the only map, hence its example.
-  "map(string)": (value) => {
-    const isStringMap =
-      typeof value === "object" && value !== null && !Array.isArray(value) && Object.values(value).every((v) => typeof v === "string");
-    return isStringMap ? undefined : 'must be a map of strings, such as { bastion = "ssh-ed25519 AAAA..." }';
-  },
+  "map(string)": (value) => (isStringMap(value) ? undefined : 'must be a map of strings, such as { key = "value" }'),
   "list(object({ username = string, ssh_public_key = string }))": (value) => {
     if (!Array.isArray(value)) return "must be a list of objects { username = string, ssh_public_key = string }";
     for (const [i, u] of value.entries()) {
@@ -98,6 +97,10 @@ const SHAPE_ERRORS: { readonly [C in ComplexType]: (value: unknown) => string | 
     }
     return undefined;
   },
+  [NODE_POOLS_TYPE]: (value) => {
+    const converted = convertNodePools(value);
+    return "error" in converted ? converted.error : undefined;
+  },
 };
 
 /** A bool or number where Terraform wants a string, converted as go-cty converts it; anything else as it is. */
@@ -107,19 +110,34 @@ function asString(value: unknown): unknown {
 
 /**
  * A parsed value converted to its type the way Terraform converts a TF_VAR_ value: an object
- * loses the attributes its type does not have, and an attribute's bool or number becomes a string.
+ * loses the attributes its type does not have, a bool or number where a string belongs becomes
+ * its text, and node_pools' optional attributes take their defaults. A value that cannot be
+ * converted stays as it is, for SHAPE_ERRORS to say why.
  */
 function conformed(type: ComplexType, value: unknown): unknown {
-  if (type !== "list(object({ username = string, ssh_public_key = string }))" || !Array.isArray(value)) return value;
-  return value.map((u) =>
-    typeof u === "object" && u !== null && !Array.isArray(u)
-      ? Object.fromEntries(
-          Object.entries(u)
-            .filter(([key]) => key === "username" || key === "ssh_public_key")
-            .map(([key, attribute]) => [key, asString(attribute)]),
-        )
-      : u,
-  );
+  switch (type) {
+    case "list(string)":
+      return Array.isArray(value) ? value.map(asString) : value;
+    case "map(string)":
+      return typeof value === "object" && value !== null && !Array.isArray(value)
+        ? Object.fromEntries(Object.entries(value).map(([key, item]) => [key, asString(item)]))
+        : value;
+    case NODE_POOLS_TYPE: {
+      const converted = convertNodePools(value);
+      return "error" in converted ? value : converted.value;
+    }
+    default:
+      if (!Array.isArray(value)) return value;
+      return value.map((u) =>
+        typeof u === "object" && u !== null && !Array.isArray(u)
+          ? Object.fromEntries(
+              Object.entries(u)
+                .filter(([key]) => key === "username" || key === "ssh_public_key")
+                .map(([key, attribute]) => [key, asString(attribute)]),
+            )
+          : u,
+      );
+  }
 }
 
 /** Converts a TF_VAR_ string the way Terraform does for the variable's type. */
@@ -168,7 +186,7 @@ function checkRules(name: VariableName, spec: VariableSpec<unknown>, value: unkn
     if (why) throw new ConfigError(`Invalid ${what}: ${why}.`);
   }
   for (const rule of spec.rules) {
-    if (!rule.test(value)) throw new ConfigError(`Invalid ${what}: ${name} must be ${rule.mustBe}.`);
+    if (!rule.test(value)) throw new ConfigError(`Invalid ${what}: ${rule.subject?.of(value) ?? name} must be ${rule.mustBe}.`);
   }
 }
 

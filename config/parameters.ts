@@ -3,6 +3,7 @@ import { HOSTS, LONGEST_HOST, LONGEST_NAME_SUFFIX, MAX_WORKERS } from "../constr
 import {
   all,
   allowing,
+  Check,
   attribute,
   characters,
   CrossRule,
@@ -28,7 +29,27 @@ import {
   SSH_PUBLIC_KEY,
   TRIMMED,
   wholeNumber,
+  eachEntry,
+  onKey,
+  onValue,
 } from "./rules";
+import {
+  BOOT_VOLUME_SIZE,
+  BOOT_VOLUME_SIZE_MUST_BE,
+  LABELS,
+  LABELS_MUST_BE,
+  MAX_POOL_NODES,
+  NODE_POOLS_TYPE,
+  NodePools,
+  POOL_NAME,
+  POOL_NAME_MUST_BE,
+  TAINTS,
+  TAINTS_MUST_BE,
+  VOLUME_TYPE,
+  VOLUME_TYPE_MUST_BE,
+  ZONES,
+  ZONES_MUST_BE,
+} from "./node-pools";
 
 /**
  * The deployment parameters. Each one is a Terraform variable of the same name (so `TF_VAR_x`
@@ -50,6 +71,7 @@ export interface TerraformTypes {
   "list(string)": string[];
   "map(string)": Record<string, string>;
   "list(object({ username = string, ssh_public_key = string }))": UserAccount[];
+  [NODE_POOLS_TYPE]: NodePools;
 }
 
 export type TypeConstraint = keyof TerraformTypes;
@@ -119,6 +141,9 @@ export const RESERVED_ACCOUNTS = [
 
 /** A person's account: a Linux user name that is no system account. */
 const PERSON_NAME = all(LINUX_USERNAME, ...RESERVED_ACCOUNTS.map((name) => isNot(name)));
+
+/** Addresses of the private DHCP range kept for what is not a pool worker: Neutron's DHCP ports, load balancers' VIPs. */
+export const DHCP_RESERVE = 16;
 
 /** The most Kubernetes nodes: the master and as many workers as the layout can name. */
 export const MAX_KUBE_NODES = 1 + MAX_WORKERS;
@@ -193,6 +218,12 @@ function cidrList(name: string, minItems: number): Rule<string[]> {
   );
 }
 
+/** A boot volume type only with a boot volume. */
+const BOOT_VOLUME_TYPE_WITH_SIZE: Check<{ readonly boot_volume_type: string; readonly boot_volume_size: number }> = {
+  test: (pool) => pool.boot_volume_type === "" || pool.boot_volume_size > 0,
+  condition: (ref) => `${ref}.boot_volume_type == "" || ${ref}.boot_volume_size > 0`,
+};
+
 export const VARIABLES = {
   num_kube_nodes: {
     type: "number",
@@ -212,6 +243,61 @@ export const VARIABLES = {
     default: "m1.large",
     rules: [nonEmptyString("kube_node_flavor")],
   } satisfies VariableSpec<string>,
+  kube_node_availability_zones: {
+    type: "list(string)",
+    description:
+      "Availability zones the default pool's nodes are spread over, round-robin from the master (so the 3 control-plane nodes take 3 zones). Empty: the cloud's default zone. A node's zone is fixed at creation: a changed list replaces the nodes whose zone changes.",
+    default: [],
+    rules: [rule("kube_node_availability_zones", ZONES, ZONES_MUST_BE)],
+  } satisfies VariableSpec<string[]>,
+  kube_node_boot_volume_size: {
+    type: "number",
+    description:
+      "Size in GiB of a Cinder boot volume for each node of the default pool, made from the image and deleted with the node. 0 boots from the image on the hypervisor's disk (a flavor with no disk needs a volume).",
+    default: 0,
+    rules: [rule("kube_node_boot_volume_size", BOOT_VOLUME_SIZE, BOOT_VOLUME_SIZE_MUST_BE)],
+  } satisfies VariableSpec<number>,
+  kube_node_boot_volume_type: {
+    type: "string",
+    description: "Cinder volume type of the default pool's boot volumes. Empty: the cloud's default type.",
+    default: "",
+    rules: [rule("kube_node_boot_volume_type", VOLUME_TYPE, VOLUME_TYPE_MUST_BE)],
+  } satisfies VariableSpec<string>,
+  kube_node_labels: {
+    type: "map(string)",
+    description: `Kubernetes labels Salt gives every node of the default pool (besides ${"kube-on-os/pool"}=default), when it joins and at every orchestration.`,
+    default: {},
+    rules: [rule("kube_node_labels", LABELS, LABELS_MUST_BE)],
+  } satisfies VariableSpec<Record<string, string>>,
+  kube_node_taints: {
+    type: "list(string)",
+    description: "Kubernetes taints Salt gives every node of the default pool (key=value:Effect or key:Effect). The control plane is in this pool: a NoSchedule taint keeps workloads off it.",
+    default: [],
+    rules: [rule("kube_node_taints", TAINTS, TAINTS_MUST_BE)],
+  } satisfies VariableSpec<string[]>,
+  node_pools: {
+    type: NODE_POOLS_TYPE,
+    description:
+      "Worker pools besides the default pool, by name: { <name> = { count, flavor, image, availability_zones, boot_volume_size, boot_volume_type, labels, taints } }. Only count is required; flavor and image default to kube_node_flavor and base_image, the others to the default pool's empty defaults. Pool workers are k8s-<name>-<n>.<domain>, on the private network only (addresses from its DHCP range), joined as Kubernetes workers.",
+    default: {},
+    rules: [
+      eachEntry("node_pools", "", onKey(POOL_NAME), POOL_NAME_MUST_BE),
+      eachEntry("node_pools", ".count", onValue(attribute("count", wholeNumber({ min: 0, max: MAX_POOL_NODES }))), `a whole number from 0 to ${MAX_POOL_NODES}`),
+      eachEntry("node_pools", ".flavor", onValue(attribute("flavor", allowing(null, all(NOT_BLANK, TRIMMED)))), "null (kube_node_flavor) or a flavor name without leading or trailing spaces"),
+      eachEntry("node_pools", ".image", onValue(attribute("image", allowing(null, IMAGE_NAME))), `null (base_image) or an image ID or name of 1 to ${IMAGE_NAME_MAX} characters without leading or trailing spaces`),
+      eachEntry("node_pools", ".availability_zones", onValue(attribute("availability_zones", ZONES)), ZONES_MUST_BE),
+      eachEntry("node_pools", ".boot_volume_size", onValue(attribute("boot_volume_size", BOOT_VOLUME_SIZE)), BOOT_VOLUME_SIZE_MUST_BE),
+      eachEntry("node_pools", ".boot_volume_type", onValue(attribute("boot_volume_type", VOLUME_TYPE)), VOLUME_TYPE_MUST_BE),
+      eachEntry(
+        "node_pools",
+        ".boot_volume_type",
+        onValue(BOOT_VOLUME_TYPE_WITH_SIZE),
+        "empty unless boot_volume_size is above 0 (a volume type needs a boot volume)",
+      ),
+      eachEntry("node_pools", ".labels", onValue(attribute("labels", LABELS)), LABELS_MUST_BE),
+      eachEntry("node_pools", ".taints", onValue(attribute("taints", TAINTS)), TAINTS_MUST_BE),
+    ],
+  } satisfies VariableSpec<NodePools>,
   external_network_name: {
     type: "string",
     description: "Name of the external (provider) network the router uplinks to and floating IPs come from.",
@@ -482,6 +568,31 @@ export const CROSS_RULES: { readonly [K in VariableName]?: readonly ConfigRule[]
       mustBe:
         `small enough that every worker's fixed address (private host numbers ${HOSTS.firstWorkerPrivate} and up) lies in the ` +
         "lower half of private_network_cidr, below the DHCP range: use a larger private network or fewer nodes",
+    },
+  ],
+  kube_node_boot_volume_type: [
+    {
+      test: (config) => config.kube_node_boot_volume_type === "" || config.kube_node_boot_volume_size > 0,
+      condition: 'var.kube_node_boot_volume_type == "" || var.kube_node_boot_volume_size > 0',
+      mustBe: "empty unless kube_node_boot_volume_size is above 0 (a volume type needs a boot volume)",
+    },
+  ],
+  node_pools: [
+    {
+      // Pool workers take DHCP addresses: the upper half of the private network, but its last address.
+      test: (config) => {
+        const privateNetwork = parseIpv4Network(config.private_network_cidr);
+        const counts = Object.values(config.node_pools).map((pool) => pool?.count);
+        if (typeof privateNetwork === "string" || counts.some((count) => typeof count !== "number")) return true;
+        const total = (counts as number[]).reduce((sum, count) => sum + count, 0);
+        return total + DHCP_RESERVE <= networkSize(privateNetwork) / 2 - 1;
+      },
+      condition:
+        `try(sum(concat([0], [for pool in values(var.node_pools) : pool.count])) + ${DHCP_RESERVE} <= ` +
+        'pow(2, 32 - tonumber(split("/", var.private_network_cidr)[1])) / 2 - 1, true)',
+      mustBe:
+        `small enough that its workers fit the DHCP range of private_network_cidr (its upper half, where they take their ` +
+        `addresses) with ${DHCP_RESERVE} addresses to spare: use a larger private network or fewer pool workers`,
     },
   ],
   users: [

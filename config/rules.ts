@@ -28,8 +28,18 @@ export interface Rule<T> {
   test(value: T): boolean;
   /** The check as a Terraform expression over `var.<name>`. */
   readonly condition: string;
-  /** Completes "<name> must be ...". */
+  /** Completes "<name> must be ...", or "<subject> must be ..." for a rule with a subject. */
   readonly mustBe: string;
+  /** The part of the value a message names instead of the variable: `node_pools["gpu"].count`. */
+  readonly subject?: Subject<T>;
+}
+
+/** What a failed rule names, worked out on each side from the value itself. */
+export interface Subject<T> {
+  /** At synth: the part of `value` that breaks the rule. */
+  of(value: T): string;
+  /** The same as a Terraform expression, for the validation's error_message. */
+  readonly expression: string;
 }
 
 /** A rule over a secret, which synth cannot check (it may be given at plan time only): Terraform alone does. */
@@ -212,6 +222,55 @@ export function attribute<K extends string, T>(name: K, check: Check<T>): Check<
   return { test: (object) => check.test(object[name]), condition: (ref) => check.condition(`${ref}.${name}`) };
 }
 
+/** A list without duplicates. */
+export const DISTINCT: Check<readonly string[]> = {
+  test: (list) => new Set(list).size === list.length,
+  condition: (ref) => `length(distinct(${ref})) == length(${ref})`,
+};
+
+/** A check on one entry of a map, by its key and value, each a Terraform reference. */
+export interface EntryCheck<T> {
+  test(key: string, value: T): boolean;
+  condition(key: string, value: string): string;
+}
+
+/** `check` on an entry's key. */
+export function onKey(check: Check<string>): EntryCheck<unknown> {
+  return { test: (key) => check.test(key), condition: (key) => check.condition(key) };
+}
+
+/** `check` on an entry's value. */
+export function onValue<T>(check: Check<T>): EntryCheck<T> {
+  return { test: (_key, value) => check.test(value), condition: (_key, value) => check.condition(value) };
+}
+
+/**
+ * A rule on every entry of the map variable `name` that names the first entry breaking it (in
+ * Terraform's order, the keys' lexical order): `<name>["<key>"]<part>`. Both sides count a check
+ * that cannot even be evaluated on an entry (a null where an object belongs) as broken: try() in
+ * Terraform, a caught exception here.
+ */
+export function eachEntry<T>(name: string, part: string, check: EntryCheck<T>, mustBe: string): Rule<Readonly<Record<string, T>>> {
+  const holds = (key: string, value: T) => {
+    try {
+      return check.test(key, value);
+    } catch {
+      return false;
+    }
+  };
+  const condition = `try(${check.condition("entry_key", "entry")}, false)`;
+  const firstBroken = (map: Readonly<Record<string, T>>) => Object.keys(map).sort().find((key) => !holds(key, map[key]));
+  return {
+    test: (map) => firstBroken(map) === undefined,
+    condition: `alltrue([for entry_key, entry in var.${name} : ${condition}])`,
+    mustBe,
+    subject: {
+      of: (map) => `${name}[${JSON.stringify(firstBroken(map) ?? "")}]${part}`,
+      expression: `format("${name}[%s]${part}", jsonencode(try([for entry_key, entry in var.${name} : entry_key if !(${condition})][0], "")))`,
+    },
+  };
+}
+
 /** No two objects of a list share a value of `name`; `element` names one in the Terraform `for`. */
 export function distinctBy<K extends string>(element: string, name: K): Check<readonly Readonly<Record<K, unknown>>[]> {
   return {
@@ -264,3 +323,38 @@ export function disjointFrom<N extends string>(name: N, others: readonly N[]): C
     mustBe: `a network that overlaps none of ${others.join(", ")}`,
   };
 }
+
+/** A DNS subdomain as Kubernetes reads one (apimachinery validation.IsDNS1123Subdomain), without its 253-character limit. */
+const K8S_SUBDOMAIN = "[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
+/** The name part of a qualified name (apimachinery validation.IsQualifiedName): 63 characters at most. */
+const K8S_NAME = "[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?";
+/** A label value (apimachinery validation.IsValidLabelValue): empty, or like a name. */
+const K8S_LABEL_VALUE = `(${K8S_NAME})?`;
+
+/** A qualified name `[prefix/]name`, whose prefix holds at most 253 characters. */
+function qualified(source: string): Check<string> {
+  const structure = pattern(source);
+  return {
+    test: (s) => structure.test(s) && s.split("/")[0].length <= 253,
+    condition: (ref) => `${structure.condition(ref)} && length(split("/", ${ref})[0]) <= 253`,
+  };
+}
+
+/** A Kubernetes label key (apimachinery validation.IsQualifiedName). */
+export const LABEL_KEY = qualified(`^(${K8S_SUBDOMAIN}/)?${K8S_NAME}$`);
+
+/** A Kubernetes label value. */
+export const LABEL_VALUE = pattern(`^${K8S_LABEL_VALUE}$`);
+
+/**
+ * A taint as kubectl writes one, `key=value:Effect` or `key:Effect` (kubectl's taint parsing,
+ * k8s.io/kubectl/pkg/cmd/taint/utils.go, parseTaint): a qualified key, a label value, and one of
+ * the effects Kubernetes knows.
+ */
+export const TAINT = qualified(`^(${K8S_SUBDOMAIN}/)?${K8S_NAME}(=${K8S_LABEL_VALUE})?:(NoSchedule|PreferNoSchedule|NoExecute)$`);
+
+/** Taints unique by key and effect, as the API server wants them (validateNodeTaints). */
+export const DISTINCT_TAINTS: Check<readonly string[]> = {
+  test: (list) => new Set(list.map((taint) => taint.replace(/=[^:]*/, ""))).size === list.length,
+  condition: (ref) => `length(distinct([for t in ${ref} : replace(t, "/=[^:]*/", "")])) == length(${ref})`,
+};

@@ -55,13 +55,16 @@ function declareVariable(
   const value = spec.sensitive ? undefined : config[name as keyof KubeOnOsConfig];
   const conditions = [...spec.rules, ...(CROSS_RULES[name] ?? []), ...(spec.planTimeRules ?? [])].map((rule) => ({
     condition: `\${${rule.condition}}`,
-    errorMessage: `${name} must be ${rule.mustBe}.`,
+    errorMessage: `${"subject" in rule && rule.subject ? `\${${rule.subject.expression}}` : name} must be ${rule.mustBe}.`,
   }));
   preconditions.push(...conditions.filter((rule) => readsConcealed(rule.condition)));
+  // Maps go in as an override: cdktf snake-cases every key of a `default` (a label key
+  // "kube-on-os/pool" would become "kube_on_os_pool", a pool "gpu-a" "gpu_a").
+  const map = typeof value === "object" && value !== null && !Array.isArray(value);
   const variable = new TerraformVariable(stack, name, {
     type: spec.type,
     description: spec.description,
-    default: value,
+    default: map ? undefined : value,
     nullable: value === undefined,
     sensitive: spec.sensitive || printedOnFailure(spec) || undefined,
     validation: conditions.filter((rule) => !readsConcealed(rule.condition)),
@@ -70,10 +73,20 @@ function declareVariable(
     // cdktf 0.21 predates ephemeral input variables; the override is the only way to declare one.
     variable.addOverride("ephemeral", true);
   }
+  if (map) {
+    variable.addOverride("default", withoutNulls(value));
+  }
   if (value === undefined) {
     // cdktf drops a null default, which would make the variable required; an explicit null
     // keeps it optional (root_password is only needed when set_root_password is true).
     variable.addOverride("default", null);
   }
   return variable;
+}
+
+/** `value` without its objects' null attributes: an optional attribute left out is null to Terraform anyway. */
+function withoutNulls(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withoutNulls);
+  if (typeof value !== "object" || value === null) return value;
+  return Object.fromEntries(Object.entries(value).flatMap(([key, item]) => (item === null ? [] : [[key, withoutNulls(item)]])));
 }

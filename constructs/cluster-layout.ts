@@ -1,4 +1,4 @@
-import { Fn, Op, TerraformLocal, TerraformStack, Token } from "cdktf";
+import { Fn, Lazy, Op, TerraformLocal, TerraformStack, Token } from "cdktf";
 import { Construct } from "constructs";
 
 /**
@@ -20,13 +20,21 @@ export const HOSTS = {
   firstWorkerPrivate: 100,
 } as const;
 
-/** Host names: the first label of each machine's FQDN. Worker n is `<worker>-<n>`. */
+/**
+ * Host names: the first label of each machine's FQDN. Worker n of the default pool is
+ * `<worker>-<n>`, worker n of pool p is `<poolWorker>-<p>-<n>`: every Kubernetes node's name starts
+ * with `k8s-`, which the Salt and pillar top files match.
+ */
 export const HOST_NAMES = {
   bastion: "bastion",
   saltMaster: "salt",
   kubeMaster: "k8s-master",
   worker: "k8s-worker",
+  poolWorker: "k8s",
 } as const;
+
+/** The longest pool name (config/node-pools.ts): `k8s-<pool>-<n>` is a host name. */
+export const POOL_NAME_MAX = 20;
 
 /**
  * The most workers the layout can name: their lists come from Terraform's range(), which stops
@@ -34,8 +42,10 @@ export const HOST_NAMES = {
  */
 export const MAX_WORKERS = 1024;
 
-/** The longest host name the layout gives: the last worker's. */
-export const LONGEST_HOST = `${HOST_NAMES.worker}-${MAX_WORKERS - 1}`;
+/** The longest host name the layout gives: the last worker's of a pool with the longest name. */
+export const LONGEST_HOST = [`${HOST_NAMES.worker}-${MAX_WORKERS - 1}`, `${HOST_NAMES.poolWorker}-${"p".repeat(POOL_NAME_MAX)}-${MAX_WORKERS - 1}`].reduce(
+  (longest, host) => (host.length > longest.length ? host : longest),
+);
 
 /**
  * The longest suffix a resource's name adds to a machine's FQDN (a port's `-private`); names built
@@ -61,8 +71,25 @@ export interface ClusterLayoutProps {
   readonly domain: string;
   readonly publicCidr: string;
   readonly privateCidr: string;
-  /** Kubernetes nodes including the master (a token keeps TF_VAR_num_kube_nodes working at plan time). */
+  /** Kubernetes nodes of the default pool, the master included (a token keeps TF_VAR_num_kube_nodes working at plan time). */
   readonly nodeCount: number;
+  /** Zones the default pool's nodes take round-robin, from the master. @default [] - the cloud's default */
+  readonly zones?: string[];
+  /**
+   * The node_pools variable: a map of pool name to an object with `count` and `availability_zones`.
+   * @default - no pool besides the default pool
+   */
+  readonly pools?: unknown;
+}
+
+/** A worker of a pool, as the layout names it (the `kube_pool_nodes` local's elements). */
+export interface PoolNodePlan {
+  readonly pool: string;
+  readonly index: number;
+  readonly host: string;
+  readonly fqdn: string;
+  /** Its availability zone, or null for the cloud's default. */
+  readonly zone: string;
 }
 
 export class ClusterLayout {
@@ -70,19 +97,29 @@ export class ClusterLayout {
   readonly bastion: Required<HostPlan>;
   readonly saltMaster: HostPlan;
   readonly kubeMaster: Required<HostPlan>;
-  /** Kubernetes nodes after the master. */
+  /** The master's availability zone: the first of the default pool's, or null. */
+  readonly kubeMasterZone: string;
+  /** Kubernetes nodes of the default pool after the master. */
   readonly workerCount: number;
   /** `k8s-worker-<n>` for n = 0 … workerCount - 1 (a Terraform list, as are the lists below). */
   readonly workerHosts: string[];
   readonly workerFqdns: string[];
   /** Worker n at host number firstWorkerPrivate + n of the private network. */
   readonly workerPrivateIps: string[];
-  /** Every Kubernetes node's id and address, the master first. */
+  /**
+   * Every pool's workers, pool by pool (in the names' order), each in order of its number: a
+   * list of PoolNodePlan. Their addresses are the ones Neutron gives their ports from the DHCP
+   * range (`providePoolAddresses`).
+   */
+  readonly poolNodes: string[];
+  /** The same, keyed by host name: what the pools' resources iterate over. */
+  readonly poolNodesByHost: string;
+  /** Every Kubernetes node's id and address: the master, the default pool's workers, the pools' workers. */
   readonly kubeNodeIds: string[];
   readonly kubeNodeAddresses: string[];
-  /** The dqlite voters: the first CONTROL_PLANE_SIZE node ids. */
+  /** The dqlite voters: the first CONTROL_PLANE_SIZE node ids of the default pool. */
   readonly controlPlane: string[];
-  /** Every machine's minion id: Salt master, bastion, Kubernetes master, workers. */
+  /** Every machine's minion id: Salt master, bastion, Kubernetes master, workers (the default pool's, then the pools'). */
   readonly minionIds: string[];
   /** The machines behind the bastion (Salt master, Kubernetes master, workers) and their private addresses. */
   readonly privateFqdns: string[];
@@ -90,7 +127,14 @@ export class ClusterLayout {
   /** The highest private host number the fixed addresses take. */
   readonly lastPrivateHost: number;
   /** The locals themselves, for literal expressions that iterate over them. */
-  readonly locals: { readonly kubeNodeIds: TerraformLocal; readonly kubeNodeAddresses: TerraformLocal };
+  readonly locals: {
+    readonly kubeNodeIds: TerraformLocal;
+    readonly kubeNodeAddresses: TerraformLocal;
+    readonly poolNodes: TerraformLocal;
+    readonly poolNodesByHost: TerraformLocal;
+  };
+  private readonly zones: string[];
+  private poolAddresses?: string[];
 
   constructor(scope: Construct, props: ClusterLayoutProps) {
     // The locals live at the stack's top level under fixed names, as the pillar and the docs name them.
@@ -117,9 +161,13 @@ export class ClusterLayout {
     });
 
     this.domain = domain;
+    this.zones = props.zones ?? [];
+    // Without pools there are no pool workers to address.
+    if (props.pools === undefined) this.poolAddresses = [];
     this.bastion = dualHomed(HOST_NAMES.bastion, HOSTS.bastionPrivate, HOSTS.bastionPublic);
     this.saltMaster = plan(HOST_NAMES.saltMaster, HOSTS.saltMasterPrivate);
     this.kubeMaster = dualHomed(HOST_NAMES.kubeMaster, HOSTS.kubeMasterPrivate, HOSTS.kubeMasterPublic);
+    this.kubeMasterZone = this.zoneAt(0);
     this.workerCount = Token.asNumber(Op.sub(nodeCount, 1));
     this.lastPrivateHost = Token.asNumber(Fn.max([HOSTS.kubeMasterPrivate, Op.add(HOSTS.firstWorkerPrivate, Op.sub(nodeCount, 2))]));
 
@@ -130,27 +178,75 @@ export class ClusterLayout {
       "kube_worker_private_ips",
       `\${[for n in range(${Token.asString(this.workerCount)}) : cidrhost(${privateCidr}, ${HOSTS.firstWorkerPrivate} + n)]}`,
     );
-    this.kubeNodeIds = local("kube_node_ids", Fn.concat([[this.kubeMaster.fqdn], this.workerFqdns]));
-    this.kubeNodeAddresses = local("kube_node_addresses", Fn.concat([[this.kubeMaster.privateIp], this.workerPrivateIps]));
-    this.controlPlane = local(
-      "kube_control_plane",
-      Fn.slice(this.kubeNodeIds, 0, Fn.min([CONTROL_PLANE_SIZE, Fn.lengthOf(this.kubeNodeIds)])),
+    // Pools in their names' order (a map's), workers in their numbers'; element() wraps around
+    // the zones. Literal for-expressions again, with no token after an object literal's `}`.
+    // zipmap([], []) for no pools: an empty map without the `}` that would garble the domain's token.
+    const pools = props.pools === undefined ? "zipmap([], [])" : Token.asString(props.pools);
+    this.poolNodes = local(
+      "kube_pool_nodes",
+      `\${flatten([for name, pool in ${pools} : [for i in range(pool.count) : ` +
+        `{ pool = name, index = i, host = format("${HOST_NAMES.poolWorker}-%s-%d", name, i), ` +
+        `fqdn = format("${HOST_NAMES.poolWorker}-%s-%d.%s", name, i, ${Token.asString(domain)}), ` +
+        `zone = length(pool.availability_zones) > 0 ? element(pool.availability_zones, i) : null }]])}`,
     );
+    locals.kube_pool_nodes_by_host = new TerraformLocal(
+      stack,
+      "kube_pool_nodes_by_host",
+      "${{ for node in local.kube_pool_nodes : node.host => node }}",
+    );
+    this.poolNodesByHost = Token.asString(locals.kube_pool_nodes_by_host.expression);
+    const poolFqdns = local("kube_pool_fqdns", "${[for node in local.kube_pool_nodes : node.fqdn]}");
+    // A local whose expression the construct that creates the pool workers' ports provides.
+    const poolAddresses = local(
+      "kube_pool_addresses",
+      Lazy.anyValue({
+        produce: () => {
+          if (this.poolAddresses === undefined) throw new Error("ClusterLayout: no construct provided the pool workers' addresses");
+          return this.poolAddresses;
+        },
+      }),
+    );
+    const defaultPoolIds = Fn.concat([[this.kubeMaster.fqdn], this.workerFqdns]);
+    this.kubeNodeIds = local("kube_node_ids", Fn.concat([defaultPoolIds, poolFqdns]));
+    this.kubeNodeAddresses = local("kube_node_addresses", Fn.concat([[this.kubeMaster.privateIp], this.workerPrivateIps, poolAddresses]));
+    this.controlPlane = local("kube_control_plane", Fn.slice(defaultPoolIds, 0, Fn.min([CONTROL_PLANE_SIZE, nodeCount])));
     this.minionIds = local(
       "salt_minion_ids",
-      Fn.concat([[this.saltMaster.fqdn, this.bastion.fqdn, this.kubeMaster.fqdn], this.workerFqdns]),
+      Fn.concat([[this.saltMaster.fqdn, this.bastion.fqdn, this.kubeMaster.fqdn], this.workerFqdns, poolFqdns]),
     );
-    this.locals = { kubeNodeIds: locals.kube_node_ids, kubeNodeAddresses: locals.kube_node_addresses };
-    this.privateFqdns = Fn.concat([[this.saltMaster.fqdn, this.kubeMaster.fqdn], this.workerFqdns]);
-    this.privateIps = Fn.concat([[this.saltMaster.privateIp, this.kubeMaster.privateIp], this.workerPrivateIps]);
+    this.locals = {
+      kubeNodeIds: locals.kube_node_ids,
+      kubeNodeAddresses: locals.kube_node_addresses,
+      poolNodes: locals.kube_pool_nodes,
+      poolNodesByHost: locals.kube_pool_nodes_by_host,
+    };
+    this.privateFqdns = Fn.concat([[this.saltMaster.fqdn, this.kubeMaster.fqdn], this.workerFqdns, poolFqdns]);
+    this.privateIps = Fn.concat([[this.saltMaster.privateIp, this.kubeMaster.privateIp], this.workerPrivateIps, poolAddresses]);
   }
 
-  /** Worker `index` (a counted resource's `count.index`) by the layout's lists. */
-  worker(index: number): HostPlan {
+  /** Worker `index` (a counted resource's `count.index`) of the default pool, by the layout's lists. */
+  worker(index: number): HostPlan & { readonly zone: string } {
     return {
       host: Fn.element(this.workerHosts, index),
       fqdn: Fn.element(this.workerFqdns, index),
       privateIp: Fn.element(this.workerPrivateIps, index),
+      zone: this.zoneAt(Token.asNumber(Op.add(index, 1))),
     };
+  }
+
+  /**
+   * The pool workers' private addresses, in `poolNodes`' order: the construct that creates their
+   * ports gives them, once (Neutron picks them, so they exist only as the ports' attributes).
+   */
+  providePoolAddresses(addresses: string[]): void {
+    if (this.poolAddresses !== undefined) throw new Error("ClusterLayout: the pool workers' addresses were already provided");
+    this.poolAddresses = addresses;
+  }
+
+  /** The default pool's zone for node `position` (0 is the master): round-robin, or null when no zone is given. */
+  private zoneAt(position: number): string {
+    // Literal: cdktf renders Op's right operand 0 as "undefined", and Fn.conditional cannot give null.
+    const zones = Token.asString(this.zones);
+    return Token.asString(`\${length(${zones}) > 0 ? element(${zones}, ${Token.asString(position)}) : null}`);
   }
 }

@@ -5,7 +5,18 @@ import { ComputeServergroupV2 } from "../.gen/providers/openstack/compute-server
 import { NetworkingFloatingipV2 } from "../.gen/providers/openstack/networking-floatingip-v2";
 import { NetworkingPortV2 } from "../.gen/providers/openstack/networking-port-v2";
 import { SERVER_GROUP_POLICIES } from "../config/parameters";
-import { atCountIndex, CONFIG_DRIVE, fixedPort, floatingIpFor, KEEP_IMAGE, MachineProps, splat, userDataFor } from "./machine";
+import {
+  atCountIndex,
+  BootVolume,
+  bootFromVolume,
+  CONFIG_DRIVE,
+  fixedPort,
+  floatingIpFor,
+  KEEP_IMAGE,
+  MachineProps,
+  splat,
+  userDataFor,
+} from "./machine";
 
 export interface KubeNodePoolProps extends MachineProps {
   /** @default KubeNodePool.DEFAULT_FLAVOR */
@@ -15,11 +26,14 @@ export interface KubeNodePoolProps extends MachineProps {
   readonly serviceCidr: string;
   /** Nova server group policy, or "none" for no group. @default KubeNodePool.DEFAULT_SERVER_GROUP_POLICY */
   readonly serverGroupPolicy?: string;
+  /** @default - no boot volume: the image on the hypervisor's disk */
+  readonly bootVolume?: BootVolume;
 }
 
 /**
- * The microk8s nodes: a master on both networks with a floating IP (API and ingress), and the
- * layout's private workers, counted by Terraform, named and addressed by the layout.
+ * The default pool's microk8s nodes: a master on both networks with a floating IP (API and
+ * ingress), and the layout's private workers, counted by Terraform, named, addressed and spread
+ * over the zones by the layout. The first of them are the control plane.
  */
 export class KubeNodePool extends Construct {
   static readonly DEFAULT_FLAVOR = "m1.large";
@@ -42,6 +56,7 @@ export class KubeNodePool extends Construct {
     }
     const { network, layout } = props;
     const master = layout.kubeMaster;
+    const bootVolume = props.bootVolume ?? { size: 0, type: "" };
     const podTraffic = [props.podCidr, props.serviceCidr];
 
     // count = 0 when the policy is "none"; one() then gives the instances a null group.
@@ -82,7 +97,9 @@ export class KubeNodePool extends Construct {
       // Public first: the default route stays on the public network.
       network: [{ port: this.masterPublicPort.id }, { port: this.masterPrivatePort.id }],
       schedulerHints,
+      availabilityZone: layout.kubeMasterZone,
     });
+    bootFromVolume(this.master, props.imageId, bootVolume);
     this.masterFloatingIp = floatingIpFor(this, "MasterFloatingIp", network, this.masterPublicPort).floatingIp;
 
     const portCount = TerraformCount.of(layout.workerCount);
@@ -113,6 +130,8 @@ export class KubeNodePool extends Construct {
       keyPair: props.keyPair,
       network: [{ port: atCountIndex(this.workerPorts, "id") }],
       schedulerHints,
+      availabilityZone: worker.zone,
     });
+    bootFromVolume(this.workers, props.imageId, bootVolume);
   }
 }

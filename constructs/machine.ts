@@ -10,6 +10,7 @@ import {
   Token,
 } from "cdktf";
 import { Construct } from "constructs";
+import { ComputeInstanceV2 } from "../.gen/providers/openstack/compute-instance-v2";
 import { DataOpenstackImagesImageV2 } from "../.gen/providers/openstack/data-openstack-images-image-v2";
 import { NetworkingFloatingipAssociateV2 } from "../.gen/providers/openstack/networking-floatingip-associate-v2";
 import { NetworkingFloatingipV2 } from "../.gen/providers/openstack/networking-floatingip-v2";
@@ -42,6 +43,37 @@ export function baseImageId(scope: Construct, image: string): string {
     mostRecent: true,
   });
   return Token.asString(Fn.conditional(isId, image, Fn.one(splat(lookup, "id"))));
+}
+
+/** A machine's boot disk: the image on the hypervisor's disk, or a Cinder volume made from it. */
+export interface BootVolume {
+  /** GiB; 0 for no volume (a token: a variable). */
+  readonly size: number;
+  /** Cinder volume type; "" for the cloud's default. */
+  readonly type: string;
+}
+
+/**
+ * Gives `instance` a boot volume when `volume.size` is above 0: one `block_device` made from the
+ * image and deleted with the instance; none at size 0, so the image boots from the hypervisor's
+ * disk. A dynamic block, since the size is known at plan time only; written as an override
+ * because cdktf's dynamic blocks iterate as `each`, which a for_each resource already uses.
+ */
+export function bootFromVolume(instance: ComputeInstanceV2, imageId: string, volume: BootVolume): void {
+  const size = Token.asString(volume.size);
+  instance.addOverride("dynamic.block_device", {
+    for_each: `\${${size} > 0 ? [${size}] : []}`,
+    iterator: "boot_volume",
+    content: {
+      uuid: imageId,
+      source_type: "image",
+      destination_type: "volume",
+      boot_index: 0,
+      volume_size: "${boot_volume.value}",
+      volume_type: `\${${volume.type} == "" ? null : ${volume.type}}`,
+      delete_on_termination: true,
+    },
+  });
 }
 
 /** What every machine construct needs besides its own role. */

@@ -1,10 +1,11 @@
-import { Fn, IResolvable, Op, TerraformCount, TerraformLocal, Token } from "cdktf";
+import { Fn, IResolvable, Op, ref, TerraformCount, TerraformIterator, TerraformLocal, TerraformStack, Token } from "cdktf";
 import { Construct } from "constructs";
 import { DataOpenstackBlockstorageQuotasetV3 } from "../.gen/providers/openstack/data-openstack-blockstorage-quotaset-v3";
 import { DataOpenstackComputeFlavorV2 } from "../.gen/providers/openstack/data-openstack-compute-flavor-v2";
 import { DataOpenstackComputeQuotasetV2 } from "../.gen/providers/openstack/data-openstack-compute-quotaset-v2";
 import { DataOpenstackIdentityAuthScopeV3 } from "../.gen/providers/openstack/data-openstack-identity-auth-scope-v3";
 import { DataOpenstackNetworkingQuotaV2 } from "../.gen/providers/openstack/data-openstack-networking-quota-v2";
+import { WorkerPools } from "./worker-pools";
 
 /** What the deployment creates, as far as the project's quotas count it. Numbers may be tokens. */
 export interface QuotasProps {
@@ -21,6 +22,10 @@ export interface QuotasProps {
   readonly securityGroups: number;
   /** The security group rules the stack creates, the default egress rules of its groups included. */
   readonly securityGroupRules: number;
+  /** The default pool's boot volume size in GiB, 0 for none. @default 0 */
+  readonly kubeNodeBootVolumeSize?: number;
+  /** The node pools, whose workers count too. @default - none */
+  readonly workerPools?: WorkerPools;
 }
 
 /** The project quotas a deployment uses, by quota name; `docs/quotas.md` explains each. */
@@ -55,23 +60,30 @@ export class Quotas extends Construct {
     const saltMaster = flavor("SaltMasterFlavor", props.flavors.saltMaster);
     const kubeNode = flavor("KubeNodeFlavor", props.flavors.kubeNode);
     const grouped = Fn.conditional(Op.eq(props.serverGroupPolicy, "none"), 0, 1);
+    const bootVolumeSize = props.kubeNodeBootVolumeSize ?? 0;
+    const pools = poolNeeds(this, props.workerPools);
+    const plus = (a: unknown, b: unknown) => Token.asNumber(Op.add(a, b));
 
     this.needs = {
       compute: {
-        instances: Token.asNumber(Op.add(2, props.nodeCount)),
-        cores: Token.asNumber(Op.add(Op.add(bastion.vcpus, saltMaster.vcpus), Op.mul(props.nodeCount, kubeNode.vcpus))),
-        ram: Token.asNumber(Op.add(Op.add(bastion.ram, saltMaster.ram), Op.mul(props.nodeCount, kubeNode.ram))),
-        server_groups: Token.asNumber(grouped),
-        server_group_members: Token.asNumber(Op.mul(grouped, props.nodeCount)),
+        instances: plus(Op.add(2, props.nodeCount), pools.instances),
+        cores: plus(Op.add(Op.add(bastion.vcpus, saltMaster.vcpus), Op.mul(props.nodeCount, kubeNode.vcpus)), pools.cores),
+        ram: plus(Op.add(Op.add(bastion.ram, saltMaster.ram), Op.mul(props.nodeCount, kubeNode.ram)), pools.ram),
+        server_groups: plus(grouped, pools.serverGroups),
+        server_group_members: plus(Op.mul(grouped, props.nodeCount), pools.serverGroupMembers),
         key_pairs: props.newKeypairs,
       },
-      blockStorage: { volumes: 1, gigabytes: props.saltVolumeSize },
+      blockStorage: {
+        // signum(): 1 with a boot volume, 0 without (a conditional would need parentheses cdktf omits).
+        volumes: plus(Op.add(1, Op.mul(Fn.signum(bootVolumeSize), props.nodeCount)), pools.volumes),
+        gigabytes: plus(Op.add(props.saltVolumeSize, Op.mul(bootVolumeSize, props.nodeCount)), pools.gigabytes),
+      },
       network: {
         floatingip: 2,
         network: 2,
         subnet: 2,
         router: 1,
-        port: Token.asNumber(Op.add(Quotas.FIXED_PORTS, Op.sub(props.nodeCount, 1))),
+        port: plus(Op.add(Quotas.FIXED_PORTS, Op.sub(props.nodeCount, 1)), pools.instances),
         security_group: props.securityGroups,
         security_group_rule: props.securityGroupRules,
       },
@@ -110,5 +122,41 @@ function check(service: string, quota: string, need: string) {
     errorMessage:
       `Quota too small: this deployment needs ${service} quota ${quota} = \${${need}}, but the project allows \${self.${quota}} ` +
       `(openstack quota show); raise the quota, or deploy fewer or smaller machines.`,
+  };
+}
+
+/** What the node pools' workers count against the quotas; 0 each without pools. */
+function poolNeeds(scope: Construct, workerPools: WorkerPools | undefined) {
+  const none = { instances: 0, cores: 0, ram: 0, serverGroups: 0, serverGroupMembers: 0, volumes: 0, gigabytes: 0 };
+  if (workerPools === undefined) return none;
+  const settings = `local.${workerPools.settings.friendlyUniqueId}`;
+  // Each pool's flavor, read like the other flavors: an unknown name fails the plan.
+  const flavorNames = new TerraformLocal(scope, "pool_flavors", `\${[for s in values(${settings}) : s.flavor]}`);
+  const flavors = new DataOpenstackComputeFlavorV2(scope, "PoolFlavors", {
+    forEach: TerraformIterator.fromList(Token.asList(flavorNames.expression)),
+    name: "${each.value}",
+  });
+  const flavorsRef = `data.${flavors.terraformResourceType}.${flavors.friendlyUniqueId}`;
+  // sum() refuses an empty list, hence the 0 in front.
+  const total = (term: string, filter = "true") => `sum(concat([0], [for s in values(${settings}) : ${term} if ${filter}]))`;
+  const needs = new TerraformLocal(scope, "pool_needs", {
+    instances: `\${${total("s.count")}}`,
+    cores: `\${${total(`s.count * ${flavorsRef}[s.flavor].vcpus`)}}`,
+    ram: `\${${total(`s.count * ${flavorsRef}[s.flavor].ram`)}}`,
+    serverGroups: `\${${total("1", "s.grouped")}}`,
+    serverGroupMembers: `\${${total("s.count", "s.grouped")}}`,
+    volumes: `\${${total("s.count", "s.volume_size > 0")}}`,
+    gigabytes: `\${${total("s.count * s.volume_size")}}`,
+  });
+  const stack = TerraformStack.of(scope);
+  const need = (name: keyof typeof none) => Token.asNumber(ref(`local.${needs.friendlyUniqueId}.${name}`, stack));
+  return {
+    instances: need("instances"),
+    cores: need("cores"),
+    ram: need("ram"),
+    serverGroups: need("serverGroups"),
+    serverGroupMembers: need("serverGroupMembers"),
+    volumes: need("volumes"),
+    gigabytes: need("gigabytes"),
   };
 }

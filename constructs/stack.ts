@@ -29,6 +29,7 @@ import { saltPillar } from "./provisioning/pillar";
 import { Quotas } from "./quotas";
 import { RootPassword } from "./root-password";
 import { SaltMaster } from "./salt-master";
+import { WorkerPools } from "./worker-pools";
 
 export interface KubeOnOsStackProps {
   /** Validated parameters; they become the Terraform variables' defaults. */
@@ -57,6 +58,8 @@ export class KubeOnOsStack extends TerraformStack {
   readonly bastion: Bastion;
   readonly saltMaster: SaltMaster;
   readonly kubeNodes: KubeNodePool;
+  /** The node pools' workers (node_pools). */
+  readonly workerPools: WorkerPools;
   /** The plan-time quota check. */
   readonly quotas: Quotas;
   readonly provisioner: SaltProvisioner;
@@ -89,6 +92,8 @@ export class KubeOnOsStack extends TerraformStack {
       publicCidr: v.public_network_cidr.stringValue,
       privateCidr: v.private_network_cidr.stringValue,
       nodeCount: v.num_kube_nodes.numberValue,
+      zones: v.kube_node_availability_zones.listValue,
+      pools: v.node_pools.value,
     });
     this.network = new Network(this, "Network", {
       externalNetworkName: v.external_network_name.stringValue,
@@ -140,6 +145,16 @@ export class KubeOnOsStack extends TerraformStack {
       podCidr: v.pod_cidr.stringValue,
       serviceCidr: v.service_cidr.stringValue,
       serverGroupPolicy: v.kube_server_group_policy.stringValue,
+      bootVolume: { size: v.kube_node_boot_volume_size.numberValue, type: v.kube_node_boot_volume_type.stringValue },
+    });
+    this.workerPools = new WorkerPools(this, "WorkerPools", {
+      ...machine,
+      pools: v.node_pools.value,
+      defaultFlavor: v.kube_node_flavor.stringValue,
+      defaultImage: v.base_image.stringValue,
+      podCidr: v.pod_cidr.stringValue,
+      serviceCidr: v.service_cidr.stringValue,
+      serverGroupPolicy: v.kube_server_group_policy.stringValue,
     });
     controlPlaneFloor(this, "ControlPlaneFloor", this.layout, this.kubeNodes.master);
 
@@ -156,6 +171,8 @@ export class KubeOnOsStack extends TerraformStack {
       newKeypairs: Token.asNumber(Fn.lengthOf(splat(keypair, "name"))),
       securityGroups: Object.keys(this.network.securityGroups).length,
       securityGroupRules: this.network.securityGroupRuleCount,
+      kubeNodeBootVolumeSize: v.kube_node_boot_volume_size.numberValue,
+      workerPools: this.workerPools,
     });
 
     // lookup() with a null default: a role without a key is not checked.
@@ -165,6 +182,7 @@ export class KubeOnOsStack extends TerraformStack {
       bastion: this.bastion,
       saltMaster: this.saltMaster,
       kubeNodes: this.kubeNodes,
+      workerPools: this.workerPools,
       user: v.deploy_user.stringValue,
       bastionHostKey: hostKey("bastion"),
       saltMasterHostKey: hostKey("salt_master"),
@@ -185,6 +203,8 @@ export class KubeOnOsStack extends TerraformStack {
         podCidr: v.pod_cidr.stringValue,
         serviceCidr: v.service_cidr.stringValue,
         microk8sChannel: v.microk8s_channel.stringValue,
+        defaultPool: { nodeCount: v.num_kube_nodes.numberValue, labels: v.kube_node_labels.value, taints: v.kube_node_taints.value },
+        pools: v.node_pools.value,
       }),
     });
 

@@ -16,6 +16,7 @@ import { ClusterLayout } from "../cluster-layout";
 import { KubeNodePool } from "../kube-node-pool";
 import { splat } from "../machine";
 import { SaltMaster } from "../salt-master";
+import { WorkerPools } from "../worker-pools";
 import { nodeMembership } from "./node-membership";
 import { REMOTE_BIN, REMOTE_SECRETS, REMOTE_STAGE, remoteExec, sshConnection, throughBastion } from "./ssh";
 import { REPO_ROOT, uploadedTree } from "./tree-hash";
@@ -24,6 +25,8 @@ export interface SaltProvisionerProps {
   readonly bastion: Bastion;
   readonly saltMaster: SaltMaster;
   readonly kubeNodes: KubeNodePool;
+  /** The node pools' workers. */
+  readonly workerPools: WorkerPools;
   /** The login user; its key must be in the ssh-agent of whoever runs Terraform. */
   readonly user: string;
   /** The bastion's known host key (or CA key). @default - not checked */
@@ -97,6 +100,8 @@ export class SaltProvisioner extends Construct {
   readonly steps: readonly NullResource[];
   /** One per worker: removing one removes that node from the cluster first. */
   readonly nodeMembership: DataResource;
+  /** The same for the node pools' workers, by host name. */
+  readonly poolNodeMembership: DataResource;
 
   constructor(scope: Construct, id: string, props: SaltProvisionerProps) {
     super(scope, id);
@@ -167,11 +172,17 @@ export class SaltProvisioner extends Construct {
       ],
     });
 
-    const machineIds = Fn.concat([[bastion.instance.id, saltMaster.instance.id, kubeNodes.master.id], splat(kubeNodes.workers, "id")]);
+    const poolWorkerIds = props.workerPools.workerIds;
+    const machineIds = Fn.concat([
+      [bastion.instance.id, saltMaster.instance.id, kubeNodes.master.id],
+      splat(kubeNodes.workers, "id"),
+      poolWorkerIds,
+    ]);
     // The same machines in minionIds' order (Salt master, bastion, Kubernetes master, workers).
     const minionMachineIds = Fn.concat([
       [saltMaster.instance.id, bastion.instance.id, kubeNodes.master.id],
       splat(kubeNodes.workers, "id"),
+      poolWorkerIds,
     ]);
     this.acceptMinionKeys = new NullResource(this, "AcceptMinionKeys", {
       count: count(),
@@ -238,16 +249,17 @@ export class SaltProvisioner extends Construct {
 
     this.steps = [this.waitForBastion, this.waitForSaltMaster, this.syncSaltTree, this.acceptMinionKeys, this.orchestrate];
 
-    this.nodeMembership = nodeMembership(this, "NodeMembership", {
+    const membership = {
       bastion,
       saltMaster,
-      kubeNodes,
       layout: props.layout,
       user: props.user,
       bastionHostKey: props.bastionHostKey,
       saltMasterHostKey: props.saltMasterHostKey,
       enabled: props.enabled,
       after: [this.orchestrate, saltMaster.instance, bastion.floatingIpAssociation],
-    });
+    };
+    this.nodeMembership = nodeMembership(this, "NodeMembership", { ...membership, workers: kubeNodes });
+    this.poolNodeMembership = nodeMembership(this, "PoolNodeMembership", { ...membership, workers: props.workerPools });
   }
 }

@@ -1,17 +1,19 @@
-import { DataResource, Fn, IResolvable, ITerraformDependable, TerraformCount, Token } from "cdktf";
+import { DataResource, Fn, IResolvable, ITerraformDependable, ITerraformIterator, TerraformCount, TerraformIterator, Token } from "cdktf";
 import { Construct } from "constructs";
 import { Bastion } from "../bastion";
 import { ClusterLayout } from "../cluster-layout";
 import { KubeNodePool } from "../kube-node-pool";
 import { atCountIndex } from "../machine";
+import { WorkerPools } from "../worker-pools";
 import { SaltMaster } from "../salt-master";
 import { CONNECTION_TIMEOUT, REMOTE_BIN } from "./ssh";
 
 export interface NodeMembershipProps {
   readonly bastion: Bastion;
   readonly saltMaster: SaltMaster;
-  readonly kubeNodes: KubeNodePool;
-  /** The workers (one record each) and the master that forgets them. */
+  /** The workers, one record each: the default pool's (KubeNodePool) or the node pools' (WorkerPools). */
+  readonly workers: KubeNodePool | WorkerPools;
+  /** The master that forgets them. */
   readonly layout: ClusterLayout;
   readonly user: string;
   readonly bastionHostKey?: string;
@@ -23,7 +25,7 @@ export interface NodeMembershipProps {
 }
 
 /**
- * One record per worker whose destroy-time provisioner removes the node from the microk8s
+ * One record per worker (of the default pool or of the node pools) whose destroy-time provisioner removes the node from the microk8s
  * cluster (and its key from Salt) before Terraform deletes the machine.
  *
  * Its Terraform address is a contract: a record destroyed by a rename would remove a healthy
@@ -39,14 +41,23 @@ export interface NodeMembershipProps {
  * one record stays built in.
  */
 export function nodeMembership(scope: Construct, id: string, props: NodeMembershipProps): DataResource {
-  const { bastion, saltMaster, kubeNodes } = props;
-  const count = TerraformCount.of(Token.asNumber(Fn.conditional(props.enabled, props.layout.workerCount, 0)));
+  const { bastion, saltMaster, workers } = props;
+  // The default pool's workers by count, the pools' by host name, as their machines are.
+  let iteration: { count?: TerraformCount; forEach?: ITerraformIterator };
+  let worker: (attribute: string) => string;
+  if (workers instanceof KubeNodePool) {
+    iteration = { count: TerraformCount.of(Token.asNumber(Fn.conditional(props.enabled, props.layout.workerCount, 0))) };
+    worker = (attribute) => atCountIndex(workers.workers, attribute);
+  } else {
+    iteration = { forEach: TerraformIterator.fromMap(Token.asAnyMap(Fn.conditional(props.enabled, props.layout.poolNodesByHost, {}))) };
+    worker = (attribute) => `\${${workers.workers.terraformResourceType}.${workers.workers.friendlyUniqueId}[each.key].${attribute}}`;
+  }
   // Destroy-time provisioners may only read `self`, so the record keeps its connection in input.
   const membership = new DataResource(scope, id, {
-    count,
+    ...iteration,
     input: {
-      node_id: atCountIndex(kubeNodes.workers, "name"),
-      address: atCountIndex(kubeNodes.workers, "access_ip_v4"),
+      node_id: worker("name"),
+      address: worker("access_ip_v4"),
       master_id: props.layout.kubeMaster.fqdn,
       user: props.user,
       host: saltMaster.privateIp,

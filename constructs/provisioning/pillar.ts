@@ -1,5 +1,6 @@
-import { Fn, TerraformLocal } from "cdktf";
+import { Fn, TerraformLocal, Token } from "cdktf";
 import { Construct } from "constructs";
+import { DEFAULT_POOL, POOL_LABEL } from "../../config/node-pools";
 import { ClusterLayout } from "../cluster-layout";
 
 export interface SaltPillarProps {
@@ -15,6 +16,10 @@ export interface SaltPillarProps {
   readonly serviceCidr: string;
   /** The snap channel microk8s is installed from (microk8s:channel; Salt's default is the same). */
   readonly microk8sChannel: string;
+  /** The default pool's nodes (num_kube_nodes), and their labels and taints. */
+  readonly defaultPool: { readonly nodeCount: number; readonly labels: unknown; readonly taints: unknown };
+  /** The node_pools variable, whose entries give their workers' labels and taints. */
+  readonly pools: unknown;
 }
 
 /**
@@ -36,10 +41,22 @@ export function saltPillar(scope: Construct, props: SaltPillarProps): string {
   const { layout } = props;
   // A literal for-expression: cdktf renders a token that follows a literal `}` inside an
   // expression as a nested `${...}`, so no token comes after an object literal here.
+  // Each node's labels (its pool's name always among them) and taints, in kube_node_ids' order.
+  // Literal for-expressions again: a token may open them, never follow an object literal's `}`.
+  const { nodeCount, labels, taints } = props.defaultPool;
+  const perNode = (name: string, defaultPool: string, pools: string) => {
+    const forDefault = new TerraformLocal(scope, `kube_default_pool_${name}`, `\${[for i in range(${Token.asString(nodeCount)}) : ${defaultPool}]}`);
+    const forPools = new TerraformLocal(scope, `kube_pool_${name}`, `\${[for node in local.kube_pool_nodes : ${pools}]}`);
+    return new TerraformLocal(scope, `kube_${name}_by_node`, Fn.concat([Token.asList(forDefault.expression), Token.asList(forPools.expression)]));
+  };
+  const poolsRef = Token.asString(props.pools);
+  perNode("labels", `merge(${Token.asString(labels)}, { "${POOL_LABEL}" = "${DEFAULT_POOL}" })`, `merge(${poolsRef}[node.pool].labels, { "${POOL_LABEL}" = node.pool })`);
+  perNode("taints", Token.asString(taints), `${poolsRef}[node.pool].taints`);
   const nodes = new TerraformLocal(
     scope,
     "kube_nodes",
-    `\${[for i, id in ${layout.locals.kubeNodeIds.expression} : { id = id, address = ${layout.locals.kubeNodeAddresses.expression}[i] }]}`,
+    `\${[for i, id in ${layout.locals.kubeNodeIds.expression} : ` +
+      `{ id = id, address = local.kube_node_addresses[i], labels = local.kube_labels_by_node[i], taints = local.kube_taints_by_node[i] }]}`,
   );
   const pillar = new TerraformLocal(
     scope,

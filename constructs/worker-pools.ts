@@ -1,0 +1,145 @@
+import { ref, TerraformIterator, TerraformLocal, TerraformStack, Token } from "cdktf";
+import { Construct } from "constructs";
+import { ComputeInstanceV2 } from "../.gen/providers/openstack/compute-instance-v2";
+import { ComputeServergroupV2 } from "../.gen/providers/openstack/compute-servergroup-v2";
+import { DataOpenstackImagesImageV2 } from "../.gen/providers/openstack/data-openstack-images-image-v2";
+import { NetworkingPortV2 } from "../.gen/providers/openstack/networking-port-v2";
+import { UUID_PATTERN } from "../config/rules";
+import { KubeNodePool } from "./kube-node-pool";
+import { bootFromVolume, CONFIG_DRIVE, KEEP_IMAGE, MachineProps, userDataFor } from "./machine";
+
+export interface WorkerPoolsProps extends MachineProps {
+  /**
+   * The node_pools variable: pool name → { count, flavor, image, availability_zones,
+   * boot_volume_size, boot_volume_type, labels, taints } (config/node-pools.ts, NODE_POOLS_TYPE).
+   */
+  readonly pools: unknown;
+  /** The flavor of a pool without its own. @default KubeNodePool.DEFAULT_FLAVOR */
+  readonly defaultFlavor?: string;
+  /** The image (ID or name) of a pool without its own: base_image. */
+  readonly defaultImage: string;
+  /** Pod and service networks: node ports may send from these. */
+  readonly podCidr: string;
+  readonly serviceCidr: string;
+  /** Nova server group policy of every pool's group, or "none". @default KubeNodePool.DEFAULT_SERVER_GROUP_POLICY */
+  readonly serverGroupPolicy?: string;
+}
+
+/**
+ * The node pools' workers: per pool a server group, per worker a private port whose address
+ * Neutron picks from the DHCP range (and keeps for the port's life) and an instance in its zone,
+ * with its pool's flavor, image and boot volume. Names and zones are the layout's
+ * (`kube_pool_nodes`); the resources are keyed by host name, so adding or removing a pool, or
+ * workers at a pool's end, touches no other worker.
+ *
+ * The expressions are literal HCL over fixed local names: cdktf mangles a token that follows a
+ * literal `}` (a regular expression's `{8}`, an object's end), so tokens only open them.
+ */
+export class WorkerPools extends Construct {
+  readonly serverGroups: ComputeServergroupV2;
+  readonly ports: NetworkingPortV2;
+  readonly workers: ComputeInstanceV2;
+  /** The image names the pools look up in Glance (IDs need no lookup). */
+  readonly images: DataOpenstackImagesImageV2;
+  /**
+   * Each pool's settings with the defaults applied, by pool name: { count, flavor, image,
+   * volume_size, volume_type, grouped (in a server group) }.
+   */
+  readonly settings: TerraformLocal;
+  /** The workers' instance ids, in the layout's order (`kube_pool_nodes`). */
+  readonly workerIds: string[];
+
+  constructor(scope: Construct, id: string, props: WorkerPoolsProps) {
+    super(scope, id);
+    const flavor = Token.asString(props.defaultFlavor ?? KubeNodePool.DEFAULT_FLAVOR);
+    const policy = Token.asString(props.serverGroupPolicy ?? KubeNodePool.DEFAULT_SERVER_GROUP_POLICY);
+    const { network, layout } = props;
+    const pools = Token.asString(props.pools);
+
+    // Each pool's machine settings, defaults applied: what its workers are built from.
+    const settings = new TerraformLocal(
+      this,
+      "settings",
+      `\${{ for name, pool in ${pools} : name => { count = pool.count, flavor = coalesce(pool.flavor, ${flavor}), ` +
+        `image = coalesce(pool.image, ${Token.asString(props.defaultImage)}), volume_size = pool.boot_volume_size, ` +
+        `volume_type = pool.boot_volume_type, grouped = ${policy} != "none" } }}`,
+    );
+    this.settings = settings;
+    const settingsRef = `local.${settings.friendlyUniqueId}`;
+    // An image name is looked up once, as base_image is (constructs/machine.ts); an ID is used as is.
+    const imageNames = new TerraformLocal(
+      this,
+      "image_names",
+      `\${toset([for s in values(${settingsRef}) : s.image if !can(regex("${UUID_PATTERN}", s.image))])}`,
+    );
+    this.images = new DataOpenstackImagesImageV2(this, "Images", {
+      forEach: TerraformIterator.fromList(Token.asList(imageNames.expression)),
+      name: "${each.value}",
+      mostRecent: true,
+    });
+    const imagesRef = `data.${this.images.terraformResourceType}.${this.images.friendlyUniqueId}`;
+    const imageIds = new TerraformLocal(
+      this,
+      "image_ids",
+      `\${{ for name, s in ${settingsRef} : name => can(regex("${UUID_PATTERN}", s.image)) ? s.image : ${imagesRef}[s.image].id }}`,
+    );
+    const groupedPools = new TerraformLocal(this, "grouped", `\${{ for name, s in ${settingsRef} : name => s if s.grouped }}`);
+
+    this.serverGroups = new ComputeServergroupV2(this, "ServerGroup", {
+      forEach: TerraformIterator.fromMap(Token.asAnyMap(groupedPools.expression)),
+      name: `${layout.domain}-k8s-\${each.key}`,
+      policies: [policy],
+    });
+    const groupsRef = `${this.serverGroups.terraformResourceType}.${this.serverGroups.friendlyUniqueId}`;
+
+    const nodes = TerraformIterator.fromMap(Token.asAnyMap(layout.poolNodesByHost));
+    this.ports = new NetworkingPortV2(this, "Port", {
+      forEach: nodes,
+      name: "${each.value.fqdn}-private",
+      networkId: network.privateNetwork.id,
+      adminStateUp: true,
+      // No address: Neutron picks one from the DHCP range, and the port keeps it.
+      fixedIp: [{ subnetId: network.privateSubnet.id }],
+      securityGroupIds: [network.securityGroups.internal.id],
+      allowedAddressPairs: [props.podCidr, props.serviceCidr].map((ipAddress) => ({ ipAddress })),
+    });
+    const portsRef = `${this.ports.terraformResourceType}.${this.ports.friendlyUniqueId}`;
+    layout.providePoolAddresses(Token.asList(`\${[for node in local.kube_pool_nodes : ${portsRef}[node.host].all_fixed_ips[0]]}`));
+
+    const pool = (attribute: string) => `${settingsRef}[each.value.pool].${attribute}`;
+    // References as tokens, which cdktf unwraps where they nest (user_data, bootFromVolume).
+    const stack = TerraformStack.of(this);
+    const expression = (hcl: string) => Token.asString(ref(hcl, stack));
+    const imageId = `\${local.${imageIds.friendlyUniqueId}[each.value.pool]}`;
+    this.workers = new ComputeInstanceV2(this, "Worker", {
+      forEach: nodes,
+      name: "${each.value.fqdn}",
+      imageId,
+      lifecycle: KEEP_IMAGE,
+      configDrive: CONFIG_DRIVE,
+      flavorName: `\${${pool("flavor")}}`,
+      keyPair: props.keyPair,
+      userData: userDataFor(
+        "salt-minion",
+        {
+          hostname: expression("each.value.host"),
+          fqdn: expression("each.value.fqdn"),
+          privateIp: expression(`${portsRef}[each.key].all_fixed_ips[0]`),
+          dualHomed: false,
+        },
+        props.bootstrap,
+      ),
+      network: [{ port: `\${${portsRef}[each.key].id}` }],
+      schedulerHints: [{ group: `\${try(${groupsRef}[each.value.pool].id, null)}` }],
+      availabilityZone: "${each.value.zone}",
+    });
+    const workersRef = `${this.workers.terraformResourceType}.${this.workers.friendlyUniqueId}`;
+    this.workerIds = Token.asList(
+      new TerraformLocal(this, "worker_ids", `\${[for node in local.kube_pool_nodes : ${workersRef}[node.host].id]}`).expression,
+    );
+    bootFromVolume(this.workers, imageId, {
+      size: Token.asNumber(ref(pool("volume_size"), stack)),
+      type: expression(pool("volume_type")),
+    });
+  }
+}
