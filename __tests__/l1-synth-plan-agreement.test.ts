@@ -303,6 +303,13 @@ describeEachCli("L1: synth and plan agree on every generated TF_VAR_ value", (cl
 const REJECTED: readonly RawValues[] = [
   { num_kube_nodes: "0" },
   { kube_node_flavor: " m1.large" },
+  { kube_node_availability_zones: '["az1", "az1"]' },
+  { kube_node_boot_volume_size: "16385" },
+  // Without kube_node_boot_volume_size: a rule across variables.
+  { kube_node_boot_volume_type: "ssd" },
+  { kube_node_labels: '{ "kube-on-os/pool" = "web" }' },
+  { kube_node_taints: '["gpu=true:Never"]' },
+  { node_pools: '{ gpu = { count = 2, taints = ["gpu:NoSchedule", "gpu=true:NoSchedule"] } }' },
   { external_network_name: "" },
   { base_image: "Ubuntu 24.04 " },
   { deploy_domain_name: "my domain" },

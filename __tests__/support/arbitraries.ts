@@ -731,6 +731,80 @@ const KEYPAIR = edgesAnd(
   padded(anyText),
 );
 
+// Node pools (config/node-pools.ts) and the default pool's settings
+
+const ZONE = fc.oneof(
+  { arbitrary: fc.constantFrom<Tree>("az1", "az2", "nova", "", " az1", "az1 ", label(255, "z"), label(256, "z")), weight: 4 },
+  { arbitrary: NOT_A_STRING, weight: 1 },
+);
+
+const ZONE_LISTS = edgesAnd(
+  [...MALFORMED, '["az1"]', '["az1", "az2", "az3"]', '["az1", "az1"]', '[""]', '[" az1"]', "[1]", "[null]", '"az1"', '{ a = "az1" }'],
+  fc.tuple(fc.array(ZONE, { maxLength: 4 }), SYNTAX).map(([zones, syntax]) => hcl(zones, syntax)),
+);
+
+const LABEL_KEYS = ["tier", "example.com/tier", "Tier_2.x", "kube-on-os/pool", "-tier", "a/b/c", "UPPER.example/x", label(63), label(64), ""];
+const LABEL_VALUES = ["web", "", "a.b-c_d", "-web", label(63), label(64), "a b"];
+const LABELS_TREE = fc.dictionary(fc.constantFrom(...LABEL_KEYS), fc.oneof(fc.constantFrom<Tree>(...LABEL_VALUES), NOT_A_STRING), {
+  maxKeys: 3,
+});
+
+const LABEL_MAPS = edgesAnd(
+  [...MALFORMED, "{}", '{ tier = "web" }', '{ "example.com/tier" = "web" }', '{ "kube-on-os/pool" = "x" }', "{ tier = 1 }", "{ tier = null }"],
+  fc.tuple(LABELS_TREE, SYNTAX).map(([labels, syntax]) => hcl(labels, syntax)),
+);
+
+const TAINTS = ["gpu=true:NoSchedule", "gpu:NoExecute", "example.com/gpu=:PreferNoSchedule", "gpu=true:Never", "gpu", "=x:NoSchedule", "gpu=a b:NoSchedule"];
+const TAINT_LISTS = edgesAnd(
+  [...MALFORMED, '["gpu=true:NoSchedule"]', '["gpu=a:NoSchedule", "gpu=b:NoSchedule"]', '["gpu:NoSchedule", "gpu:NoExecute"]', "[1]"],
+  fc
+    .tuple(fc.array(fc.oneof(fc.constantFrom<Tree>(...TAINTS), NOT_A_STRING), { maxLength: 3 }), SYNTAX)
+    .map(([taints, syntax]) => hcl(taints, syntax)),
+);
+
+const POOL_NAMES = ["gpu", "web-1", "default", "worker", "master", "GPU", "1gpu", "gpu-", label(20), label(21), ""];
+const POOL = fc.oneof(
+  {
+    arbitrary: fc.record(
+      {
+        count: fc.constantFrom<Tree>(0, 1, 3, 1024, 1025, -1, 2.5, "2", "x", null, true),
+        flavor: fc.constantFrom<Tree>("m1.large", " m1.large", "", null, 1),
+        image: fc.constantFrom<Tree>("Ubuntu 24.04", "ad156007-77bb-4e32-ac97-7f8340cab73d", "", null),
+        availability_zones: fc.array(ZONE, { maxLength: 3 }),
+        boot_volume_size: fc.constantFrom<Tree>(0, 30, 16384, 16385, -1, 2.5, "30", null),
+        boot_volume_type: fc.constantFrom<Tree>("", "ssd", " ssd", null),
+        labels: LABELS_TREE,
+        taints: fc.array(fc.constantFrom<Tree>(...TAINTS), { maxLength: 2 }),
+        flavour: fc.constant<Tree>("ignored"),
+      },
+      { requiredKeys: ["count"] },
+    ),
+    weight: 8,
+  },
+  { arbitrary: fc.constantFrom<Tree>({}, null, [], "gpu", { flavor: "m1.large" }), weight: 1 },
+);
+
+const NODE_POOLS = edgesAnd(
+  [
+    ...MALFORMED,
+    "{}",
+    "{ gpu = { count = 2 } }",
+    '{ gpu = { count = 2, flavor = "g1.large", availability_zones = ["az1", "az2", "az3"], boot_volume_size = 50, boot_volume_type = "ssd", labels = { "example.com/gpu" = "true" }, taints = ["gpu=true:NoSchedule"] } }',
+    '{ gpu = { count = "2" } }',
+    "{ gpu = { count = 1025 } }",
+    "{ default = { count = 1 } }",
+    '{ gpu = { flavor = "m1.large" } }',
+    "{ gpu = null }",
+    '{ gpu = { count = 1, boot_volume_type = "ssd" } }',
+    "{ gpu = { count = 1, availability_zones = null } }",
+    "{ gpu = { count = 1, labels = [] } }",
+    "[{ count = 1 }]",
+  ],
+  fc
+    .tuple(fc.dictionary(fc.constantFrom(...POOL_NAMES), POOL, { maxKeys: 3 }), SYNTAX)
+    .map(([pools, syntax]) => hcl(pools, syntax)),
+);
+
 /**
  * A generator of raw TF_VAR_ strings for every parameter: the type makes a new parameter come
  * with its own (and the test checks the keys against VARIABLE_NAMES too, as ts-jest does not type-check).
@@ -738,6 +812,12 @@ const KEYPAIR = edgesAnd(
 export const VALUES: { readonly [K in VariableName]: Values } = {
   num_kube_nodes: numberText([0, 1, 3, maxNodesFor(16), 100, 1000]),
   kube_node_flavor: NAME,
+  kube_node_availability_zones: ZONE_LISTS,
+  kube_node_boot_volume_size: numberText([0, 1, 30, 16384, 16385]),
+  kube_node_boot_volume_type: edgesAnd(["", "ssd", " ssd", "__DEFAULT__"], padded(anyText)),
+  kube_node_labels: LABEL_MAPS,
+  kube_node_taints: TAINT_LISTS,
+  node_pools: NODE_POOLS,
   external_network_name: NAME,
   base_image: IMAGE,
   deploy_domain_name: DOMAIN,
