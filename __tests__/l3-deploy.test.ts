@@ -306,9 +306,9 @@ describe("L3: apply, re-plan with no changes, destroy", () => {
         service_cidr: "10.152.183.0/24",
         channel: "1.35/stable",
         nodes: [
-          { id: "k8s-master.kube-on-os", address: "10.1.0.10" },
-          { id: "k8s-worker-0.kube-on-os", address: "10.1.0.100" },
-          { id: "k8s-worker-1.kube-on-os", address: "10.1.0.101" },
+          { id: "k8s-master.kube-on-os", address: "10.1.0.10", labels: { "kube-on-os/pool": "default" }, taints: [] },
+          { id: "k8s-worker-0.kube-on-os", address: "10.1.0.100", labels: { "kube-on-os/pool": "default" }, taints: [] },
+          { id: "k8s-worker-1.kube-on-os", address: "10.1.0.101", labels: { "kube-on-os/pool": "default" }, taints: [] },
         ],
         control_plane: ["k8s-master.kube-on-os", "k8s-worker-0.kube-on-os", "k8s-worker-1.kube-on-os"],
       },
