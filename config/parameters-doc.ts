@@ -29,7 +29,7 @@ function section(name: VariableName, spec: VariableSpec<unknown>): string[] {
     `- Default: ${defaultOf(spec)}`,
     ...(spec.sensitive ? ["- Sensitive: checked when given to synth, never written into the synthesized JSON."] : []),
     ...(spec.ephemeral ? ["- Ephemeral: given at plan and at apply, never stored in a plan file or the state."] : []),
-    ...spec.rules.map((rule) => `- Must be ${text(rule.mustBe)}.`),
+    ...spec.rules.map((rule) => `- ${rule.subject ? `${code(rule.subject.pattern)} must` : "Must"} be ${text(rule.mustBe)}.`),
     ...(CROSS_RULES[name] ?? []).map((rule) => `- Must be ${text(rule.mustBe)}.`),
     ...(spec.planTimeRules ?? []).map((rule) => `- Must be ${text(rule.mustBe)} (checked at plan time only).`),
   ];
@@ -51,7 +51,8 @@ export function renderParametersDoc(): string {
     "",
     ...table(
       ["Parameter", "Type", "Default"],
-      specs.map(([name, spec]) => [`[${code(name)}](#${name})`, code(spec.type), defaultOf(spec)]),
+      // An object type in full is in the parameter's section.
+      specs.map(([name, spec]) => [`[${code(name)}](#${name})`, code(spec.type.replace(/object\(\{.*\}\)/, "object({…})")), defaultOf(spec)]),
     ),
     "",
     "## Each parameter",

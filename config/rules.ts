@@ -40,6 +40,8 @@ export interface Subject<T> {
   of(value: T): string;
   /** The same as a Terraform expression, for the validation's error_message. */
   readonly expression: string;
+  /** What it names, for the docs: `node_pools["<name>"].count`. */
+  readonly pattern: string;
 }
 
 /** A rule over a secret, which synth cannot check (it may be given at plan time only): Terraform alone does. */
@@ -267,6 +269,7 @@ export function eachEntry<T>(name: string, part: string, check: EntryCheck<T>, m
     subject: {
       of: (map) => `${name}[${JSON.stringify(firstBroken(map) ?? "")}]${part}`,
       expression: `format("${name}[%s]${part}", jsonencode(try([for entry_key, entry in var.${name} : entry_key if !(${condition})][0], "")))`,
+      pattern: `${name}["<name>"]${part}`,
     },
   };
 }

@@ -103,6 +103,8 @@ ROLES = {
     # microk8s.master only includes (joined, the microk8s SLS, tokens): it has no state of its own.
     "k8s-master": {"core", "microk8s", "microk8s.joined", "microk8s.tokens"},
     "k8s-worker-0": {"core", "microk8s", "microk8s.joined", "microk8s.tokens"},
+    # A node pool's worker (node_pools): a worker like the default pool's.
+    "k8s-gpu-0": {"core", "microk8s", "microk8s.joined", "microk8s.tokens"},
 }
 BASTION_GRAINS = {"ip4_interfaces": {"lo": ["127.0.0.1"], "ens4": ["10.1.0.1"], "ens3": ["10.0.0.10"]}}
 
