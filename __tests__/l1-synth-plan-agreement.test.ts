@@ -331,6 +331,7 @@ const REJECTED: readonly RawValues[] = [
   { service_cidr: "10.152.183.0/33" },
   { microk8s_channel: "1.27/stable" },
   { reboot_for_updates: "sometimes" },
+  { api_load_balancer: "yes" },
   { ssh_allowed_cidrs: "[]" },
   { api_allowed_cidrs: '["203.0.113.7"]' },
   { dns_nameservers: '["9.9.9"]' },

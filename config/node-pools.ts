@@ -60,7 +60,6 @@ export const DEFAULT_POOL = "default";
 /** The label Terraform gives every node: the name of its pool. */
 export const POOL_LABEL = "kube-on-os/pool";
 
-
 /** The most workers a pool has: its names come from range(), as the default pool's do. */
 export const MAX_POOL_NODES = MAX_WORKERS;
 
@@ -129,7 +128,7 @@ const ATTRIBUTES: Readonly<Record<keyof NodePool, { convert: (value: unknown) =>
  * attributes the type lacks dropped, as Terraform drops them. A reason when it cannot be.
  */
 export function convertNodePools(value: unknown): { readonly value: NodePools } | { readonly error: string } {
-  if (!isObject(value)) return { error: "must be a map of pools, such as { gpu = { count = 2, flavor = \"g1.large\" } }" };
+  if (!isObject(value)) return { error: 'must be a map of pools, such as { gpu = { count = 2, flavor = "g1.large" } }' };
   const pools: Record<string, unknown> = {};
   for (const [name, pool] of Object.entries(value)) {
     const where = `node_pools[${JSON.stringify(name)}]`;
@@ -167,7 +166,8 @@ export const BOOT_VOLUME_SIZE = wholeNumber({ min: 0, max: BOOT_VOLUME_MAX });
 export const BOOT_VOLUME_SIZE_MUST_BE = `a whole number of GiB from 0 (no boot volume: the image on the hypervisor's disk) to ${BOOT_VOLUME_MAX}`;
 
 export const VOLUME_TYPE = allowing("", all(NOT_BLANK, TRIMMED, characters({ max: 255 })));
-export const VOLUME_TYPE_MUST_BE = 'empty (the cloud\'s default volume type) or a Cinder volume type name without leading or trailing spaces';
+export const VOLUME_TYPE_MUST_BE =
+  "empty (the cloud's default volume type) or a Cinder volume type name without leading or trailing spaces";
 
 export const LABELS: Check<Readonly<Record<string, string>>> = all(
   eachKey("label", all(LABEL_KEY, isNot(POOL_LABEL))),

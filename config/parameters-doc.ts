@@ -52,7 +52,11 @@ export function renderParametersDoc(): string {
     ...table(
       ["Parameter", "Type", "Default"],
       // An object type in full is in the parameter's section.
-      specs.map(([name, spec]) => [`[${code(name)}](#${name})`, code(spec.type.replace(/object\(\{.*\}\)/, "object({…})")), defaultOf(spec)]),
+      specs.map(([name, spec]) => [
+        `[${code(name)}](#${name})`,
+        code(spec.type.replace(/object\(\{.*\}\)/, "object({…})")),
+        defaultOf(spec),
+      ]),
     ),
     "",
     "## Each parameter",

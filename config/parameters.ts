@@ -113,6 +113,9 @@ export const SSH_HOST_ROLES = ["bastion", "salt_master"] as const;
 /** Nova server group policies for the Kubernetes nodes, plus "none" for no group. */
 export const SERVER_GROUP_POLICIES = ["soft-anti-affinity", "anti-affinity", "soft-affinity", "affinity", "none"] as const;
 
+/** Whether the Kubernetes API gets an Octavia load balancer: when the catalog lists Octavia, always, never. */
+export const API_LOAD_BALANCER_MODES = ["auto", "on", "off"] as const;
+
 /** Prefix lengths accepted for the networks the stack creates. */
 const SUBNET_PREFIX = { min: 8, max: 24 } satisfies Range;
 
@@ -271,7 +274,8 @@ export const VARIABLES = {
   } satisfies VariableSpec<Record<string, string>>,
   kube_node_taints: {
     type: "list(string)",
-    description: "Kubernetes taints Salt gives every node of the default pool (key=value:Effect or key:Effect). The control plane is in this pool: a NoSchedule taint keeps workloads off it.",
+    description:
+      "Kubernetes taints Salt gives every node of the default pool (key=value:Effect or key:Effect). The control plane is in this pool: a NoSchedule taint keeps workloads off it.",
     default: [],
     rules: [rule("kube_node_taints", TAINTS, TAINTS_MUST_BE)],
   } satisfies VariableSpec<string[]>,
@@ -282,9 +286,24 @@ export const VARIABLES = {
     default: {},
     rules: [
       eachEntry("node_pools", "", onKey(POOL_NAME), POOL_NAME_MUST_BE),
-      eachEntry("node_pools", ".count", onValue(attribute("count", wholeNumber({ min: 0, max: MAX_POOL_NODES }))), `a whole number from 0 to ${MAX_POOL_NODES}`),
-      eachEntry("node_pools", ".flavor", onValue(attribute("flavor", allowing(null, all(NOT_BLANK, TRIMMED)))), "null (kube_node_flavor) or a flavor name without leading or trailing spaces"),
-      eachEntry("node_pools", ".image", onValue(attribute("image", allowing(null, IMAGE_NAME))), `null (base_image) or an image ID or name of 1 to ${IMAGE_NAME_MAX} characters without leading or trailing spaces`),
+      eachEntry(
+        "node_pools",
+        ".count",
+        onValue(attribute("count", wholeNumber({ min: 0, max: MAX_POOL_NODES }))),
+        `a whole number from 0 to ${MAX_POOL_NODES}`,
+      ),
+      eachEntry(
+        "node_pools",
+        ".flavor",
+        onValue(attribute("flavor", allowing(null, all(NOT_BLANK, TRIMMED)))),
+        "null (kube_node_flavor) or a flavor name without leading or trailing spaces",
+      ),
+      eachEntry(
+        "node_pools",
+        ".image",
+        onValue(attribute("image", allowing(null, IMAGE_NAME))),
+        `null (base_image) or an image ID or name of 1 to ${IMAGE_NAME_MAX} characters without leading or trailing spaces`,
+      ),
       eachEntry("node_pools", ".availability_zones", onValue(attribute("availability_zones", ZONES)), ZONES_MUST_BE),
       eachEntry("node_pools", ".boot_volume_size", onValue(attribute("boot_volume_size", BOOT_VOLUME_SIZE)), BOOT_VOLUME_SIZE_MUST_BE),
       eachEntry("node_pools", ".boot_volume_type", onValue(attribute("boot_volume_type", VOLUME_TYPE)), VOLUME_TYPE_MUST_BE),
@@ -470,6 +489,13 @@ export const VARIABLES = {
     default: false,
     rules: [],
   } satisfies VariableSpec<boolean>,
+  api_load_balancer: {
+    type: "string",
+    description:
+      "Put the Kubernetes API behind an Octavia load balancer over the control-plane nodes, with its own floating IP (the kubeconfig's server): auto when the cloud's catalog lists Octavia, on (the plan fails without it), or off (the master's floating IP only).",
+    default: "auto",
+    rules: [rule("api_load_balancer", oneOf(API_LOAD_BALANCER_MODES), `one of ${API_LOAD_BALANCER_MODES.join(", ")}`)],
+  } satisfies VariableSpec<string>,
   ssh_allowed_cidrs: {
     type: "list(string)",
     description: "Networks allowed to reach the bastion's SSH port. The provisioners connect from here too.",
@@ -478,7 +504,7 @@ export const VARIABLES = {
   } satisfies VariableSpec<string[]>,
   api_allowed_cidrs: {
     type: "list(string)",
-    description: "Networks allowed to reach the Kubernetes API (port 16443) on the master. Empty closes it.",
+    description: "Networks allowed to reach the Kubernetes API (port 16443) on the master and on the API load balancer. Empty closes it.",
     default: ["0.0.0.0/0"],
     rules: [cidrList("api_allowed_cidrs", 0)],
   } satisfies VariableSpec<string[]>,

@@ -261,7 +261,10 @@ export function eachEntry<T>(name: string, part: string, check: EntryCheck<T>, m
     }
   };
   const condition = `try(${check.condition("entry_key", "entry")}, false)`;
-  const firstBroken = (map: Readonly<Record<string, T>>) => Object.keys(map).sort().find((key) => !holds(key, map[key]));
+  const firstBroken = (map: Readonly<Record<string, T>>) =>
+    Object.keys(map)
+      .sort()
+      .find((key) => !holds(key, map[key]));
   return {
     test: (map) => firstBroken(map) === undefined,
     condition: `alltrue([for entry_key, entry in var.${name} : ${condition}])`,

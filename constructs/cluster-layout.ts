@@ -43,9 +43,10 @@ export const POOL_NAME_MAX = 20;
 export const MAX_WORKERS = 1024;
 
 /** The longest host name the layout gives: the last worker's of a pool with the longest name. */
-export const LONGEST_HOST = [`${HOST_NAMES.worker}-${MAX_WORKERS - 1}`, `${HOST_NAMES.poolWorker}-${"p".repeat(POOL_NAME_MAX)}-${MAX_WORKERS - 1}`].reduce(
-  (longest, host) => (host.length > longest.length ? host : longest),
-);
+export const LONGEST_HOST = [
+  `${HOST_NAMES.worker}-${MAX_WORKERS - 1}`,
+  `${HOST_NAMES.poolWorker}-${"p".repeat(POOL_NAME_MAX)}-${MAX_WORKERS - 1}`,
+].reduce((longest, host) => (host.length > longest.length ? host : longest));
 
 /**
  * The longest suffix a resource's name adds to a machine's FQDN (a port's `-private`); names built

@@ -1,5 +1,6 @@
 import { Fn, TerraformOutput } from "cdktf";
 import { Construct } from "constructs";
+import { ApiLoadBalancer } from "./api-load-balancer";
 import { Bastion } from "./bastion";
 import { ClusterLayout } from "./cluster-layout";
 import { KubeNodePool } from "./kube-node-pool";
@@ -13,6 +14,7 @@ export interface StackOutputsProps {
   readonly bastion: Bastion;
   readonly saltMaster: SaltMaster;
   readonly kubeNodes: KubeNodePool;
+  readonly apiLoadBalancer: ApiLoadBalancer;
   readonly quotas: Quotas;
   /** The login user on every machine. */
   readonly user: string;
@@ -30,6 +32,11 @@ export function stackOutputs(scope: Construct, props: StackOutputsProps): void {
     ["private_subnet_id", network.privateSubnet.id, "ID of the private subnet, whose gateway is the bastion."],
     ["bastion_floating_ip", bastion.publicIp, "The bastion's floating IP: the SSH jump host to every machine."],
     ["master_floating_ip", kubeNodes.masterFloatingIp.address, "The Kubernetes master's floating IP (API on 16443, ingress)."],
+    [
+      "api_address",
+      apiAddress(props),
+      "Where the Kubernetes API answers (port 16443): the API load balancer's floating IP, or the master's without one.",
+    ],
     ["salt_volume_id", saltMaster.volume.id, "ID of the Salt master's persistent volume; it survives re-creating the instance."],
   ];
   for (const [name, value, description] of outputs) {
@@ -66,13 +73,18 @@ export function stackOutputs(scope: Construct, props: StackOutputsProps): void {
     ),
   });
   new TerraformOutput(scope, "kubeconfig_command", {
-    description: "Fetches the cluster's kubeconfig through the bastion, pointed at the master's floating IP.",
+    description: "Fetches the cluster's kubeconfig through the bastion, pointed at api_address.",
     value:
       `ssh -J ${jump} ${user}@${layout.kubeMaster.privateIp} sudo microk8s config` +
-      ` | sed 's#server: https://[^:]*:#server: https://${kubeNodes.masterFloatingIp.address}:#' > kubeconfig`,
+      ` | sed 's#server: https://[^:]*:#server: https://${apiAddress(props)}:#' > kubeconfig`,
   });
   new TerraformOutput(scope, "minion_ids", {
     description: "Salt minion ids (= FQDNs) of every machine: Salt master, bastion, Kubernetes master, workers.",
     value: layout.minionIds,
   });
+}
+
+/** The API load balancer's floating IP, or the master's without a load balancer. */
+export function apiAddress(props: Pick<StackOutputsProps, "apiLoadBalancer" | "kubeNodes">): string {
+  return Fn.coalesce([props.apiLoadBalancer.address, props.kubeNodes.masterFloatingIp.address]);
 }

@@ -24,6 +24,8 @@ export interface QuotasProps {
   readonly securityGroupRules: number;
   /** The default pool's boot volume size in GiB, 0 for none. @default 0 */
   readonly kubeNodeBootVolumeSize?: number;
+  /** The API load balancers (0 or 1): a floating IP and its VIP port each. @default 0 */
+  readonly apiLoadBalancers?: number;
   /** The node pools, whose workers count too. @default - none */
   readonly workerPools?: WorkerPools;
 }
@@ -79,11 +81,11 @@ export class Quotas extends Construct {
         gigabytes: plus(Op.add(props.saltVolumeSize, Op.mul(bootVolumeSize, props.nodeCount)), pools.gigabytes),
       },
       network: {
-        floatingip: 2,
+        floatingip: Token.asNumber(Op.add(2, props.apiLoadBalancers ?? 0)),
         network: 2,
         subnet: 2,
         router: 1,
-        port: plus(Op.add(Quotas.FIXED_PORTS, Op.sub(props.nodeCount, 1)), pools.instances),
+        port: plus(Op.add(Op.add(Quotas.FIXED_PORTS, Op.sub(props.nodeCount, 1)), props.apiLoadBalancers ?? 0), pools.instances),
         security_group: props.securityGroups,
         security_group_rule: props.securityGroupRules,
       },

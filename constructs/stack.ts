@@ -17,6 +17,7 @@ import { OpenstackProvider } from "../.gen/providers/openstack/provider";
 import { BackendKind } from "../config/load";
 import { KubeOnOsConfig, VariableName } from "../config/parameters";
 import { declareVariables } from "../config/terraform-variables";
+import { ApiLoadBalancer } from "./api-load-balancer";
 import { Bastion } from "./bastion";
 import { ClusterLayout } from "./cluster-layout";
 import { controlPlaneFloor } from "./control-plane-floor";
@@ -60,6 +61,8 @@ export class KubeOnOsStack extends TerraformStack {
   readonly kubeNodes: KubeNodePool;
   /** The node pools' workers (node_pools). */
   readonly workerPools: WorkerPools;
+  /** The Octavia load balancer in front of the control plane (count 0 without one). */
+  readonly apiLoadBalancer: ApiLoadBalancer;
   /** The plan-time quota check. */
   readonly quotas: Quotas;
   readonly provisioner: SaltProvisioner;
@@ -156,6 +159,12 @@ export class KubeOnOsStack extends TerraformStack {
       serviceCidr: v.service_cidr.stringValue,
       serverGroupPolicy: v.kube_server_group_policy.stringValue,
     });
+    this.apiLoadBalancer = new ApiLoadBalancer(this, "ApiLoadBalancer", {
+      network: this.network,
+      layout: this.layout,
+      mode: v.api_load_balancer.stringValue,
+      allowedCidrs: v.api_allowed_cidrs.listValue,
+    });
     controlPlaneFloor(this, "ControlPlaneFloor", this.layout, this.kubeNodes.master);
 
     this.quotas = new Quotas(this, "Quotas", {
@@ -172,6 +181,7 @@ export class KubeOnOsStack extends TerraformStack {
       securityGroups: Object.keys(this.network.securityGroups).length,
       securityGroupRules: this.network.securityGroupRuleCount,
       kubeNodeBootVolumeSize: v.kube_node_boot_volume_size.numberValue,
+      apiLoadBalancers: this.apiLoadBalancer.count,
       workerPools: this.workerPools,
     });
 
@@ -200,6 +210,7 @@ export class KubeOnOsStack extends TerraformStack {
         privateCidr: v.private_network_cidr.stringValue,
         nameservers: v.dns_nameservers.listValue,
         masterFloatingIp: this.kubeNodes.masterFloatingIp.address,
+        apiLoadBalancer: this.apiLoadBalancer,
         podCidr: v.pod_cidr.stringValue,
         serviceCidr: v.service_cidr.stringValue,
         microk8sChannel: v.microk8s_channel.stringValue,
@@ -224,6 +235,7 @@ export class KubeOnOsStack extends TerraformStack {
       bastion: this.bastion,
       saltMaster: this.saltMaster,
       kubeNodes: this.kubeNodes,
+      apiLoadBalancer: this.apiLoadBalancer,
       quotas: this.quotas,
       user: v.deploy_user.stringValue,
     });

@@ -743,18 +743,45 @@ const ZONE_LISTS = edgesAnd(
   fc.tuple(fc.array(ZONE, { maxLength: 4 }), SYNTAX).map(([zones, syntax]) => hcl(zones, syntax)),
 );
 
-const LABEL_KEYS = ["tier", "example.com/tier", "Tier_2.x", "kube-on-os/pool", "-tier", "a/b/c", "UPPER.example/x", label(63), label(64), ""];
+const LABEL_KEYS = [
+  "tier",
+  "example.com/tier",
+  "Tier_2.x",
+  "kube-on-os/pool",
+  "-tier",
+  "a/b/c",
+  "UPPER.example/x",
+  label(63),
+  label(64),
+  "",
+];
 const LABEL_VALUES = ["web", "", "a.b-c_d", "-web", label(63), label(64), "a b"];
 const LABELS_TREE = fc.dictionary(fc.constantFrom(...LABEL_KEYS), fc.oneof(fc.constantFrom<Tree>(...LABEL_VALUES), NOT_A_STRING), {
   maxKeys: 3,
 });
 
 const LABEL_MAPS = edgesAnd(
-  [...MALFORMED, "{}", '{ tier = "web" }', '{ "example.com/tier" = "web" }', '{ "kube-on-os/pool" = "x" }', "{ tier = 1 }", "{ tier = null }"],
+  [
+    ...MALFORMED,
+    "{}",
+    '{ tier = "web" }',
+    '{ "example.com/tier" = "web" }',
+    '{ "kube-on-os/pool" = "x" }',
+    "{ tier = 1 }",
+    "{ tier = null }",
+  ],
   fc.tuple(LABELS_TREE, SYNTAX).map(([labels, syntax]) => hcl(labels, syntax)),
 );
 
-const TAINTS = ["gpu=true:NoSchedule", "gpu:NoExecute", "example.com/gpu=:PreferNoSchedule", "gpu=true:Never", "gpu", "=x:NoSchedule", "gpu=a b:NoSchedule"];
+const TAINTS = [
+  "gpu=true:NoSchedule",
+  "gpu:NoExecute",
+  "example.com/gpu=:PreferNoSchedule",
+  "gpu=true:Never",
+  "gpu",
+  "=x:NoSchedule",
+  "gpu=a b:NoSchedule",
+];
 const TAINT_LISTS = edgesAnd(
   [...MALFORMED, '["gpu=true:NoSchedule"]', '["gpu=a:NoSchedule", "gpu=b:NoSchedule"]', '["gpu:NoSchedule", "gpu:NoExecute"]', "[1]"],
   fc
@@ -800,9 +827,7 @@ const NODE_POOLS = edgesAnd(
     "{ gpu = { count = 1, labels = [] } }",
     "[{ count = 1 }]",
   ],
-  fc
-    .tuple(fc.dictionary(fc.constantFrom(...POOL_NAMES), POOL, { maxKeys: 3 }), SYNTAX)
-    .map(([pools, syntax]) => hcl(pools, syntax)),
+  fc.tuple(fc.dictionary(fc.constantFrom(...POOL_NAMES), POOL, { maxKeys: 3 }), SYNTAX).map(([pools, syntax]) => hcl(pools, syntax)),
 );
 
 /**
@@ -842,6 +867,7 @@ export const VALUES: { readonly [K in VariableName]: Values } = {
   service_cidr: SUBNET,
   microk8s_channel: CHANNEL,
   reboot_for_updates: BOOL,
+  api_load_balancer: edgesAnd(["auto", "on", "off", "On", "", "true", "auto "], padded(fc.constantFrom("auto", "on", "off"))),
   ssh_allowed_cidrs: cidrListText(),
   api_allowed_cidrs: cidrListText(),
   dns_nameservers: NAMESERVERS,

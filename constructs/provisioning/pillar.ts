@@ -1,6 +1,7 @@
 import { Fn, TerraformLocal, Token } from "cdktf";
 import { Construct } from "constructs";
 import { DEFAULT_POOL, POOL_LABEL } from "../../config/node-pools";
+import { ApiLoadBalancer } from "../api-load-balancer";
 import { ClusterLayout } from "../cluster-layout";
 
 export interface SaltPillarProps {
@@ -12,6 +13,8 @@ export interface SaltPillarProps {
   readonly privateCidr: string;
   readonly nameservers: string[];
   readonly masterFloatingIp: string;
+  /** The API load balancer, whose addresses the API certificate must name too. */
+  readonly apiLoadBalancer: ApiLoadBalancer;
   readonly podCidr: string;
   readonly serviceCidr: string;
   /** The snap channel microk8s is installed from (microk8s:channel; Salt's default is the same). */
@@ -52,6 +55,11 @@ export function saltPillar(scope: Construct, props: SaltPillarProps): string {
   const poolsRef = Token.asString(props.pools);
   perNode("labels", `merge(${Token.asString(labels)}, { "${POOL_LABEL}" = "${DEFAULT_POOL}" })`, `merge(${poolsRef}[node.pool].labels, { "${POOL_LABEL}" = node.pool })`);
   perNode("taints", Token.asString(taints), `${poolsRef}[node.pool].taints`);
+  const apiAddresses = new TerraformLocal(
+    scope,
+    "kube_api_addresses",
+    `\${[for address in [${Token.asString(props.masterFloatingIp)}, ${Token.asString(props.apiLoadBalancer.address)}, ${Token.asString(props.apiLoadBalancer.vipAddress)}] : address if address != null]}`,
+  );
   const nodes = new TerraformLocal(
     scope,
     "kube_nodes",
@@ -71,6 +79,9 @@ export function saltPillar(scope: Construct, props: SaltPillarProps): string {
         microk8s: {
           master: layout.kubeMaster.fqdn,
           allowed_csr_ip: props.masterFloatingIp,
+          // Every address clients reach the API at, for its certificate: the master's floating IP,
+          // and the load balancer's floating IP and VIP when there is one.
+          api_addresses: apiAddresses.expression,
           pod_cidr: props.podCidr,
           service_cidr: props.serviceCidr,
           channel: props.microk8sChannel,
