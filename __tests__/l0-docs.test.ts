@@ -10,7 +10,9 @@ describe("README and docs/", () => {
     for (const [name, spec] of Object.entries(VARIABLES)) {
       const row = parameters.split("\n").find((line) => new RegExp(`^\\| +\\[\`${name}\`\\]\\(#${name}\\) +\\|`).test(line));
       expect(row).toBeDefined();
-      expect(row).toContain(`\`${spec.type}\``);
+      // An object type is abbreviated in the table and given in full in the parameter's section.
+      expect(row).toContain(`\`${spec.type.replace(/object\(\{.*\}\)/, "object({…})")}\``);
+      expect(parameters).toContain(`- Type: \`${spec.type}\``);
       expect(row).toContain(spec.default === undefined ? "`null`" : `\`${JSON.stringify(spec.default)}\``);
     }
   });

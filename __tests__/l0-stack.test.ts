@@ -67,6 +67,7 @@ describe("KubeOnOsStack", () => {
         .replace(/\$\{format\("%s[.]%s", "([a-z0-9-]+)", var[.]deploy_domain_name\)\}/g, (_, host: string) => `${host}.${domain}`)
         .replace("${element(local.kube_worker_fqdns, count.index)}", `${LONGEST_HOST}.${domain}`)
         .replace("${each.value.fqdn}", `${LONGEST_HOST}.${domain}`)
+        .replace("${element(local.kube_control_plane, count.index)}", `${LONGEST_HOST}.${domain}`)
         .replace("${each.key}", "p".repeat(POOL_NAME_MAX))
         .replace('${replace(var.deploy_domain_name, ".", "_")}', domain)
         .replace("${var.deploy_domain_name}", domain);
@@ -178,6 +179,7 @@ describe("KubeOnOsStack", () => {
   it("outputs the network ids, floating IPs, Salt volume, ssh config, kubeconfig command, minion ids and quota needs, each described", async () => {
     const json = await synthStack({});
     expect(Object.keys(json.output).sort()).toEqual([
+      "api_address",
       "bastion_floating_ip",
       "external_network_id",
       "kubeconfig_command",
@@ -211,6 +213,7 @@ const ADDRESSES = [
   "data.openstack_compute_flavor_v2.Quotas_PoolFlavors_13D0BAAA",
   "data.openstack_compute_flavor_v2.Quotas_SaltMasterFlavor_6E037E8A",
   "data.openstack_compute_quotaset_v2.Quotas_Compute_EAC7774A",
+  "data.openstack_identity_auth_scope_v3.ApiLoadBalancer_Catalog_C2AB9A31",
   "data.openstack_identity_auth_scope_v3.Quotas_Scope_2C9E6C9C",
   "data.openstack_images_image_v2.BaseImage",
   "data.openstack_images_image_v2.WorkerPools_Images_864D13A7",
@@ -233,8 +236,15 @@ const ADDRESSES = [
   "openstack_compute_servergroup_v2.KubeNodes_ServerGroup_8FFC6899",
   "openstack_compute_servergroup_v2.WorkerPools_ServerGroup_4748A170",
   "openstack_compute_volume_attach_v2.SaltMaster_VolumeAttachment_EB429AB7",
+  "openstack_lb_listener_v2.ApiLoadBalancer_Listener_55E752F7",
+  "openstack_lb_loadbalancer_v2.ApiLoadBalancer_66CFEFA1",
+  "openstack_lb_member_v2.ApiLoadBalancer_Member_A6014F77",
+  "openstack_lb_monitor_v2.ApiLoadBalancer_Monitor_41198EB2",
+  "openstack_lb_pool_v2.ApiLoadBalancer_Pool_46650E06",
+  "openstack_networking_floatingip_associate_v2.ApiLoadBalancer_FloatingIpAssociation_C06585B5",
   "openstack_networking_floatingip_associate_v2.Bastion_FloatingIpAssociation_26B29183",
   "openstack_networking_floatingip_associate_v2.KubeNodes_MasterFloatingIpAssociation_2C4B22FE",
+  "openstack_networking_floatingip_v2.ApiLoadBalancer_FloatingIp_288223E0",
   "openstack_networking_floatingip_v2.Bastion_FloatingIp_8C4B8B22",
   "openstack_networking_floatingip_v2.KubeNodes_MasterFloatingIp_091CDBB9",
   "openstack_networking_network_v2.Network_PrivateNetwork_04AC6DEA",
@@ -248,6 +258,7 @@ const ADDRESSES = [
   "openstack_networking_port_v2.WorkerPools_Port_91649301",
   "openstack_networking_router_interface_v2.Network_PublicRouterInterface_C5176AB2",
   "openstack_networking_router_v2.Network_Router_B43C5A1B",
+  "openstack_networking_secgroup_rule_v2.ApiLoadBalancer_MemberRule_FF4A088D",
   "openstack_networking_secgroup_rule_v2.Network_BastionSshRule_B1994367",
   "openstack_networking_secgroup_rule_v2.Network_InternalRule_E2C95BCE",
   "openstack_networking_secgroup_rule_v2.Network_KubeApiRule_26A019B7",
