@@ -204,6 +204,111 @@ describe("Nova", () => {
     const attached = await api("POST", `${NOVA}/servers/${id}/os-volume_attachments`, { volumeAttachment: { volumeId: volume } });
     expect(attached.body.volumeAttachment.device).toBe("/dev/vdd");
   });
+
+  it("lists its zones, sorted, and refuses a server in a zone it does not have", async () => {
+    expect((await api("GET", `${NOVA}/os-availability-zone`)).body).toEqual({
+      availabilityZoneInfo: [{ zoneName: "nova", zoneState: { available: true }, hosts: null }],
+    });
+    await double.close();
+    double = await startOpenStackDouble({ availabilityZones: ["az2", "az1"] });
+    token = await issueToken({ project: { name: double.identity.project.name, domain: { id: "default" } } });
+    const zones = await api("GET", `${NOVA}/os-availability-zone`);
+    expect(zones.body.availabilityZoneInfo.map((z: { zoneName: string }) => z.zoneName)).toEqual(["az1", "az2"]);
+    const detail = await api("GET", `${NOVA}/os-availability-zone/detail`);
+    expect(Object.keys(detail.body.availabilityZoneInfo[0].hosts)).toContain("compute-2");
+    const unknown = await api("POST", `${NOVA}/servers`, { server: { ...server("u"), availability_zone: "nova" } });
+    expect([unknown.status, message(unknown)]).toEqual([400, "The requested availability zone is not available"]);
+    const placed = (await api("POST", `${NOVA}/servers`, { server: { ...server("p"), availability_zone: "az1" } })).body.server.id;
+    expect((await api("GET", `${NOVA}/servers/${placed}`)).body.server["OS-EXT-AZ:availability_zone"]).toBe("az1");
+    const unplaced = (await api("POST", `${NOVA}/servers`, { server: server("q") })).body.server.id;
+    expect((await api("GET", `${NOVA}/servers/${unplaced}`)).body.server["OS-EXT-AZ:availability_zone"]).toBe("");
+    expect((await api("GET", `${NOVA}/servers/${unplaced}`)).body.server["OS-EXT-AZ:availability_zone"]).toMatch(/^az[12]$/);
+  });
+
+  it("refuses block device mappings as Nova does: no size for an image copied to a volume, an unknown volume type or image, a bad boot sequence, volume_type before 2.67", async () => {
+    const bdm = (extra: Record<string, unknown> = {}) => ({
+      server: {
+        ...server("v"),
+        imageRef: "",
+        block_device_mapping_v2: [
+          { boot_index: 0, uuid: WIKI_IMAGE.id, source_type: "image", destination_type: "volume", volume_size: 10, ...extra },
+        ],
+      },
+    });
+    const v267 = MICROVERSION("2.67");
+    const noSize = await api("POST", `${NOVA}/servers`, bdm({ volume_size: undefined }));
+    expect([noSize.status, message(noSize)]).toEqual([400, "Images with destination_type 'volume' need to have a non-zero size specified"]);
+    const type = await api("POST", `${NOVA}/servers`, bdm({ volume_type: "fast" }), v267);
+    expect([type.status, message(type)]).toEqual([400, "Volume type fast could not be found."]);
+    const early = await api("POST", `${NOVA}/servers`, bdm({ volume_type: "__DEFAULT__" }));
+    expect([early.status, message(early)]).toEqual([
+      400,
+      `Invalid input for field/attribute 0. Value: {'boot_index': 0, 'uuid': '${WIKI_IMAGE.id}', 'source_type': 'image', 'destination_type': 'volume', 'volume_size': 10, 'volume_type': '__DEFAULT__'}. Additional properties are not allowed ('volume_type' was unexpected)`,
+    ]);
+    const image = await api("POST", `${NOVA}/servers`, bdm({ uuid: "00000000-0000-0000-0000-000000000000" }));
+    expect([image.status, message(image)]).toEqual([
+      400,
+      "Block Device Mapping is Invalid: failed to get image 00000000-0000-0000-0000-000000000000.",
+    ]);
+    const sequence = await api("POST", `${NOVA}/servers`, bdm({ boot_index: 1 }));
+    expect([sequence.status, message(sequence)]).toEqual([
+      400,
+      "Block Device Mapping is Invalid: Boot sequence for the instance and image/block device mapping combination is not valid.",
+    ]);
+    expect((await api("POST", `${NOVA}/servers`, bdm({ volume_type: "__DEFAULT__" }), v267)).status).toBe(202);
+  });
+
+  it("creates a boot volume in Cinder's default zone at build time, keeps it unless delete_on_termination, and fails the build over Cinder's quota", async () => {
+    const boot = (name: string, size: number, deleteOnTermination: boolean) => ({
+      server: {
+        ...server(name),
+        imageRef: "",
+        block_device_mapping_v2: [
+          {
+            boot_index: 0,
+            uuid: WIKI_IMAGE.id,
+            source_type: "image",
+            destination_type: "volume",
+            volume_size: size,
+            delete_on_termination: deleteOnTermination,
+          },
+        ],
+      },
+    });
+    const kept = (await api("POST", `${NOVA}/servers`, boot("kept", 10, false))).body.server.id;
+    const gone = (await api("POST", `${NOVA}/servers`, boot("gone", 10, true))).body.server.id;
+    for (const id of [kept, gone]) for (let n = 0; n < 2; n++) await api("GET", `${NOVA}/servers/${id}`);
+    const shown = (await api("GET", `${NOVA}/servers/${kept}`)).body.server;
+    const [volume] = shown["os-extended-volumes:volumes_attached"];
+    expect(volume.delete_on_termination).toBe(false);
+    const cinder = await api("GET", `/volume/v3/${double.identity.project.id}/volumes/${volume.id}`);
+    expect(cinder.body.volume).toMatchObject({
+      status: "in-use",
+      availability_zone: "nova",
+      volume_image_metadata: { image_id: WIKI_IMAGE.id },
+    });
+    const quota = await api("GET", `/volume/v3/${double.identity.project.id}/os-quota-sets/${double.identity.project.id}?usage=true`);
+    expect(quota.body.quota_set).toMatchObject({ volumes: { in_use: 2 }, gigabytes: { in_use: 20 } });
+
+    for (const id of [kept, gone]) {
+      await api("DELETE", `${NOVA}/servers/${id}`);
+      // One read shows it deleting, the next finds it gone.
+      await api("GET", `${NOVA}/servers/${id}`);
+      expect((await api("GET", `${NOVA}/servers/${id}`)).status).toBe(404);
+    }
+    expect(double.cinder.volumes.all().map((v) => [v.id, v.status])).toEqual([[volume.id, "available"]]);
+
+    double.cinder.quotas.gigabytes = 15;
+    const over = (await api("POST", `${NOVA}/servers`, boot("over", 10, true))).body.server.id;
+    await api("GET", `${NOVA}/servers/${over}`);
+    const failed = (await api("GET", `${NOVA}/servers/${over}`)).body.server;
+    expect(failed).toMatchObject({
+      status: "ERROR",
+      fault: {
+        message: `Build of instance ${over} aborted: Requested volume or snapshot exceeds allowed gigabytes quota. Requested 10G, quota is 15G and 10G has been consumed.`,
+      },
+    });
+  });
 });
 
 describe("Cinder", () => {
@@ -234,6 +339,21 @@ describe("Cinder", () => {
     const broken = (await api("POST", volumes(), { volume: { size: 1, name: "broken" } })).body.volume.id;
     await api("GET", `${volumes()}/${broken}`);
     expect((await api("GET", `${volumes()}/${broken}`)).body.volume.status).toBe("error");
+  });
+
+  it("lists its volume types, __DEFAULT__ first, and refuses an unknown type or availability zone", async () => {
+    await double.close();
+    double = await startOpenStackDouble({ volumeTypes: ["ssd"] });
+    token = await issueToken({ project: { name: double.identity.project.name, domain: { id: "default" } } });
+    const types = await api("GET", `/volume/v3/${double.identity.project.id}/types`);
+    expect(types.body.volume_types.map((t: { name: string }) => t.name)).toEqual(["__DEFAULT__", "ssd"]);
+    expect(types.body.volume_types[0]).toMatchObject({ description: "Default Volume Type", is_public: true });
+    const type = await api("POST", volumes(), { volume: { size: 1, volume_type: "fast" } });
+    expect([type.status, message(type)]).toEqual([404, "Volume type with name fast could not be found."]);
+    const zone = await api("POST", volumes(), { volume: { size: 1, availability_zone: "az9" } });
+    expect([zone.status, message(zone)]).toEqual([400, "Availability zone 'az9' is invalid."]);
+    const ssd = await api("POST", volumes(), { volume: { size: 1, volume_type: "ssd" } });
+    expect(ssd.body.volume).toMatchObject({ volume_type: "ssd", availability_zone: "nova" });
   });
 });
 

@@ -63,6 +63,36 @@ describe("OpenStack API double", () => {
     expect(double.unhandled).toEqual([]);
   });
 
+  it("lists its availability zones to the provider and boots a server in one from a volume Nova creates from an image: apply, no-change re-plan, destroy", async () => {
+    await double.close();
+    double = await startOpenStackDouble({
+      availabilityZones: ["az1", "az2", "az3"],
+      volumeAvailabilityZones: ["az1", "az2", "az3"],
+      volumeTypes: ["ssd"],
+      crossAzAttach: false,
+    });
+    const tofu = await fixture("boot-volume");
+    await ok(tofu(["apply", "-auto-approve", "-input=false"]));
+    const outputs = JSON.parse((await ok(tofu(["output", "-json"]))).stdout) as Record<string, { value: unknown }>;
+    expect(outputs.zones.value).toEqual(["az1", "az2", "az3"]);
+    expect(outputs.zone.value).toBe("az2");
+
+    const [server] = double.nova.servers.all();
+    expect(server).toMatchObject({ status: "ACTIVE", availability_zone: "az2", image: "" });
+    const [volume] = double.cinder.volumes.all();
+    expect(volume).toMatchObject({ status: "in-use", size: 20, volume_type: "ssd", availability_zone: "az2", bootable: "true" });
+    expect(volume.attachments).toEqual([expect.objectContaining({ server_id: server.id, device: "/dev/vda" })]);
+    expect(server.volumes_attached).toEqual([{ id: volume.id, device: "/dev/vda", delete_on_termination: true }]);
+
+    const replan = await tofu(["plan", "-detailed-exitcode", "-input=false"]);
+    expect(replan.stderr).toBe("");
+    expect(replan.status).toBe(0);
+
+    await ok(tofu(["destroy", "-auto-approve", "-input=false"]));
+    expect(double.resourceCount()).toBe(0);
+    expect(double.unhandled).toEqual([]);
+  });
+
   it("answers a second claim on a fixed IP with Neutron's 409, which the provider reports", async () => {
     const tofu = await fixture("conflict");
     const apply = await tofu(["apply", "-auto-approve", "-input=false"]);

@@ -15,6 +15,17 @@ export interface OpenStackDoubleOptions {
    * default of stacks before issue 18, by ID)
    */
   readonly images?: readonly SeededImage[];
+  /** Nova's availability zones; compute hosts are spread over them. @default ["nova"], as devstack */
+  readonly availabilityZones?: readonly string[];
+  /** Cinder's availability zones, the first its default. @default ["nova"], as devstack */
+  readonly volumeAvailabilityZones?: readonly string[];
+  /** Volume types Cinder has besides __DEFAULT__, e.g. ["ssd"]. @default none */
+  readonly volumeTypes?: readonly string[];
+  /**
+   * Nova's [cinder]/cross_az_attach: true creates a server's boot volume in Cinder's default
+   * zone, false in the server's zone (which Cinder must have). @default true, Nova's default
+   */
+  readonly crossAzAttach?: boolean;
 }
 
 export interface SeededImage {
@@ -111,9 +122,15 @@ export async function startOpenStackDouble(options: OpenStackDoubleOptions = {})
   const images: readonly SeededImage[] = options.images ?? [NOBLE_IMAGE, WIKI_IMAGE];
   for (const image of images) glance.seedImage(image.id, image.name, image.visibility);
   glance.register(app, requireToken);
-  const cinder = new Cinder(identity.project.id);
+  const cinder = new Cinder(identity.project.id, {
+    availabilityZones: options.volumeAvailabilityZones,
+    volumeTypes: options.volumeTypes,
+  });
   cinder.register(app, requireToken);
-  const nova = new Nova({ projectId: identity.project.id, userId: identity.user.id }, neutron, glance, cinder);
+  const nova = new Nova({ projectId: identity.project.id, userId: identity.user.id }, neutron, glance, cinder, {
+    availabilityZones: options.availabilityZones,
+    crossAzAttach: options.crossAzAttach,
+  });
   nova.register(app, requireToken);
 
   const holds: { matches: (method: string, url: string) => boolean; gate: Promise<void>; arrived: () => void }[] = [];
