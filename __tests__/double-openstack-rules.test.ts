@@ -380,6 +380,101 @@ describe("Keystone", () => {
     const shown = await api("GET", "/identity/v3/auth/tokens", undefined, { "x-subject-token": appToken });
     expect(shown.body.token).toMatchObject({ methods: ["application_credential"], project: { id: double.identity.project.id } });
   });
+
+  describe("application credentials", () => {
+    const credentials = () => `/identity/v3/users/${double.identity.user.id}/application_credentials`;
+
+    it("returns the secret only on create, generating one when none is given, and adds the roles a role implies", async () => {
+      const created = await api("POST", credentials(), { application_credential: { name: "a", roles: [{ name: "member" }] } });
+      expect(created.status).toBe(201);
+      const credential = created.body.application_credential;
+      expect(credential.secret).toMatch(/^[A-Za-z0-9_-]{86}$/);
+      expect(credential.roles.map((r: { name: string }) => r.name)).toEqual(["member", "reader"]);
+      expect(credential).toMatchObject({ unrestricted: false, expires_at: null, project_id: double.identity.project.id });
+      const shown = await api("GET", `${credentials()}/${credential.id}`);
+      expect(shown.body.application_credential.secret).toBeUndefined();
+      const given = await api("POST", credentials(), { application_credential: { name: "b", secret: "chosen" } });
+      expect(given.body.application_credential.secret).toBe("chosen");
+      // Without roles, the token's: the user's effective roles.
+      expect(given.body.application_credential.roles.map((r: { name: string }) => r.name)).toEqual([
+        "member",
+        "reader",
+        "load-balancer_member",
+      ]);
+    });
+
+    it("refuses roles the user lacks or Keystone does not know, a duplicate name, a past expiry, and another user's credentials", async () => {
+      const create = (body: Record<string, unknown>) => api("POST", credentials(), { application_credential: { name: "c", ...body } });
+      const admin = await create({ roles: [{ name: "admin" }] });
+      expect([admin.status, message(admin)]).toEqual([
+        400,
+        "Invalid application credential: Cannot create an application credential with unassigned role",
+      ]);
+      const unknown = await create({ roles: [{ name: "nope" }] });
+      expect([unknown.status, message(unknown)]).toEqual([404, "Role nope is not defined"]);
+      const past = await create({ expires_at: "2020-01-01T00:00:00" });
+      expect([past.status, message(past)]).toEqual([
+        400,
+        "The 'expires_at' must not be before now. The server could not comply with the request since it is either malformed or otherwise incorrect. The client is assumed to be in error.",
+      ]);
+      expect((await create({})).status).toBe(201);
+      const duplicate = await create({});
+      expect([duplicate.status, duplicate.body.error]).toEqual([
+        409,
+        {
+          code: 409,
+          title: "Conflict",
+          message: "Conflict occurred attempting to store application_credential - Duplicate entry found with name c.",
+        },
+      ]);
+      const other = await api("POST", `/identity/v3/users/${"0".repeat(32)}/application_credentials`, {
+        application_credential: { name: "d" },
+      });
+      expect([other.status, message(other)]).toEqual([
+        403,
+        "You are not authorized to perform the requested action: Cannot create an application credential for another user..",
+      ]);
+    });
+
+    it("refuses to manage credentials with a restricted application credential, allows it with an unrestricted one, and revokes a deleted one's tokens", async () => {
+      const { id, secret } = double.identity.applicationCredential;
+      const restricted = (
+        await authenticate(undefined, { methods: ["application_credential"], application_credential: { id, secret } })
+      ).headers.get("x-subject-token") as string;
+      const refused = await api("POST", credentials(), { application_credential: { name: "e" } }, { "x-auth-token": restricted });
+      expect([refused.status, message(refused)]).toEqual([
+        403,
+        "You are not authorized to perform the requested action: Using method 'application_credential' is not allowed for managing additional application credentials..",
+      ]);
+      const open = (await api("POST", credentials(), { application_credential: { name: "f", unrestricted: true } })).body
+        .application_credential;
+      const identity = { methods: ["application_credential"], application_credential: { id: open.id, secret: open.secret } };
+      const unrestricted = (await authenticate(undefined, identity)).headers.get("x-subject-token") as string;
+      const allowed = await api("POST", credentials(), { application_credential: { name: "g" } }, { "x-auth-token": unrestricted });
+      expect(allowed.status).toBe(201);
+      expect((await api("DELETE", `${credentials()}/${open.id}`)).status).toBe(204);
+      expect((await api("GET", "/network/v2.0/networks", undefined, { "x-auth-token": unrestricted })).status).toBe(401);
+      expect((await authenticate(undefined, identity)).status).toBe(401);
+      const missing = await api("GET", `${credentials()}/${open.id}`);
+      expect([missing.status, message(missing)]).toEqual([404, `Could not find Application Credential: ${open.id}.`]);
+    });
+
+    it("shares equal access rules, and refuses to delete one still in use", async () => {
+      const rule = { service: "image", path: "/v2/images", method: "GET" };
+      const first = (await api("POST", credentials(), { application_credential: { name: "h", access_rules: [rule] } })).body
+        .application_credential;
+      const second = (await api("POST", credentials(), { application_credential: { name: "i", access_rules: [rule] } })).body
+        .application_credential;
+      expect(second.access_rules).toEqual(first.access_rules);
+      const rules = `/identity/v3/users/${double.identity.user.id}/access_rules`;
+      const inUse = await api("DELETE", `${rules}/${first.access_rules[0].id}`);
+      expect([inUse.status, message(inUse)]).toEqual([403, "May not delete access rule in use"]);
+      await api("DELETE", `${credentials()}/${first.id}`);
+      await api("DELETE", `${credentials()}/${second.id}`);
+      expect((await api("DELETE", `${rules}/${first.access_rules[0].id}`)).status).toBe(204);
+      expect(double.resourceCount()).toBe(0);
+    });
+  });
 });
 
 describe("Neutron", () => {

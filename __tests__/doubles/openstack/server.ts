@@ -55,6 +55,7 @@ export interface OpenStackDouble {
   readonly url: string;
   readonly authUrl: string;
   readonly identity: Identity;
+  readonly keystone: Keystone;
   readonly neutron: Neutron;
   readonly nova: Nova;
   readonly glance: Glance;
@@ -168,11 +169,12 @@ export async function startOpenStackDouble(options: OpenStackDoubleOptions = {})
     url: baseUrl,
     authUrl,
     identity,
+    keystone,
     neutron,
     nova,
     glance,
     cinder,
-    resourceCount: () => neutron.resourceCount() + nova.resourceCount() + cinder.volumes.size,
+    resourceCount: () => keystone.resourceCount() + neutron.resourceCount() + nova.resourceCount() + cinder.volumes.size,
     requests,
     unhandled,
     passwordEnv: () => ({
