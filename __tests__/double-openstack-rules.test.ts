@@ -432,7 +432,7 @@ describe("Keystone", () => {
       });
       expect([other.status, message(other)]).toEqual([
         403,
-        "You are not authorized to perform the requested action: Cannot create an application credential for another user..",
+        "You are not authorized to perform the requested action: identity:create_application_credential.",
       ]);
     });
 
@@ -457,6 +457,11 @@ describe("Keystone", () => {
       expect((await authenticate(undefined, identity)).status).toBe(401);
       const missing = await api("GET", `${credentials()}/${open.id}`);
       expect([missing.status, message(missing)]).toEqual([404, `Could not find Application Credential: ${open.id}.`]);
+    });
+
+    it("refuses a project member the role list, as Keystone's policy does", async () => {
+      const roles = await api("GET", "/identity/v3/roles?name=member");
+      expect([roles.status, message(roles)]).toEqual([403, "You are not authorized to perform the requested action: identity:list_roles."]);
     });
 
     it("shares equal access rules, and refuses to delete one still in use", async () => {

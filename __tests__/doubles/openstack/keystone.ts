@@ -156,19 +156,20 @@ export class Keystone {
       if (!issued) throw new ApiError(404, "Not Found", "Could not find token.");
       return { token: this.tokenBody(issued) };
     });
-    // keystone/api/roles.py, RoleResource._list_roles: filtered by name.
+    // keystone/common/policies/role.py: identity:list_roles is for admins, system readers and
+    // domain managers; the double's user is none of them.
     app.get("/identity/v3/roles", async (request) => {
-      this.requireToken(request);
-      const { name } = request.query as { name?: string };
-      return { roles: this.identity.roles.filter((r) => name === undefined || r.name === name).map((r) => this.roleView(r)), links: {} };
+      this.requireToken(request, false);
+      throw forbidden("identity:list_roles");
     });
 
     const base = "/identity/v3/users/:user/application_credentials";
     app.post(base, async (request, reply) => {
-      const issued = this.requireToken(request);
-      const { user } = request.params as { user: string };
+      // keystone/common/policies/application_credential.py: create is for the owner only
+      // (user_id:%(user_id)s, the path's user), checked before the handler runs.
+      const issued = this.requireOwner(request, "identity:create_application_credential");
       const body = (request.body as { application_credential?: AppCredBody })?.application_credential ?? {};
-      return reply.code(201).send({ application_credential: this.createApplicationCredential(issued, user, body) });
+      return reply.code(201).send({ application_credential: this.createApplicationCredential(issued, this.identity.user.id, body) });
     });
     app.get(base, async (request) => {
       this.requireOwner(request, "identity:list_application_credentials");
@@ -260,7 +261,7 @@ export class Keystone {
 
   /**
    * keystone/api/users.py, UserAppCredListCreateResource.post, in its order: no restricted
-   * application credential, only for oneself, a generated secret when none is given (64 random
+   * application credential, a generated secret when none is given (64 random
    * bytes, URL-safe base64 without padding), the requested roles by name or id with the roles
    * they imply, each in the token (else 400), an expiry not in the past; then
    * keystone/application_credential/core.py and backends/sql.py: the user must hold every role,
@@ -268,7 +269,6 @@ export class Keystone {
    */
   private createApplicationCredential(issued: IssuedToken, userId: string, body: AppCredBody): Resource {
     this.checkUnrestricted(issued);
-    if (userId !== this.identity.user.id) throw forbidden("Cannot create an application credential for another user.");
     const tokenRoles = this.tokenRoles(issued).map((r) => r.id);
     let roles: Role[];
     if (body.roles && body.roles.length > 0) {
@@ -353,17 +353,6 @@ export class Keystone {
   private tokenRoles(issued: IssuedToken): Role[] {
     if (issued.applicationCredential) return issued.applicationCredential.roles as Role[];
     return this.rolesNamed(withImplied(this.identity.assignedRoles));
-  }
-
-  private roleView(role: Role) {
-    return {
-      id: role.id,
-      name: role.name,
-      domain_id: null,
-      description: null,
-      options: {},
-      links: { self: `${this.baseUrl()}/identity/v3/roles/${role.id}` },
-    };
   }
 
   /** keystone/api/users.py, UserAppCredListCreateResource._public_parameters: no secret, no user id. */
