@@ -4,6 +4,7 @@ import { Glance } from "./glance";
 import { defaultIdentity, Identity, Keystone } from "./keystone";
 import { Neutron } from "./neutron";
 import { Nova } from "./nova";
+import { Octavia } from "./octavia";
 import { ApiError } from "./store";
 
 export interface OpenStackDoubleOptions {
@@ -26,6 +27,8 @@ export interface OpenStackDoubleOptions {
    * zone, false in the server's zone (which Cinder must have). @default true, Nova's default
    */
   readonly crossAzAttach?: boolean;
+  /** Octavia's availability zones (its own objects, not Nova's). @default none, as devstack */
+  readonly loadBalancerAvailabilityZones?: readonly string[];
 }
 
 export interface SeededImage {
@@ -60,6 +63,7 @@ export interface OpenStackDouble {
   readonly nova: Nova;
   readonly glance: Glance;
   readonly cinder: Cinder;
+  readonly octavia: Octavia;
   /** Resources tests created (seeded ones excluded); 0 after a complete destroy. */
   resourceCount(): number;
   /** Every request, in order. */
@@ -87,6 +91,9 @@ export interface OpenStackDouble {
 function errorBody(url: string, error: ApiError): unknown {
   if (url.startsWith("/network/")) return { NeutronError: { type: error.type, message: error.message, detail: "" } };
   if (url.startsWith("/identity/")) return { error: { code: error.status, title: error.type, message: error.message } };
+  // wsme's fault body (wsme/api.py, format_exception), which Octavia's API answers with.
+  if (url.startsWith("/load-balancer/"))
+    return { faultcode: error.status >= 500 ? "Server" : "Client", faultstring: error.message, debuginfo: null };
   const key =
     { 400: "badRequest", 401: "unauthorized", 403: "forbidden", 404: "itemNotFound", 409: "conflictingRequest", 413: "overLimit" }[
       error.status
@@ -133,6 +140,8 @@ export async function startOpenStackDouble(options: OpenStackDoubleOptions = {})
     crossAzAttach: options.crossAzAttach,
   });
   nova.register(app, requireToken);
+  const octavia = new Octavia(identity.project.id, neutron, { availabilityZones: options.loadBalancerAvailabilityZones });
+  octavia.register(app, requireToken);
 
   const holds: { matches: (method: string, url: string) => boolean; gate: Promise<void>; arrived: () => void }[] = [];
   app.addHook("onRequest", async (request) => {
@@ -174,7 +183,9 @@ export async function startOpenStackDouble(options: OpenStackDoubleOptions = {})
     nova,
     glance,
     cinder,
-    resourceCount: () => keystone.resourceCount() + neutron.resourceCount() + nova.resourceCount() + cinder.volumes.size,
+    octavia,
+    resourceCount: () =>
+      keystone.resourceCount() + neutron.resourceCount() + nova.resourceCount() + cinder.volumes.size + octavia.resourceCount(),
     requests,
     unhandled,
     passwordEnv: () => ({
