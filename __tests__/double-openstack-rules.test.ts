@@ -1,5 +1,5 @@
 /**
- * The OpenStack API double rejects what Nova, Cinder, Neutron and Keystone reject, with their
+ * The OpenStack API double rejects what Nova, Cinder, Neutron, Keystone and Octavia reject, with their
  * status codes and messages (each rule cites its upstream file in __tests__/doubles/openstack/), and
  * accepts what they accept; Glance lists images with its filters. Requests go straight to the API, as the provider would send them.
  */
@@ -583,6 +583,224 @@ describe("Neutron", () => {
       409,
       { type: "OverQuota", message: "Quota exceeded for resources: ['floatingip'].", detail: "" },
     ]);
+  });
+});
+
+describe("Octavia", () => {
+  const LB = "/load-balancer/v2.0/lbaas";
+  const fault = (answer: Answer) => [answer.status, answer.body.faultstring];
+  let subnet: string;
+
+  beforeEach(async () => {
+    const network = (await api("POST", "/network/v2.0/networks", { network: { name: "lb" } })).body.network.id;
+    subnet = (await api("POST", "/network/v2.0/subnets", { subnet: { network_id: network, cidr: "10.7.0.0/24", ip_version: 4 } })).body
+      .subnet.id;
+  });
+
+  /** Reads the load balancer until the provider has finished with it. */
+  async function settle(lb: string): Promise<void> {
+    for (let n = 0; n < 5; n++)
+      if ((await api("GET", `${LB}/loadbalancers/${lb}`)).body.loadbalancer.provisioning_status === "ACTIVE") return;
+    throw new Error(`load balancer ${lb} never became ACTIVE`);
+  }
+
+  async function loadBalancer(): Promise<string> {
+    const lb = (await api("POST", `${LB}/loadbalancers`, { loadbalancer: { name: "lb", vip_subnet_id: subnet } })).body.loadbalancer.id;
+    await settle(lb);
+    return lb;
+  }
+
+  async function listener(lb: string, port = 6443, protocol = "TCP"): Promise<Answer> {
+    const answer = await api("POST", `${LB}/listeners`, { listener: { loadbalancer_id: lb, protocol, protocol_port: port } });
+    if (answer.status === 201) await settle(lb);
+    return answer;
+  }
+
+  it("creates a load balancer PENDING_CREATE with an Octavia-owned VIP port, ACTIVE once the provider is done; refuses one without a VIP, on an unknown subnet, in an unknown zone or over quota", async () => {
+    const created = await api("POST", `${LB}/loadbalancers`, { loadbalancer: { name: "lb", vip_subnet_id: subnet } });
+    expect(created.status).toBe(201);
+    const lb = created.body.loadbalancer;
+    expect(lb).toMatchObject({
+      provisioning_status: "PENDING_CREATE",
+      operating_status: "OFFLINE",
+      vip_subnet_id: subnet,
+      provider: "amphora",
+    });
+    expect(double.neutron.ports.get(lb.vip_port_id)).toMatchObject({
+      name: `octavia-lb-${lb.id}`,
+      device_owner: "Octavia",
+      device_id: `lb-${lb.id}`,
+      fixed_ips: [{ subnet_id: subnet, ip_address: lb.vip_address }],
+    });
+    expect((await api("GET", `${LB}/loadbalancers/${lb.id}`)).body.loadbalancer.provisioning_status).toBe("PENDING_CREATE");
+    expect((await api("GET", `${LB}/loadbalancers/${lb.id}`)).body.loadbalancer).toMatchObject({
+      provisioning_status: "ACTIVE",
+      operating_status: "ONLINE",
+    });
+
+    expect(fault(await api("POST", `${LB}/loadbalancers`, { loadbalancer: { name: "none" } }))).toEqual([
+      400,
+      "Validation failure: VIP must contain one of: vip_port_id, vip_network_id, vip_subnet_id.",
+    ]);
+    const missing = "00000000-0000-0000-0000-000000000000";
+    expect(fault(await api("POST", `${LB}/loadbalancers`, { loadbalancer: { vip_subnet_id: missing } }))).toEqual([
+      400,
+      `Subnet ${missing} not found.`,
+    ]);
+    expect(fault(await api("POST", `${LB}/loadbalancers`, { loadbalancer: { vip_subnet_id: subnet, availability_zone: "nova" } }))).toEqual(
+      [400, "Validation failure: Invalid availability zone."],
+    );
+    expect((await api("GET", `${LB}/quotas/${double.identity.project.id}`)).body.quota).toMatchObject({ load_balancer: -1, listener: -1 });
+    double.octavia.quotas.load_balancer = 1;
+    expect(fault(await api("POST", `${LB}/loadbalancers`, { loadbalancer: { vip_subnet_id: subnet } }))).toEqual([
+      403,
+      "Quota has been met for resources: Load Balancer",
+    ]);
+  });
+
+  it("refuses a change under a load balancer that is not ACTIVE with 409, and deletes one only without children (or with cascade) and not while pending", async () => {
+    const lb = (await api("POST", `${LB}/loadbalancers`, { loadbalancer: { vip_subnet_id: subnet } })).body.loadbalancer.id;
+    expect(
+      fault(await api("POST", `${LB}/listeners`, { listener: { loadbalancer_id: lb, protocol: "TCP", protocol_port: 6443 } })),
+    ).toEqual([409, `Load Balancer ${lb} is immutable and cannot be updated.`]);
+    expect(fault(await api("DELETE", `${LB}/loadbalancers/${lb}`))).toEqual([
+      409,
+      `Invalid state PENDING_CREATE of loadbalancer resource ${lb}`,
+    ]);
+    await settle(lb);
+    const created = await api("POST", `${LB}/listeners`, { listener: { loadbalancer_id: lb, protocol: "TCP", protocol_port: 6443 } });
+    expect(created.body.listener.provisioning_status).toBe("PENDING_CREATE");
+    expect((await api("GET", `${LB}/loadbalancers/${lb}`)).body.loadbalancer.provisioning_status).toBe("PENDING_UPDATE");
+    expect(
+      fault(await api("POST", `${LB}/listeners`, { listener: { loadbalancer_id: lb, protocol: "TCP", protocol_port: 16443 } })),
+    ).toEqual([409, `Load Balancer ${lb} is immutable and cannot be updated.`]);
+    await settle(lb);
+    expect((await api("GET", `${LB}/listeners/${created.body.listener.id}`)).body.listener).toMatchObject({
+      provisioning_status: "ACTIVE",
+      operating_status: "ONLINE",
+    });
+
+    expect(fault(await api("DELETE", `${LB}/loadbalancers/${lb}`))).toEqual([
+      400,
+      `Validation failure: Cannot delete Load Balancer ${lb} - it has children`,
+    ]);
+    const vip = double.neutron.ports.all().find((p) => p.device_owner === "Octavia")?.id;
+    expect((await api("DELETE", `${LB}/loadbalancers/${lb}?cascade=true`)).status).toBe(204);
+    expect((await api("GET", `${LB}/loadbalancers/${lb}`)).body.loadbalancer.provisioning_status).toBe("PENDING_DELETE");
+    expect(fault(await api("GET", `${LB}/loadbalancers/${lb}`))).toEqual([404, `Load Balancer ${lb} not found.`]);
+    expect(double.octavia.resourceCount()).toBe(0);
+    expect(double.neutron.ports.find(String(vip))).toBeUndefined();
+  });
+
+  it("refuses listener ports out of range, unknown protocols, and a second listener of the same layer-4 protocol on a port", async () => {
+    const lb = await loadBalancer();
+    expect(fault(await listener(lb, 70000))).toEqual([
+      400,
+      "Invalid input for field/attribute protocol_port. Value: '70000'. Value should be lower or equal to 65535",
+    ]);
+    expect(fault(await listener(lb, 0))).toEqual([
+      400,
+      "Invalid input for field/attribute protocol_port. Value: '0'. Value should be greater or equal to 1",
+    ]);
+    const protocol = await listener(lb, 6443, "QUIC");
+    expect(protocol.status).toBe(400);
+    // wsme keeps an Enum's values in a set: the order in the message is not fixed.
+    expect(protocol.body.faultstring).toMatch(/^Invalid input for field\/attribute protocol\. Value: 'QUIC'\. Value should be one of: /);
+    expect((await listener(lb, 6443)).status).toBe(201);
+    expect(fault(await listener(lb, 6443, "HTTP"))).toEqual([
+      409,
+      "Another Listener on this Load Balancer is already using protocol TCP and protocol_port 6443",
+    ]);
+    expect((await api("GET", `${LB}/loadbalancers/${lb}`)).body.loadbalancer.provisioning_status).toBe("ACTIVE");
+    expect((await listener(lb, 6443, "UDP")).status).toBe(201);
+  });
+
+  it("refuses an unknown lb_algorithm, a pool protocol its listener cannot carry, and a second default pool", async () => {
+    const lb = await loadBalancer();
+    const listenerId = (await listener(lb)).body.listener.id;
+    const pool = (body: Record<string, unknown>) =>
+      api("POST", `${LB}/pools`, { pool: { listener_id: listenerId, protocol: "TCP", lb_algorithm: "ROUND_ROBIN", ...body } });
+    const algorithm = await pool({ lb_algorithm: "RANDOM" });
+    expect(algorithm.status).toBe(400);
+    expect(algorithm.body.faultstring).toMatch(
+      /^Invalid input for field\/attribute lb_algorithm\. Value: 'RANDOM'\. Value should be one of: /,
+    );
+    expect(fault(await pool({ protocol: "UDP" }))).toEqual([
+      400,
+      "Validation failure: The pool protocol 'UDP' is invalid while the listener protocol is 'TCP'.",
+    ]);
+    expect((await pool({})).status).toBe(201);
+    await settle(lb);
+    expect(fault(await pool({}))).toEqual([409, "This listener already has a default pool"]);
+  });
+
+  it("checks a member's address and subnet as Octavia does (reserved addresses, a subnet that exists, not the address's place in it), refuses duplicates and changes while the pool is pending, and shows members NO_MONITOR until a monitor", async () => {
+    const lb = await loadBalancer();
+    const listenerId = (await listener(lb)).body.listener.id;
+    const pool = (await api("POST", `${LB}/pools`, { pool: { listener_id: listenerId, protocol: "TCP", lb_algorithm: "ROUND_ROBIN" } }))
+      .body.pool.id;
+    const member = (body: Record<string, unknown>) =>
+      api("POST", `${LB}/pools/${pool}/members`, { member: { address: "10.7.0.10", protocol_port: 6443, subnet_id: subnet, ...body } });
+    expect(fault(await member({}))).toEqual([409, `Pool ${pool} is immutable and cannot be updated.`]);
+    await settle(lb);
+    expect(fault(await member({ address: "169.254.169.254" }))).toEqual([400, "169.254.169.254 is not a valid option for member address"]);
+    const missing = "00000000-0000-0000-0000-000000000000";
+    expect(fault(await member({ subnet_id: missing }))).toEqual([400, `Subnet ${missing} not found.`]);
+    expect(fault(await member({ subnet_id: "" }))).toEqual([
+      400,
+      "Invalid input for field/attribute subnet_id. Value: ''. Value should be UUID format",
+    ]);
+    const outside = await member({ address: "192.168.1.10" });
+    expect(outside.status).toBe(201);
+    await settle(lb);
+    expect((await member({})).status).toBe(201);
+    await settle(lb);
+    expect(fault(await member({}))).toEqual([409, "Another member on this pool is already using ip 10.7.0.10 on protocol_port 6443"]);
+    const shown = await api("GET", `${LB}/pools/${pool}/members/${outside.body.member.id}`);
+    expect(shown.body.member).toMatchObject({ provisioning_status: "ACTIVE", operating_status: "NO_MONITOR" });
+
+    const monitor = (body: Record<string, unknown>) =>
+      api("POST", `${LB}/healthmonitors`, { healthmonitor: { pool_id: pool, type: "TCP", delay: 5, timeout: 3, max_retries: 3, ...body } });
+    expect(fault(await monitor({ max_retries: 11 }))).toEqual([
+      400,
+      "Invalid input for field/attribute max_retries. Value: '11'. Value should be lower or equal to 10",
+    ]);
+    expect(fault(await monitor({ url_path: "/healthz" }))).toEqual([400, "url_path is not a valid option for health monitors of type TCP"]);
+    // Octavia has no rule tying delay to timeout.
+    expect((await monitor({ delay: 1, timeout: 5 })).status).toBe(201);
+    await settle(lb);
+    expect(fault(await monitor({}))).toEqual([409, "This pool already has a health monitor"]);
+    const monitored = await api("GET", `${LB}/pools/${pool}/members/${outside.body.member.id}`);
+    expect(monitored.body.member.operating_status).toBe("ONLINE");
+    const https = await api("POST", `${LB}/healthmonitors`, {
+      healthmonitor: { pool_id: pool, type: "HTTPS", delay: 5, timeout: 3, max_retries: 3 },
+    });
+    expect(https.status).toBe(409);
+  });
+
+  it("updates a pool's members in a batch: new ones created, matched ones updated, missing ones deleted, nothing to do leaves the load balancer ACTIVE", async () => {
+    const lb = await loadBalancer();
+    const listenerId = (await listener(lb)).body.listener.id;
+    const pool = (await api("POST", `${LB}/pools`, { pool: { listener_id: listenerId, protocol: "TCP", lb_algorithm: "ROUND_ROBIN" } }))
+      .body.pool.id;
+    await settle(lb);
+    const batch = (addresses: string[]) =>
+      api("PUT", `${LB}/pools/${pool}/members`, {
+        members: addresses.map((address) => ({ address, protocol_port: 6443, subnet_id: subnet })),
+      });
+    expect((await batch(["10.7.0.10", "10.7.0.11"])).status).toBe(202);
+    expect((await api("GET", `${LB}/pools/${pool}`)).body.pool.provisioning_status).toBe("PENDING_UPDATE");
+    expect(fault(await batch(["10.7.0.10"]))).toEqual([409, `Pool ${pool} is immutable and cannot be updated.`]);
+    await settle(lb);
+    // Matched by address and port: 10.7.0.11 is updated, 10.7.0.10 deleted.
+    expect((await batch(["10.7.0.11"])).status).toBe(202);
+    await settle(lb);
+    const members = (await api("GET", `${LB}/pools/${pool}/members`)).body.members;
+    expect(members.map((m: { address: string }) => m.address)).toEqual(["10.7.0.11"]);
+    expect((await batch([])).status).toBe(202);
+    await settle(lb);
+    expect((await batch([])).status).toBe(202);
+    expect((await api("GET", `${LB}/loadbalancers/${lb}`)).body.loadbalancer.provisioning_status).toBe("ACTIVE");
   });
 });
 
