@@ -67,8 +67,8 @@ export class Cinder {
         name,
         description: name === DEFAULT_VOLUME_TYPE ? "Default Volume Type" : null,
         is_public: true,
+        // cinder/api/v3/views/types.py, show: qos_specs_id only for admins (cinder/policies/volume_type.py).
         extra_specs: {},
-        qos_specs_id: null,
       });
       if (name !== DEFAULT_VOLUME_TYPE) for (const kind of ["volumes", "snapshots", "gigabytes"]) this.quotas[`${kind}_${name}`] = -1;
     }

@@ -203,9 +203,9 @@ export class Nova {
 
   register(app: FastifyInstance, auth: (request: FastifyRequest) => void): void {
     const base = "/compute/v2.1";
-    // nova/api/openstack/compute/availability_zone.py, index and detail: every zone with an
-    // enabled compute service, available, sorted (nova/availability_zones.py,
-    // _get_availability_zones); the internal zone is hidden. hosts is null in index.
+    // nova/api/openstack/compute/availability_zone.py, index: every zone with an enabled compute
+    // service, available, sorted (nova/availability_zones.py, _get_availability_zones); the
+    // internal zone is hidden; hosts is null.
     app.get(`${base}/os-availability-zone`, async (request) => {
       auth(request);
       return {
@@ -214,17 +214,10 @@ export class Nova {
           .map((zone) => ({ zoneName: zone, zoneState: { available: true }, hosts: null })),
       };
     });
+    // nova/policies/availability_zone.py: the detail (with hosts) is admin-only.
     app.get(`${base}/os-availability-zone/detail`, async (request) => {
       auth(request);
-      const hosts = Array.from({ length: this.hosts }, (_, n) => `compute-${n + 1}`);
-      const service = { available: true, active: true, updated_at: nowNoZone() };
-      return {
-        availabilityZoneInfo: [...this.availabilityZones].sort().map((zone) => ({
-          zoneName: zone,
-          zoneState: { available: true },
-          hosts: Object.fromEntries(hosts.filter((h) => this.zoneOf(h) === zone).map((h) => [h, { "nova-compute": service }])),
-        })),
-      };
+      throw new ApiError(403, "forbidden", "Policy doesn't allow os_compute_api:os-availability-zone:detail to be performed.");
     });
     app.get(`${base}/flavors/detail`, async (request) => {
       auth(request);
