@@ -619,6 +619,35 @@ describe("Octavia", () => {
     return answer;
   }
 
+  it("lets only the roles Octavia's policy names use it: reader reads, member writes, and load-balancer_member alone only without enforce_new_defaults", async () => {
+    /** A token from a new application credential holding only `roles`. */
+    const tokenWith = async (roles: string[]) => {
+      const created = await api("POST", `/identity/v3/users/${double.identity.user.id}/application_credentials`, {
+        application_credential: { name: roles.join("+"), roles: roles.map((name) => ({ name })) },
+      });
+      const { id, secret } = created.body.application_credential;
+      const response = await authenticate(undefined, { methods: ["application_credential"], application_credential: { id, secret } });
+      return { "x-auth-token": response.headers.get("x-subject-token") as string };
+    };
+    const create = { loadbalancer: { vip_subnet_id: subnet } };
+    const forbidden = [403, "Policy does not allow this request to be performed."];
+    const loadBalancerMember = await tokenWith(["load-balancer_member"]);
+    expect(fault(await api("GET", `${LB}/loadbalancers`, undefined, loadBalancerMember))).toEqual(forbidden);
+    expect(fault(await api("POST", `${LB}/loadbalancers`, create, loadBalancerMember))).toEqual(forbidden);
+    const reader = await tokenWith(["reader"]);
+    expect((await api("GET", `${LB}/loadbalancers`, undefined, reader)).status).toBe(200);
+    expect(fault(await api("POST", `${LB}/loadbalancers`, create, reader))).toEqual(forbidden);
+
+    await double.close();
+    double = await startOpenStackDouble({ loadBalancerEnforceNewDefaults: false });
+    token = await issueToken({ project: { name: double.identity.project.name, domain: { id: "default" } } });
+    const network = (await api("POST", "/network/v2.0/networks", { network: { name: "lb" } })).body.network.id;
+    const other = (await api("POST", "/network/v2.0/subnets", { subnet: { network_id: network, cidr: "10.7.0.0/24", ip_version: 4 } })).body
+      .subnet.id;
+    const legacy = await tokenWith(["load-balancer_member"]);
+    expect((await api("POST", `${LB}/loadbalancers`, { loadbalancer: { vip_subnet_id: other } }, legacy)).status).toBe(201);
+  });
+
   it("creates a load balancer PENDING_CREATE with an Octavia-owned VIP port, ACTIVE once the provider is done; refuses one without a VIP, on an unknown subnet, in an unknown zone or over quota", async () => {
     const created = await api("POST", `${LB}/loadbalancers`, { loadbalancer: { name: "lb", vip_subnet_id: subnet } });
     expect(created.status).toBe(201);

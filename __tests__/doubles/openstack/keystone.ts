@@ -228,6 +228,11 @@ export class Keystone {
     return issued;
   }
 
+  /** The names of the roles a project-scoped request's token carries (after requireToken's checks). */
+  tokenRoleNames(request: FastifyRequest): string[] {
+    return this.tokenRoles(this.requireToken(request)).map((r) => r.name);
+  }
+
   /**
    * keystone/common/policies/application_credential.py: a user manages only their own
    * credentials and rules (`user_id:%(target.user.id)s`); the policy refusal names the action.

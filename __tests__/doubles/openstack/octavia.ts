@@ -28,6 +28,12 @@ export interface OctaviaOptions {
    * they are not Nova's). @default none, as devstack
    */
   readonly availabilityZones?: readonly string[];
+  /**
+   * oslo.policy's [oslo_policy] enforce_new_defaults, True by default since oslo.policy 4.4.0
+   * (which Octavia requires): only the Keystone default roles count (member to write, reader to
+   * read); false also honours the deprecated load-balancer_* roles. @default true
+   */
+  readonly enforceNewDefaults?: boolean;
 }
 
 // octavia_lib/common/constants.py.
@@ -160,6 +166,7 @@ export class Octavia {
   /** Reads of a load balancer (or its objects) that still show a change pending. */
   pendingReads = 1;
   readonly availabilityZones: readonly string[];
+  private readonly enforceNewDefaults: boolean;
 
   constructor(
     private readonly projectId: string,
@@ -167,13 +174,36 @@ export class Octavia {
     options: OctaviaOptions = {},
   ) {
     this.availabilityZones = options.availabilityZones ?? [];
+    this.enforceNewDefaults = options.enforceNewDefaults ?? true;
+  }
+
+  /**
+   * octavia/policies/base.py: load-balancer:read for GETs, load-balancer:write for changes, which
+   * octavia/policies/keystone_default_roles.py grants to reader and member (admin: both), and the
+   * deprecated rules of octavia/policies/advanced_rbac.py to load-balancer_observer and
+   * load-balancer_member (load-balancer_admin: both) while enforce_new_defaults is off. Refusal is
+   * PolicyForbidden (octavia/common/exceptions.py).
+   */
+  private authorize(method: string, roles: readonly string[]): void {
+    const write = method !== "GET" && method !== "HEAD";
+    const allowed = write ? ["member", "admin"] : ["reader", "member", "admin"];
+    if (!this.enforceNewDefaults) {
+      allowed.push(
+        ...(write
+          ? ["load-balancer_member", "load-balancer_admin"]
+          : ["load-balancer_observer", "load-balancer_global_observer", "load-balancer_member", "load-balancer_admin"]),
+      );
+    }
+    if (!roles.some((role) => allowed.includes(role))) throw octaviaError(403, "Policy does not allow this request to be performed.");
   }
 
   resourceCount(): number {
     return [this.loadBalancers, this.listeners, this.pools, this.members, this.healthMonitors].reduce((sum, c) => sum + c.size, 0);
   }
 
-  register(app: FastifyInstance, auth: (request: FastifyRequest) => void): void {
+  /** `roles` authenticates a request and gives its token's role names. */
+  register(app: FastifyInstance, roles: (request: FastifyRequest) => readonly string[]): void {
+    const auth = (request: FastifyRequest) => this.authorize(request.method, roles(request));
     // octavia/api/root_controller.py: v2 is served as /v2 and /v2.0 (gophercloud uses the latter).
     for (const version of ["v2", "v2.0"]) this.registerVersion(app, auth, `/load-balancer/${version}`);
   }

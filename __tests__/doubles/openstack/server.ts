@@ -29,6 +29,11 @@ export interface OpenStackDoubleOptions {
   readonly crossAzAttach?: boolean;
   /** Octavia's availability zones (its own objects, not Nova's). @default none, as devstack */
   readonly loadBalancerAvailabilityZones?: readonly string[];
+  /**
+   * Octavia's [oslo_policy] enforce_new_defaults: true lets only reader/member/admin use the
+   * load-balancer API, false also the load-balancer_* roles. @default true, oslo.policy's default
+   */
+  readonly loadBalancerEnforceNewDefaults?: boolean;
 }
 
 export interface SeededImage {
@@ -140,8 +145,11 @@ export async function startOpenStackDouble(options: OpenStackDoubleOptions = {})
     crossAzAttach: options.crossAzAttach,
   });
   nova.register(app, requireToken);
-  const octavia = new Octavia(identity.project.id, neutron, { availabilityZones: options.loadBalancerAvailabilityZones });
-  octavia.register(app, requireToken);
+  const octavia = new Octavia(identity.project.id, neutron, {
+    availabilityZones: options.loadBalancerAvailabilityZones,
+    enforceNewDefaults: options.loadBalancerEnforceNewDefaults,
+  });
+  octavia.register(app, (request) => keystone.tokenRoleNames(request));
 
   const holds: { matches: (method: string, url: string) => boolean; gate: Promise<void>; arrived: () => void }[] = [];
   app.addHook("onRequest", async (request) => {
