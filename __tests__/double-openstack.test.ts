@@ -1,8 +1,9 @@
 /**
  * The OpenStack API double itself, exercised by the real provider: the Nova, Glance and Cinder
  * resources the machines use (instances on ports, a keypair, a server group, a volume attached
- * with compute_volume_attach_v2, a floating IP on a routed subnet), Neutron's 409 for a taken fixed IP, and the
- * double's own rules (unknown ids, unknown requests).
+ * with compute_volume_attach_v2, a floating IP on a routed subnet), availability zones and a server
+ * booting from a volume of a named type, Keystone's token scope and application credentials,
+ * Neutron's 409 for a taken fixed IP, and the double's own rules (unknown ids, unknown requests).
  */
 import * as fs from "node:fs";
 import * as os from "node:os";
