@@ -1,5 +1,5 @@
 /**
- * The OpenStack API double rejects what Nova, Cinder, Neutron and Keystone reject, with their
+ * The OpenStack API double rejects what Nova, Cinder, Neutron, Keystone and Octavia reject, with their
  * status codes and messages (each rule cites its upstream file in __tests__/doubles/openstack/), and
  * accepts what they accept; Glance lists images with its filters. Requests go straight to the API, as the provider would send them.
  */
@@ -204,6 +204,114 @@ describe("Nova", () => {
     const attached = await api("POST", `${NOVA}/servers/${id}/os-volume_attachments`, { volumeAttachment: { volumeId: volume } });
     expect(attached.body.volumeAttachment.device).toBe("/dev/vdd");
   });
+
+  it("lists its zones, sorted (the detail only to admins), and refuses a server in a zone it does not have", async () => {
+    expect((await api("GET", `${NOVA}/os-availability-zone`)).body).toEqual({
+      availabilityZoneInfo: [{ zoneName: "nova", zoneState: { available: true }, hosts: null }],
+    });
+    await double.close();
+    double = await startOpenStackDouble({ availabilityZones: ["az2", "az1"] });
+    token = await issueToken({ project: { name: double.identity.project.name, domain: { id: "default" } } });
+    const zones = await api("GET", `${NOVA}/os-availability-zone`);
+    expect(zones.body.availabilityZoneInfo.map((z: { zoneName: string }) => z.zoneName)).toEqual(["az1", "az2"]);
+    const detail = await api("GET", `${NOVA}/os-availability-zone/detail`);
+    expect([detail.status, message(detail)]).toEqual([
+      403,
+      "Policy doesn't allow os_compute_api:os-availability-zone:detail to be performed.",
+    ]);
+    const unknown = await api("POST", `${NOVA}/servers`, { server: { ...server("u"), availability_zone: "nova" } });
+    expect([unknown.status, message(unknown)]).toEqual([400, "The requested availability zone is not available"]);
+    const placed = (await api("POST", `${NOVA}/servers`, { server: { ...server("p"), availability_zone: "az1" } })).body.server.id;
+    expect((await api("GET", `${NOVA}/servers/${placed}`)).body.server["OS-EXT-AZ:availability_zone"]).toBe("az1");
+    const unplaced = (await api("POST", `${NOVA}/servers`, { server: server("q") })).body.server.id;
+    expect((await api("GET", `${NOVA}/servers/${unplaced}`)).body.server["OS-EXT-AZ:availability_zone"]).toBe("");
+    expect((await api("GET", `${NOVA}/servers/${unplaced}`)).body.server["OS-EXT-AZ:availability_zone"]).toMatch(/^az[12]$/);
+  });
+
+  it("refuses block device mappings as Nova does: no size for an image copied to a volume, an unknown volume type or image, a bad boot sequence, volume_type before 2.67", async () => {
+    const bdm = (extra: Record<string, unknown> = {}) => ({
+      server: {
+        ...server("v"),
+        imageRef: "",
+        block_device_mapping_v2: [
+          { boot_index: 0, uuid: WIKI_IMAGE.id, source_type: "image", destination_type: "volume", volume_size: 10, ...extra },
+        ],
+      },
+    });
+    const v267 = MICROVERSION("2.67");
+    const noSize = await api("POST", `${NOVA}/servers`, bdm({ volume_size: undefined }));
+    expect([noSize.status, message(noSize)]).toEqual([400, "Images with destination_type 'volume' need to have a non-zero size specified"]);
+    const type = await api("POST", `${NOVA}/servers`, bdm({ volume_type: "fast" }), v267);
+    expect([type.status, message(type)]).toEqual([400, "Volume type fast could not be found."]);
+    const early = await api("POST", `${NOVA}/servers`, bdm({ volume_type: "__DEFAULT__" }));
+    expect([early.status, message(early)]).toEqual([
+      400,
+      `Invalid input for field/attribute 0. Value: {'boot_index': 0, 'uuid': '${WIKI_IMAGE.id}', 'source_type': 'image', 'destination_type': 'volume', 'volume_size': 10, 'volume_type': '__DEFAULT__'}. Additional properties are not allowed ('volume_type' was unexpected)`,
+    ]);
+    const image = await api("POST", `${NOVA}/servers`, bdm({ uuid: "00000000-0000-0000-0000-000000000000" }));
+    expect([image.status, message(image)]).toEqual([
+      400,
+      "Block Device Mapping is Invalid: failed to get image 00000000-0000-0000-0000-000000000000.",
+    ]);
+    const sequence = await api("POST", `${NOVA}/servers`, bdm({ boot_index: 1 }));
+    expect([sequence.status, message(sequence)]).toEqual([
+      400,
+      "Block Device Mapping is Invalid: Boot sequence for the instance and image/block device mapping combination is not valid.",
+    ]);
+    expect((await api("POST", `${NOVA}/servers`, bdm({ volume_type: "__DEFAULT__" }), v267)).status).toBe(202);
+  });
+
+  it("creates a boot volume in Cinder's default zone at build time, keeps it unless delete_on_termination, and fails the build over Cinder's quota", async () => {
+    const boot = (name: string, size: number, deleteOnTermination: boolean) => ({
+      server: {
+        ...server(name),
+        imageRef: "",
+        block_device_mapping_v2: [
+          {
+            boot_index: 0,
+            uuid: WIKI_IMAGE.id,
+            source_type: "image",
+            destination_type: "volume",
+            volume_size: size,
+            delete_on_termination: deleteOnTermination,
+          },
+        ],
+      },
+    });
+    const kept = (await api("POST", `${NOVA}/servers`, boot("kept", 10, false))).body.server.id;
+    const gone = (await api("POST", `${NOVA}/servers`, boot("gone", 10, true))).body.server.id;
+    for (const id of [kept, gone]) for (let n = 0; n < 2; n++) await api("GET", `${NOVA}/servers/${id}`);
+    const shown = (await api("GET", `${NOVA}/servers/${kept}`)).body.server;
+    const [volume] = shown["os-extended-volumes:volumes_attached"];
+    expect(volume.delete_on_termination).toBe(false);
+    const cinder = await api("GET", `/volume/v3/${double.identity.project.id}/volumes/${volume.id}`);
+    expect(cinder.body.volume).toMatchObject({
+      status: "in-use",
+      availability_zone: "nova",
+      volume_image_metadata: { image_id: WIKI_IMAGE.id },
+    });
+    const quota = await api("GET", `/volume/v3/${double.identity.project.id}/os-quota-sets/${double.identity.project.id}?usage=true`);
+    expect(quota.body.quota_set).toMatchObject({ volumes: { in_use: 2 }, gigabytes: { in_use: 20 } });
+
+    for (const id of [kept, gone]) {
+      await api("DELETE", `${NOVA}/servers/${id}`);
+      // One read shows it deleting, the next finds it gone.
+      await api("GET", `${NOVA}/servers/${id}`);
+      expect((await api("GET", `${NOVA}/servers/${id}`)).status).toBe(404);
+    }
+    expect(double.cinder.volumes.all().map((v) => [v.id, v.status])).toEqual([[volume.id, "available"]]);
+
+    double.cinder.quotas.gigabytes = 15;
+    const over = (await api("POST", `${NOVA}/servers`, boot("over", 10, true))).body.server.id;
+    await api("GET", `${NOVA}/servers/${over}`);
+    const failed = (await api("GET", `${NOVA}/servers/${over}`)).body.server;
+    expect(failed).toMatchObject({
+      status: "ERROR",
+      fault: {
+        message: `Build of instance ${over} aborted: Requested volume or snapshot exceeds allowed gigabytes quota. Requested 10G, quota is 15G and 10G has been consumed.`,
+      },
+    });
+  });
 });
 
 describe("Cinder", () => {
@@ -235,6 +343,21 @@ describe("Cinder", () => {
     await api("GET", `${volumes()}/${broken}`);
     expect((await api("GET", `${volumes()}/${broken}`)).body.volume.status).toBe("error");
   });
+
+  it("lists its volume types, __DEFAULT__ first, and refuses an unknown type or availability zone", async () => {
+    await double.close();
+    double = await startOpenStackDouble({ volumeTypes: ["ssd"] });
+    token = await issueToken({ project: { name: double.identity.project.name, domain: { id: "default" } } });
+    const types = await api("GET", `/volume/v3/${double.identity.project.id}/types`);
+    expect(types.body.volume_types.map((t: { name: string }) => t.name)).toEqual(["__DEFAULT__", "ssd"]);
+    expect(types.body.volume_types[0]).toMatchObject({ description: "Default Volume Type", is_public: true });
+    const type = await api("POST", volumes(), { volume: { size: 1, volume_type: "fast" } });
+    expect([type.status, message(type)]).toEqual([404, "Volume type with name fast could not be found."]);
+    const zone = await api("POST", volumes(), { volume: { size: 1, availability_zone: "az9" } });
+    expect([zone.status, message(zone)]).toEqual([400, "Availability zone 'az9' is invalid."]);
+    const ssd = await api("POST", volumes(), { volume: { size: 1, volume_type: "ssd" } });
+    expect(ssd.body.volume).toMatchObject({ volume_type: "ssd", availability_zone: "nova" });
+  });
 });
 
 describe("Keystone", () => {
@@ -259,6 +382,106 @@ describe("Keystone", () => {
     const appToken = (await authenticate(undefined, identity)).headers.get("x-subject-token") as string;
     const shown = await api("GET", "/identity/v3/auth/tokens", undefined, { "x-subject-token": appToken });
     expect(shown.body.token).toMatchObject({ methods: ["application_credential"], project: { id: double.identity.project.id } });
+  });
+
+  describe("application credentials", () => {
+    const credentials = () => `/identity/v3/users/${double.identity.user.id}/application_credentials`;
+
+    it("returns the secret only on create, generating one when none is given, and adds the roles a role implies", async () => {
+      const created = await api("POST", credentials(), { application_credential: { name: "a", roles: [{ name: "member" }] } });
+      expect(created.status).toBe(201);
+      const credential = created.body.application_credential;
+      expect(credential.secret).toMatch(/^[A-Za-z0-9_-]{86}$/);
+      expect(credential.roles.map((r: { name: string }) => r.name)).toEqual(["member", "reader"]);
+      expect(credential).toMatchObject({ unrestricted: false, expires_at: null, project_id: double.identity.project.id });
+      const shown = await api("GET", `${credentials()}/${credential.id}`);
+      expect(shown.body.application_credential.secret).toBeUndefined();
+      const given = await api("POST", credentials(), { application_credential: { name: "b", secret: "chosen" } });
+      expect(given.body.application_credential.secret).toBe("chosen");
+      // Without roles, the token's: the user's effective roles.
+      expect(given.body.application_credential.roles.map((r: { name: string }) => r.name)).toEqual([
+        "member",
+        "reader",
+        "load-balancer_member",
+      ]);
+    });
+
+    it("refuses roles the user lacks or Keystone does not know, a duplicate name, a past expiry, and another user's credentials", async () => {
+      const create = (body: Record<string, unknown>) => api("POST", credentials(), { application_credential: { name: "c", ...body } });
+      const admin = await create({ roles: [{ name: "admin" }] });
+      expect([admin.status, message(admin)]).toEqual([
+        400,
+        "Invalid application credential: Cannot create an application credential with unassigned role",
+      ]);
+      const unknown = await create({ roles: [{ name: "nope" }] });
+      expect([unknown.status, message(unknown)]).toEqual([404, "Role nope is not defined"]);
+      const past = await create({ expires_at: "2020-01-01T00:00:00" });
+      expect([past.status, message(past)]).toEqual([
+        400,
+        "The 'expires_at' must not be before now. The server could not comply with the request since it is either malformed or otherwise incorrect. The client is assumed to be in error.",
+      ]);
+      expect((await create({})).status).toBe(201);
+      const duplicate = await create({});
+      expect([duplicate.status, duplicate.body.error]).toEqual([
+        409,
+        {
+          code: 409,
+          title: "Conflict",
+          message: "Conflict occurred attempting to store application_credential - Duplicate entry found with name c.",
+        },
+      ]);
+      const other = await api("POST", `/identity/v3/users/${"0".repeat(32)}/application_credentials`, {
+        application_credential: { name: "d" },
+      });
+      expect([other.status, message(other)]).toEqual([
+        403,
+        "You are not authorized to perform the requested action: identity:create_application_credential.",
+      ]);
+    });
+
+    it("refuses to manage credentials with a restricted application credential, allows it with an unrestricted one, and revokes a deleted one's tokens", async () => {
+      const { id, secret } = double.identity.applicationCredential;
+      const restricted = (
+        await authenticate(undefined, { methods: ["application_credential"], application_credential: { id, secret } })
+      ).headers.get("x-subject-token") as string;
+      const refused = await api("POST", credentials(), { application_credential: { name: "e" } }, { "x-auth-token": restricted });
+      expect([refused.status, message(refused)]).toEqual([
+        403,
+        "You are not authorized to perform the requested action: Using method 'application_credential' is not allowed for managing additional application credentials..",
+      ]);
+      const open = (await api("POST", credentials(), { application_credential: { name: "f", unrestricted: true } })).body
+        .application_credential;
+      const identity = { methods: ["application_credential"], application_credential: { id: open.id, secret: open.secret } };
+      const unrestricted = (await authenticate(undefined, identity)).headers.get("x-subject-token") as string;
+      const allowed = await api("POST", credentials(), { application_credential: { name: "g" } }, { "x-auth-token": unrestricted });
+      expect(allowed.status).toBe(201);
+      expect((await api("DELETE", `${credentials()}/${open.id}`)).status).toBe(204);
+      expect((await api("GET", "/network/v2.0/networks", undefined, { "x-auth-token": unrestricted })).status).toBe(401);
+      expect((await authenticate(undefined, identity)).status).toBe(401);
+      const missing = await api("GET", `${credentials()}/${open.id}`);
+      expect([missing.status, message(missing)]).toEqual([404, `Could not find Application Credential: ${open.id}.`]);
+    });
+
+    it("refuses a project member the role list, as Keystone's policy does", async () => {
+      const roles = await api("GET", "/identity/v3/roles?name=member");
+      expect([roles.status, message(roles)]).toEqual([403, "You are not authorized to perform the requested action: identity:list_roles."]);
+    });
+
+    it("shares equal access rules, and refuses to delete one still in use", async () => {
+      const rule = { service: "image", path: "/v2/images", method: "GET" };
+      const first = (await api("POST", credentials(), { application_credential: { name: "h", access_rules: [rule] } })).body
+        .application_credential;
+      const second = (await api("POST", credentials(), { application_credential: { name: "i", access_rules: [rule] } })).body
+        .application_credential;
+      expect(second.access_rules).toEqual(first.access_rules);
+      const rules = `/identity/v3/users/${double.identity.user.id}/access_rules`;
+      const inUse = await api("DELETE", `${rules}/${first.access_rules[0].id}`);
+      expect([inUse.status, message(inUse)]).toEqual([403, "May not delete access rule in use"]);
+      await api("DELETE", `${credentials()}/${first.id}`);
+      await api("DELETE", `${credentials()}/${second.id}`);
+      expect((await api("DELETE", `${rules}/${first.access_rules[0].id}`)).status).toBe(204);
+      expect(double.resourceCount()).toBe(0);
+    });
   });
 });
 
@@ -363,6 +586,253 @@ describe("Neutron", () => {
       409,
       { type: "OverQuota", message: "Quota exceeded for resources: ['floatingip'].", detail: "" },
     ]);
+  });
+});
+
+describe("Octavia", () => {
+  const LB = "/load-balancer/v2.0/lbaas";
+  const fault = (answer: Answer) => [answer.status, answer.body.faultstring];
+  let subnet: string;
+
+  beforeEach(async () => {
+    const network = (await api("POST", "/network/v2.0/networks", { network: { name: "lb" } })).body.network.id;
+    subnet = (await api("POST", "/network/v2.0/subnets", { subnet: { network_id: network, cidr: "10.7.0.0/24", ip_version: 4 } })).body
+      .subnet.id;
+  });
+
+  /** Reads the load balancer until the provider has finished with it. */
+  async function settle(lb: string): Promise<void> {
+    for (let n = 0; n < 5; n++)
+      if ((await api("GET", `${LB}/loadbalancers/${lb}`)).body.loadbalancer.provisioning_status === "ACTIVE") return;
+    throw new Error(`load balancer ${lb} never became ACTIVE`);
+  }
+
+  async function loadBalancer(): Promise<string> {
+    const lb = (await api("POST", `${LB}/loadbalancers`, { loadbalancer: { name: "lb", vip_subnet_id: subnet } })).body.loadbalancer.id;
+    await settle(lb);
+    return lb;
+  }
+
+  async function listener(lb: string, port = 6443, protocol = "TCP"): Promise<Answer> {
+    const answer = await api("POST", `${LB}/listeners`, { listener: { loadbalancer_id: lb, protocol, protocol_port: port } });
+    if (answer.status === 201) await settle(lb);
+    return answer;
+  }
+
+  it("lets only the roles Octavia's policy names use it: reader reads, member writes, and load-balancer_member alone only without enforce_new_defaults", async () => {
+    /** A token from a new application credential holding only `roles`. */
+    const tokenWith = async (roles: string[]) => {
+      const created = await api("POST", `/identity/v3/users/${double.identity.user.id}/application_credentials`, {
+        application_credential: { name: roles.join("+"), roles: roles.map((name) => ({ name })) },
+      });
+      const { id, secret } = created.body.application_credential;
+      const response = await authenticate(undefined, { methods: ["application_credential"], application_credential: { id, secret } });
+      return { "x-auth-token": response.headers.get("x-subject-token") as string };
+    };
+    const create = { loadbalancer: { vip_subnet_id: subnet } };
+    const forbidden = [403, "Policy does not allow this request to be performed."];
+    const loadBalancerMember = await tokenWith(["load-balancer_member"]);
+    expect(fault(await api("GET", `${LB}/loadbalancers`, undefined, loadBalancerMember))).toEqual(forbidden);
+    expect(fault(await api("POST", `${LB}/loadbalancers`, create, loadBalancerMember))).toEqual(forbidden);
+    const reader = await tokenWith(["reader"]);
+    expect((await api("GET", `${LB}/loadbalancers`, undefined, reader)).status).toBe(200);
+    expect(fault(await api("POST", `${LB}/loadbalancers`, create, reader))).toEqual(forbidden);
+
+    await double.close();
+    double = await startOpenStackDouble({ loadBalancerEnforceNewDefaults: false });
+    token = await issueToken({ project: { name: double.identity.project.name, domain: { id: "default" } } });
+    const network = (await api("POST", "/network/v2.0/networks", { network: { name: "lb" } })).body.network.id;
+    const other = (await api("POST", "/network/v2.0/subnets", { subnet: { network_id: network, cidr: "10.7.0.0/24", ip_version: 4 } })).body
+      .subnet.id;
+    const legacy = await tokenWith(["load-balancer_member"]);
+    expect((await api("POST", `${LB}/loadbalancers`, { loadbalancer: { vip_subnet_id: other } }, legacy)).status).toBe(201);
+  });
+
+  it("creates a load balancer PENDING_CREATE with an Octavia-owned VIP port, ACTIVE once the provider is done; refuses one without a VIP, on an unknown subnet, in an unknown zone or over quota", async () => {
+    const created = await api("POST", `${LB}/loadbalancers`, { loadbalancer: { name: "lb", vip_subnet_id: subnet } });
+    expect(created.status).toBe(201);
+    const lb = created.body.loadbalancer;
+    expect(lb).toMatchObject({
+      provisioning_status: "PENDING_CREATE",
+      operating_status: "OFFLINE",
+      vip_subnet_id: subnet,
+      provider: "amphora",
+    });
+    expect(double.neutron.ports.get(lb.vip_port_id)).toMatchObject({
+      name: `octavia-lb-${lb.id}`,
+      device_owner: "Octavia",
+      device_id: `lb-${lb.id}`,
+      fixed_ips: [{ subnet_id: subnet, ip_address: lb.vip_address }],
+    });
+    expect((await api("GET", `${LB}/loadbalancers/${lb.id}`)).body.loadbalancer.provisioning_status).toBe("PENDING_CREATE");
+    expect((await api("GET", `${LB}/loadbalancers/${lb.id}`)).body.loadbalancer).toMatchObject({
+      provisioning_status: "ACTIVE",
+      operating_status: "ONLINE",
+    });
+
+    expect(fault(await api("POST", `${LB}/loadbalancers`, { loadbalancer: { name: "none" } }))).toEqual([
+      400,
+      "Validation failure: VIP must contain one of: vip_port_id, vip_network_id, vip_subnet_id.",
+    ]);
+    const missing = "00000000-0000-0000-0000-000000000000";
+    expect(fault(await api("POST", `${LB}/loadbalancers`, { loadbalancer: { vip_subnet_id: missing } }))).toEqual([
+      400,
+      `Subnet ${missing} not found.`,
+    ]);
+    expect(fault(await api("POST", `${LB}/loadbalancers`, { loadbalancer: { vip_subnet_id: subnet, availability_zone: "nova" } }))).toEqual(
+      [400, "Validation failure: Invalid availability zone."],
+    );
+    expect((await api("GET", `${LB}/quotas/${double.identity.project.id}`)).body.quota).toMatchObject({ load_balancer: -1, listener: -1 });
+    double.octavia.quotas.load_balancer = 1;
+    expect(fault(await api("POST", `${LB}/loadbalancers`, { loadbalancer: { vip_subnet_id: subnet } }))).toEqual([
+      403,
+      "Quota has been met for resources: Load Balancer",
+    ]);
+  });
+
+  it("refuses a change under a load balancer that is not ACTIVE with 409, and deletes one only without children (or with cascade) and not while pending", async () => {
+    const lb = (await api("POST", `${LB}/loadbalancers`, { loadbalancer: { vip_subnet_id: subnet } })).body.loadbalancer.id;
+    expect(
+      fault(await api("POST", `${LB}/listeners`, { listener: { loadbalancer_id: lb, protocol: "TCP", protocol_port: 6443 } })),
+    ).toEqual([409, `Load Balancer ${lb} is immutable and cannot be updated.`]);
+    expect(fault(await api("DELETE", `${LB}/loadbalancers/${lb}`))).toEqual([
+      409,
+      `Invalid state PENDING_CREATE of loadbalancer resource ${lb}`,
+    ]);
+    await settle(lb);
+    const created = await api("POST", `${LB}/listeners`, { listener: { loadbalancer_id: lb, protocol: "TCP", protocol_port: 6443 } });
+    expect(created.body.listener.provisioning_status).toBe("PENDING_CREATE");
+    expect((await api("GET", `${LB}/loadbalancers/${lb}`)).body.loadbalancer.provisioning_status).toBe("PENDING_UPDATE");
+    expect(
+      fault(await api("POST", `${LB}/listeners`, { listener: { loadbalancer_id: lb, protocol: "TCP", protocol_port: 16443 } })),
+    ).toEqual([409, `Load Balancer ${lb} is immutable and cannot be updated.`]);
+    await settle(lb);
+    expect((await api("GET", `${LB}/listeners/${created.body.listener.id}`)).body.listener).toMatchObject({
+      provisioning_status: "ACTIVE",
+      operating_status: "ONLINE",
+    });
+
+    expect(fault(await api("DELETE", `${LB}/loadbalancers/${lb}`))).toEqual([
+      400,
+      `Validation failure: Cannot delete Load Balancer ${lb} - it has children`,
+    ]);
+    const vip = double.neutron.ports.all().find((p) => p.device_owner === "Octavia")?.id;
+    expect((await api("DELETE", `${LB}/loadbalancers/${lb}?cascade=true`)).status).toBe(204);
+    expect((await api("GET", `${LB}/loadbalancers/${lb}`)).body.loadbalancer.provisioning_status).toBe("PENDING_DELETE");
+    expect(fault(await api("GET", `${LB}/loadbalancers/${lb}`))).toEqual([404, `Load Balancer ${lb} not found.`]);
+    expect(double.octavia.resourceCount()).toBe(0);
+    expect(double.neutron.ports.find(String(vip))).toBeUndefined();
+  });
+
+  it("refuses listener ports out of range, unknown protocols, and a second listener of the same layer-4 protocol on a port", async () => {
+    const lb = await loadBalancer();
+    expect(fault(await listener(lb, 70000))).toEqual([
+      400,
+      "Invalid input for field/attribute protocol_port. Value: '70000'. Value should be lower or equal to 65535",
+    ]);
+    expect(fault(await listener(lb, 0))).toEqual([
+      400,
+      "Invalid input for field/attribute protocol_port. Value: '0'. Value should be greater or equal to 1",
+    ]);
+    const protocol = await listener(lb, 6443, "QUIC");
+    expect(protocol.status).toBe(400);
+    // wsme keeps an Enum's values in a set: the order in the message is not fixed.
+    expect(protocol.body.faultstring).toMatch(/^Invalid input for field\/attribute protocol\. Value: 'QUIC'\. Value should be one of: /);
+    expect((await listener(lb, 6443)).status).toBe(201);
+    expect(fault(await listener(lb, 6443, "HTTP"))).toEqual([
+      409,
+      "Another Listener on this Load Balancer is already using protocol TCP and protocol_port 6443",
+    ]);
+    expect((await api("GET", `${LB}/loadbalancers/${lb}`)).body.loadbalancer.provisioning_status).toBe("ACTIVE");
+    expect((await listener(lb, 6443, "UDP")).status).toBe(201);
+  });
+
+  it("refuses an unknown lb_algorithm, a pool protocol its listener cannot carry, and a second default pool", async () => {
+    const lb = await loadBalancer();
+    const listenerId = (await listener(lb)).body.listener.id;
+    const pool = (body: Record<string, unknown>) =>
+      api("POST", `${LB}/pools`, { pool: { listener_id: listenerId, protocol: "TCP", lb_algorithm: "ROUND_ROBIN", ...body } });
+    const algorithm = await pool({ lb_algorithm: "RANDOM" });
+    expect(algorithm.status).toBe(400);
+    expect(algorithm.body.faultstring).toMatch(
+      /^Invalid input for field\/attribute lb_algorithm\. Value: 'RANDOM'\. Value should be one of: /,
+    );
+    expect(fault(await pool({ protocol: "UDP" }))).toEqual([
+      400,
+      "Validation failure: The pool protocol 'UDP' is invalid while the listener protocol is 'TCP'.",
+    ]);
+    expect((await pool({})).status).toBe(201);
+    await settle(lb);
+    expect(fault(await pool({}))).toEqual([409, "This listener already has a default pool"]);
+  });
+
+  it("checks a member's address and subnet as Octavia does (reserved addresses, a subnet that exists, not the address's place in it), refuses duplicates and changes while the pool is pending, and shows members NO_MONITOR until a monitor", async () => {
+    const lb = await loadBalancer();
+    const listenerId = (await listener(lb)).body.listener.id;
+    const pool = (await api("POST", `${LB}/pools`, { pool: { listener_id: listenerId, protocol: "TCP", lb_algorithm: "ROUND_ROBIN" } }))
+      .body.pool.id;
+    const member = (body: Record<string, unknown>) =>
+      api("POST", `${LB}/pools/${pool}/members`, { member: { address: "10.7.0.10", protocol_port: 6443, subnet_id: subnet, ...body } });
+    expect(fault(await member({}))).toEqual([409, `Pool ${pool} is immutable and cannot be updated.`]);
+    await settle(lb);
+    expect(fault(await member({ address: "169.254.169.254" }))).toEqual([400, "169.254.169.254 is not a valid option for member address"]);
+    const missing = "00000000-0000-0000-0000-000000000000";
+    expect(fault(await member({ subnet_id: missing }))).toEqual([400, `Subnet ${missing} not found.`]);
+    expect(fault(await member({ subnet_id: "" }))).toEqual([
+      400,
+      "Invalid input for field/attribute subnet_id. Value: ''. Value should be UUID format",
+    ]);
+    const outside = await member({ address: "192.168.1.10" });
+    expect(outside.status).toBe(201);
+    await settle(lb);
+    expect((await member({})).status).toBe(201);
+    await settle(lb);
+    expect(fault(await member({}))).toEqual([409, "Another member on this pool is already using ip 10.7.0.10 on protocol_port 6443"]);
+    const shown = await api("GET", `${LB}/pools/${pool}/members/${outside.body.member.id}`);
+    expect(shown.body.member).toMatchObject({ provisioning_status: "ACTIVE", operating_status: "NO_MONITOR" });
+
+    const monitor = (body: Record<string, unknown>) =>
+      api("POST", `${LB}/healthmonitors`, { healthmonitor: { pool_id: pool, type: "TCP", delay: 5, timeout: 3, max_retries: 3, ...body } });
+    expect(fault(await monitor({ max_retries: 11 }))).toEqual([
+      400,
+      "Invalid input for field/attribute max_retries. Value: '11'. Value should be lower or equal to 10",
+    ]);
+    expect(fault(await monitor({ url_path: "/healthz" }))).toEqual([400, "url_path is not a valid option for health monitors of type TCP"]);
+    // Octavia has no rule tying delay to timeout.
+    expect((await monitor({ delay: 1, timeout: 5 })).status).toBe(201);
+    await settle(lb);
+    expect(fault(await monitor({}))).toEqual([409, "This pool already has a health monitor"]);
+    const monitored = await api("GET", `${LB}/pools/${pool}/members/${outside.body.member.id}`);
+    expect(monitored.body.member.operating_status).toBe("ONLINE");
+    const https = await api("POST", `${LB}/healthmonitors`, {
+      healthmonitor: { pool_id: pool, type: "HTTPS", delay: 5, timeout: 3, max_retries: 3 },
+    });
+    expect(https.status).toBe(409);
+  });
+
+  it("updates a pool's members in a batch: new ones created, matched ones updated, missing ones deleted, nothing to do leaves the load balancer ACTIVE", async () => {
+    const lb = await loadBalancer();
+    const listenerId = (await listener(lb)).body.listener.id;
+    const pool = (await api("POST", `${LB}/pools`, { pool: { listener_id: listenerId, protocol: "TCP", lb_algorithm: "ROUND_ROBIN" } }))
+      .body.pool.id;
+    await settle(lb);
+    const batch = (addresses: string[]) =>
+      api("PUT", `${LB}/pools/${pool}/members`, {
+        members: addresses.map((address) => ({ address, protocol_port: 6443, subnet_id: subnet })),
+      });
+    expect((await batch(["10.7.0.10", "10.7.0.11"])).status).toBe(202);
+    expect((await api("GET", `${LB}/pools/${pool}`)).body.pool.provisioning_status).toBe("PENDING_UPDATE");
+    expect(fault(await batch(["10.7.0.10"]))).toEqual([409, `Pool ${pool} is immutable and cannot be updated.`]);
+    await settle(lb);
+    // Matched by address and port: 10.7.0.11 is updated, 10.7.0.10 deleted.
+    expect((await batch(["10.7.0.11"])).status).toBe(202);
+    await settle(lb);
+    const members = (await api("GET", `${LB}/pools/${pool}/members`)).body.members;
+    expect(members.map((m: { address: string }) => m.address)).toEqual(["10.7.0.11"]);
+    expect((await batch([])).status).toBe(202);
+    await settle(lb);
+    expect((await batch([])).status).toBe(202);
+    expect((await api("GET", `${LB}/loadbalancers/${lb}`)).body.loadbalancer.provisioning_status).toBe("ACTIVE");
   });
 });
 

@@ -1,13 +1,15 @@
 /**
  * The OpenStack API double itself, exercised by the real provider: the Nova, Glance and Cinder
  * resources the machines use (instances on ports, a keypair, a server group, a volume attached
- * with compute_volume_attach_v2, a floating IP on a routed subnet), Neutron's 409 for a taken fixed IP, and the
- * double's own rules (unknown ids, unknown requests).
+ * with compute_volume_attach_v2, a floating IP on a routed subnet), availability zones and a server
+ * booting from a volume of a named type, Keystone's token scope and application credentials,
+ * Neutron's 409 for a taken fixed IP, and the double's own rules (unknown ids, unknown requests).
  */
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { OpenStackDouble, startOpenStackDouble } from "./doubles/openstack/server";
+import type { Resource } from "./doubles/openstack/store";
 import { RunResult, runTofuAsync } from "./support/tofu";
 
 let double: OpenStackDouble;
@@ -59,6 +61,60 @@ describe("OpenStack API double", () => {
     expect(replan.status).toBe(0);
 
     expect((await ok(tofu(["destroy", "-auto-approve", "-input=false"]))).stdout).toContain("Destroy complete! Resources: 15 destroyed.");
+    expect(double.resourceCount()).toBe(0);
+    expect(double.unhandled).toEqual([]);
+  });
+
+  it("lists its availability zones to the provider and boots a server in one from a volume Nova creates from an image: apply, no-change re-plan, destroy", async () => {
+    await double.close();
+    double = await startOpenStackDouble({
+      availabilityZones: ["az1", "az2", "az3"],
+      volumeAvailabilityZones: ["az1", "az2", "az3"],
+      volumeTypes: ["ssd"],
+      crossAzAttach: false,
+    });
+    const tofu = await fixture("boot-volume");
+    await ok(tofu(["apply", "-auto-approve", "-input=false"]));
+    const outputs = JSON.parse((await ok(tofu(["output", "-json"]))).stdout) as Record<string, { value: unknown }>;
+    expect(outputs.zones.value).toEqual(["az1", "az2", "az3"]);
+    expect(outputs.zone.value).toBe("az2");
+
+    const [server] = double.nova.servers.all();
+    expect(server).toMatchObject({ status: "ACTIVE", availability_zone: "az2", image: "" });
+    const [volume] = double.cinder.volumes.all();
+    expect(volume).toMatchObject({ status: "in-use", size: 20, volume_type: "ssd", availability_zone: "az2", bootable: "true" });
+    expect(volume.attachments).toEqual([expect.objectContaining({ server_id: server.id, device: "/dev/vda" })]);
+    expect(server.volumes_attached).toEqual([{ id: volume.id, device: "/dev/vda", delete_on_termination: true }]);
+
+    const replan = await tofu(["plan", "-detailed-exitcode", "-input=false"]);
+    expect(replan.stderr).toBe("");
+    expect(replan.status).toBe(0);
+
+    await ok(tofu(["destroy", "-auto-approve", "-input=false"]));
+    expect(double.resourceCount()).toBe(0);
+    expect(double.unhandled).toEqual([]);
+  });
+
+  it("serves the token's scope and application credentials to the real provider: apply, no-change re-plan, destroy", async () => {
+    const tofu = await fixture("identity");
+    await ok(tofu(["apply", "-auto-approve", "-input=false"]));
+    const outputs = JSON.parse((await ok(tofu(["output", "-json"]))).stdout) as Record<string, { value: unknown }>;
+    expect(outputs.roles.value).toEqual(["member", "reader", "load-balancer_member"]);
+    expect(outputs.services.value).toEqual(expect.arrayContaining(["compute", "network", "load-balancer"]));
+
+    const credentials = double.keystone.applicationCredentials.all().filter((c) => c.seeded !== true);
+    const byName = (a: Resource, b: Resource) => String(a.name).localeCompare(String(b.name));
+    expect(credentials.sort(byName).map((c) => [c.name, c.unrestricted, c.expires_at])).toEqual([
+      ["fixture-cluster", false, "2099-01-01T00:00:00.000000"],
+      ["fixture-images", false, null],
+    ]);
+    expect(double.keystone.accessRules.all()).toEqual([expect.objectContaining({ service: "image", path: "/v2/images", method: "GET" })]);
+
+    const replan = await tofu(["plan", "-detailed-exitcode", "-input=false"]);
+    expect(replan.stderr).toBe("");
+    expect(replan.status).toBe(0);
+
+    await ok(tofu(["destroy", "-auto-approve", "-input=false"]));
     expect(double.resourceCount()).toBe(0);
     expect(double.unhandled).toEqual([]);
   });

@@ -21,6 +21,16 @@ export const CINDER_DEFAULT_QUOTAS = {
 };
 export type CinderQuota = keyof typeof CINDER_DEFAULT_QUOTAS;
 
+/** The volume type every Cinder has (cinder/db/migrations/versions/921e1a36b076_initial.py). */
+export const DEFAULT_VOLUME_TYPE = "__DEFAULT__";
+
+export interface CinderOptions {
+  /** Cinder's availability zones; the first is its default_availability_zone. @default ["nova"] */
+  readonly availabilityZones?: readonly string[];
+  /** Volume types to seed besides __DEFAULT__. @default none */
+  readonly volumeTypes?: readonly string[];
+}
+
 /**
  * Cinder v3 volumes. A new volume is "creating" for `creatingReads` reads, then "available" (or
  * "error" when a failure was injected); Nova's attach makes it "in-use" with an attachment, and
@@ -28,8 +38,13 @@ export type CinderQuota = keyof typeof CINDER_DEFAULT_QUOTAS;
  */
 export class Cinder {
   readonly volumes = new Collection("Volume", "VolumeNotFound");
-  /** The project's quota limits; a test may change any of them. */
-  readonly quotas: Record<CinderQuota, number> = { ...CINDER_DEFAULT_QUOTAS };
+  readonly volumeTypes = new Collection("Volume type", "VolumeTypeNotFound");
+  /**
+   * The project's quota limits; a test may change any of them. Each volume type has its own
+   * volumes_, snapshots_ and gigabytes_ quota, unlimited (cinder/quota.py, VolumeTypeQuotaEngine).
+   */
+  readonly quotas: Record<CinderQuota, number> & Record<string, number> = { ...CINDER_DEFAULT_QUOTAS };
+  readonly availabilityZones: readonly string[];
   /** Reads of a new volume that still show "creating". */
   creatingReads = 1;
   private failures: ((name: string) => boolean)[] = [];
@@ -42,8 +57,42 @@ export class Cinder {
     };
   }
 
-  constructor(private readonly projectId: string) {}
+  constructor(
+    private readonly projectId: string,
+    options: CinderOptions = {},
+  ) {
+    this.availabilityZones = options.availabilityZones ?? ["nova"];
+    for (const name of [DEFAULT_VOLUME_TYPE, ...(options.volumeTypes ?? [])]) {
+      this.volumeTypes.add({
+        name,
+        description: name === DEFAULT_VOLUME_TYPE ? "Default Volume Type" : null,
+        is_public: true,
+        // cinder/api/v3/views/types.py, show: qos_specs_id only for admins (cinder/policies/volume_type.py).
+        extra_specs: {},
+      });
+      if (name !== DEFAULT_VOLUME_TYPE) for (const kind of ["volumes", "snapshots", "gigabytes"]) this.quotas[`${kind}_${name}`] = -1;
+    }
+  }
 
+  /** cinder/volume/volume_types.py, get_by_name_or_id, as the API reports a miss (404). */
+  volumeType(nameOrId: string): Resource {
+    const type = this.volumeTypes.all().find((t) => t.id === nameOrId || t.name === nameOrId);
+    if (!type) throw new ApiError(404, "itemNotFound", `Volume type with name ${nameOrId} could not be found.`);
+    return type;
+  }
+
+  /**
+   * cinder/volume/flows/api/create_volume.py, ExtractVolumeRequestTask._extract_availability_zones:
+   * none given is the default zone; one Cinder does not have is a 400
+   * (allow_availability_zone_fallback is off by default).
+   */
+  private availabilityZone(requested: unknown): string {
+    if (requested === undefined || requested === null) return this.availabilityZones[0];
+    if (!this.availabilityZones.includes(String(requested))) {
+      throw new ApiError(400, "badRequest", `Availability zone '${String(requested)}' is invalid.`);
+    }
+    return String(requested);
+  }
   register(app: FastifyInstance, auth: (request: FastifyRequest) => void): void {
     const base = "/volume/v3/:project";
     const project = (request: FastifyRequest) => {
@@ -60,6 +109,15 @@ export class Cinder {
       const value = (q: CinderQuota) =>
         usage ? { limit: this.quotas[q], in_use: used[q] ?? 0, reserved: 0, allocated: 0 } : this.quotas[q];
       return { quota_set: { ...Object.fromEntries((Object.keys(this.quotas) as CinderQuota[]).map((q) => [q, value(q)])), id: target } };
+    });
+    // cinder/api/v3/types.py, VolumeTypesController.index and show (views/types.py).
+    app.get(`${base}/types`, async (request) => {
+      project(request);
+      return { volume_types: this.volumeTypes.all() };
+    });
+    app.get(`${base}/types/:id`, async (request) => {
+      project(request);
+      return { volume_type: this.volumeTypes.get((request.params as { id: string }).id) };
     });
     app.get(`${base}/volumes/detail`, async (request) => {
       project(request);
@@ -80,17 +138,21 @@ export class Cinder {
       if (typeof body.name === "string" && body.name.trim().length > 255) {
         throw new ApiError(400, "badRequest", `Invalid input received: name has ${body.name.trim().length} characters, more than 255.`);
       }
+      // cinder/api/v3/volumes.py, VolumeController.create: the type first; then the flow's
+      // availability zone and quota.
+      const type = body.volume_type ? this.volumeType(String(body.volume_type)) : this.volumeType(DEFAULT_VOLUME_TYPE);
+      const zone = this.availabilityZone(body.availability_zone);
       this.checkQuota(body.size as number);
       const timestamp = now();
       const volume = this.volumes.add({
         name: null,
         description: null,
-        availability_zone: "nova",
-        volume_type: "__DEFAULT__",
         metadata: {},
         snapshot_id: null,
         source_volid: null,
         ...body,
+        availability_zone: zone,
+        volume_type: type.name,
         size: body.size,
         status: "creating",
         reads: 0,
@@ -172,6 +234,53 @@ export class Cinder {
   private view(volume: Resource): Resource {
     const { reads: _reads, fails: _fails, ...visible } = volume;
     return { ...visible, links: [] } as Resource;
+  }
+
+  /**
+   * What Nova's compute host asks for a boot volume (nova/virt/block_device.py,
+   * DriverImageBlockDevice.attach, _create_volume): a volume from the image, named "", of the
+   * given type, in `zone` (none: Cinder's default), with Cinder's checks and quota; it is
+   * available once Cinder has copied the image (cinder/volume/flows/manager/create_volume.py
+   * marks it bootable with the image's metadata).
+   */
+  createBootVolume(size: number, image: Resource, volumeType: string | undefined, zone: string | undefined): Resource {
+    const type = this.volumeType(volumeType ?? DEFAULT_VOLUME_TYPE);
+    const availabilityZone = this.availabilityZone(zone);
+    this.checkQuota(size);
+    const timestamp = now();
+    return this.volumes.add({
+      name: "",
+      description: "",
+      metadata: {},
+      snapshot_id: null,
+      source_volid: null,
+      availability_zone: availabilityZone,
+      volume_type: type.name,
+      size,
+      status: "available",
+      reads: 0,
+      fails: false,
+      bootable: "true",
+      volume_image_metadata: {
+        image_id: image.id,
+        image_name: image.name,
+        container_format: image.container_format,
+        disk_format: image.disk_format,
+        min_disk: String(image.min_disk),
+        min_ram: String(image.min_ram),
+        size: String(image.size),
+        checksum: image.checksum,
+      },
+      encrypted: false,
+      multiattach: false,
+      attachments: [],
+      consistencygroup_id: null,
+      replication_status: null,
+      user_id: null,
+      "os-vol-tenant-attr:tenant_id": this.projectId,
+      created_at: timestamp,
+      updated_at: timestamp,
+    });
   }
 
   /** Called by Nova. Throws Cinder's own 400 when the volume cannot be attached. */

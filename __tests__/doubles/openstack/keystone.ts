@@ -1,6 +1,11 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { ApiError } from "./store";
+import { ApiError, Collection, Resource } from "./store";
+
+export interface Role {
+  readonly id: string;
+  readonly name: string;
+}
 
 /** The one project, user and application credential the double knows. */
 export interface Identity {
@@ -8,7 +13,44 @@ export interface Identity {
   readonly domain: { readonly id: string; readonly name: string };
   readonly project: { readonly id: string; readonly name: string };
   readonly user: { readonly id: string; readonly name: string; readonly password: string };
+  /** The seeded application credential: restricted (`unrestricted` false, Keystone's default), with the user's roles. */
   readonly applicationCredential: { readonly id: string; readonly secret: string };
+  /** Every role Keystone knows, with its id. */
+  readonly roles: readonly Role[];
+  /** The names of the roles the user is assigned on the project (before implied roles are added). */
+  readonly assignedRoles: readonly string[];
+}
+
+/**
+ * The roles `keystone-manage bootstrap` creates (keystone/cmd/bootstrap.py: admin, manager,
+ * member, reader, service) and the ones a cloud with Octavia adds for its RBAC policies
+ * (octavia/policies/base.py: load-balancer_*).
+ */
+const KNOWN_ROLES = [
+  "admin",
+  "manager",
+  "member",
+  "reader",
+  "service",
+  "load-balancer_admin",
+  "load-balancer_member",
+  "load-balancer_observer",
+  "load-balancer_global_observer",
+];
+
+/**
+ * Implied roles as keystone/cmd/bootstrap.py, Bootstrapper._bootstrap_default_roles creates them:
+ * admin implies manager, manager implies member, member implies reader.
+ */
+const IMPLIES: Record<string, string> = { admin: "manager", manager: "member", member: "reader" };
+
+/** `names` with every role they imply, in order (keystone/assignment/core.py, effective assignments). */
+export function withImplied(names: readonly string[]): string[] {
+  const result: string[] = [];
+  for (const name of names) {
+    for (let role: string | undefined = name; role !== undefined; role = IMPLIES[role]) if (!result.includes(role)) result.push(role);
+  }
+  return result;
 }
 
 export function defaultIdentity(): Identity {
@@ -18,6 +60,8 @@ export function defaultIdentity(): Identity {
     project: { id: randomUUID().replace(/-/g, ""), name: "kube-on-os" },
     user: { id: randomUUID().replace(/-/g, ""), name: "deployer", password: `pw-${randomBytes(8).toString("hex")}` },
     applicationCredential: { id: randomUUID().replace(/-/g, ""), secret: `ac-${randomBytes(12).toString("hex")}` },
+    roles: KNOWN_ROLES.map((name) => ({ id: randomUUID().replace(/-/g, ""), name })),
+    assignedRoles: ["member", "load-balancer_member"],
   };
 }
 
@@ -29,6 +73,7 @@ export const SERVICE_PATHS: Record<string, string> = {
   image: "/image",
   "block-storage": "/volume/v3",
   volumev3: "/volume/v3",
+  "load-balancer": "/load-balancer",
 };
 
 interface AuthBody {
@@ -50,22 +95,50 @@ interface IssuedToken {
   readonly methods: string[];
   /** Project-scoped (with a catalog), or unscoped (no project, no catalog). */
   readonly scoped: boolean;
+  /** The application credential the token was issued for, if any. */
+  readonly applicationCredential?: Resource;
 }
+
+/** A Keystone error in its own format: title is the HTTP reason phrase (keystone/exception.py, Error.title). */
+const forbidden = (action: string) => new ApiError(403, "Forbidden", `You are not authorized to perform the requested action: ${action}.`);
+const KEYSTONE_400 =
+  " The server could not comply with the request since it is either malformed or otherwise incorrect. The client is assumed to be in error.";
 
 /**
  * Keystone v3 token issuing, and the token check every other service calls. A token is scoped
  * to the one project when the request names it, or comes from an application credential
  * (always bound to its project); a password with no scope gets an unscoped token, without
  * project or catalog, since the user has no default project (keystone/auth/core.py,
- * AuthInfo._validate_and_normalize_scope_data).
+ * AuthInfo._validate_and_normalize_scope_data). Also the user's application credentials and
+ * their access rules (keystone/api/users.py), and the role list.
  */
 export class Keystone {
   private readonly tokens = new Map<string, IssuedToken>();
+  readonly applicationCredentials = new Collection("Application Credential", "Not Found");
+  readonly accessRules = new Collection("Access Rule", "Not Found");
 
   constructor(
     private readonly identity: Identity,
     private readonly baseUrl: () => string,
-  ) {}
+  ) {
+    this.applicationCredentials.add({
+      id: identity.applicationCredential.id,
+      name: "deployer",
+      description: null,
+      secret: identity.applicationCredential.secret,
+      unrestricted: false,
+      roles: this.rolesNamed(withImplied(identity.assignedRoles)),
+      expires_at: null,
+      project_id: identity.project.id,
+      access_rules: [],
+      seeded: true,
+    });
+  }
+
+  /** Application credentials and access rules a test created; the seeded credential excluded. */
+  resourceCount(): number {
+    return this.applicationCredentials.all().filter((c) => c.seeded !== true).length + this.accessRules.size;
+  }
 
   register(app: FastifyInstance): void {
     app.post("/identity/v3/auth/tokens", async (request, reply) => {
@@ -80,8 +153,64 @@ export class Keystone {
       const subject = request.headers["x-subject-token"];
       this.requireToken(request, false);
       const issued = typeof subject === "string" ? this.tokens.get(subject) : undefined;
-      if (!issued) throw new ApiError(404, "NotFound", "Could not find token.");
+      if (!issued) throw new ApiError(404, "Not Found", "Could not find token.");
       return { token: this.tokenBody(issued) };
+    });
+    // keystone/common/policies/role.py: identity:list_roles is for admins, system readers and
+    // domain managers; the double's user is none of them.
+    app.get("/identity/v3/roles", async (request) => {
+      this.requireToken(request, false);
+      throw forbidden("identity:list_roles");
+    });
+
+    const base = "/identity/v3/users/:user/application_credentials";
+    app.post(base, async (request, reply) => {
+      // keystone/common/policies/application_credential.py: create is for the owner only
+      // (user_id:%(user_id)s, the path's user), checked before the handler runs.
+      const issued = this.requireOwner(request, "identity:create_application_credential");
+      const body = (request.body as { application_credential?: AppCredBody })?.application_credential ?? {};
+      return reply.code(201).send({ application_credential: this.createApplicationCredential(issued, this.identity.user.id, body) });
+    });
+    app.get(base, async (request) => {
+      this.requireOwner(request, "identity:list_application_credentials");
+      const { name } = request.query as { name?: string };
+      const credentials = this.applicationCredentials.all().filter((c) => name === undefined || c.name === name);
+      return { application_credentials: credentials.map((c) => this.applicationCredentialView(c)), links: {} };
+    });
+    app.get(`${base}/:id`, async (request) => {
+      this.requireOwner(request, "identity:get_application_credential");
+      return { application_credential: this.applicationCredentialView(this.findApplicationCredential(request)) };
+    });
+    // keystone/api/users.py, UserAppCredGetDeleteResource.delete: not with a restricted
+    // application credential, and the credential's tokens are revoked with it
+    // (keystone/application_credential/core.py, delete_application_credential).
+    app.delete(`${base}/:id`, async (request, reply) => {
+      const issued = this.requireOwner(request, "identity:delete_application_credential");
+      this.checkUnrestricted(issued);
+      const credential = this.findApplicationCredential(request);
+      this.applicationCredentials.delete(credential.id);
+      for (const [token, held] of this.tokens) if (held.applicationCredential?.id === credential.id) this.tokens.delete(token);
+      return reply.code(204).send();
+    });
+
+    app.get("/identity/v3/users/:user/access_rules", async (request) => {
+      this.requireOwner(request, "identity:list_access_rules");
+      return { access_rules: this.accessRules.all().map((r) => this.accessRuleView(r)), links: {} };
+    });
+    app.get("/identity/v3/users/:user/access_rules/:id", async (request) => {
+      this.requireOwner(request, "identity:get_access_rule");
+      return { access_rule: this.accessRuleView(this.findAccessRule(request)) };
+    });
+    // keystone/application_credential/backends/sql.py, delete_access_rule: 403 while an
+    // application credential still uses the rule.
+    app.delete("/identity/v3/users/:user/access_rules/:id", async (request, reply) => {
+      this.requireOwner(request, "identity:delete_access_rule");
+      const rule = this.findAccessRule(request);
+      if (this.applicationCredentials.all().some((c) => (c.access_rules as { id: string }[]).some((r) => r.id === rule.id))) {
+        throw new ApiError(403, "Forbidden", "May not delete access rule in use");
+      }
+      this.accessRules.delete(rule.id);
+      return reply.code(204).send();
     });
   }
 
@@ -89,19 +218,171 @@ export class Keystone {
    * Throws Keystone's 401 unless the request carries a token this double issued, and, for the
    * project-scoped APIs of the other services, the 403 their policies give an unscoped token.
    */
-  requireToken(request: FastifyRequest, projectScoped = true): void {
+  requireToken(request: FastifyRequest, projectScoped = true): IssuedToken {
     const token = request.headers["x-auth-token"];
     const issued = typeof token === "string" ? this.tokens.get(token) : undefined;
     if (!issued || issued.expires.getTime() < Date.now()) {
       throw new ApiError(401, "Unauthorized", "The request you have made requires authentication.");
     }
     if (projectScoped && !issued.scoped) throw new ApiError(403, "Forbidden", "You are not authorized to perform the requested action.");
+    return issued;
+  }
+
+  /** The names of the roles a project-scoped request's token carries (after requireToken's checks). */
+  tokenRoleNames(request: FastifyRequest): string[] {
+    return this.tokenRoles(this.requireToken(request)).map((r) => r.name);
+  }
+
+  /**
+   * keystone/common/policies/application_credential.py: a user manages only their own
+   * credentials and rules (`user_id:%(target.user.id)s`); the policy refusal names the action.
+   */
+  private requireOwner(request: FastifyRequest, action: string): IssuedToken {
+    const issued = this.requireToken(request);
+    if ((request.params as { user: string }).user !== this.identity.user.id) throw forbidden(action);
+    return issued;
+  }
+
+  /** keystone/api/users.py, _check_unrestricted_application_credential. */
+  private checkUnrestricted(issued: IssuedToken): void {
+    if (issued.methods.includes("application_credential") && issued.applicationCredential?.unrestricted !== true) {
+      throw forbidden("Using method 'application_credential' is not allowed for managing additional application credentials.");
+    }
+  }
+
+  private findApplicationCredential(request: FastifyRequest): Resource {
+    const { id } = request.params as { id: string };
+    const credential = this.applicationCredentials.find(id);
+    if (!credential) throw new ApiError(404, "Not Found", `Could not find Application Credential: ${id}.`);
+    return credential;
+  }
+
+  private findAccessRule(request: FastifyRequest): Resource {
+    const { id } = request.params as { id: string };
+    const rule = this.accessRules.find(id);
+    if (!rule) throw new ApiError(404, "Not Found", `Could not find Access Rule: ${id}.`);
+    return rule;
+  }
+
+  /**
+   * keystone/api/users.py, UserAppCredListCreateResource.post, in its order: no restricted
+   * application credential, a generated secret when none is given (64 random
+   * bytes, URL-safe base64 without padding), the requested roles by name or id with the roles
+   * they imply, each in the token (else 400), an expiry not in the past; then
+   * keystone/application_credential/core.py and backends/sql.py: the user must hold every role,
+   * a name is unique per user (409), and an access rule equal to an existing one is reused.
+   */
+  private createApplicationCredential(issued: IssuedToken, userId: string, body: AppCredBody): Resource {
+    this.checkUnrestricted(issued);
+    const tokenRoles = this.tokenRoles(issued).map((r) => r.id);
+    let roles: Role[];
+    if (body.roles && body.roles.length > 0) {
+      const named = body.roles.map((wanted) => {
+        const role = this.identity.roles.find((r) => (wanted.id !== undefined ? r.id === wanted.id : r.name === wanted.name));
+        // keystone/assignment/core.py, RoleManager.get_unique_role_by_name; get_role for an id.
+        if (!role) {
+          throw new ApiError(
+            404,
+            "Not Found",
+            wanted.id !== undefined ? `Could not find role: ${wanted.id}.` : `Role ${String(wanted.name)} is not defined`,
+          );
+        }
+        return role.name;
+      });
+      roles = this.rolesNamed(withImplied(named));
+      if (roles.some((r) => !tokenRoles.includes(r.id))) {
+        throw new ApiError(
+          400,
+          "Bad Request",
+          "Invalid application credential: Cannot create an application credential with unassigned role",
+        );
+      }
+    } else {
+      roles = this.tokenRoles(issued);
+    }
+    let expiresAt: string | null = null;
+    if (body.expires_at) {
+      // keystone/common/utils.py, parse_expiration_date.
+      const parsed = new Date(body.expires_at.endsWith("Z") ? body.expires_at : `${body.expires_at}Z`);
+      if (Number.isNaN(parsed.getTime())) throw new ApiError(400, "Bad Request", `Timestamp not in expected format.${KEYSTONE_400}`);
+      if (parsed.getTime() < Date.now()) throw new ApiError(400, "Bad Request", `The 'expires_at' must not be before now.${KEYSTONE_400}`);
+      expiresAt = parsed.toISOString().replace(/\.\d{3}Z$/, ".000000");
+    }
+    const assigned = withImplied(this.identity.assignedRoles);
+    const missing = roles.find((r) => !assigned.includes(r.name));
+    if (missing) {
+      throw new ApiError(
+        400,
+        "Bad Request",
+        `Invalid application credential: Could not find role assignment with role: ${missing.id}, user or group: ${userId}, project, domain, or system: ${this.identity.project.id}.`,
+      );
+    }
+    if (this.applicationCredentials.all().some((c) => c.name === body.name)) {
+      throw new ApiError(
+        409,
+        "Conflict",
+        `Conflict occurred attempting to store application_credential - Duplicate entry found with name ${String(body.name)}.`,
+      );
+    }
+    const accessRules = (body.access_rules ?? []).map((rule) => {
+      const same = this.accessRules
+        .all()
+        .find((r) =>
+          rule.id !== undefined ? r.id === rule.id : r.service === rule.service && r.path === rule.path && r.method === rule.method,
+        );
+      return (
+        same ?? this.accessRules.add({ id: randomUUID().replace(/-/g, ""), service: rule.service, path: rule.path, method: rule.method })
+      );
+    });
+    const secret = body.secret || randomBytes(64).toString("base64url");
+    const credential = this.applicationCredentials.add({
+      id: randomUUID().replace(/-/g, ""),
+      name: body.name,
+      description: body.description ?? null,
+      secret,
+      unrestricted: body.unrestricted === true,
+      roles,
+      expires_at: expiresAt,
+      project_id: this.identity.project.id,
+      access_rules: accessRules.map((r) => ({ id: r.id })),
+    });
+    // The secret is shown once, on create; Keystone stores only its hash.
+    return { ...this.applicationCredentialView(credential), secret };
+  }
+
+  private rolesNamed(names: readonly string[]): Role[] {
+    return names.map((name) => this.identity.roles.find((r) => r.name === name) as Role);
+  }
+
+  /** The token's roles: the user's effective roles, or an application credential's (keystone/models/token_model.py, roles). */
+  private tokenRoles(issued: IssuedToken): Role[] {
+    if (issued.applicationCredential) return issued.applicationCredential.roles as Role[];
+    return this.rolesNamed(withImplied(this.identity.assignedRoles));
+  }
+
+  /** keystone/api/users.py, UserAppCredListCreateResource._public_parameters: no secret, no user id. */
+  private applicationCredentialView(credential: Resource) {
+    return {
+      id: credential.id,
+      name: credential.name,
+      description: credential.description,
+      expires_at: credential.expires_at,
+      project_id: credential.project_id,
+      roles: (credential.roles as Role[]).map((r) => ({ id: r.id, name: r.name, domain_id: null })),
+      unrestricted: credential.unrestricted,
+      access_rules: (credential.access_rules as { id: string }[]).map((r) => this.accessRuleView(this.accessRules.get(r.id))),
+      links: { self: `${this.baseUrl()}/identity/v3/users/${this.identity.user.id}/application_credentials/${credential.id}` },
+    };
+  }
+
+  private accessRuleView(rule: Resource) {
+    return { id: rule.id, service: rule.service, path: rule.path, method: rule.method };
   }
 
   private authenticate(body: AuthBody): IssuedToken {
     const identity = body?.auth?.identity;
     const methods = identity?.methods ?? [];
-    const { user, applicationCredential, domain } = this.identity;
+    const { user, domain } = this.identity;
     const unauthorized = new ApiError(401, "Unauthorized", "The request you have made requires authentication.");
     const expires = new Date(Date.now() + 3600_000);
     if (methods.includes("password")) {
@@ -114,8 +395,14 @@ export class Keystone {
       // keystone/auth/core.py, _validate_and_normalize_scope_data: "Application credentials
       // cannot request a scope."; the credential is bound to its project.
       if (body.auth?.scope !== undefined) throw unauthorized;
-      if (given?.id === applicationCredential.id && given?.secret === applicationCredential.secret)
-        return { expires, methods, scoped: true };
+      const credential = this.applicationCredentials
+        .all()
+        .find((c) => (given?.id !== undefined ? c.id === given.id : c.name === given?.name));
+      // keystone/application_credential/backends/sql.py, authenticate: the secret, then the expiry.
+      const expired = typeof credential?.expires_at === "string" && new Date(`${credential.expires_at}Z`).getTime() < Date.now();
+      if (credential && given?.secret === credential.secret && !expired) {
+        return { expires, methods, scoped: true, applicationCredential: credential };
+      }
     } else if (methods.includes("token") && identity?.token?.id && this.tokens.has(identity.token.id)) {
       return { expires, methods, scoped: this.projectScope(body.auth?.scope) };
     }
@@ -149,14 +436,16 @@ export class Keystone {
     };
     // keystone/models/token_model.py: an unscoped token has no roles, project or catalog.
     if (!issued.scoped) return common;
+    const credential = issued.applicationCredential;
     return {
       ...common,
       project: { id: project.id, name: project.name, domain },
-      roles: [
-        { id: randomUUID().replace(/-/g, ""), name: "member" },
-        { id: randomUUID().replace(/-/g, ""), name: "reader" },
-      ],
+      roles: this.tokenRoles(issued).map((r) => ({ id: r.id, name: r.name })),
       is_domain: false,
+      // keystone/common/render_token.py, render_token_response_from_model.
+      ...(credential
+        ? { application_credential: { id: credential.id, name: credential.name, restricted: credential.unrestricted !== true } }
+        : {}),
       catalog: Object.entries(SERVICE_PATHS).map(([type, path]) => {
         const url = type === "block-storage" || type === "volumev3" ? `${base}${path}/${project.id}` : `${base}${path}`;
         return {
@@ -174,4 +463,14 @@ export class Keystone {
       }),
     };
   }
+}
+
+interface AppCredBody {
+  name?: string;
+  description?: string;
+  secret?: string;
+  unrestricted?: boolean;
+  expires_at?: string;
+  roles?: { id?: string; name?: string }[];
+  access_rules?: { id?: string; service?: string; path?: string; method?: string }[];
 }

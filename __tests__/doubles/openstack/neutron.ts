@@ -130,6 +130,17 @@ export class Neutron {
       .reduce((a, b) => a + b, 0);
   }
 
+  /** A port another service asks for through Neutron's API (Octavia's VIP port): the port quota applies. */
+  createServicePort(body: Record<string, unknown>): Resource {
+    this.checkQuota("port");
+    return this.createPort(body);
+  }
+
+  /** A port another service deletes through Neutron's API, with what that does (its floating IPs let go). */
+  deletePort(id: string): void {
+    this.remove(this.ports, id);
+  }
+
   /** Seeds the project's default security group, which Neutron creates for every project. */
   seedDefaultSecurityGroup(): Resource {
     const group = this.createSecurityGroup({ name: "default", description: "Default security group" });

@@ -91,6 +91,51 @@ function checkName(field: string, value: unknown): void {
   }
 }
 
+/** Python's repr of a JSON value, as Nova's schema errors quote a request's values. */
+function pythonRepr(value: unknown): string {
+  if (value === null || value === undefined) return "None";
+  if (value === true) return "True";
+  if (value === false) return "False";
+  if (typeof value === "string") return `'${value}'`;
+  if (Array.isArray(value)) return `[${value.map(pythonRepr).join(", ")}]`;
+  if (typeof value === "object") {
+    return `{${Object.entries(value as Record<string, unknown>)
+      .map(([k, v]) => `'${k}': ${pythonRepr(v)}`)
+      .join(", ")}}`;
+  }
+  return String(value);
+}
+
+/** A block_device_mapping_v2 item as the API takes it (nova/api/openstack/compute/schemas/servers.py). */
+interface BlockDeviceMapping {
+  boot_index?: number | string | null;
+  uuid?: string;
+  source_type?: string;
+  destination_type?: string;
+  volume_size?: number | string;
+  volume_type?: string | null;
+  delete_on_termination?: boolean;
+}
+
+/** A volume Nova creates for a server at build time, from an image. */
+interface BootVolumeRequest {
+  readonly imageId: string;
+  readonly size: number;
+  readonly volumeType?: string;
+  readonly deleteOnTermination: boolean;
+}
+
+export interface NovaOptions {
+  /** The compute hosts' availability zones; hosts are spread over them in turn. @default ["nova"], as devstack */
+  readonly availabilityZones?: readonly string[];
+  /**
+   * nova.conf [cinder]/cross_az_attach: when true a boot volume is created without a zone (so in
+   * Cinder's default one), when false in the server's zone (nova/virt/block_device.py,
+   * _get_volume_create_az_value). @default true, Nova's default
+   */
+  readonly crossAzAttach?: boolean;
+}
+
 function microversion(request: FastifyRequest): [number, number] {
   const header = request.headers["x-openstack-nova-api-version"] ?? request.headers["openstack-api-version"];
   const match = /(\d+)\.(\d+)/.exec(String(header ?? ""));
@@ -120,6 +165,8 @@ export class Nova {
   /** Reads of a deleted server that still show it, deleting: the provider's waiter sees that too. */
   deleteReads = 1;
   private failures: { matches: (name: string) => boolean; message: string }[] = [];
+  readonly availabilityZones: readonly string[];
+  private readonly crossAzAttach: boolean;
 
   /**
    * Makes every server created from now on whose name `matches` go to ERROR with `message` as
@@ -138,7 +185,17 @@ export class Nova {
     private readonly neutron: Neutron,
     private readonly glance: Glance,
     private readonly cinder: Cinder,
-  ) {}
+    options: NovaOptions = {},
+  ) {
+    this.availabilityZones = options.availabilityZones ?? ["nova"];
+    this.crossAzAttach = options.crossAzAttach ?? true;
+  }
+
+  /** The zone of a compute host: the hosts are spread over the zones in turn. */
+  private zoneOf(host: string): string {
+    const index = Number(host.replace("compute-", "")) - 1;
+    return this.availabilityZones[index % this.availabilityZones.length];
+  }
 
   resourceCount(): number {
     return this.servers.size + this.keypairs.size + this.serverGroups.size;
@@ -146,6 +203,22 @@ export class Nova {
 
   register(app: FastifyInstance, auth: (request: FastifyRequest) => void): void {
     const base = "/compute/v2.1";
+    // nova/api/openstack/compute/availability_zone.py, index: every zone with an enabled compute
+    // service, available, sorted (nova/availability_zones.py, _get_availability_zones); the
+    // internal zone is hidden; hosts is null.
+    app.get(`${base}/os-availability-zone`, async (request) => {
+      auth(request);
+      return {
+        availabilityZoneInfo: [...this.availabilityZones]
+          .sort()
+          .map((zone) => ({ zoneName: zone, zoneState: { available: true }, hosts: null })),
+      };
+    });
+    // nova/policies/availability_zone.py: the detail (with hosts) is admin-only.
+    app.get(`${base}/os-availability-zone/detail`, async (request) => {
+      auth(request);
+      throw new ApiError(403, "forbidden", "Policy doesn't allow os_compute_api:os-availability-zone:detail to be performed.");
+    });
     app.get(`${base}/flavors/detail`, async (request) => {
       auth(request);
       return {
@@ -271,7 +344,7 @@ export class Nova {
     app.post(`${base}/servers`, async (request, reply) => {
       auth(request);
       const body = request.body as { server?: Record<string, unknown>; "os:scheduler_hints"?: { group?: string } };
-      const server = this.createServer(body?.server ?? {}, body?.["os:scheduler_hints"]?.group);
+      const server = this.createServer(body?.server ?? {}, body?.["os:scheduler_hints"]?.group, request);
       return reply.code(202).send({
         server: {
           id: server.id,
@@ -345,10 +418,14 @@ export class Nova {
       // nova/virt/libvirt/blockinfo.py, get_next_disk_info: the root disk is vda, the flavor's
       // ephemeral disk and swap take the next letters, and a volume the first letter left.
       const flavor = server.flavor as Flavor;
-      const taken = 1 + (flavor.ephemeral ? 1 : 0) + (flavor.swap ? 1 : 0) + attached.length;
+      // A boot volume is the root disk itself, already in the attached list.
+      const bootFromVolume = (server.bootVolumes as BootVolumeRequest[]).length > 0;
+      const taken = (bootFromVolume ? 0 : 1) + (flavor.ephemeral ? 1 : 0) + (flavor.swap ? 1 : 0) + attached.length;
       const device = body.device ?? `/dev/vd${String.fromCharCode("a".charCodeAt(0) + taken)}`;
       this.cinder.attach(body.volumeId, server.id, device);
-      this.servers.update(server.id, { volumes_attached: [...attached, { id: body.volumeId, device }] });
+      this.servers.update(server.id, {
+        volumes_attached: [...attached, { id: body.volumeId, device, delete_on_termination: false }],
+      });
       return { volumeAttachment: { id: body.volumeId, serverId: server.id, volumeId: body.volumeId, device } };
     });
     app.get(`${base}/servers/:id/os-volume_attachments`, async (request) => {
@@ -428,16 +505,29 @@ export class Nova {
     };
   }
 
-  private createServer(body: Record<string, unknown>, groupId?: string): Resource {
+  private createServer(body: Record<string, unknown>, groupId: string | undefined, request: FastifyRequest): Resource {
     checkName("name", body.name);
+    const mappings = (body.block_device_mapping_v2 as BlockDeviceMapping[] | undefined) ?? [];
+    // nova/api/openstack/compute/schemas/servers.py: volume_type in a mapping from 2.67 only
+    // (create_v267); before, the item's additionalProperties refuse it.
+    mappings.forEach((bdm, index) => {
+      if ("volume_type" in bdm && !atLeast(request, 67)) {
+        throw invalidField(String(index), pythonRepr(bdm), "Additional properties are not allowed ('volume_type' was unexpected)");
+      }
+    });
     const flavor = this.flavors.find((f) => f.id === String(body.flavorRef));
     if (!flavor) throw new ApiError(400, "badRequest", `Flavor ${String(body.flavorRef)} could not be found.`);
+    // nova/compute/api.py, API.create: a zone no enabled compute service is in is refused
+    // (InvalidRequest, a 400 in servers.py, create); "zone:host" forces a host, admin only.
+    const requestedZone =
+      typeof body.availability_zone === "string" && body.availability_zone !== "" ? body.availability_zone.split(":")[0] : undefined;
+    if (requestedZone !== undefined && !this.availabilityZones.includes(requestedZone)) {
+      throw new ApiError(400, "badRequest", "The requested availability zone is not available");
+    }
     // nova/api/openstack/compute/servers.py, create: ImageNotFound becomes a 400.
     if (body.imageRef && !this.glance.images.find(String(body.imageRef)))
       throw new ApiError(400, "badRequest", "Can not find requested image");
-    const bootVolume = ((body.block_device_mapping_v2 as { boot_index?: unknown; destination_type?: string }[] | undefined) ?? []).some(
-      (bdm) => String(bdm.boot_index) === "0" && bdm.destination_type === "volume",
-    );
+    const bootVolume = mappings.some((bdm) => String(bdm.boot_index) === "0" && bdm.destination_type === "volume");
     // nova/compute/api.py, _validate_flavor_image_nostatus: a zero-disk flavor needs a boot volume.
     if (flavor.disk === 0 && !bootVolume) {
       throw new ApiError(403, "forbidden", "Only volume-backed servers are allowed for flavors with zero disk.");
@@ -457,6 +547,7 @@ export class Nova {
         `Quota exceeded for ${overs.join(", ")}: Requested ${list((q) => requested[q] ?? 0)}, but already used ${list((q) => usage[q] ?? 0)} of ${list((q) => this.quotas[q])} ${overs.join(", ")}`,
       );
     }
+    const bootVolumes = this.validateBlockDeviceMappings(mappings);
     const group = groupId ? this.serverGroups.get(groupId) : undefined;
     // nova/compute/api.py, _provision_instances: the group's member quota.
     if (group && this.quotas.server_group_members >= 0 && (group.members as string[]).length + 1 > this.quotas.server_group_members) {
@@ -502,7 +593,11 @@ export class Nova {
       key_name: body.key_name ?? null,
       user_data: body.user_data ?? null,
       security_groups: ((body.security_groups as { name: string }[] | undefined) ?? [{ name: "default" }]).map((g) => ({ name: g.name })),
-      availability_zone: body.availability_zone ?? "nova",
+      // nova/availability_zones.py, get_instance_availability_zone: the requested zone until a
+      // host is found, then the host's.
+      availability_zone: requestedZone ?? "",
+      requested_zone: requestedZone,
+      bootVolumes,
       config_drive: body.config_drive === true ? "True" : "",
       tags: body.tags ?? [],
       volumes_attached: [],
@@ -522,10 +617,16 @@ export class Nova {
   private schedule(id: string): string | undefined {
     const group = this.serverGroups.all().find((g) => (g.members as string[]).includes(id));
     const peers = group ? this.servers.all().filter((s) => s.id !== id && (group.members as string[]).includes(s.id) && s.host) : [];
-    const hosts = Array.from({ length: this.hosts }, (_, n) => `compute-${n + 1}`);
+    // nova/scheduler/request_filter.py, map_az_to_placement_aggregate: only the requested zone's hosts.
+    const zone = this.servers.get(id).requested_zone as string | undefined;
+    const hosts = Array.from({ length: this.hosts }, (_, n) => `compute-${n + 1}`).filter(
+      (h) => zone === undefined || this.zoneOf(h) === zone,
+    );
     if (group?.policy === "anti-affinity") return hosts.find((h) => !peers.some((p) => p.host === h));
     if (group?.policy === "affinity" && peers.length > 0) return String(peers[0].host);
-    return hosts[this.servers.all().filter((s) => s.host).length % hosts.length];
+    return hosts[
+      this.servers.all().filter((s) => s.host && (zone === undefined || this.zoneOf(String(s.host)) === zone)).length % hosts.length
+    ];
   }
 
   /**
@@ -546,14 +647,17 @@ export class Nova {
     let outcome: Record<string, unknown> = {};
     if (stored.status === "BUILD" && reads > this.buildReads) {
       const host = stored.fault ? undefined : this.schedule(id);
-      outcome = host
-        ? { status: "ACTIVE", host, launched_at: nowNoZone(), updated: now() }
-        : {
-            status: "ERROR",
-            updated: now(),
-            // nova/api/openstack/compute/views/servers.py, _get_fault: code, message, created.
-            fault: { code: 500, message: stored.fault ?? NO_VALID_HOST, created: now() },
-          };
+      const built = host ? this.prepareBlockDevices(id, host) : undefined;
+      outcome = built
+        ? { status: "ERROR", updated: now(), fault: { code: 500, message: built, created: now() } }
+        : host
+          ? { status: "ACTIVE", host, availability_zone: this.zoneOf(host), launched_at: nowNoZone(), updated: now() }
+          : {
+              status: "ERROR",
+              updated: now(),
+              // nova/api/openstack/compute/views/servers.py, _get_fault: code, message, created.
+              fault: { code: 500, message: stored.fault ?? NO_VALID_HOST, created: now() },
+            };
     }
     const server = this.servers.update(id, { reads, ...outcome });
     const flavor = server.flavor as Flavor;
@@ -608,18 +712,95 @@ export class Nova {
       "OS-EXT-STS:vm_state": active ? "active" : failed ? "error" : "building",
       "OS-EXT-STS:power_state": active ? 1 : 0,
       ...(failed ? { fault: server.fault } : {}),
-      "os-extended-volumes:volumes_attached": (server.volumes_attached as { id: string }[]).map((v) => ({
+      "os-extended-volumes:volumes_attached": (server.volumes_attached as { id: string; delete_on_termination: boolean }[]).map((v) => ({
         id: v.id,
-        delete_on_termination: false,
+        delete_on_termination: v.delete_on_termination,
       })),
       security_groups: server.security_groups,
       ...(atLeast(request, 26) ? { tags: server.tags } : {}),
     };
   }
 
+  /**
+   * nova/compute/api.py, _validate_bdm, in its order: boot indexes 0, 1, ... (at least one), then
+   * for each mapping its volume type among Cinder's, its image, and a size for an image copied to
+   * a volume. Returns the volumes to create from images at build time.
+   */
+  private validateBlockDeviceMappings(mappings: BlockDeviceMapping[]): BootVolumeRequest[] {
+    if (mappings.length === 0) return [];
+    const bootIndexes = mappings
+      .map((bdm) => (bdm.boot_index === null || bdm.boot_index === undefined ? -1 : Number(bdm.boot_index)))
+      .filter((index) => index >= 0)
+      .sort((a, b) => a - b);
+    if (bootIndexes.length === 0 || bootIndexes.some((value, index) => value !== index)) {
+      throw new ApiError(
+        400,
+        "badRequest",
+        "Block Device Mapping is Invalid: Boot sequence for the instance and image/block device mapping combination is not valid.",
+      );
+    }
+    const volumes: BootVolumeRequest[] = [];
+    for (const bdm of mappings) {
+      if (bdm.volume_type) {
+        // nova/compute/api.py, _check_requested_volume_type: by id or name.
+        const known = this.cinder.volumeTypes.all().some((t) => t.id === bdm.volume_type || t.name === bdm.volume_type);
+        if (!known) throw new ApiError(400, "badRequest", `Volume type ${bdm.volume_type} could not be found.`);
+      }
+      if (bdm.source_type === "image" && bdm.uuid !== undefined) {
+        if (!this.glance.images.find(bdm.uuid)) {
+          throw new ApiError(400, "badRequest", `Block Device Mapping is Invalid: failed to get image ${bdm.uuid}.`);
+        }
+        if (bdm.destination_type === "volume") {
+          if (!bdm.volume_size || Number(bdm.volume_size) === 0) {
+            throw new ApiError(400, "badRequest", "Images with destination_type 'volume' need to have a non-zero size specified");
+          }
+          volumes.push({
+            imageId: bdm.uuid,
+            size: Number(bdm.volume_size),
+            volumeType: bdm.volume_type ?? undefined,
+            deleteOnTermination: bdm.delete_on_termination === true,
+          });
+        }
+      }
+    }
+    return volumes;
+  }
+
+  /**
+   * On the compute host (nova/compute/manager.py, _prep_block_device): each boot volume is created
+   * in Cinder and attached, the first as /dev/vda. Cinder's refusal (its quota included) aborts
+   * the build: the fault reads "Build of instance <id> aborted: <Cinder's message>"
+   * (_build_resources turns OverQuota and InvalidBDM into BuildAbortException). Returns that
+   * fault, or undefined when all went well.
+   */
+  private prepareBlockDevices(id: string, host: string): string | undefined {
+    const server = this.servers.get(id);
+    const attached: { id: string; device: string; delete_on_termination: boolean }[] = [];
+    for (const [index, request] of (server.bootVolumes as BootVolumeRequest[]).entries()) {
+      try {
+        const image = this.glance.images.get(request.imageId);
+        const zone = this.crossAzAttach ? undefined : this.zoneOf(host);
+        const volume = this.cinder.createBootVolume(request.size, image, request.volumeType, zone);
+        const device = `/dev/vd${String.fromCharCode("a".charCodeAt(0) + index)}`;
+        this.cinder.attach(volume.id, id, device);
+        attached.push({ id: volume.id, device, delete_on_termination: request.deleteOnTermination });
+      } catch (error) {
+        if (!(error instanceof ApiError)) throw error;
+        this.servers.update(id, { volumes_attached: attached });
+        return `Build of instance ${id} aborted: ${error.message}`;
+      }
+    }
+    this.servers.update(id, { volumes_attached: attached });
+    return undefined;
+  }
+
   private deleteServer(id: string): void {
     const server = this.servers.get(id);
-    for (const volume of server.volumes_attached as { id: string }[]) this.cinder.detach(volume.id);
+    // nova/compute/manager.py, _cleanup_volumes: detach, and delete those marked delete_on_termination.
+    for (const volume of server.volumes_attached as { id: string; delete_on_termination: boolean }[]) {
+      this.cinder.detach(volume.id);
+      if (volume.delete_on_termination && this.cinder.volumes.find(volume.id)) this.cinder.volumes.delete(volume.id);
+    }
     for (const portId of server.ports as string[]) {
       const port = this.neutron.ports.find(portId);
       if (!port) continue;

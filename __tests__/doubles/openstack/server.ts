@@ -4,6 +4,7 @@ import { Glance } from "./glance";
 import { defaultIdentity, Identity, Keystone } from "./keystone";
 import { Neutron } from "./neutron";
 import { Nova } from "./nova";
+import { Octavia } from "./octavia";
 import { ApiError } from "./store";
 
 export interface OpenStackDoubleOptions {
@@ -15,6 +16,24 @@ export interface OpenStackDoubleOptions {
    * default of stacks before issue 18, by ID)
    */
   readonly images?: readonly SeededImage[];
+  /** Nova's availability zones; compute hosts are spread over them. @default ["nova"], as devstack */
+  readonly availabilityZones?: readonly string[];
+  /** Cinder's availability zones, the first its default. @default ["nova"], as devstack */
+  readonly volumeAvailabilityZones?: readonly string[];
+  /** Volume types Cinder has besides __DEFAULT__, e.g. ["ssd"]. @default none */
+  readonly volumeTypes?: readonly string[];
+  /**
+   * Nova's [cinder]/cross_az_attach: true creates a server's boot volume in Cinder's default
+   * zone, false in the server's zone (which Cinder must have). @default true, Nova's default
+   */
+  readonly crossAzAttach?: boolean;
+  /** Octavia's availability zones (its own objects, not Nova's). @default none, as devstack */
+  readonly loadBalancerAvailabilityZones?: readonly string[];
+  /**
+   * Octavia's [oslo_policy] enforce_new_defaults: true lets only reader/member/admin use the
+   * load-balancer API, false also the load-balancer_* roles. @default true, oslo.policy's default
+   */
+  readonly loadBalancerEnforceNewDefaults?: boolean;
 }
 
 export interface SeededImage {
@@ -44,10 +63,12 @@ export interface OpenStackDouble {
   readonly url: string;
   readonly authUrl: string;
   readonly identity: Identity;
+  readonly keystone: Keystone;
   readonly neutron: Neutron;
   readonly nova: Nova;
   readonly glance: Glance;
   readonly cinder: Cinder;
+  readonly octavia: Octavia;
   /** Resources tests created (seeded ones excluded); 0 after a complete destroy. */
   resourceCount(): number;
   /** Every request, in order. */
@@ -75,6 +96,9 @@ export interface OpenStackDouble {
 function errorBody(url: string, error: ApiError): unknown {
   if (url.startsWith("/network/")) return { NeutronError: { type: error.type, message: error.message, detail: "" } };
   if (url.startsWith("/identity/")) return { error: { code: error.status, title: error.type, message: error.message } };
+  // wsme's fault body (wsme/api.py, format_exception), which Octavia's API answers with.
+  if (url.startsWith("/load-balancer/"))
+    return { faultcode: error.status >= 500 ? "Server" : "Client", faultstring: error.message, debuginfo: null };
   const key =
     { 400: "badRequest", 401: "unauthorized", 403: "forbidden", 404: "itemNotFound", 409: "conflictingRequest", 413: "overLimit" }[
       error.status
@@ -111,10 +135,21 @@ export async function startOpenStackDouble(options: OpenStackDoubleOptions = {})
   const images: readonly SeededImage[] = options.images ?? [NOBLE_IMAGE, WIKI_IMAGE];
   for (const image of images) glance.seedImage(image.id, image.name, image.visibility);
   glance.register(app, requireToken);
-  const cinder = new Cinder(identity.project.id);
+  const cinder = new Cinder(identity.project.id, {
+    availabilityZones: options.volumeAvailabilityZones,
+    volumeTypes: options.volumeTypes,
+  });
   cinder.register(app, requireToken);
-  const nova = new Nova({ projectId: identity.project.id, userId: identity.user.id }, neutron, glance, cinder);
+  const nova = new Nova({ projectId: identity.project.id, userId: identity.user.id }, neutron, glance, cinder, {
+    availabilityZones: options.availabilityZones,
+    crossAzAttach: options.crossAzAttach,
+  });
   nova.register(app, requireToken);
+  const octavia = new Octavia(identity.project.id, neutron, {
+    availabilityZones: options.loadBalancerAvailabilityZones,
+    enforceNewDefaults: options.loadBalancerEnforceNewDefaults,
+  });
+  octavia.register(app, (request) => keystone.tokenRoleNames(request));
 
   const holds: { matches: (method: string, url: string) => boolean; gate: Promise<void>; arrived: () => void }[] = [];
   app.addHook("onRequest", async (request) => {
@@ -151,11 +186,14 @@ export async function startOpenStackDouble(options: OpenStackDoubleOptions = {})
     url: baseUrl,
     authUrl,
     identity,
+    keystone,
     neutron,
     nova,
     glance,
     cinder,
-    resourceCount: () => neutron.resourceCount() + nova.resourceCount() + cinder.volumes.size,
+    octavia,
+    resourceCount: () =>
+      keystone.resourceCount() + neutron.resourceCount() + nova.resourceCount() + cinder.volumes.size + octavia.resourceCount(),
     requests,
     unhandled,
     passwordEnv: () => ({

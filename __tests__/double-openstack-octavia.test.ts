@@ -1,0 +1,61 @@
+/**
+ * The OpenStack API double's Octavia, exercised by the real provider: a load balancer on a
+ * private subnet with its VIP port in Neutron and a floating IP on it, listeners, pools, members
+ * and health monitors, through the provisioning_status lifecycle the provider waits on.
+ */
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { OpenStackDouble, startOpenStackDouble } from "./doubles/openstack/server";
+import { RunResult, runTofuAsync } from "./support/tofu";
+
+let double: OpenStackDouble;
+
+beforeEach(async () => {
+  double = await startOpenStackDouble({ loadBalancerAvailabilityZones: ["az1"] });
+});
+
+afterEach(async () => {
+  await double.close();
+});
+
+async function ok(result: Promise<RunResult>): Promise<RunResult> {
+  const done = await result;
+  if (done.status !== 0) throw new Error(`tofu failed (${done.status}):\n${done.stderr}${done.stdout}`);
+  return done;
+}
+
+describe("OpenStack API double: Octavia", () => {
+  it("serves load balancers, listeners, pools, members and monitors to the real provider: apply, no-change re-plan, destroy", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "kube-on-os-fixture-"));
+    fs.copyFileSync(path.join(__dirname, "fixtures", "octavia.tf.json"), path.join(dir, "main.tf.json"));
+    const tofu = (args: string[]) => runTofuAsync(args, dir, double.passwordEnv());
+    await ok(tofu(["init", "-input=false"]));
+
+    await ok(tofu(["apply", "-auto-approve", "-input=false"]));
+    const [lb] = double.octavia.loadBalancers.all();
+    expect(lb).toMatchObject({ provisioning_status: "ACTIVE", operating_status: "ONLINE", availability_zone: "az1" });
+    const vip = double.neutron.ports.get(String(lb.vip_port_id));
+    expect(vip).toMatchObject({ device_owner: "Octavia", device_id: `lb-${lb.id}`, admin_state_up: false });
+    const [fip] = double.neutron.floatingips.all();
+    expect(fip).toMatchObject({ port_id: vip.id, fixed_ip_address: lb.vip_address, status: "ACTIVE" });
+    expect(double.octavia.listeners.all().map((l) => l.protocol_port)).toEqual(expect.arrayContaining([6443, 16443]));
+    expect(double.octavia.members.all()).toHaveLength(3);
+    expect(
+      double.octavia.healthMonitors
+        .all()
+        .map((h) => h.type)
+        .sort(),
+    ).toEqual(["HTTPS", "TCP"]);
+    const everything = [double.octavia.listeners, double.octavia.pools, double.octavia.members, double.octavia.healthMonitors];
+    expect(everything.flatMap((c) => c.all()).every((item) => item.provisioning_status === "ACTIVE")).toBe(true);
+
+    const replan = await tofu(["plan", "-detailed-exitcode", "-input=false"]);
+    expect(replan.stderr).toBe("");
+    expect(replan.status).toBe(0);
+
+    await ok(tofu(["destroy", "-auto-approve", "-input=false"]));
+    expect(double.resourceCount()).toBe(0);
+    expect(double.unhandled).toEqual([]);
+  });
+});
