@@ -991,8 +991,7 @@ PUBLIC = {
     "wait_node_ready": "(address: str, channel: str, timeout: int = 600, interval: float = 5)",
     # microk8s.nodes_labelled (orch.deploy's last step) calls them.
     "node_metadata": "(address: str)",
-    "pillar_node_labels": "()",
-    "label_plan": "(address: str, labels: dict | None = None, taints: list | None = None)",
+    "label_plan": "()",
     "label_node": "(address: str, labels: dict | None = None, taints: list | None = None)",
     # orch.reboot calls them.
     "drain_for_reboot": "(address: str, timeout: int = 300)",
@@ -1478,6 +1477,11 @@ def test_the_voter_floor_keeps_an_ha_cluster_at_three_voters(microk8s, roles, ke
 # --- node labels and taints (_labels.py) ----------------------------------------------------------
 
 
+def plan_of(master, address: str, labels: dict, taints: list) -> dict:
+    """_labels.plan: what label_node would change on the node at ``address``."""
+    return importlib.import_module("microk8s._labels").plan(master.__salt__, address, labels, taints)
+
+
 def metadata_of(cluster: Cluster, name: str) -> dict:
     """The node's labels, annotations and taints as the fake's kubectl shows them."""
     node = json.loads(cluster.master.run("kubectl", "get", "node", name, "-o", "json").stdout)
@@ -1566,9 +1570,10 @@ def test_pillar_labels_and_taints_are_checked_as_kubernetes_checks_them_naming_t
     microk8s, labels, taints, message
 ):
     nodes = [{**PILLAR["nodes"][0], "labels": labels, "taints": taints}, *PILLAR["nodes"][1:]]
+    # Checked before any kubectl: the plan has no cmd.run_all to call.
     microk8s.__salt__ = {"pillar.get": lambda key, default=None: {**PILLAR, "nodes": nodes}}
     with pytest.raises(CommandExecutionError) as raised:
-        microk8s.pillar_node_labels()
+        microk8s.label_plan()
     assert str(raised.value).startswith(f"pillar microk8s:nodes entry {MASTER}: {message}")
 
 
@@ -1582,8 +1587,8 @@ def test_the_pillars_labels_and_taints_an_older_pillar_has_none(microk8s):
             "taints": ["gpu=true:NoSchedule", "spot:NoExecute"],
         },
     ]
-    microk8s.__salt__ = {"pillar.get": lambda key, default=None: {**PILLAR, "nodes": nodes}}
-    assert microk8s.pillar_node_labels() == {
+    pillar_nodes = importlib.import_module("microk8s._labels").pillar_nodes
+    assert pillar_nodes({"pillar.get": lambda key, default=None: {**PILLAR, "nodes": nodes}}) == {
         MASTER: {"address": "10.1.0.10", "labels": {"kube-on-os/pool": "default"}, "taints": []},
         CP_JOINER: {"address": "10.1.0.100", "labels": {}, "taints": []},
         WORKER: {
@@ -1592,8 +1597,7 @@ def test_the_pillars_labels_and_taints_an_older_pillar_has_none(microk8s):
             "taints": ["gpu=true:NoSchedule", "spot:NoExecute"],
         },
     }
-    microk8s.__salt__ = {"pillar.get": lambda key, default=None: PILLAR}
-    assert microk8s.pillar_node_labels() == {
+    assert pillar_nodes({"pillar.get": lambda key, default=None: PILLAR}) == {
         node["id"]: {"address": node["address"], "labels": {}, "taints": []} for node in PILLAR["nodes"]
     }
 
@@ -1603,7 +1607,7 @@ def test_labels_and_taints_are_applied_recorded_and_a_second_run_changes_nothing
     master = cluster.as_master()
     before = metadata_of(cluster, "k8s-worker-1")
     labels, taints = {"kube-on-os/pool": "gpu", "gpu": "a100"}, ["gpu=true:NoSchedule"]
-    plan = master.label_plan("10.1.0.101", labels, taints)
+    plan = plan_of(master, "10.1.0.101", labels, taints)
     assert plan == {
         "node": "k8s-worker-1",
         "label": {"kube-on-os/pool": "gpu", "gpu": "a100"},
@@ -1636,7 +1640,7 @@ def test_labels_and_taints_are_applied_recorded_and_a_second_run_changes_nothing
     }
     # Again: nothing to do, and no kubectl but the read.
     calls = len(cluster.master.logged)
-    assert master.label_plan("10.1.0.101", labels, taints)["changed"] is False
+    assert plan_of(master, "10.1.0.101", labels, taints)["changed"] is False
     assert master.label_node("10.1.0.101", labels, taints) == {
         "node": "k8s-worker-1",
         "changed": False,
@@ -1663,7 +1667,7 @@ def test_only_what_kube_on_os_set_is_removed_and_a_changed_taint_replaces_the_ol
         k: v for k, v in metadata_of(cluster, "k8s-worker-1")["labels"].items() if k not in ("gpu", "kube-on-os/pool")
     }
     # The pillar drops a label and a taint and changes the other taint's value and effect.
-    plan = master.label_plan("10.1.0.101", {"kube-on-os/pool": "gpu"}, ["gpu=false:NoExecute"])
+    plan = plan_of(master, "10.1.0.101", {"kube-on-os/pool": "gpu"}, ["gpu=false:NoExecute"])
     assert {part: plan[part] for part in ("label", "unlabel", "taint", "untaint", "annotate")} == {
         "label": {},
         "unlabel": ["gpu"],
@@ -1692,7 +1696,7 @@ def test_only_what_kube_on_os_set_is_removed_and_a_changed_taint_replaces_the_ol
     assert final["labels"] == unmanaged
     assert "annotations" not in final
     assert final["taints"] == [{"key": "maintenance", "value": "soon", "effect": "PreferNoSchedule"}]
-    assert master.label_plan("10.1.0.101", {}, [])["changed"] is False
+    assert plan_of(master, "10.1.0.101", {}, [])["changed"] is False
 
 
 def test_a_label_someone_removed_by_hand_is_not_removed_again_and_a_missing_taint_is_not_untainted(microk8s, tmp_path):
@@ -1701,7 +1705,7 @@ def test_a_label_someone_removed_by_hand_is_not_removed_again_and_a_missing_tain
     master.label_node("10.1.0.100", {"a": "1", "b": "2"}, ["t:NoSchedule", "u:NoSchedule"])
     assert cluster.master.run("kubectl", "label", "node", "k8s-worker-0", "b-").returncode == 0
     assert cluster.master.run("kubectl", "taint", "node", "k8s-worker-0", "u:NoSchedule-").returncode == 0
-    plan = master.label_plan("10.1.0.100", {"a": "1"}, ["t:NoSchedule"])
+    plan = plan_of(master, "10.1.0.100", {"a": "1"}, ["t:NoSchedule"])
     # kubectl taint fails on a taint the node lacks (deleteTaints): only present ones are removed.
     assert (plan["unlabel"], plan["untaint"], plan["label"], plan["taint"]) == ([], [], {}, [])
     assert master.label_node("10.1.0.100", {"a": "1"}, ["t:NoSchedule"])["changed"] is True
@@ -1721,7 +1725,7 @@ def test_labelling_fails_naming_the_address_or_the_failing_kubectl(microk8s, tmp
     with pytest.raises(CommandExecutionError, match=r"^Kubernetes has no node at 10\.1\.0\.199$"):
         master.label_node("10.1.0.199", {"kube-on-os/pool": "default"}, [])
     with pytest.raises(CommandExecutionError, match=r"^the node at 10\.1\.0\.101: taint 'x:Sometimes' has effect"):
-        master.label_plan("10.1.0.101", {}, ["x:Sometimes"])
+        plan_of(master, "10.1.0.101", {}, ["x:Sometimes"])
     # The API server refusing the write (its datastore down, say) is kubectl's own line.
     outputs = {
         ("kubectl", "get", "nodes", "-o", "json"): ok(
@@ -1744,3 +1748,30 @@ def test_on_a_worker_labelling_is_refused_naming_the_control_plane(microk8s, tmp
     worker = cluster.as_master(minion_id=WORKER, node=cluster.worker)
     with pytest.raises(CommandExecutionError, match=r"^this node joined with --worker and cannot list nodes"):
         worker.label_node("10.1.0.101", {"kube-on-os/pool": "gpu"}, [])
+
+
+def test_the_plan_for_every_pillar_node_reads_kubectl_once_and_names_a_node_kubernetes_lacks(microk8s, tmp_path):
+    cluster = joined_cluster(microk8s, tmp_path)
+    nodes = [
+        {**PILLAR["nodes"][0], "labels": {"kube-on-os/pool": "default"}, "taints": []},
+        {**PILLAR["nodes"][1], "labels": {"kube-on-os/pool": "default"}, "taints": []},
+        {**PILLAR["nodes"][2], "labels": {"kube-on-os/pool": "gpu"}, "taints": ["gpu=true:NoSchedule"]},
+    ]
+    master = cluster.as_master(pillar={"microk8s": {**PILLAR, "nodes": nodes}})
+    master.label_node("10.1.0.100", {"kube-on-os/pool": "default"}, [])
+    calls = len(cluster.master.logged)
+    plans = master.label_plan()
+    assert cluster.master.logged[calls:] == ["microk8s kubectl get nodes -o json"]
+    assert {node: (plan["address"], plan["node"], plan["changed"]) for node, plan in plans.items()} == {
+        MASTER: ("10.1.0.10", "k8s-master", True),
+        CP_JOINER: ("10.1.0.100", "k8s-worker-0", False),
+        WORKER: ("10.1.0.101", "k8s-worker-1", True),
+    }
+    assert plans[WORKER] == {
+        "address": "10.1.0.101",
+        **plan_of(master, "10.1.0.101", {"kube-on-os/pool": "gpu"}, ["gpu=true:NoSchedule"]),
+    }
+    gone = [*nodes, {"id": "k8s-worker-2.lab.example", "address": "10.1.0.102"}]
+    master = cluster.as_master(pillar={"microk8s": {**PILLAR, "nodes": gone}})
+    with pytest.raises(CommandExecutionError, match=r"^Kubernetes has no node at 10\.1\.0\.102 \(k8s-worker-2"):
+        master.label_plan()

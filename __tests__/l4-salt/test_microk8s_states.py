@@ -655,7 +655,7 @@ LABELLED = "microk8s:nodes"
 
 
 class Labels:
-    """The execution module's label functions over nodes whose wanted labels are either there or not."""
+    """microk8s.label_plan and label_node over nodes whose wanted labels are either there or not."""
 
     def __init__(self, wanted: dict, labelled: set, fail: dict | None = None):
         self.wanted = wanted
@@ -681,8 +681,10 @@ class Labels:
             return result
 
         return {
-            "microk8s.pillar_node_labels": lambda: self.wanted,
-            "microk8s.label_plan": self.plan,
+            "microk8s.label_plan": lambda: {
+                node: {"address": want["address"], **self.plan(want["address"], want["labels"], want["taints"])}
+                for node, want in self.wanted.items()
+            },
             "microk8s.label_node": label_node,
         }
 
@@ -775,7 +777,7 @@ def test_nodes_labelled_fails_on_a_bad_pillar_before_touching_any_node(states):
     def bad_pillar():
         raise CommandExecutionError(f"pillar microk8s:nodes entry {WORKER}: label key '-pool' name part must be")
 
-    states.__salt__ = {**functions, "microk8s.pillar_node_labels": bad_pillar}
+    states.__salt__ = {**functions, "microk8s.label_plan": bad_pillar}
     assert states.nodes_labelled(LABELLED) == {
         "name": LABELLED,
         "result": False,

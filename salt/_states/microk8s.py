@@ -334,11 +334,7 @@ def nodes_labelled(name: str) -> dict:
     """
     ret = _ret(name)
     try:
-        wanted = __salt__["microk8s.pillar_node_labels"]()
-        plans = {
-            node: __salt__["microk8s.label_plan"](want["address"], want["labels"], want["taints"])
-            for node, want in wanted.items()
-        }
+        plans = __salt__["microk8s.label_plan"]()
     except CommandExecutionError as error:
         ret["comment"] = f"node labels and taints cannot be checked: {error}"
         return ret
@@ -352,9 +348,9 @@ def nodes_labelled(name: str) -> dict:
         return ret
     done, failed = {}, []
     for node in pending:
-        want = wanted[node]
+        plan = plans[node]
         try:
-            result = __salt__["microk8s.label_node"](want["address"], want["labels"], want["taints"])
+            result = __salt__["microk8s.label_node"](plan["address"], plan["new"]["labels"], plan["new"]["taints"])
         except CommandExecutionError as error:
             failed.append(f"{node}: {error}")
             continue

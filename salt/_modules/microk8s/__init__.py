@@ -224,22 +224,15 @@ def node_metadata(address: str) -> dict:
     return _sub("_labels").node_metadata(__salt__, address)
 
 
-def pillar_node_labels() -> dict:
+def label_plan() -> dict:
     """
-    ``{id: {"address", "labels", "taints"}}`` for every node of pillar ``microk8s:nodes`` (an
-    entry without labels or taints has none), checked as Kubernetes checks them; raises naming
-    the node and the bad value. CLI Example: ``salt k8s-master.* microk8s.pillar_node_labels``
+    Read-only, on a control-plane node: for every node of pillar ``microk8s:nodes``, what
+    ``label_node`` would change to give it its entry's labels and taints: ``{id: {"address",
+    "node", "label", "unlabel", "taint", "untaint", "annotate", "changed", "old", "new"}}``, from
+    one ``kubectl get nodes -o json``. Only labels and taints kube-on-os set before (its
+    annotations say which) are ever removed. CLI Example: ``salt k8s-master.* microk8s.label_plan``
     """
-    return _sub("_labels").pillar_nodes(__salt__)
-
-
-def label_plan(address: str, labels: dict | None = None, taints: list | None = None) -> dict:
-    """
-    Read-only: what ``label_node`` would change on the node at ``address``: ``{"node", "label",
-    "unlabel", "taint", "untaint", "annotate", "changed", "old", "new"}``. Only labels and taints kube-on-os
-    set before (its annotations say which) are removed.
-    """
-    return _sub("_labels").plan(__salt__, address, labels, taints)
+    return _sub("_labels").plan_all(__salt__)
 
 
 def label_node(address: str, labels: dict | None = None, taints: list | None = None) -> dict:

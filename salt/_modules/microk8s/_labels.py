@@ -182,6 +182,14 @@ def parse_node(text: str) -> dict:
         node = json.loads(text or "null")
         if not isinstance(node, dict) or node.get("kind") != "Node":
             raise ValueError("not a Node")
+    except ValueError as error:
+        raise CommandExecutionError(f"kubectl get node printed no Node ({error!r}): {text[:200]!r}") from None
+    return _node(node, text)
+
+
+def _node(node: dict, text: str) -> dict:
+    """``parse_node``'s result for one Node (or an item of a NodeList), ``text`` the output it came from."""
+    try:
         metadata = node.get("metadata") or {}
         name = metadata["name"]
         labels = metadata.get("labels") or {}
@@ -200,6 +208,15 @@ def parse_node(text: str) -> dict:
             "taints": _managed(annotations, MANAGED_TAINTS, name),
         },
     }
+
+
+def parse_node_list(text: str) -> tuple[list[dict], dict]:
+    """
+    From ``kubectl get nodes -o json``: ``_membership.parse_nodes``' list (names, addresses), and
+    ``{name: parse_node's result}`` for every node. Errors as those two raise them.
+    """
+    known = _membership.parse_nodes(text)
+    return known, {item["metadata"]["name"]: _node(item, text) for item in json.loads(text).get("items") or []}
 
 
 def read(salt: dict, name: str) -> dict:
@@ -254,6 +271,23 @@ def diff(current: dict, labels: dict, taints: list[str]) -> dict:
     }
     step["changed"] = any(step[part] for part in ("label", "unlabel", "taint", "untaint", "annotate"))
     return step
+
+
+def plan_all(salt: dict) -> dict:
+    """
+    ``{id: {"address", **diff}}`` for every node of pillar ``microk8s:nodes`` (``pillar_nodes``),
+    from one ``kubectl get nodes -o json``: a run that changes nothing costs one kubectl call,
+    whatever the number of nodes. A pillar node Kubernetes does not know is an error naming it.
+    """
+    wanted_nodes = pillar_nodes(salt)
+    known, read_nodes = parse_node_list(_cli.run(salt, "kubectl", "get", "nodes", "-o", "json"))
+    plans = {}
+    for node_id, want in wanted_nodes.items():
+        found = _membership.node_of(known, node_id, want["address"])
+        if found is None:
+            raise CommandExecutionError(f"Kubernetes has no node at {want['address']} ({node_id})")
+        plans[node_id] = {"address": want["address"], **diff(read_nodes[found["name"]], want["labels"], want["taints"])}
+    return plans
 
 
 def plan(salt: dict, address: str, labels: dict | None = None, taints: list | None = None) -> dict:
