@@ -1775,3 +1775,13 @@ def test_the_plan_for_every_pillar_node_reads_kubectl_once_and_names_a_node_kube
     master = cluster.as_master(pillar={"microk8s": {**PILLAR, "nodes": gone}})
     with pytest.raises(CommandExecutionError, match=r"^Kubernetes has no node at 10\.1\.0\.102 \(k8s-worker-2"):
         master.label_plan()
+
+
+def test_an_older_pillar_without_labels_or_taints_plans_nothing_and_labelling_writes_nothing(microk8s, tmp_path):
+    cluster = joined_cluster(microk8s, tmp_path)
+    master = cluster.as_master()
+    plans = master.label_plan()
+    assert {node: plan["changed"] for node, plan in plans.items()} == {MASTER: False, CP_JOINER: False, WORKER: False}
+    assert plans[WORKER]["old"] == plans[WORKER]["new"] == {"labels": {}, "taints": []}
+    assert master.label_node("10.1.0.101")["changed"] is False
+    assert not [call for call in cluster.master.logged if call.split()[2:3] in (["label"], ["taint"], ["annotate"])]
