@@ -28,8 +28,9 @@ describe("README and docs/", () => {
       C: "l4-salt/test_control_plane_recovery.py",
       D: "l5-provisioners/test_remove_node_real_salt.py",
       B: "l4-salt/test_reboot_roll.py",
+      L: "l4-salt/test_node_labels.py",
     };
-    const cited = [...table.matchAll(/\b([MSPRCDB]) ((?:`test_[a-z0-9_]+(?:\[[a-z-]+\])?`(?:, )?)+)/g)].flatMap(([, file, names]) =>
+    const cited = [...table.matchAll(/\b([MSPRCDBL]) ((?:`test_[a-z0-9_]+(?:\[[a-z-]+\])?`(?:, )?)+)/g)].flatMap(([, file, names]) =>
       [...names.matchAll(/`(test_[a-z0-9_]+)/g)].map(([, name]) => [file, name]),
     );
     expect(cited.length).toBeGreaterThan(25);

@@ -1137,3 +1137,234 @@ def test_l4_the_database_outlives_a_rebuilt_master_which_joins_it_again_through_
     assert [m["address"] for m in members] == ["10.1.0.100:19001", "10.1.0.101:19001", "10.1.0.10:19001"]
     listed = json.loads(master.run("kubectl", "get", "nodes", "-o", "json").stdout)["items"]
     assert readiness(listed) == {"10.1.0.10": "True", "10.1.0.100": "True", "10.1.0.101": "True"}
+
+
+# --- both fakes: labels, taints and annotations (node_objects.py, which both import) -------------
+
+
+KUBELET_LABELS = {
+    "beta.kubernetes.io/arch": "amd64",
+    "beta.kubernetes.io/os": "linux",
+    "kubernetes.io/arch": "amd64",
+    "kubernetes.io/os": "linux",
+    "microk8s.io/cluster": "true",
+}
+
+
+@pytest.fixture(params=["rehearsal", "l4"])
+def kubectl(request, tmp_path):
+    """``kubectl(*args)`` on a control-plane node of either fake, and that node's name."""
+    if request.param == "rehearsal":
+        node = Node(tmp_path)
+        request.addfinalizer(node.close)
+        install(node, "1.28/stable")
+
+        def run(*args: str) -> subprocess.CompletedProcess:
+            return node.run("microk8s", "kubectl", *args)
+
+    else:
+        master = L4(tmp_path).node("master", "10.1.0.10", "k8s-master")
+
+        def run(*args: str) -> subprocess.CompletedProcess:
+            return master.run("kubectl", *args)
+
+    run.name = json.loads(run("get", "nodes", "-o", "json").stdout)["items"][0]["metadata"]["name"]
+    return run
+
+
+def node_of(kubectl) -> dict:
+    result = kubectl("get", "node", kubectl.name, "-o", "json")
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def said(result: subprocess.CompletedProcess) -> tuple[int, str, str]:
+    return result.returncode, result.stdout, result.stderr
+
+
+def test_a_node_registers_with_the_kubelets_and_microk8s_labels_and_get_node_prints_one_node(kubectl):
+    """kubelet_node_status.go initialNode, microk8s' default-args/kubelet --node-labels; core/v1 Node."""
+    node = node_of(kubectl)
+    assert (node["apiVersion"], node["kind"]) == ("v1", "Node")
+    assert node["metadata"] == {
+        "name": kubectl.name,
+        "labels": {
+            **KUBELET_LABELS,
+            "kubernetes.io/hostname": kubectl.name,
+            "node.kubernetes.io/microk8s-controlplane": "microk8s-controlplane",
+        },
+    }
+    assert "taints" not in node["spec"]
+    listed = json.loads(kubectl("get", "nodes", "-o", "json").stdout)["items"][0]
+    assert listed["metadata"] == node["metadata"]
+    assert said(kubectl("get", "node", "nope", "-o", "json")) == (
+        1,
+        "",
+        'Error from server (NotFound): nodes "nope" not found\n',
+    )
+
+
+def test_label_sets_overwrites_only_with_overwrite_and_removes_with_a_dash(kubectl):
+    """label.go: parseLabels, validateNoOverwrites, `label "k" not found.`, updateDataChangeMsg."""
+    name = kubectl.name
+    assert said(kubectl("label", "node", name, "kube-on-os/pool=default")) == (0, f"node/{name} labeled\n", "")
+    # The same value needs no --overwrite and changes nothing.
+    assert said(kubectl("label", "node", name, "kube-on-os/pool=default")) == (0, f"node/{name} not labeled\n", "")
+    assert said(kubectl("label", "node", name, "kube-on-os/pool=gpu")) == (
+        1,
+        "",
+        "error: 'kube-on-os/pool' already has a value (default), and --overwrite is false\n",
+    )
+    assert node_of(kubectl)["metadata"]["labels"]["kube-on-os/pool"] == "default"
+    assert said(kubectl("label", "node", name, "kube-on-os/pool=gpu", "--overwrite")) == (
+        0,
+        f"node/{name} labeled\n",
+        "",
+    )
+    assert said(kubectl("label", "node", name, "kube-on-os/pool-", "x-")) == (
+        0,
+        f'label "x" not found.\nnode/{name} unlabeled\n',
+        "",
+    )
+    assert said(kubectl("label", f"node/{name}", "a=1", "b=2")) == (0, f"node/{name} labeled\n", "")
+    assert said(kubectl("label", "node", name, "a=3", "b-", "--overwrite")) == (0, f"node/{name} modified\n", "")
+    labels = node_of(kubectl)["metadata"]["labels"]
+    assert {k: v for k, v in labels.items() if k in ("a", "b", "kube-on-os/pool")} == {"a": "3"}
+    assert labels["kubernetes.io/hostname"] == name
+
+
+def test_label_refuses_bad_values_before_and_bad_keys_at_the_api_server(kubectl):
+    """parseLabels (IsValidLabelValue) before the request; ValidateLabels (IsLabelKey) on the server."""
+    name = kubectl.name
+    value = kubectl("label", "node", name, "pool=has space")
+    assert value.returncode == 1
+    assert value.stderr == (
+        'error: invalid label value: "pool=has space": a valid label must be an empty string or consist of '
+        "alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character "
+        "(e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is "
+        "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')\n"
+    )
+    key = kubectl("label", "node", name, "-pool=x")
+    assert key.returncode == 1
+    assert key.stderr == (
+        f'The Node "{name}" is invalid: metadata.labels: Invalid value: "-pool": name part must consist of '
+        "alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character "
+        "(e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+        "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')\n"
+    )
+    assert said(kubectl("label", "node", name, "a=1", "a-")) == (
+        1,
+        "",
+        "error: can not both modify and remove a label in the same command\n",
+    )
+    assert said(kubectl("label", "node", name, "a=1", "other")) == (
+        1,
+        "",
+        "error: all resources must be specified before label changes: other\n",
+    )
+    assert said(kubectl("label", "node", "nope", "a=1")) == (
+        1,
+        "",
+        'Error from server (NotFound): nodes "nope" not found\n',
+    )
+    assert "a" not in node_of(kubectl)["metadata"]["labels"]
+
+
+def test_taint_adds_replaces_with_overwrite_and_removes_by_key_and_effect(kubectl):
+    """taint.go and utils.go: parseTaints, checkIfTaintsAlreadyExists, reorganizeTaints, deleteTaints."""
+    name = kubectl.name
+    assert said(kubectl("taint", "node", name, "dedicated=gpu:NoSchedule")) == (0, f"node/{name} tainted\n", "")
+    assert said(kubectl("taint", "node", name, "dedicated=cpu:NoSchedule")) == (
+        1,
+        "",
+        f"error: node {name} already has dedicated taint(s) with same effect(s) and --overwrite is false\n",
+    )
+    assert said(kubectl("taint", "node", name, "dedicated=cpu:NoSchedule", "spot:PreferNoSchedule", "--overwrite")) == (
+        0,
+        f"node/{name} modified\n",
+        "",
+    )
+    assert node_of(kubectl)["spec"]["taints"] == [
+        {"key": "dedicated", "value": "cpu", "effect": "NoSchedule"},
+        {"key": "spot", "effect": "PreferNoSchedule"},
+    ]
+    assert said(kubectl("taint", "node", name, "dedicated:NoExecute-")) == (
+        1,
+        "",
+        'error: taint "dedicated:NoExecute" not found\n',
+    )
+    assert said(kubectl("taint", "node", name, "dedicated:NoSchedule-")) == (0, f"node/{name} untainted\n", "")
+    assert node_of(kubectl)["spec"]["taints"] == [{"key": "spot", "effect": "PreferNoSchedule"}]
+    assert said(kubectl("taint", "node", name, "spot-")) == (0, f"node/{name} untainted\n", "")
+    assert "taints" not in node_of(kubectl)["spec"]
+
+
+def test_taint_refuses_bad_effects_keys_values_and_conflicts_as_usage_errors(kubectl):
+    name = kubectl.name
+    usage = "\nSee 'kubectl taint -h' for help and examples\n"
+    assert said(kubectl("taint", "node", name, "a=b:Sometimes")) == (
+        1,
+        "",
+        "error: invalid taint effect: Sometimes, unsupported taint effect" + usage,
+    )
+    # Without an effect "a=b" is all key (parseTaint), and "=" is no key character.
+    no_effect = kubectl("taint", "node", name, "a=b")
+    assert no_effect.stderr.startswith("error: invalid taint spec: a=b, name part must consist of alphanumeric")
+    bad_value = kubectl("taint", "node", name, "a=b c:NoSchedule")
+    assert bad_value.returncode == 1
+    assert bad_value.stderr.startswith("error: invalid taint spec: a=b c:NoSchedule, a valid label must be")
+    bad_key = kubectl("taint", "node", name, "a/b/c:NoSchedule")
+    assert bad_key.stderr.startswith("error: invalid taint spec: a/b/c:NoSchedule, a valid label key must consist")
+    assert said(kubectl("taint", "node", name, "a=1:NoSchedule", "a:NoSchedule-")) == (
+        1,
+        "",
+        "error: can not both modify and remove the following taint(s) in the same command: a=NoSchedule\n",
+    )
+    assert said(kubectl("taint", "node", "nope", "a=1:NoSchedule")) == (
+        1,
+        "",
+        'Error from server (NotFound): nodes "nope" not found\n',
+    )
+    assert "taints" not in node_of(kubectl)["spec"]
+
+
+def test_annotate_sets_overwrites_only_with_overwrite_and_removes(kubectl):
+    """annotate.go: ParsePairs (split at the first =), validateNoAnnotationOverwrites; node/<n> annotated."""
+    name = kubectl.name
+    taints = '["dedicated=gpu:NoSchedule"]'
+    assert said(kubectl("annotate", "node", name, f"kube-on-os/managed-taints={taints}")) == (
+        0,
+        f"node/{name} annotated\n",
+        "",
+    )
+    assert said(kubectl("annotate", "node", name, "kube-on-os/managed-taints=[]")) == (
+        1,
+        "",
+        "error: --overwrite is false but found the following declared annotation(s): "
+        f"'kube-on-os/managed-taints' already has a value ({taints})\n",
+    )
+    assert node_of(kubectl)["metadata"]["annotations"] == {"kube-on-os/managed-taints": taints}
+    assert kubectl("annotate", "node", name, "kube-on-os/managed-taints=[]", "--overwrite").returncode == 0
+    assert node_of(kubectl)["metadata"]["annotations"] == {"kube-on-os/managed-taints": "[]"}
+    assert said(kubectl("annotate", "node", name, "kube-on-os/managed-taints-", "never-set-")) == (
+        0,
+        f"node/{name} annotated\n",
+        "",
+    )
+    assert "annotations" not in node_of(kubectl)["metadata"]
+
+
+def test_l4_a_worker_registers_with_microk8s_worker_label(l4):
+    """join.py join_dqlite_worker_node: --node-labels microk8s.io/cluster=true,node.kubernetes.io/microk8s-worker."""
+    master, joiner = l4
+    assert joiner.run("join", l4_url(master), "--worker").returncode == 0
+    worker = json.loads(master.run("kubectl", "get", "node", "k8s-worker-0", "-o", "json").stdout)
+    assert worker["metadata"]["labels"] == {
+        **KUBELET_LABELS,
+        "kubernetes.io/hostname": "k8s-worker-0",
+        "node.kubernetes.io/microk8s-worker": "microk8s-worker",
+    }
+    assert master.run("kubectl", "label", "node", "k8s-worker-0", "kube-on-os/pool=gpu").returncode == 0
+    # Written to the cluster's database: what a control-plane node reads afterwards.
+    stored = next(n for n in master.database()["nodes"] if n["name"] == "k8s-worker-0")
+    assert stored["labels"]["kube-on-os/pool"] == "gpu"

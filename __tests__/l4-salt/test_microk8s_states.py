@@ -646,3 +646,145 @@ def test_a_node_on_another_channel_is_predicted_then_refreshed_or_the_failure_re
         "changes": {},
         "comment": "snap refresh microk8s --channel=1.29/stable failed: no network",
     }
+
+
+# --- nodes_labelled ---------------------------------------------------------------------------
+
+WORKER = "k8s-worker-1.lab.example"
+LABELLED = "microk8s:nodes"
+
+
+class Labels:
+    """microk8s.label_plan and label_node over nodes whose wanted labels are either there or not."""
+
+    def __init__(self, wanted: dict, labelled: set, fail: dict | None = None):
+        self.wanted = wanted
+        self.labelled = set(labelled)
+        self.fail = fail or {}
+        self.actions = []
+
+    def plan(self, address, labels, taints):
+        done = address in self.labelled
+        return {
+            "changed": not done,
+            "old": {"labels": labels if done else {}, "taints": taints if done else []},
+            "new": {"labels": labels, "taints": taints},
+        }
+
+    def functions(self):
+        def label_node(address, labels, taints):
+            self.actions.append(("label_node", address, labels, taints))
+            if address in self.fail:
+                raise CommandExecutionError(self.fail[address])
+            result = {"node": address, **self.plan(address, labels, taints)}
+            self.labelled.add(address)
+            return result
+
+        return {
+            "microk8s.label_plan": lambda: {
+                node: {"address": want["address"], **self.plan(want["address"], want["labels"], want["taints"])}
+                for node, want in self.wanted.items()
+            },
+            "microk8s.label_node": label_node,
+        }
+
+
+WANTED = {
+    MASTER: {"address": "10.1.0.10", "labels": {"kube-on-os/pool": "default"}, "taints": []},
+    WORKER: {"address": "10.1.0.101", "labels": {"kube-on-os/pool": "gpu"}, "taints": ["gpu=true:NoSchedule"]},
+}
+
+
+def test_nodes_labelled_when_every_node_has_its_labels_changes_nothing(states):
+    labels = Labels(WANTED, {"10.1.0.10", "10.1.0.101"})
+    for test in (False, True):
+        states.__salt__ = labels.functions()
+        states.__opts__ = {"test": test}
+        assert states.nodes_labelled(LABELLED) == {
+            "name": LABELLED,
+            "result": True,
+            "changes": {},
+            "comment": "all 2 nodes have their labels and taints",
+        }
+    assert labels.actions == []
+
+
+def test_nodes_labelled_in_test_mode_predicts_the_changes_and_touches_nothing(states):
+    labels = Labels(WANTED, {"10.1.0.10"})
+    states.__salt__ = labels.functions()
+    states.__opts__ = {"test": True}
+    assert states.nodes_labelled(LABELLED) == {
+        "name": LABELLED,
+        "result": None,
+        "changes": {
+            WORKER: {
+                "old": {"labels": {}, "taints": []},
+                "new": {"labels": {"kube-on-os/pool": "gpu"}, "taints": ["gpu=true:NoSchedule"]},
+            }
+        },
+        "comment": f"labels and taints would change on {WORKER}",
+    }
+    assert labels.actions == []
+
+
+def test_nodes_labelled_labels_the_nodes_that_need_it_and_reports_old_and_new(states):
+    labels = Labels(WANTED, set())
+    states.__salt__ = labels.functions()
+    assert states.nodes_labelled(LABELLED) == {
+        "name": LABELLED,
+        "result": True,
+        "changes": {
+            MASTER: {
+                "old": {"labels": {}, "taints": []},
+                "new": {"labels": {"kube-on-os/pool": "default"}, "taints": []},
+            },
+            WORKER: {
+                "old": {"labels": {}, "taints": []},
+                "new": {"labels": {"kube-on-os/pool": "gpu"}, "taints": ["gpu=true:NoSchedule"]},
+            },
+        },
+        "comment": f"labels and taints applied on {MASTER}, {WORKER}",
+    }
+    assert labels.actions == [
+        ("label_node", "10.1.0.10", {"kube-on-os/pool": "default"}, []),
+        ("label_node", "10.1.0.101", {"kube-on-os/pool": "gpu"}, ["gpu=true:NoSchedule"]),
+    ]
+
+
+def test_nodes_labelled_reports_a_node_that_failed_and_still_labels_the_others(states):
+    failure = (
+        "microk8s kubectl taint node k8s-master gpu=true:NoSchedule --overwrite failed (exit 1): Error from server"
+    )
+    labels = Labels(WANTED, set(), fail={"10.1.0.10": failure})
+    states.__salt__ = labels.functions()
+    assert states.nodes_labelled(LABELLED) == {
+        "name": LABELLED,
+        "result": False,
+        "changes": {
+            WORKER: {
+                "old": {"labels": {}, "taints": []},
+                "new": {"labels": {"kube-on-os/pool": "gpu"}, "taints": ["gpu=true:NoSchedule"]},
+            }
+        },
+        "comment": f"labels and taints could not be applied on {MASTER}: {failure}",
+    }
+
+
+def test_nodes_labelled_fails_on_a_bad_pillar_before_touching_any_node(states):
+    labels = Labels(WANTED, set())
+    functions = labels.functions()
+
+    def bad_pillar():
+        raise CommandExecutionError(f"pillar microk8s:nodes entry {WORKER}: label key '-pool' name part must be")
+
+    states.__salt__ = {**functions, "microk8s.label_plan": bad_pillar}
+    assert states.nodes_labelled(LABELLED) == {
+        "name": LABELLED,
+        "result": False,
+        "changes": {},
+        "comment": (
+            f"node labels and taints cannot be checked: pillar microk8s:nodes entry {WORKER}: "
+            "label key '-pool' name part must be"
+        ),
+    }
+    assert labels.actions == []

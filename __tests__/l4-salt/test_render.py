@@ -191,6 +191,8 @@ def test_orchestration_joins_voters_one_at_a_time_then_workers_in_batches(tmp_pa
         *(f"orch-deploy-salt-state-{step}" for step in steps),
         "orch-deploy-salt-state-spent-tokens",
         "orch-deploy-salt-function-cluster-check",
+        # Once every node is Ready, the master labels and taints them all.
+        "orch-deploy-salt-state-node-labels",
     ]
     # Salt fails a batched step that targets no minion (test_real_salt.py shows it): none is there.
     assert sorted(orch) == sorted(order)
@@ -219,6 +221,48 @@ def test_orchestration_joins_voters_one_at_a_time_then_workers_in_batches(tmp_pa
         f"k8s-master.{DOMAIN}",
         [pillar_data["microk8s"]["channel"]],
     )
+
+
+def without_order(args: dict) -> dict:
+    """A state's arguments less the ``order`` Salt adds."""
+    return {key: value for key, value in args.items() if key != "order"}
+
+
+def with_labels(pillar: dict) -> dict:
+    """``pillar`` with each node's labels and taints as Terraform writes them: its pool, gpu taints on one."""
+    nodes = [
+        {
+            **node,
+            "labels": {"kube-on-os/pool": "gpu" if i == 1 else "default"},
+            "taints": ["gpu=true:NoSchedule"] * (i == 1),
+        }
+        for i, node in enumerate(pillar["microk8s"]["nodes"])
+    ]
+    return {**pillar, "microk8s": {**pillar["microk8s"], "nodes": nodes}}
+
+
+@pytest.mark.parametrize("count", [1, 4])
+@pytest.mark.parametrize("labelled", [True, False], ids=["labels", "older-pillar"])
+def test_orchestration_labels_and_taints_every_node_from_the_master_after_the_cluster_check(
+    tmp_path, pillar_data, count, labelled
+):
+    pillar = with_nodes(pillar_data, count)
+    pillar = with_labels(pillar) if labelled else pillar
+    orch = Minion(tmp_path / "salt", f"salt.{DOMAIN}", pillar).call("state.show_sls", "orch.deploy")
+    step = args_of(orch["orch-deploy-salt-state-node-labels"], "salt.state")
+    # The master runs kubectl for every node: the pillar's nodes are read there, not passed here.
+    assert without_order(step) == {
+        "tgt": f"k8s-master.{DOMAIN}",
+        "sls": "microk8s.labels",
+        "require": [{"salt": "orch-deploy-salt-function-cluster-check"}],
+    }
+    shown = Minion(tmp_path / "master", f"k8s-master.{DOMAIN}", pillar).call("state.show_sls", "microk8s.labels")
+    assert list(shown) == ["microk8s-labels-microk8s-nodes-labelled"]
+    labelled_state = args_of(shown["microk8s-labels-microk8s-nodes-labelled"], "microk8s.nodes_labelled")
+    assert without_order(labelled_state) == {"name": "microk8s:nodes"}
+    # What the state reads is the pillar as Terraform wrote it, unchanged.
+    nodes = Minion(tmp_path / "pillar", f"k8s-master.{DOMAIN}", pillar).call("pillar.get", "microk8s:nodes")
+    assert nodes == pillar["microk8s"]["nodes"]
 
 
 def test_orchestration_takes_the_voters_from_the_pillar_not_from_names(tmp_path, pillar_data):
@@ -468,6 +512,15 @@ def test_pillar_example_documents_every_key_the_states_and_modules_read():
         for part in key.split(":"):
             assert isinstance(node, dict) and part in node, f"pillar.example lacks {key}"
             node = node[part]
+
+
+def test_both_examples_give_every_node_entry_the_keys_the_module_reads_from_one():
+    # _membership.parse_roles reads id and address, _labels.pillar_nodes labels and taints.
+    labels = (SALT / "_modules" / "microk8s" / "_labels.py").read_text()
+    assert 'node.get("labels"), node.get("taints")' in labels
+    for example in ("pillar.example", "_from_terraform.sls.example"):
+        nodes = yaml.safe_load((ROOT / "pillar" / example).read_text())["microk8s"]["nodes"]
+        assert [sorted(node) for node in nodes] == [["address", "id", "labels", "taints"]] * len(nodes), example
 
 
 def test_the_module_keys_are_the_ones_it_reads():

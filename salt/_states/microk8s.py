@@ -314,3 +314,50 @@ def cluster_joined(
     __salt__["mine.update"]()
     ret.update(result=True, changes=changes, comment=f"joined {master} as {wanted}")
     return ret
+
+
+def nodes_labelled(name: str) -> dict:
+    """
+    On a control-plane node (the master, after the cluster check): every Kubernetes node has the
+    labels and taints its pillar entry lists (``microk8s:nodes``: ``labels``, a map, and
+    ``taints``, ``key=value:Effect`` or ``key:Effect``; an entry without them has none), and
+    those kube-on-os set before that the entry no longer lists are gone; labels and taints
+    kube-on-os did not set (the kubelet's, microk8s', a cloud controller's, the node lifecycle
+    controller's) are never touched. Changes:
+    ``{id: {"old": {"labels", "taints"}, "new": {"labels", "taints"}}}`` for the nodes that change.
+
+    .. code-block:: yaml
+
+        microk8s-labels-microk8s-nodes-labelled:
+          microk8s.nodes_labelled:
+            - name: microk8s:nodes
+    """
+    ret = _ret(name)
+    try:
+        plans = __salt__["microk8s.label_plan"]()
+    except CommandExecutionError as error:
+        ret["comment"] = f"node labels and taints cannot be checked: {error}"
+        return ret
+    pending = [node for node, plan in plans.items() if plan["changed"]]
+    if not pending:
+        ret.update(result=True, comment=f"all {len(plans)} nodes have their labels and taints")
+        return ret
+    changes = {node: {"old": plans[node]["old"], "new": plans[node]["new"]} for node in pending}
+    if __opts__["test"]:
+        ret.update(result=None, changes=changes, comment=f"labels and taints would change on {', '.join(pending)}")
+        return ret
+    done, failed = {}, []
+    for node in pending:
+        plan = plans[node]
+        try:
+            result = __salt__["microk8s.label_node"](plan["address"], plan["new"]["labels"], plan["new"]["taints"])
+        except CommandExecutionError as error:
+            failed.append(f"{node}: {error}")
+            continue
+        done[node] = {"old": result["old"], "new": result["new"]}
+    ret["changes"] = done
+    if failed:
+        ret["comment"] = "labels and taints could not be applied on " + "; ".join(failed)
+        return ret
+    ret.update(result=True, comment=f"labels and taints applied on {', '.join(pending)}")
+    return ret

@@ -5,7 +5,8 @@
   (which issues and publishes the join tokens) together; then the other control-plane nodes one
   at a time (dqlite takes one new voter at a time: microk8s#4696, #2348); then the workers in
   batches; then the master retracts the tokens spent; then a cluster check against
-  microk8s:nodes. The chain has the same length at any number of nodes.
+  microk8s:nodes; then the master gives every node its labels and taints from microk8s:nodes.
+  The chain has the same length at any number of nodes.
 #}
 {%- from "orch/map.jinja" import orchestration with context %}
 {%- from "microk8s/map.jinja" import microk8s with context %}
@@ -105,3 +106,13 @@ orch-deploy-salt-function-cluster-check:
     - tgt: "k8s-master.*"
     - require:
       - salt: orch-deploy-salt-state-spent-tokens
+
+{#- Once every node is Ready (a new one included), the master's kubectl gives each node the labels
+    and taints of its microk8s:nodes entry, on every run, so a changed pool applies at the next
+    one. Workers cannot run kubectl. #}
+orch-deploy-salt-state-node-labels:
+  salt.state:
+    - tgt: {{ master | yaml_encode }}
+    - sls: microk8s.labels
+    - require:
+      - salt: orch-deploy-salt-function-cluster-check

@@ -63,6 +63,10 @@ Also reproduced:
 - kubectl get nodes -o json: status.nodeInfo.kubeletVersion (v<version> of the node's release)
   and spec.unschedulable, which the API omits while false (core/v1 NodeSpec, omitempty); a node
   is Ready while its microk8s runs and it belongs to this cluster (see kubectl_nodes);
+- kubectl get node <n> -o json (one Node), label, taint and annotate <node>: labels (the
+  kubelet's and microk8s' own until written), annotations and spec.taints kept with the node in
+  the cluster's database, as node_objects.py (beside the rehearsal's fake, shared by both)
+  reproduces them and cites kubectl for each behaviour;
 - kubectl cordon/uncordon/drain <node> (kubectl pkg/cmd/drain/drain.go RunCordonOrUncordon and
   RunDrain: "node/<n> cordoned", "already cordoned", "uncordoned", "already uncordoned",
   "drained"; without --ignore-daemonsets drain stops at Calico's calico-node DaemonSet pod, which
@@ -109,6 +113,11 @@ import sys
 import time
 import uuid
 from pathlib import Path
+
+# Labels, taints and annotations: the one implementation both fakes share, kept beside the
+# rehearsal's fake, which carries it into the hosts' images.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "rehearsal" / "fake-microk8s"))
+import node_objects
 
 HOME = Path(os.environ["FAKE_MICROK8S_DIR"])
 ADDRESS = os.environ.get("FAKE_MICROK8S_ADDRESS", "10.1.0.10")
@@ -454,7 +463,8 @@ def admit(state: dict, master: Path, token: str, worker: bool) -> int:
         voters = sum(1 for m in db["members"] if m["role"] == "voter")
         db["members"].append({"address": f"{ADDRESS}:{DQLITE_PORT}", "role": "voter" if voters < 3 else "standby"})
     db["nodes"] = [n for n in db["nodes"] if n["address"] != ADDRESS] + [
-        {"name": HOSTNAME, "address": ADDRESS, "version": version(state)}
+        # join.py join_dqlite_worker_node starts a worker's kubelet with the worker's --node-labels.
+        {"name": HOSTNAME, "address": ADDRESS, "version": version(state), **({"worker": True} if worker else {})}
     ]
     save_database(master_state, db)
     state["cluster"] = master_state["cluster"]
@@ -564,27 +574,67 @@ def ready(node: dict, cluster: str) -> bool:
     return other["running"] and not restarting(other) and other["cluster"] == cluster
 
 
+def node_item(state: dict, node: dict) -> dict:
+    """One Node as the API server returns it (node_objects.py: its metadata, spec and taints)."""
+    link = CLUSTER / node["address"]
+    kubelet = load(link.resolve()) if link.exists() else None
+    is_ready = ready(node, state["cluster"])
+    # The kubelet reports its version and boot id with its status; the last one reported stays otherwise.
+    kubelet_version = version(kubelet) if is_ready else node.get("version") or version(kubelet or state)
+    boot_id = (kubelet or {}).get("boot_id") if is_ready else node.get("boot_id")
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": node_objects.metadata(node),
+        "spec": node_objects.spec(node),
+        "status": {
+            "addresses": [{"type": "InternalIP", "address": node["address"]}],
+            "conditions": [{"type": "Ready", "status": "True" if is_ready else "Unknown"}],
+            "nodeInfo": {"kubeletVersion": f"v{kubelet_version}", "bootID": boot_id or ""},
+        },
+    }
+
+
 def kubectl_nodes(state: dict) -> int:
-    items = []
-    for node in database(state)["nodes"]:
-        link = CLUSTER / node["address"]
-        kubelet = load(link.resolve()) if link.exists() else None
-        is_ready = ready(node, state["cluster"])
-        # The kubelet reports its version and boot id with its status; the last one reported stays otherwise.
-        kubelet_version = version(kubelet) if is_ready else node.get("version") or version(kubelet or state)
-        boot_id = (kubelet or {}).get("boot_id") if is_ready else node.get("boot_id")
-        item = {
-            "metadata": {"name": node["name"]},
-            "spec": {"unschedulable": True} if node.get("unschedulable") else {},
-            "status": {
-                "addresses": [{"type": "InternalIP", "address": node["address"]}],
-                "conditions": [{"type": "Ready", "status": "True" if is_ready else "Unknown"}],
-                "nodeInfo": {"kubeletVersion": f"v{kubelet_version}", "bootID": boot_id or ""},
-            },
-        }
-        items.append(item)
+    db = database(state)
+    items = [node_item(state, node) for node in db["nodes"]]
+    for item in items:
+        del item["apiVersion"], item["kind"]
     print(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
     return 0
+
+
+def kubectl_node(state: dict, name: str) -> int:
+    """kubectl get node NAME -o json: the Node object, or NotFound."""
+    db = database(state)
+    found = next((n for n in db["nodes"] if n["name"] == name), None)
+    if found is None:
+        code, _, err, _ = node_objects.not_found(name)
+        print(err, end="", file=sys.stderr)
+        return code
+    print(json.dumps(node_item(state, found)))
+    return 0
+
+
+def kubectl_metadata(state: dict, verb: str, args: list[str]) -> int:
+    """kubectl label / taint / annotate on one node (node_objects.py): the database written back on a change."""
+    db = database(state)
+    names = operands(args)
+    name = names[1] if names[:1] and names[0] in ("node", "nodes", "no") and len(names) > 1 else None
+    if names[:1] and "/" in names[0]:
+        name = names[0].split("/", 1)[1]
+    found = next((n for n in db["nodes"] if n["name"] == name), None)
+    if verb == "label":
+        code, out, err, changed = node_objects.label(found, args)
+    elif verb == "taint":
+        code, out, err, changed = node_objects.taint(found, args)
+    else:
+        code, out, err, changed = node_objects.annotate(found, args)
+    if changed:
+        save_database(state, db)
+    print(out, end="")
+    print(err, end="", file=sys.stderr)
+    return code
 
 
 def calico_pod(name: str) -> str:
@@ -594,7 +644,7 @@ def calico_pod(name: str) -> str:
 
 def operands(args: list[str]) -> list[str]:
     """kubectl's arguments less its flags, and less the values of flags given apart (--timeout 5m)."""
-    valued = {"--timeout", "--grace-period", "--pod-selector", "--selector", "-l", "--chunk-size"}
+    valued = {"--timeout", "--grace-period", "--pod-selector", "--selector", "-l", "--chunk-size", "-o", "--output"}
     return [a for i, a in enumerate(args) if not a.startswith("-") and (i == 0 or args[i - 1] not in valued)]
 
 
@@ -631,8 +681,13 @@ def kubectl(state: dict, args: list[str]) -> int:
     if restarting(state):
         print(API_DOWN, file=sys.stderr)
         return 1
+    if args[:2] in (["get", "nodes"], ["get", "node"]) and len(operands(args)) == 3:
+        return kubectl_node(state, operands(args)[2])
     if args[:2] == ["get", "nodes"]:
         return kubectl_nodes(state)
+    if args[:1] in (["label"], ["taint"], ["annotate"]):
+        with database_locked(state):
+            return kubectl_metadata(state, args[0], args[1:])
     if args[:1] in (["cordon"], ["uncordon"], ["drain"]):
         with database_locked(state):
             return kubectl_schedule(state, args[0], args[1:])

@@ -9,6 +9,8 @@ returns parsed data:
 - ``_addons``, ``_certs``: addons, and the API certificate's extra SAN;
 - ``_membership``: the roles the pillar gives, the members the cluster knows, removing nodes;
 - ``_scale``: taking a node out of service (drain) for a roll or for good, and the voter floor;
+- ``_labels``: node labels and taints from the pillar, and the annotations that say which
+  kube-on-os manages;
 - ``_upgrade``, ``_reboot``: the rolls, a new channel and OS reboots, one node at a time;
 - ``_tokens``: the master's side of the join protocol (add-node tokens, the ledger, the mine
   function ``join_tokens``, renewal, which the Salt master's reactor asks for);
@@ -207,6 +209,41 @@ def cluster_check(expected_nodes: int | None = None) -> dict:
     ``{"ready": [names], "expected": N}``.
     """
     return _sub("_membership").cluster_check(__salt__, expected_nodes)
+
+
+# Node labels and taints: orch.deploy applies the pillar's on the master after the cluster check.
+
+
+def node_metadata(address: str) -> dict:
+    """
+    On a control-plane node: the labels and taints of the Kubernetes node of the pillar node at
+    private ``address``, and those kube-on-os manages (its annotations): ``{"name", "labels",
+    "taints": ["key=value:Effect"], "managed": {"labels": [keys], "taints": [...]}}``.
+    CLI Example: ``salt k8s-master.* microk8s.node_metadata 10.1.0.100``
+    """
+    return _sub("_labels").node_metadata(__salt__, address)
+
+
+def label_plan() -> dict:
+    """
+    Read-only, on a control-plane node: for every node of pillar ``microk8s:nodes``, what
+    ``label_node`` would change to give it its entry's labels and taints: ``{id: {"address",
+    "node", "label", "unlabel", "taint", "untaint", "annotate", "changed", "old", "new"}}``, from
+    one ``kubectl get nodes -o json``. Only labels and taints kube-on-os set before (its
+    annotations say which) are ever removed. CLI Example: ``salt k8s-master.* microk8s.label_plan``
+    """
+    return _sub("_labels").plan_all(__salt__)
+
+
+def label_node(address: str, labels: dict | None = None, taints: list | None = None) -> dict:
+    """
+    On a control-plane node: gives the node at ``address`` exactly ``labels`` and ``taints``
+    (``key=value:Effect`` or ``key:Effect``) among those kube-on-os manages, removing the ones it
+    set before and no longer wants, never another's; records them in its annotations.
+    ``{"node", "changed", "old", "new"}``. CLI Example:
+    ``salt k8s-master.* microk8s.label_node 10.1.0.100 '{kube-on-os/pool: gpu}' '[gpu=true:NoSchedule]'``
+    """
+    return _sub("_labels").apply(__salt__, address, labels, taints)
 
 
 # The master's side of the join protocol.

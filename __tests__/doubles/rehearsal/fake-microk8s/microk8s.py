@@ -110,7 +110,11 @@ canonical/microk8s-cluster-agent; where the current release differs it says so):
   sets Ready to Unknown. So a machine rebuilt at the same address, with a cluster of its own, is
   not Ready in the old cluster until it joins again. Each node also carries
   status.nodeInfo.kubeletVersion (v<version>) and spec.unschedulable while cordoned (the API
-  omits it while false: core/v1 NodeSpec, omitempty).
+  omits it while false: core/v1 NodeSpec, omitempty);
+- kubectl get node <n> -o json (one Node), label, taint and annotate <node>: labels (the
+  kubelet's and microk8s' own until written), annotations and spec.taints kept with the node in
+  the cluster database, a write like cordon's; node_objects.py (installed beside this file,
+  shared with the L4 fake) reproduces kubectl and cites it for each behaviour.
 
 Two releases (canonical/microk8s branches 1.28 and 1.35): `snap install microk8s
 --channel=1.NN/<risk>` (no channel: latest/stable, taken as 1.28 as before); what differs follows
@@ -184,6 +188,10 @@ import sys
 import threading
 import time
 from pathlib import Path
+
+# Beside this program, here and in the image (install.sh), also when a test loads this file as a module.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import node_objects
 
 ROOT = Path(os.environ.get("FAKE_MICROK8S_ROOT", "/"))
 SNAP_DATA = ROOT / "var/snap/microk8s/current"
@@ -503,6 +511,9 @@ class Agent(http.server.BaseHTTPRequestHandler):
             copy["index"] += 1
             write(CLUSTER, copy)
         entry = {"name": name, "address": joiner, "version": body.get("version")}
+        if body.get("worker"):
+            # join.py join_dqlite_worker_node starts its kubelet with the worker's --node-labels.
+            entry["worker"] = True
 
         def register_node(db: dict) -> None:
             register(db, entry)
@@ -1117,24 +1128,64 @@ def node_ready(state: dict, answer: dict) -> bool:
     )
 
 
+def node_item(state: dict, data: dict, entry: dict) -> dict:
+    """One Node as the API server returns it: Ready by the node's agent, labels, annotations, taints."""
+    answer = health(entry["address"])
+    is_ready = node_ready(state, answer)
+    # The kubelet reports its version with its status; the last one reported stays otherwise.
+    kubelet_version = answer["version"] if is_ready else entry.get("version") or "1.28.15"
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": node_objects.metadata(entry),
+        "spec": node_objects.spec(entry),
+        "status": {
+            "addresses": [{"type": "InternalIP", "address": entry["address"]}],
+            "conditions": [{"type": "Ready", "status": "True" if is_ready else "Unknown"}],
+            "nodeInfo": {"kubeletVersion": f"v{kubelet_version}"},
+        },
+    }
+
+
 def kubectl_nodes(state: dict, data: dict) -> int:
     items = []
     for entry in data["nodes"]:
-        answer = health(entry["address"])
-        is_ready = node_ready(state, answer)
-        # The kubelet reports its version with its status; the last one reported stays otherwise.
-        kubelet_version = answer["version"] if is_ready else entry.get("version") or "1.28.15"
-        items.append({
-            "metadata": {"name": entry["name"]},
-            "spec": {"unschedulable": True} if entry.get("unschedulable") else {},
-            "status": {
-                "addresses": [{"type": "InternalIP", "address": entry["address"]}],
-                "conditions": [{"type": "Ready", "status": "True" if is_ready else "Unknown"}],
-                "nodeInfo": {"kubeletVersion": f"v{kubelet_version}"},
-            },
-        })  # fmt: skip
+        item = node_item(state, data, entry)
+        del item["apiVersion"], item["kind"]
+        items.append(item)
     print(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
     return 0
+
+
+def kubectl_node(state: dict, data: dict, name: str) -> int:
+    """kubectl get node NAME -o json: the Node object, or NotFound."""
+    found = next((n for n in data["nodes"] if n["name"] == name), None)
+    if found is None:
+        code, _, err, _ = node_objects.not_found(name)
+        print(err, end="", file=sys.stderr)
+        return code
+    print(json.dumps(node_item(state, data, found)))
+    return 0
+
+
+def kubectl_metadata(state: dict, data: dict, verb: str, args: list[str]) -> int:
+    """kubectl label / taint / annotate on one node (node_objects.py), written through the database's leader."""
+    names = operands(args)
+    name = names[1] if names[:1] and names[0] in ("node", "nodes", "no") and len(names) > 1 else None
+    if names[:1] and "/" in names[0]:
+        name = names[0].split("/", 1)[1]
+    found = next((n for n in data["nodes"] if n["name"] == name), None)
+    if verb == "label":
+        code, out, err, changed = node_objects.label(found, args)
+    elif verb == "taint":
+        code, out, err, changed = node_objects.taint(found, args)
+    else:
+        code, out, err, changed = node_objects.annotate(found, args)
+    if changed and not update(state, data):
+        return api_unavailable([verb, name or ""])
+    print(out, end="")
+    print(err, end="", file=sys.stderr)
+    return code
 
 
 def calico_pod(name: str) -> str:
@@ -1185,14 +1236,19 @@ def kubectl(state: dict, args: list[str]) -> int:
     if restarting(state):
         print(API_DOWN, file=sys.stderr)
         return 1
-    if args[:2] != ["get", "nodes"] and args[:1] not in (["cordon"], ["uncordon"], ["drain"]):
+    verbs = (["cordon"], ["uncordon"], ["drain"], ["label"], ["taint"], ["annotate"])
+    if args[:2] not in (["get", "nodes"], ["get", "node"]) and args[:1] not in verbs:
         print(f"fake microk8s: kubectl {' '.join(args)} is not reproduced", file=sys.stderr)
         return 2
     data = read_db(state)
     if data is None:
         return api_unavailable(args)
-    if args[:2] == ["get", "nodes"]:
+    if args[:1] == ["get"] and len(operands(args)) == 3:
+        return kubectl_node(state, data, operands(args)[2])
+    if args[:1] == ["get"]:
         return kubectl_nodes(state, data)
+    if args[:1] in (["label"], ["taint"], ["annotate"]):
+        return kubectl_metadata(state, data, args[0], args[1:])
     return kubectl_schedule(state, data, args[0], args[1:])
 
 

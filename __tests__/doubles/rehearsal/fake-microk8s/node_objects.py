@@ -1,0 +1,402 @@
+"""
+kubectl on Node objects for both fake microk8s programs (the rehearsal's microk8s.py beside this
+file, which install.sh installs with it, and the L4 one, __tests__/doubles/microk8s/
+fake_microk8s.py): a node's labels, annotations and taints, ``get node NAME -o json``, and
+``label``, ``taint`` and ``annotate`` as kubectl does them. Each fake keeps the node entries in its
+own store ({"name", "address", ...} plus "labels", "annotations", "taints" once written) and
+passes one in; a function returns ``(exit code, stdout, stderr, changed)`` and changes the entry
+in place, and the fake writes its store back when ``changed``.
+
+Where each behaviour comes from (kubernetes/kubectl, k8s.io/apimachinery):
+- a kubelet registers its node with its own labels (kubelet_node_status.go initialNode:
+  kubernetes.io/hostname, kubernetes.io/os, kubernetes.io/arch and their beta.kubernetes.io
+  twins) and microk8s' --node-labels (microk8s-resources/default-args/kubelet:
+  microk8s.io/cluster=true,node.kubernetes.io/microk8s-controlplane=microk8s-controlplane; a
+  worker's, scripts/wrappers/join.py: node.kubernetes.io/microk8s-worker=microk8s-worker);
+- ``kubectl label`` (pkg/cmd/label/label.go): the changes come after the resources
+  (cmdutil.GetResourcesAndPairs: "all resources must be specified before label changes: X");
+  ``key=value`` sets, ``key-`` removes (parseLabels: "invalid label spec", "unknown label spec",
+  "can not both modify and remove a label in the same command"); values are checked before the
+  node is read ("invalid label value: "k=v": <why>", IsValidLabelValue); a removed label the node
+  does not have prints `label "k" not found.` and is no error; without --overwrite a key that has
+  another value fails ("'k' already has a value (v), and --overwrite is false",
+  validateNoOverwrites; the same value is fine); keys are checked by the API server (core/v1
+  ValidateObjectMeta → metav1 validation ValidateLabels, IsLabelKey), which kubectl prints as
+  `The Node "n" is invalid: metadata.labels: Invalid value: "k": <why>` (cmdutil checkErr on an
+  Invalid StatusError; several causes: that line ending in ": " and one "* <cause>" line each);
+  prints node/<n> labeled, unlabeled, modified (both) or not labeled (updateDataChangeMsg);
+- ``kubectl taint`` (pkg/cmd/taint/taint.go, utils.go): resources first ("all resources must be
+  specified before taint changes: X"); ``key=value:Effect`` or ``key:Effect`` adds (the effect is
+  required: "invalid taint spec"), ``key:Effect-`` removes that taint, ``key-`` every taint with
+  the key; parse errors are usage errors (parseTaint: "invalid taint effect: E, unsupported taint
+  effect", "invalid taint spec: S, <why>", "duplicated taints with the same key and effect",
+  followed by "See 'kubectl taint -h' for help and examples"); adding and removing the same key
+  and effect in one command fails (Validate: "can not both modify and remove the following
+  taint(s) in the same command: k=E"); without --overwrite a taint with the same key and effect
+  fails ("node n already has k taint(s) with same effect(s) and --overwrite is false"); with it
+  the taint's value is replaced (the new taints first, then the node's others: reorganizeTaints);
+  removing a taint the node lacks fails, changing nothing (`taint "k:E" not found`); prints
+  node/<n> tainted, untainted or modified (always modified with --overwrite);
+- ``kubectl annotate`` (pkg/cmd/annotate/annotate.go): ``key=value`` (split at the first "=",
+  cmdutil.ParsePairs, so a value may hold "=") and ``key-``; without --overwrite an annotation
+  that has another value fails ("--overwrite is false but found the following declared
+  annotation(s): 'k' already has a value (v)"); removing a missing one is no error; the API
+  server checks keys (ValidateAnnotations: IsQualifiedName of the lower-cased key); prints
+  node/<n> annotated;
+- an unknown node: `Error from server (NotFound): nodes "n" not found`, exit 1 (helpers.go
+  standardErrorMessage, apimachinery NewNotFound); every error exits 1.
+"""
+
+from __future__ import annotations
+
+import re
+
+EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+# k8s.io/apimachinery pkg/api/validate/content/kube.go and dns.go: label keys and values.
+_KEY_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_VALUE_FMT = f"({_KEY_FMT})?"
+_SUBDOMAIN_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
+_KEY_MSG = (
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
+)
+_VALUE_MSG = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
+    "and must start and end with an alphanumeric character"
+)
+_SUBDOMAIN_MSG = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
+    "and must start and end with an alphanumeric character"
+)
+
+
+def _regex_error(message: str, fmt: str, *examples: str) -> str:
+    """validation.go RegexError, its odd spacing included."""
+    if not examples:
+        return f"{message} (regex used for validation is '{fmt}')"
+    listed = " or ".join(f"'{example}', " for example in examples)
+    return f"{message} (e.g. {listed}regex used for validation is '{fmt}')"
+
+
+def key_errors(key: str) -> list[str]:
+    """content.IsLabelKey (IsQualifiedName)."""
+    errors = []
+    parts = key.split("/")
+    if len(parts) > 2:
+        return [
+            "a valid label key "
+            + _regex_error(_KEY_MSG, _KEY_FMT, "MyName", "my.name", "123-abc")
+            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+        ]
+    name = parts[-1]
+    if len(parts) == 2:
+        prefix = parts[0]
+        if not prefix:
+            errors.append("prefix part must be non-empty")
+        else:
+            if len(prefix) > 253:
+                errors.append("prefix part must be no more than 253 characters")
+            if not re.fullmatch(_SUBDOMAIN_FMT, prefix):
+                errors.append("prefix part " + _regex_error(_SUBDOMAIN_MSG, _SUBDOMAIN_FMT, "example.com"))
+    if not name:
+        errors.append("name part must be non-empty")
+    elif len(name) > 63:
+        errors.append("name part must be no more than 63 characters")
+    if not re.fullmatch(_KEY_FMT, name):
+        errors.append("name part " + _regex_error(_KEY_MSG, _KEY_FMT, "MyName", "my.name", "123-abc"))
+    return errors
+
+
+def value_errors(value: str) -> list[str]:
+    """content.IsLabelValue."""
+    errors = ["must be no more than 63 characters"] if len(value) > 63 else []
+    if not re.fullmatch(_VALUE_FMT, value):
+        errors.append(_regex_error(_VALUE_MSG, _VALUE_FMT, "MyValue", "my_value", "12345"))
+    return errors
+
+
+def kubelet_labels(name: str, worker: bool) -> dict:
+    """The labels a microk8s node registers with (see the docstring)."""
+    role = "node.kubernetes.io/microk8s-worker" if worker else "node.kubernetes.io/microk8s-controlplane"
+    return {
+        "beta.kubernetes.io/arch": "amd64",
+        "beta.kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "amd64",
+        "kubernetes.io/hostname": name,
+        "kubernetes.io/os": "linux",
+        "microk8s.io/cluster": "true",
+        role: role.rsplit("/", 1)[1],
+    }
+
+
+def metadata(entry: dict) -> dict:
+    """
+    A Node's metadata: the entry's labels (the kubelet's until written; ``worker`` in the entry
+    marks a node joined with --worker), its annotations when it has any.
+    """
+    labels = entry.get("labels")
+    if labels is None:
+        labels = kubelet_labels(entry["name"], bool(entry.get("worker")))
+    result = {"name": entry["name"], "labels": dict(labels)}
+    if entry.get("annotations"):
+        result["annotations"] = dict(entry["annotations"])
+    return result
+
+
+def spec(entry: dict) -> dict:
+    """A Node's spec: unschedulable and taints, each left out while unset (core/v1 NodeSpec, omitempty)."""
+    result = {}
+    if entry.get("unschedulable"):
+        result["unschedulable"] = True
+    if entry.get("taints"):
+        result["taints"] = [dict(taint) for taint in entry["taints"]]
+    return result
+
+
+def not_found(name: str) -> tuple[int, str, str, bool]:
+    return 1, "", f'Error from server (NotFound): nodes "{name}" not found\n', False
+
+
+def _fail(message: str) -> tuple[int, str, str, bool]:
+    return 1, "", f"{message}\n", False
+
+
+def _usage(message: str, command: str) -> tuple[int, str, str, bool]:
+    return _fail(f"error: {message}\nSee 'kubectl {command} -h' for help and examples")
+
+
+def _invalid(name: str, causes: list[tuple[str, str, str]]) -> tuple[int, str, str, bool]:
+    """checkErr on an Invalid StatusError: one cause on the line, several as "* " lines."""
+    lines = [f'{field}: Invalid value: "{value}": {why}' for field, value, why in causes]
+    head = f'The Node "{name}" is invalid: '
+    if len(lines) == 1:
+        return _fail(head + lines[0])
+    return _fail("\n".join([head, *(f"* {line}" for line in lines)]))
+
+
+def _split(args: list[str], pair, what: str):
+    """The resource words, the change words and the flags; or an error for a resource after a change."""
+    flags = [a for a in args if a.startswith("--")]
+    resources, changes = [], []
+    for word in (a for a in args if not a.startswith("--")):
+        if pair(word):
+            changes.append(word)
+        elif changes:
+            return None, None, flags, f"error: all resources must be specified before {what} changes: {word}"
+        else:
+            resources.append(word)
+    return resources, changes, flags, None
+
+
+def _node_name(resources: list[str]) -> str | None:
+    """``node NAME``, ``nodes NAME``, ``no NAME`` or ``node/NAME``: the one node these fakes handle."""
+    if len(resources) == 1 and resources[0].split("/", 1)[0] in ("node", "nodes", "no") and "/" in resources[0]:
+        return resources[0].split("/", 1)[1]
+    if len(resources) == 2 and resources[0] in ("node", "nodes", "no"):
+        return resources[1]
+    return None
+
+
+def _overwrite(flags: list[str]) -> bool | None:
+    """--overwrite or --overwrite=true|false; None for a flag the fakes do not reproduce."""
+    overwrite = False
+    for flag in flags:
+        if flag in ("--overwrite", "--overwrite=true"):
+            overwrite = True
+        elif flag != "--overwrite=false":
+            return None
+    return overwrite
+
+
+def label(entry: dict | None, args: list[str]) -> tuple[int, str, str, bool]:
+    """``kubectl label node NAME k=v k- [--overwrite]`` on ``entry`` (None: no such node)."""
+    resources, pairs, flags, error = _split(
+        args, lambda w: ("=" in w and w[0] != "=") or (w.endswith("-") and w != "-"), "label"
+    )
+    if error:
+        return _fail(error)
+    overwrite = _overwrite(flags)
+    name = _node_name(resources)
+    if overwrite is None or name is None:
+        return 2, "", f"fake microk8s: kubectl label {' '.join(args)} is not reproduced\n", False
+    new, remove = {}, []
+    for spec_ in pairs:
+        if "=" in spec_:
+            parts = spec_.split("=")
+            if len(parts) != 2:
+                return _fail(f"error: invalid label spec: {spec_}")
+            errors = value_errors(parts[1])
+            if errors:
+                return _fail(f'error: invalid label value: "{spec_}": {";".join(errors)}')
+            new[parts[0]] = parts[1]
+        else:
+            remove.append(spec_[:-1])
+    if any(key in new for key in remove):
+        return _fail("error: can not both modify and remove a label in the same command")
+    if not new and not remove:
+        return _fail("error: at least one label update is required")
+    if entry is None:
+        return not_found(name)
+    labels = metadata(entry)["labels"]
+    out = "".join(f'label "{key}" not found.\n' for key in remove if key not in labels)
+    if not overwrite:
+        taken = [
+            f"'{k}' already has a value ({labels[k]}), and --overwrite is false"
+            for k, v in new.items()
+            if k in labels and labels[k] != v
+        ]
+        if taken:
+            return 1, out, ("error: " + taken[0] if len(taken) == 1 else "\n".join(taken)) + "\n", False
+    causes = [("metadata.labels", key, why) for key in new for why in key_errors(key)]
+    if causes:
+        return 1, out, _invalid(entry["name"], causes)[2], False
+    added = [k for k, v in new.items() if labels.get(k) != v]
+    removed = [k for k in remove if k in labels]
+    labels.update(new)
+    for key in removed:
+        del labels[key]
+    message = "modified" if added and removed else "labeled" if added else "unlabeled" if removed else "not labeled"
+    if added or removed:
+        entry["labels"] = labels
+    return 0, f"{out}node/{entry['name']} {message}\n", "", bool(added or removed)
+
+
+def _taint_text(taint: dict) -> str:
+    """core/v1 Taint.ToString."""
+    value = taint.get("value") or ""
+    if not taint.get("effect"):
+        return f"{taint['key']}={value}:" if value else taint["key"]
+    return f"{taint['key']}={value}:{taint['effect']}" if value else f"{taint['key']}:{taint['effect']}"
+
+
+def _parse_taint(text: str) -> tuple[dict | None, str | None]:
+    """utils.go parseTaint: ``({"key", "value", "effect"}, None)`` or ``(None, why)``."""
+    parts = text.split(":")
+    value, effect = "", ""
+    if len(parts) == 1:
+        key = parts[0]
+    elif len(parts) == 2:
+        effect = parts[1]
+        if effect not in EFFECTS:
+            return None, f"invalid taint effect: {effect}, unsupported taint effect"
+        key_value = parts[0].split("=")
+        if len(key_value) > 2:
+            return None, f"invalid taint spec: {text}"
+        key = key_value[0]
+        if len(key_value) == 2:
+            value = key_value[1]
+            errors = value_errors(value)
+            if errors:
+                return None, f"invalid taint spec: {text}, {'; '.join(errors)}"
+    else:
+        return None, f"invalid taint spec: {text}"
+    errors = key_errors(key)
+    if errors:
+        return None, f"invalid taint spec: {text}, {'; '.join(errors)}"
+    return {"key": key, "value": value, "effect": effect}, None
+
+
+def taint(entry: dict | None, args: list[str]) -> tuple[int, str, str, bool]:
+    """``kubectl taint node NAME k=v:E k:E- k- [--overwrite]`` on ``entry`` (None: no such node)."""
+    resources, specs, flags, error = _split(args, lambda w: "=" in w or ":" in w or w.endswith("-"), "taint")
+    if error:
+        return _fail(error)
+    overwrite = _overwrite(flags)
+    name = _node_name(resources)
+    if overwrite is None or name is None:
+        return 2, "", f"fake microk8s: kubectl taint {' '.join(args)} is not reproduced\n", False
+    if not specs:
+        return _fail("error: at least one taint update is required")
+    add, remove, seen = [], [], set()
+    for text in specs:
+        parsed, why = _parse_taint(text[:-1] if text.endswith("-") else text)
+        if why:
+            return _usage(why, "taint")
+        if text.endswith("-"):
+            remove.append({"key": parsed["key"], "effect": parsed["effect"]})
+            continue
+        if not parsed["effect"]:
+            return _usage(f"invalid taint spec: {text}", "taint")
+        if (parsed["key"], parsed["effect"]) in seen:
+            return _usage(f"duplicated taints with the same key and effect: {parsed}", "taint")
+        seen.add((parsed["key"], parsed["effect"]))
+        add.append(parsed)
+    conflicts = [
+        f"{r['key']}={r['effect']}"
+        for a in add
+        for r in remove
+        if a["key"] == r["key"] and (not r["effect"] or a["effect"] == r["effect"])
+    ]
+    if conflicts:
+        return _fail(
+            f"error: can not both modify and remove the following taint(s) in the same command: {', '.join(conflicts)}"
+        )
+    if entry is None:
+        return not_found(name)
+    old = [dict(t) for t in entry.get("taints") or []]
+    if not overwrite:
+        exists = [a["key"] for a in add for o in old if a["key"] == o["key"] and a["effect"] == o["effect"]]
+        if exists:
+            taints = ",".join(exists)
+            why = "taint(s) with same effect(s) and --overwrite is false"
+            return _fail(f"error: node {entry['name']} already has {taints} {why}")
+    # reorganizeTaints: the new taints, then the node's others (matched by key and effect).
+    new = [{k: v for k, v in a.items() if v} for a in add]
+    new += [o for o in old if not any(o["key"] == a["key"] and o["effect"] == a["effect"] for a in add)]
+    added = len(old) != len(new)
+    errors, deleted = [], False
+    for r in remove:
+        kept = [t for t in new if not (t["key"] == r["key"] and (not r["effect"] or t["effect"] == r["effect"]))]
+        deleted = len(kept) != len(new)
+        if not deleted:
+            errors.append(f'taint "{_taint_text(r)}" not found')
+        new = kept
+    if errors:
+        return _fail("error: " + errors[0] if len(errors) == 1 else "\n".join(errors))
+    message = "modified" if (added and deleted) or overwrite else "tainted" if added else "untainted"
+    changed = new != old
+    entry["taints"] = new
+    return 0, f"node/{entry['name']} {message}\n", "", changed
+
+
+def annotate(entry: dict | None, args: list[str]) -> tuple[int, str, str, bool]:
+    """``kubectl annotate node NAME k=v k- [--overwrite]`` on ``entry`` (None: no such node)."""
+    resources, pairs, flags, error = _split(
+        args, lambda w: ("=" in w and w[0] != "=") or (w.endswith("-") and w != "-"), "annotation"
+    )
+    if error:
+        return _fail(error)
+    overwrite = _overwrite(flags)
+    name = _node_name(resources)
+    if overwrite is None or name is None:
+        return 2, "", f"fake microk8s: kubectl annotate {' '.join(args)} is not reproduced\n", False
+    new = dict(pair.split("=", 1) for pair in pairs if "=" in pair and pair[0] != "=")
+    remove = [pair[:-1] for pair in pairs if not ("=" in pair and pair[0] != "=")]
+    both = [key for key in remove if key in new]
+    if both:
+        return _fail(
+            f"error: can not both modify and remove the following annotation(s) in the same command: {', '.join(both)}"
+        )
+    if not new and not remove:
+        return _fail("error: at least one annotation update is required")
+    if entry is None:
+        return not_found(name)
+    annotations = dict(entry.get("annotations") or {})
+    if not overwrite:
+        taken = [
+            f"'{k}' already has a value ({annotations[k]})"
+            for k, v in new.items()
+            if k in annotations and annotations[k] != v
+        ]
+        if taken:
+            return _fail(
+                f"error: --overwrite is false but found the following declared annotation(s): {'; '.join(taken)}"
+            )
+    causes = [("metadata.annotations", key, why) for key in new for why in key_errors(key.lower())]
+    if causes:
+        return _invalid(entry["name"], causes)
+    annotations.update(new)
+    for key in remove:
+        annotations.pop(key, None)
+    changed = annotations != (entry.get("annotations") or {})
+    entry["annotations"] = annotations
+    return 0, f"node/{entry['name']} annotated\n", "", changed
