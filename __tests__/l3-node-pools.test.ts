@@ -1,6 +1,7 @@
 /**
- * L2 and L3 for node pools (issue 19): the stack with a second pool, spread over availability
- * zones, planned, applied, re-planned and changed by real OpenTofu (and Terraform for the plan)
+ * L2 and L3 for node pools and the API load balancer (issue 19): the stack with two pools over
+ * three availability zones, boot volumes and an Octavia load balancer in front of the control
+ * plane, planned, applied, re-planned and changed by real OpenTofu (and Terraform for the plan)
  * with the real OpenStack provider against the OpenStack API double.
  */
 import YAML from "yaml";
@@ -15,7 +16,7 @@ let double: OpenStackDouble;
 let state: StateServer;
 
 beforeAll(async () => {
-  double = await startOpenStackDouble();
+  double = await startOpenStackDouble({ availabilityZones: ZONES, volumeAvailabilityZones: ZONES, volumeTypes: ["ssd"] });
   state = await startStateServer({ username: "gitlab-ci-token", password: "state-password-5f1c" });
   // Room for the pools below; the upstream defaults allow 4 nodes.
   Object.assign(double.nova.quotas, { instances: -1, cores: -1, ram: -1, server_group_members: -1 });
@@ -36,12 +37,23 @@ function workspace(synthEnv: NodeJS.ProcessEnv = {}, runEnv: NodeJS.ProcessEnv =
   return makeWorkspace(double, state, synthEnv, runEnv, cli);
 }
 
-/** Two pools besides the default pool's 3 nodes: web over two zones, gpu with labels and taints. */
+const ZONES = ["az1", "az2", "az3"];
+
+/**
+ * Two pools besides the default pool's 3 nodes, which spread over the three zones: web over two
+ * of them, gpu with boot volumes, labels and taints.
+ */
 const POOLS = {
   web: { count: 3, flavor: "m1.medium", availability_zones: ["az1", "az2"] },
-  gpu: { count: 2, labels: { "example.com/gpu": "true" }, taints: ["gpu=true:NoSchedule"] },
+  gpu: {
+    count: 2,
+    boot_volume_size: 50,
+    boot_volume_type: "ssd",
+    labels: { "example.com/gpu": "true" },
+    taints: ["gpu=true:NoSchedule"],
+  },
 };
-const TWO_POOLS = { TF_VAR_node_pools: JSON.stringify(POOLS) };
+const TWO_POOLS = { TF_VAR_node_pools: JSON.stringify(POOLS), TF_VAR_kube_node_availability_zones: JSON.stringify(ZONES) };
 
 function planned(plan: any, type: string): any[] {
   return plan.planned_values.root_module.resources.filter((r: any) => r.type === type);
@@ -98,12 +110,32 @@ describeEachCli("L2: node pools planned against the OpenStack API double", (cli)
     for (const port of ports) expect(port.values.fixed_ip).toEqual([{ ip_address: null }]);
   });
 
-  it("counts the pools' workers against the quotas", () => {
+  it("counts the pools' workers, their boot volumes and the load balancer against the quotas", () => {
     const needs = plan.planned_values.outputs.quota_needs.value;
     expect(needs.compute.instances).toBe(2 + 3 + 5);
     expect(needs.compute.server_groups).toBe(3);
     expect(needs.compute.server_group_members).toBe(8);
-    expect(needs.network.port).toBe(8 + 2 + 5);
+    expect(needs.blockStorage).toEqual({ volumes: 1 + 2, gigabytes: 10 + 2 * 50 });
+    // The fixed ports, the default pool's workers, the pools' workers, the load balancer's VIP.
+    expect(needs.network.port).toBe(8 + 2 + 5 + 1);
+    expect(needs.network.floatingip).toBe(3);
+  });
+
+  it("spreads the default pool from its master over the zones, so the three voters take three", () => {
+    const zoneOf = (name: string) =>
+      planned(plan, "openstack_compute_instance_v2").find((r: any) => r.values.name === name).values.availability_zone;
+    expect(["k8s-master", "k8s-worker-0", "k8s-worker-1"].map((host) => zoneOf(`${host}.kube-on-os`))).toEqual(ZONES);
+  });
+
+  it("fails the plan in one line naming a zone the cloud lacks, before anything is created", async () => {
+    const ws = await workspace({}, {}, cli);
+    const result = await ws.tofu(["plan", "-input=false"], {
+      TF_VAR_node_pools: '{ web = { count = 1, availability_zones = ["az1", "az9"] } }',
+    });
+    expect(result.status).not.toBe(0);
+    expect(result.stderr.replace(/\s+/g, " ")).toContain(
+      "Unknown availability zone: az9 (in kube_node_availability_zones or node_pools) is not one of this cloud's available zones, az1, az2, az3 (openstack availability zone list).",
+    );
   });
 });
 
@@ -134,6 +166,48 @@ describe("L3: two pools over zones: apply, re-plan with no changes, change the p
     const replan = await ws.tofu(["plan", "-detailed-exitcode", "-input=false"]);
     expect(replan.stderr).toBe("");
     expect(replan.status).toBe(0);
+  });
+
+  it("boots the gpu workers from 50 GiB ssd volumes made from the image, and the others from the hypervisor's disk", () => {
+    const servers = new Map(double.nova.servers.all().map((s) => [s.id as string, s.name as string]));
+    const bootVolumes = double.cinder.volumes
+      .all()
+      .filter((v) => (v.attachments as { device: string }[]).some((a) => a.device === "/dev/vda"))
+      .map((v) => ({
+        server: servers.get((v.attachments as { server_id: string }[])[0].server_id),
+        size: v.size,
+        type: v.volume_type,
+        status: v.status,
+      }));
+    expect(bootVolumes.sort((a, b) => String(a.server).localeCompare(String(b.server)))).toEqual([
+      { server: "k8s-gpu-0.kube-on-os", size: 50, type: "ssd", status: "in-use" },
+      { server: "k8s-gpu-1.kube-on-os", size: 50, type: "ssd", status: "in-use" },
+    ]);
+  });
+
+  it("puts the API behind a load balancer over the three voters, with its own floating IP as the kubeconfig's server", async () => {
+    const [loadBalancer] = double.octavia.loadBalancers.all();
+    expect(loadBalancer).toMatchObject({ name: "kube-on-os-kube-api", provisioning_status: "ACTIVE" });
+    const [listener] = double.octavia.listeners.all();
+    expect(listener).toMatchObject({ protocol: "TCP", protocol_port: 16443, allowed_cidrs: ["0.0.0.0/0"], admin_state_up: true });
+    expect(
+      double.octavia.members
+        .all()
+        .map((m) => `${m.name as string} ${m.address as string}:${m.protocol_port as number}`)
+        .sort(),
+    ).toEqual([
+      "k8s-master.kube-on-os 10.1.0.10:16443",
+      "k8s-worker-0.kube-on-os 10.1.0.100:16443",
+      "k8s-worker-1.kube-on-os 10.1.0.101:16443",
+    ]);
+    expect(double.octavia.healthMonitors.all()).toEqual([expect.objectContaining({ type: "TCP" })]);
+    const outputs = JSON.parse((await ws.tofu(["output", "-json"])).stdout);
+    const fip = double.neutron.floatingips.all().find((f) => f.port_id === loadBalancer.vip_port_id);
+    expect(outputs.api_address.value).toBe(fip!.floating_ip_address);
+    expect(outputs.api_address.value).not.toBe(outputs.master_floating_ip.value);
+    expect(outputs.kubeconfig_command.value).toContain(`server: https://${outputs.api_address.value}:#`);
+    const pillar = await pillarOf(ws);
+    expect(pillar.microk8s.api_addresses).toEqual([outputs.master_floating_ip.value, outputs.api_address.value, loadBalancer.vip_address]);
   });
 
   it("writes every node into the pillar with the address Neutron gave it, its pool's labels and taints, the voters from the default pool", async () => {

@@ -18,6 +18,7 @@ import { BackendKind } from "../config/load";
 import { KubeOnOsConfig, VariableName } from "../config/parameters";
 import { declareVariables } from "../config/terraform-variables";
 import { ApiLoadBalancer } from "./api-load-balancer";
+import { AvailabilityZones } from "./availability-zones";
 import { Bastion } from "./bastion";
 import { ClusterLayout } from "./cluster-layout";
 import { controlPlaneFloor } from "./control-plane-floor";
@@ -98,6 +99,7 @@ export class KubeOnOsStack extends TerraformStack {
       zones: v.kube_node_availability_zones.listValue,
       pools: v.node_pools.value,
     });
+    new AvailabilityZones(this, "AvailabilityZones", { defaultPool: v.kube_node_availability_zones.listValue, pools: v.node_pools.value });
     this.network = new Network(this, "Network", {
       externalNetworkName: v.external_network_name.stringValue,
       namePrefix: v.deploy_domain_name.stringValue,
