@@ -50,7 +50,10 @@ function byName(resources: any[], type: string, name: string): any {
   return found[0].values;
 }
 
-/** Every resource the stack plans for `nodes` Kubernetes nodes (1 master + nodes - 1 workers). */
+/**
+ * Every resource the stack plans for `nodes` Kubernetes nodes (1 master + nodes - 1 workers), with
+ * the API load balancer the double's catalog (Octavia's load-balancer) makes api_load_balancer=auto create.
+ */
 function expectedResources(nodes: number, provisioners = false): Record<string, number> {
   const workers = nodes - 1;
   return {
@@ -63,15 +66,23 @@ function expectedResources(nodes: number, provisioners = false): Record<string, 
     openstack_networking_router_v2: 1,
     openstack_networking_router_interface_v2: 1,
     openstack_networking_secgroup_v2: 4,
-    openstack_networking_secgroup_rule_v2: 6,
+    // and the load balancer's way in to the members
+    openstack_networking_secgroup_rule_v2: 7,
     // bastion 2, salt master 1, k8s master 2, one per worker
     openstack_networking_port_v2: 5 + workers,
-    openstack_networking_floatingip_v2: 2,
-    openstack_networking_floatingip_associate_v2: 2,
+    // bastion, master, load balancer
+    openstack_networking_floatingip_v2: 3,
+    openstack_networking_floatingip_associate_v2: 3,
     openstack_compute_instance_v2: 3 + workers,
     openstack_compute_servergroup_v2: 1,
     openstack_blockstorage_volume_v3: 1,
     openstack_compute_volume_attach_v2: 1,
+    openstack_lb_loadbalancer_v2: 1,
+    openstack_lb_listener_v2: 1,
+    openstack_lb_pool_v2: 1,
+    openstack_lb_monitor_v2: 1,
+    // one per control-plane node
+    openstack_lb_member_v2: Math.min(3, nodes),
   };
 }
 const TOTAL_AT_3 = Object.values(expectedResources(3)).reduce((a, b) => a + b, 0);
@@ -273,8 +284,9 @@ describe("L3: apply, re-plan with no changes, destroy", () => {
       "Host k8s-worker-1.kube-on-os\n  HostName 10.1.0.101\n  User ubuntu\n  ProxyJump bastion.kube-on-os\n",
     );
     expect(outputs.ssh_config.value).toContain("Host salt.kube-on-os\n  HostName 10.1.0.5\n");
+    // The server is the API load balancer's floating IP (tested in l3-node-pools).
     expect(outputs.kubeconfig_command.value).toBe(
-      `ssh -J ubuntu@${bastionIp} ubuntu@10.1.0.10 sudo microk8s config | sed 's#server: https://[^:]*:#server: https://${outputs.master_floating_ip.value}:#' > kubeconfig`,
+      `ssh -J ubuntu@${bastionIp} ubuntu@10.1.0.10 sudo microk8s config | sed 's#server: https://[^:]*:#server: https://${outputs.api_address.value}:#' > kubeconfig`,
     );
     expect(outputs.minion_ids.value).toEqual([
       "salt.kube-on-os",
@@ -302,6 +314,8 @@ describe("L3: apply, re-plan with no changes, destroy", () => {
       microk8s: {
         master: "k8s-master.kube-on-os",
         allowed_csr_ip: outputs.master_floating_ip.value,
+        // The load balancer's VIP is on the public network.
+        api_addresses: [outputs.master_floating_ip.value, outputs.api_address.value, expect.stringMatching(/^10[.]0[.]/)],
         pod_cidr: "10.244.0.0/16",
         service_cidr: "10.152.183.0/24",
         channel: "1.35/stable",
