@@ -16,6 +16,8 @@ import { synthToDir } from "./support/synth";
 import { runTofuAsync } from "./support/tofu";
 
 const GOLDEN_DIR = path.join(__dirname, "golden", "cloud-init");
+/** The address Neutron gives a pool worker's port, in the scratch configuration. */
+const POOL_WORKER_ADDRESS = "10.1.128.7";
 /** The id Cinder gives the Salt master's volume, in the scratch configuration. */
 const SALT_VOLUME_ID = "0b6f1d3e-5a7c-4e21-9f3b-2d8c6a4e1f07";
 
@@ -26,24 +28,36 @@ async function evaluatedUserData(env: NodeJS.ProcessEnv): Promise<Record<string,
   const data: Record<string, unknown> = {};
   const output: Record<string, unknown> = {};
   for (const [id, instance] of Object.entries<any>(stack.resource.openstack_compute_instance_v2)) {
-    const input = (instance.user_data as string).replace(/openstack_blockstorage_volume_v3\.\w+\.id/g, "local.salt_volume_id");
-    data[id] = { count: instance.count ?? 1, input };
-    output[id] = { value: `\${terraform_data.${id}[*].output}`, sensitive: true };
+    const input = (instance.user_data as string)
+      .replace(/openstack_blockstorage_volume_v3\.\w+\.id/g, "local.salt_volume_id")
+      // A pool worker's address is the one Neutron gives its port: POOL_WORKER_ADDRESS here.
+      .replace(/openstack_networking_port_v2\.\w+\[each\.key\]\.all_fixed_ips\[0\]/g, JSON.stringify(POOL_WORKER_ADDRESS));
+    // The pools' workers are keyed by host name, the others counted.
+    data[id] = instance.for_each ? { for_each: instance.for_each, input } : { count: instance.count ?? 1, input };
+    output[id] = { value: `\${${instance.for_each ? `values(terraform_data.${id})` : `terraform_data.${id}`}[*].output}`, sensitive: true };
+  }
+  // The locals that read variables alone (root's password, the cluster layout): user_data uses no
+  // others. A local that reads a resource goes, and so does every local that reads one that went.
+  const locals: Record<string, unknown> = { ...stack.locals };
+  for (let dropped = true; dropped; ) {
+    dropped = false;
+    for (const [name, value] of Object.entries(locals)) {
+      const text = JSON.stringify(value);
+      const readsGone =
+        /\b(openstack_\w+|data|null_resource|terraform_data)\./.test(text) ||
+        [...text.matchAll(/\blocal\.(\w+)/g)].some(([, other]) => !(other in locals) && other !== "salt_volume_id");
+      if (readsGone) {
+        delete locals[name];
+        dropped = true;
+      }
+    }
   }
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "kube-on-os-ci-eval-"));
   fs.writeFileSync(
     path.join(dir, "main.tf.json"),
-    // The locals that read variables alone (root's password, the cluster layout): user_data uses no others.
     JSON.stringify({
       variable: stack.variable,
-      locals: {
-        ...Object.fromEntries(
-          Object.entries(stack.locals).filter(
-            ([, value]) => !/\b(openstack_\w+|data|null_resource|terraform_data)\./.test(JSON.stringify(value)),
-          ),
-        ),
-        salt_volume_id: SALT_VOLUME_ID,
-      },
+      locals: { ...locals, salt_volume_id: SALT_VOLUME_ID },
       resource: { terraform_data: data },
       output,
     }),
@@ -215,6 +229,21 @@ describe("cloud-init user_data, as Terraform evaluates it", () => {
       expect(parseYaml(userData).chpasswd.users).toEqual([{ name: "root", password: hash, type: "hash" }]);
       expect(parseYaml(userData).fqdn).toBe(`${machine}.a-1.example-org.test`);
     }
+  });
+
+  it("gives a pool's worker its name, the address Neutron gave its port, and a valid cloud-config", async () => {
+    const pools = await evaluatedUserData({ TF_VAR_node_pools: "{ gpu = { count = 2 } }" });
+    expect(Object.keys(pools).sort()).toEqual(["bastion", "k8s-gpu-0", "k8s-gpu-1", "k8s-master", "k8s-worker-0", "k8s-worker-1", "salt"]);
+    const userData = pools["k8s-gpu-1"];
+    expect(validateSchema(userData)).toEqual({ status: 0, output: expect.stringContaining("Valid cloud-config") });
+    expect(parseYaml(userData)).toMatchObject({ hostname: "k8s-gpu-1", fqdn: "k8s-gpu-1.kube-on-os" });
+    const files = writeFiles(userData);
+    expect(files["/etc/salt/minion_id"].content).toBe("k8s-gpu-1.kube-on-os");
+    expect(files["/etc/hosts"].content).toBe(
+      `127.0.0.1 localhost\n${POOL_WORKER_ADDRESS} k8s-gpu-1.kube-on-os k8s-gpu-1\n10.1.0.5 salt.kube-on-os salt\n`,
+    );
+    // Otherwise the same bootstrap as the default pool's workers.
+    expect(userData.replaceAll("k8s-gpu-1", "k8s-worker-1").replace(POOL_WORKER_ADDRESS, "10.1.0.101")).toBe(pools["k8s-worker-1"]);
   });
 });
 
