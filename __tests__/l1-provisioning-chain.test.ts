@@ -25,9 +25,9 @@ const EB9D706: Record<string, any> = JSON.parse(
   fs.readFileSync(path.join(__dirname, "fixtures", "terraform-data-chain@eb9d706.json"), "utf8"),
 ).terraform_data;
 
-/** The chain's steps are null_resources; the per-worker membership record is a terraform_data. */
+/** The chain's steps are null_resources; the per-worker membership records are terraform_data. */
 function typeOf(id: string): string {
-  return id === "NodeMembership" ? "terraform_data" : "null_resource";
+  return id === "NodeMembership" || id === "PoolNodeMembership" ? "terraform_data" : "null_resource";
 }
 
 function step(json: TerraformJson, id: string): Record<string, any> {
@@ -167,7 +167,14 @@ describe("SaltProvisioner", () => {
     expect(accept.triggers.minions).toBe("${jsonencode(local.salt_minion_ids)}");
     // A re-created machine presents a new key.
     expect(accept.triggers.machines).toMatch(
-      /^\$\{jsonencode\(concat\(.*openstack_compute_instance_v2\.KubeNodes_Worker_[0-9A-F]{8}\[\*\]\.id\)\)\}$/,
+      /^\$\{jsonencode\(concat\(.*openstack_compute_instance_v2\.KubeNodes_Worker_[0-9A-F]{8}\[\*\]\.id, local\.WorkerPools_worker_ids_[0-9A-F]{8}\)\)\}$/,
+    );
+    // The pools' workers in the layout's order, as salt_minion_ids lists them.
+    const [workerIds] = Object.entries(json.locals)
+      .find(([name]) => name.startsWith("WorkerPools_worker_ids_"))!
+      .slice(1) as string[];
+    expect(workerIds).toMatch(
+      /^\$\{\[for node in local\.kube_pool_nodes : openstack_compute_instance_v2\.WorkerPools_Worker_[0-9A-F]{8}\[node\.host\]\.id\]\}$/,
     );
   });
 
@@ -216,7 +223,7 @@ describe("SaltProvisioner", () => {
     const membership = step(json, "NodeMembership");
     // A terraform_data, whose input is updated in place: see the comment in the construct.
     const chainData = Object.keys(json.resource.terraform_data).filter((key) => key.startsWith("SaltProvisioner_"));
-    expect(chainData).toEqual([address(json, "NodeMembership").split(".")[1]]);
+    expect(chainData).toEqual([address(json, "NodeMembership").split(".")[1], address(json, "PoolNodeMembership").split(".")[1]]);
     expect(membership.depends_on).toContain(address(json, "Orchestrate"));
     expect(membership.input).toMatchObject({
       node_id: expect.stringMatching(/^\$\{openstack_compute_instance_v2\.KubeNodes_Worker_[0-9A-F]{8}\[count\.index\]\.name\}$/),
@@ -229,6 +236,15 @@ describe("SaltProvisioner", () => {
       "set -eu",
       "sudo bash .kube-on-os/bin/remove-node.sh ${self.input.master_id} ${self.input.node_id} ${self.input.address}",
     ]);
+    // The pools' workers get the same record, keyed by host name as their machines are.
+    const poolMembership = step(json, "PoolNodeMembership");
+    expect(poolMembership.for_each).toBe("${var.run_provisioners ? local.kube_pool_nodes_by_host : {}}");
+    expect(poolMembership.input).toMatchObject({
+      node_id: expect.stringMatching(/^\$\{openstack_compute_instance_v2\.WorkerPools_Worker_[0-9A-F]{8}\[each\.key\]\.name\}$/),
+      address: expect.stringMatching(/^\$\{openstack_compute_instance_v2\.WorkerPools_Worker_[0-9A-F]{8}\[each\.key\]\.access_ip_v4\}$/),
+    });
+    expect(poolMembership.provisioner).toEqual(membership.provisioner);
+    expect(poolMembership.depends_on).toEqual(membership.depends_on);
   });
 
   it("writes the pillar with yamlencode() from Terraform values, in the shape of _from_terraform.sls.example", () => {

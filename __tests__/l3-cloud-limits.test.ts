@@ -87,17 +87,18 @@ describe("quotas", () => {
     expect(used(double.nova.usage(), before.nova, Object.keys(needs.compute))).toEqual(needs.compute);
     expect(used(double.cinder.usage(), before.cinder, Object.keys(needs.blockStorage))).toEqual(needs.blockStorage);
     expect(used(double.neutron.usage(), before.neutron, Object.keys(needs.network))).toEqual(needs.network);
-    // The table in docs/quotas.md, column N = 3.
+    // The table in docs/quotas.md, column N = 3 (on a cloud with Octavia: the API load balancer).
     expect(needs.compute).toMatchObject({ instances: 5, cores: 15, ram: 30720, server_group_members: 3, key_pairs: 1 });
-    expect(needs.network).toMatchObject({ port: 10, security_group_rule: 14 });
+    expect(needs.network).toMatchObject({ floatingip: 3, port: 11, security_group_rule: 15 });
     await destroyAll(ws);
   });
 
   it("reports a quota that other resources exhausted during the apply, and converges once it is raised", async () => {
-    // Another deployment in the project holds a floating IP; the limit is exactly this cluster's 2.
+    // Another deployment in the project holds a floating IP; the limit is exactly this cluster's 3
+    // (bastion, master, API load balancer).
     const external = double.neutron.networks.all().find((n) => n["router:external"] === true);
     const other = double.neutron.createFloatingIp({ floating_network_id: external?.id });
-    double.neutron.quotas.floatingip = 2;
+    double.neutron.quotas.floatingip = 3;
     const ws = await workspace(double, state);
     const failed = await apply(ws);
     expect(failed.status).toBe(1);
@@ -106,7 +107,7 @@ describe("quotas", () => {
     const partial = double.nova.servers.size;
     expect(partial).toBeGreaterThan(0);
 
-    double.neutron.quotas.floatingip = 3;
+    double.neutron.quotas.floatingip = 4;
     const converged = await apply(ws);
     expect({ status: converged.status, stderr: converged.stderr }).toEqual({ status: 0, stderr: "" });
     expect(converged.stdout).toMatch(/Apply complete! Resources: \d+ added, 0 changed, 0 destroyed\./);

@@ -189,13 +189,18 @@ describe("Exposure with the default variables", () => {
         .map(show)
         .filter((i) => !i.endsWith("/0"))
         .sort(),
-    ).toEqual([
-      `bastion any/all ${internal}`,
-      `k8s-master any/all ${internal}`,
-      `k8s-worker any/all ${internal}`,
-      `salt any/all ${internal}`,
-      "salt tcp/4505-4506 from 10.1.0.0/16",
-    ]);
+    ).toEqual(
+      [
+        `bastion any/all ${internal}`,
+        `k8s-master any/all ${internal}`,
+        `k8s-worker any/all ${internal}`,
+        `salt any/all ${internal}`,
+        "salt tcp/4505-4506 from 10.1.0.0/16",
+        // The API load balancer reaches its members from its port on the private network; the
+        // rule is on the group every machine has, and only the control plane listens on 16443.
+        ...["bastion", "k8s-master", "k8s-worker", "salt"].map((host) => `${host} tcp/16443 from 10.1.0.0/16`),
+      ].sort(),
+    );
   });
 
   it.each([
@@ -223,7 +228,8 @@ describe("Exposure with ssh_allowed_cidrs=[203.0.113.0/24] and api_allowed_cidrs
   });
 
   /** The ways in to TCP `port` from outside the cluster's own machines. */
-  const fromOutside = (port: number) => reaching(plan, port).filter((i) => !i.includes(" from group "));
+  // The private network is the cluster's own: only its machines and the load balancer's port are on it.
+  const fromOutside = (port: number) => reaching(plan, port).filter((i) => !i.includes(" from group ") && !i.endsWith(" from 10.1.0.0/16"));
 
   it("admits SSH to the bastion only from 203.0.113.0/24", () => {
     expect(fromOutside(22)).toEqual(["bastion tcp/22 from 203.0.113.0/24"]);
@@ -231,6 +237,14 @@ describe("Exposure with ssh_allowed_cidrs=[203.0.113.0/24] and api_allowed_cidrs
 
   it("closes the Kubernetes API to everything but the cluster's own machines", () => {
     expect(fromOutside(16443)).toEqual([]);
-    expect(reaching(plan, 16443).filter((i) => i.startsWith("k8s-master "))).toEqual(["k8s-master any/all from group kube-on-os-internal"]);
+    expect(reaching(plan, 16443).filter((i) => i.startsWith("k8s-master "))).toEqual([
+      "k8s-master any/all from group kube-on-os-internal",
+      "k8s-master tcp/16443 from 10.1.0.0/16",
+    ]);
+    // The load balancer's listener admits no one either: it is down.
+    expect(plan.planned_values.root_module.resources.find((r: any) => r.type === "openstack_lb_listener_v2").values).toMatchObject({
+      admin_state_up: false,
+      allowed_cidrs: [],
+    });
   });
 });

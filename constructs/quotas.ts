@@ -87,7 +87,8 @@ export class Quotas extends Construct {
         router: 1,
         port: plus(Op.add(Op.add(Quotas.FIXED_PORTS, Op.sub(props.nodeCount, 1)), props.apiLoadBalancers ?? 0), pools.instances),
         security_group: props.securityGroups,
-        security_group_rule: props.securityGroupRules,
+        // and the load balancer's way in to its members
+        security_group_rule: Token.asNumber(Op.add(props.securityGroupRules, props.apiLoadBalancers ?? 0)),
       },
     };
     this.needsLocal = new TerraformLocal(this, "needs", this.needs);
