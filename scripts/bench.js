@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // `npm run bench`: median wall times of synthesizing the stack, through `npm run synth` (cdktf CLI
 // + ts-node) and directly from the compiled JavaScript, of `tofu plan` against the OpenStack API
-// double at 3 and at 100 nodes, and of a deploy (apply) and a destroy of the default stack against
+// double at 3 and at 100 nodes, in one pool and in two pools over three zones (with the resources
+// that plan counts), and of a deploy (apply) and a destroy of the default stack against
 // the double, on OpenTofu and on Terraform (when on PATH), without the provisioning chain, which
 // needs machines to log in to. A benchmark, not a test: it asserts nothing.
 "use strict";
@@ -13,6 +14,21 @@ const path = require("node:path");
 const { toolchainEnv } = require("./stack-graph");
 
 const root = path.resolve(__dirname, "..");
+/** The double's availability zones, which the two-pool plan spreads over. */
+const ZONES = ["az1", "az2", "az3"];
+/** The plans measured: one pool at 3 and 100 nodes, and 100 nodes in two pools over three zones. */
+const PLANS = [
+  ["num_kube_nodes=3", { TF_VAR_num_kube_nodes: "3" }],
+  ["num_kube_nodes=100", { TF_VAR_num_kube_nodes: "100" }],
+  [
+    "2 pools, 100 nodes over 3 zones (3 + web 97)",
+    {
+      TF_VAR_num_kube_nodes: "3",
+      TF_VAR_kube_node_availability_zones: JSON.stringify(ZONES),
+      TF_VAR_node_pools: JSON.stringify({ web: { count: 97, availability_zones: ZONES } }),
+    },
+  ],
+];
 const runs = Number(process.env.BENCH_RUNS ?? 5);
 
 function median(values) {
@@ -41,9 +57,9 @@ function report(label, samples) {
 /** Median `tofu plan` time of the stack against the OpenStack API double, per num_kube_nodes. */
 async function benchPlans(outdir, env) {
   require("ts-node").register({ transpileOnly: true, project: path.join(root, "tsconfig.json") });
-  const { startOpenStackDouble } = require(path.join(root, "test", "openstack-double", "server"));
+  const { startOpenStackDouble } = require(path.join(root, "__tests__", "doubles", "openstack", "server"));
   const { spawn } = require("node:child_process");
-  const double = await startOpenStackDouble();
+  const double = await startOpenStackDouble({ availabilityZones: ZONES });
   // A project with room for 100 nodes: the upstream default quotas allow 4.
   Object.assign(double.nova.quotas, { instances: -1, cores: -1, ram: -1, server_group_members: -1 });
   const stackDir = path.join(outdir, "plan", "cdktf.out", "stacks", "kube-on-os");
@@ -65,15 +81,25 @@ async function benchPlans(outdir, env) {
       env: { ...env, KUBE_ON_OS_BACKEND: "local" },
     });
     await tofu(["init", "-input=false"]);
-    for (const nodes of ["3", "100"]) {
+    for (const [label, vars] of PLANS) {
       const samples = [];
       for (let i = 0; i < runs; i++) {
         const started = process.hrtime.bigint();
-        await tofu(["plan", "-input=false", "-lock=false"], { TF_VAR_num_kube_nodes: nodes });
+        await tofu(["plan", "-input=false", "-lock=false"], vars);
         samples.push(Number(process.hrtime.bigint() - started) / 1e9);
       }
-      report(`tofu plan, num_kube_nodes=${nodes}`, samples);
+      report(`tofu plan, ${label}`, samples);
     }
+    // What the two-pool plan creates, by resource type.
+    await tofu(["plan", "-input=false", "-lock=false", "-out=pools.plan"], PLANS[2][1]);
+    const shown = spawnSync(env.KOO_TOFU, ["show", "-json", "pools.plan"], { cwd: stackDir, env: tofuEnv, encoding: "utf8" });
+    const counts = {};
+    for (const change of JSON.parse(shown.stdout).resource_changes) {
+      if (change.mode === "managed") counts[change.type] = (counts[change.type] ?? 0) + 1;
+    }
+    const total = Object.values(counts).reduce((a, b) => a + b, 0);
+    console.log(`resources planned, ${PLANS[2][0]}: ${total}`);
+    for (const [type, count] of Object.entries(counts).sort()) console.log(`  ${type.padEnd(44)} ${count}`);
     const clis = [["tofu", env.KOO_TOFU], ...(env.KOO_TERRAFORM ? [["terraform", env.KOO_TERRAFORM]] : [])];
     for (const [name, binary] of clis) {
       const noChain = { TF_VAR_run_provisioners: "false" };
