@@ -1139,6 +1139,99 @@ def test_l4_the_database_outlives_a_rebuilt_master_which_joins_it_again_through_
     assert readiness(listed) == {"10.1.0.10": "True", "10.1.0.100": "True", "10.1.0.101": "True"}
 
 
+# --- both fakes: the server certificate from csr.conf (server_cert.py, which both import) -------
+
+server_cert = load_module("server_cert", FAKE.parent / "server_cert.py")
+# microk8s' csr.conf.template [ alt_names ] (microk8s-resources/certs/csr.conf.template).
+TEMPLATE = (
+    "[ alt_names ]\nDNS.1 = kubernetes\nIP.1 = 127.0.0.1\nIP.2 = 10.152.183.1\n#MOREIPS\n\n"
+    "[ v3_ext ]\nsubjectAltName=@alt_names\n"
+)
+EXTRA_SANS = "IP.99 = 203.0.113.10\nIP.98 = 203.0.113.20\nIP.97 = 10.1.0.5\n"
+
+
+def sans_of(pem: str) -> list[str]:
+    return server_cert.subject_alt_names(pem)
+
+
+def test_render_csr_conf_numbers_the_hosts_addresses_from_3_skipping_the_templates_indices():
+    """utils.sh render_csr_conf: IP.3 up for get_ips, past an index the template has (grep '^IP.N', a prefix)."""
+    template = TEMPLATE.replace("#MOREIPS", "IP.4 = 192.0.2.4\n" + EXTRA_SANS + "#MOREIPS")
+    addresses = [f"192.0.2.{n}" for n in range(11, 18)]
+    rendered = server_cert.render_csr_conf(template, addresses)
+    # IP.4 is the template's; IP.9 is skipped because '^IP.9' matches the template's IP.99.
+    numbered = [line for line in rendered.splitlines() if line.endswith(tuple(addresses))]
+    assert numbered == [f"IP.{i} = {a}" for a, i in zip(addresses, [3, 5, 6, 7, 8, 10, 11], strict=True)]
+    assert "#MOREIPS" not in rendered
+    assert server_cert.render_csr_conf(TEMPLATE, ["127.0.0.1"]) == TEMPLATE.replace("#MOREIPS", "")
+
+
+def test_refresh_certs_puts_every_ip_of_the_template_into_the_rehearsal_fakes_certificate(pair):
+    """refresh_certs.py reproduce_server_cert: refresh_csr_conf; gen_server_cert, from the template as it is now."""
+    master, _ = pair
+    assert master.run("snap", "install", "microk8s", "--channel=1.28/stable").returncode == 0
+    certs = master.snap_data / "certs"
+    before = (certs / "server.crt").read_text()
+    assert sans_of(before) == [
+        "DNS:kubernetes",
+        "IP Address:127.0.0.1",
+        "IP Address:10.152.183.1",
+        "IP Address:127.0.0.2",
+    ]
+    template = (certs / "csr.conf.template").read_text()
+    (certs / "csr.conf.template").write_text(template.replace("#MOREIPS", EXTRA_SANS + "#MOREIPS"))
+    # Salt's template change alone reissues nothing: the certificate waits for refresh-certs.
+    assert issue(master)["token"].split("/")[1] == check_of(before)
+    assert master.run("microk8s", "refresh-certs", "--cert", "server.crt").returncode == 0
+    after = (certs / "server.crt").read_text()
+    assert sans_of(after) == [
+        "DNS:kubernetes",
+        "IP Address:127.0.0.1",
+        "IP Address:10.152.183.1",
+        "IP Address:203.0.113.10",
+        "IP Address:203.0.113.20",
+        "IP Address:10.1.0.5",
+        "IP Address:127.0.0.2",
+    ]
+    assert (certs / "csr.conf").read_text() == (certs / "csr.conf.rendered").read_text()
+    assert check_of(after) != check_of(before)
+
+
+def test_l4_refresh_certs_puts_every_ip_of_the_template_into_the_certificate(l4):
+    """The L4 fake's refresh-certs, the same way: the node's address for #MOREIPS, IP.3."""
+    master, _ = l4
+    certs = master.home / "certs"
+    assert sans_of((certs / "server.crt").read_text()) == [
+        "DNS:kubernetes",
+        "IP Address:127.0.0.1",
+        "IP Address:10.1.0.10",
+    ]
+    template = (certs / "csr.conf.template").read_text()
+    (certs / "csr.conf.template").write_text(template.replace("#MOREIPS", EXTRA_SANS + "#MOREIPS"))
+    assert master.run("refresh-certs", "--cert", "server.crt").returncode == 0
+    assert sans_of((certs / "server.crt").read_text()) == [
+        "DNS:kubernetes",
+        "IP Address:127.0.0.1",
+        "IP Address:203.0.113.10",
+        "IP Address:203.0.113.20",
+        "IP Address:10.1.0.5",
+        "IP Address:10.1.0.10",
+    ]
+
+
+def test_l4_a_join_reissues_the_certificate_from_the_csr_conf_it_keeps(l4):
+    """join_dqlite_master_node → ensure_server_ca: ensure_csr_conf_conservative keeps a valid csr.conf."""
+    master, joiner = l4
+    certs = joiner.home / "certs"
+    kept = (certs / "csr.conf").read_text()
+    (certs / "csr.conf.template").write_text(
+        (certs / "csr.conf.template").read_text().replace("#MOREIPS", EXTRA_SANS + "#MOREIPS")
+    )
+    assert joiner.run("join", l4_url(master)).returncode == 0
+    assert (certs / "csr.conf").read_text() == kept
+    assert "IP Address:203.0.113.10" not in sans_of((certs / "server.crt").read_text())
+
+
 # --- both fakes: labels, taints and annotations (node_objects.py, which both import) -------------
 
 

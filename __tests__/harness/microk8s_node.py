@@ -61,7 +61,8 @@ class FakeMicrok8s:
             "config.get": lambda key, default=None: str(self.home) if key == "microk8s.snap_data" else default,
             "file.file_exists": os.path.isfile,
             "file.read": lambda path: Path(path).read_text(),
-            "file.write": lambda path, text: Path(path).write_text(text),
+            # Salt's file.write: each argument written as a line of its own.
+            "file.write": lambda path, *lines: Path(path).write_text("".join(f"{line}\n" for line in lines)),
             **extra,
         }
 

@@ -171,66 +171,119 @@ def test_virtual_needs_the_execution_module(states):
     assert states.__virtual__() == "microk8s"
 
 
-# extra_san
+# extra_sans
+
+API_ADDRESSES = ["203.0.113.10", "203.0.113.20", "10.1.0.5"]
+NAME = "microk8s-certificates-microk8s-extra-sans"
 
 
 def san_node(current, fail=None):
     calls = []
 
-    def set_san(address):
-        calls.append(address)
+    def set_sans(addresses):
+        calls.append(addresses)
         if fail:
             raise CommandExecutionError(fail)
-        return {"changed": True, "san": f"IP.99 = {address}"}
+        return {"changed": True, "sans": [f"IP.{99 - i} = {a}" for i, a in enumerate(addresses)]}
 
-    return calls, {"microk8s.extra_san": lambda: current, "microk8s.config_set_extra_san": set_san}
+    return calls, {"microk8s.extra_sans": lambda: current, "microk8s.config_set_extra_sans": set_sans}
 
 
-def test_extra_san_already_set_changes_nothing_in_test_mode_too(states):
-    calls, functions = san_node("203.0.113.10")
+def test_extra_sans_already_set_change_nothing_in_test_mode_too(states):
+    calls, functions = san_node(list(API_ADDRESSES))
     for test in (False, True):
         states.__salt__, states.__opts__ = functions, {"test": test}
-        assert states.extra_san("203.0.113.10") == {
-            "name": "203.0.113.10",
+        assert states.extra_sans(NAME, API_ADDRESSES) == {
+            "name": NAME,
             "result": True,
             "changes": {},
-            "comment": "203.0.113.10 is already the extra SAN",
+            "comment": "the extra SANs are already 203.0.113.10, 203.0.113.20, 10.1.0.5",
         }
     assert calls == []
 
 
-def test_extra_san_is_predicted_then_replaced(states):
-    calls, functions = san_node("203.0.113.9")
+@pytest.mark.parametrize(
+    "current",
+    [
+        [],  # a fresh node
+        ["203.0.113.10"],  # the single floating IP of an earlier release, or before the load balancer
+        ["203.0.113.10", "203.0.113.9", "10.1.0.5"],  # a load balancer with a new floating IP
+        ["203.0.113.10", "203.0.113.20", "10.1.0.5", "10.1.0.6"],  # one too many
+    ],
+)
+def test_extra_sans_are_predicted_then_set(states, current):
+    calls, functions = san_node(current)
+    changes = {"extra_sans": {"old": current, "new": API_ADDRESSES}}
     states.__salt__, states.__opts__ = functions, {"test": True}
-    assert states.extra_san("203.0.113.10") == {
-        "name": "203.0.113.10",
+    assert states.extra_sans(NAME, API_ADDRESSES) == {
+        "name": NAME,
         "result": None,
-        "changes": {"extra_san": {"old": "203.0.113.9", "new": "203.0.113.10"}},
-        "comment": "203.0.113.10 would become the extra SAN",
+        "changes": changes,
+        "comment": "the extra SANs would become 203.0.113.10, 203.0.113.20, 10.1.0.5",
     }
     assert calls == []
     states.__opts__ = {"test": False}
-    assert states.extra_san("203.0.113.10") == {
-        "name": "203.0.113.10",
+    assert states.extra_sans(NAME, API_ADDRESSES) == {
+        "name": NAME,
         "result": True,
-        "changes": {"extra_san": {"old": "203.0.113.9", "new": "203.0.113.10"}},
-        "comment": "203.0.113.10 is the extra SAN",
+        "changes": changes,
+        "comment": "the extra SANs are 203.0.113.10, 203.0.113.20, 10.1.0.5",
     }
-    assert calls == ["203.0.113.10"]
+    assert calls == [API_ADDRESSES]
 
 
 NO_MARKER = "csr.conf.template has no #MOREIPS marker to add a SAN at"
 
 
-def test_extra_san_failures_are_reported(states):
-    _, functions = san_node(None, fail=NO_MARKER)
+def test_extra_sans_failures_are_reported(states):
+    _, functions = san_node([], fail=NO_MARKER)
     states.__salt__, states.__opts__ = functions, {"test": False}
-    assert states.extra_san("203.0.113.10") == {
-        "name": "203.0.113.10",
+    assert states.extra_sans(NAME, ["203.0.113.10"]) == {
+        "name": NAME,
         "result": False,
         "changes": {},
-        "comment": f"203.0.113.10 could not be set as the extra SAN: {NO_MARKER}",
+        "comment": f"the extra SANs could not be set to 203.0.113.10: {NO_MARKER}",
     }
+
+
+def test_extra_sans_refused_by_the_module_are_reported(states):
+    refused = "None is not an IPv4 address: an extra SAN must be one"
+    _, functions = san_node([], fail=refused)
+    states.__salt__, states.__opts__ = functions, {"test": False}
+    assert states.extra_sans(NAME, ["203.0.113.10", None]) == {
+        "name": NAME,
+        "result": False,
+        "changes": {},
+        "comment": f"the extra SANs could not be set to 203.0.113.10, None: {refused}",
+    }
+
+
+def test_extra_sans_unreadable_template_is_reported(states):
+    def unreadable():
+        raise CommandExecutionError("No such file or directory")
+
+    states.__salt__ = {"microk8s.extra_sans": unreadable}
+    for test in (False, True):
+        states.__opts__ = {"test": test}
+        assert states.extra_sans(NAME, ["203.0.113.10"]) == {
+            "name": NAME,
+            "result": False,
+            "changes": {},
+            "comment": "the certificate template cannot be read: No such file or directory",
+        }
+
+
+def test_extra_sans_must_be_a_list(states):
+    calls, functions = san_node([])
+    for test in (False, True):
+        states.__salt__, states.__opts__ = functions, {"test": test}
+        assert states.extra_sans(NAME, "203.0.113.10") == {
+            "name": NAME,
+            "result": False,
+            "changes": {},
+            "comment": "addresses must be a list of IPv4 addresses, not '203.0.113.10'",
+        }
+    assert calls == []
 
 
 # join_tokens_published, on the master

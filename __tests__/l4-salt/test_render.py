@@ -392,10 +392,9 @@ def test_microk8s_uses_the_pillar_networks_and_the_floating_ip(tmp_path, pillar_
     highstate = Minion(tmp_path, f"k8s-master.{DOMAIN}", pillar_data).highstate()
     launch = args_of(highstate["microk8s-install-file-managed-launch-config"], "file.managed")
     assert launch["context"] == {"pod_cidr": "10.244.0.0/16", "service_cidr": "10.152.183.0/24"}
-    san = args_of(highstate["microk8s-certificates-microk8s-extra-san"], "microk8s.extra_san")
-    assert san["name"] == pillar_data["microk8s"]["allowed_csr_ip"]
-    refresh = args_of(highstate["microk8s-certificates-cmd-run-refresh"], "cmd.run")
-    assert refresh["onchanges"] == [{"microk8s": "microk8s-certificates-microk8s-extra-san"}]
+    sans = args_of(highstate["microk8s-certificates-microk8s-extra-sans"], "microk8s.extra_sans")
+    assert sans["addresses"] == pillar_data["microk8s"]["api_addresses"]
+    assert sans["addresses"][0] == pillar_data["microk8s"]["allowed_csr_ip"]
     enabled = {
         args_of(s, "microk8s.addon_enabled")["name"]
         for i, s in highstate.items()
@@ -403,6 +402,42 @@ def test_microk8s_uses_the_pillar_networks_and_the_floating_ip(tmp_path, pillar_
     }
     assert enabled == {"dns", "hostpath-storage", "helm3", "ha-cluster", "observability"}
     assert "microk8s-addons-microk8s-addon-disabled-registry" in highstate
+
+
+LB_ADDRESSES = ["203.0.113.10", "203.0.113.20", "10.1.0.5"]
+
+
+@pytest.mark.parametrize(
+    ("api_addresses", "allowed_csr_ip", "sans"),
+    [
+        # The master's floating IP, then the load balancer's floating IP and VIP.
+        (LB_ADDRESSES, "203.0.113.10", LB_ADDRESSES),
+        # An older pillar, or one without the key's value: the floating IP alone.
+        (None, "203.0.113.10", ["203.0.113.10"]),
+        ([], "203.0.113.10", ["203.0.113.10"]),
+    ],
+)
+def test_the_api_certificate_names_every_api_address_and_is_refreshed_on_changes(
+    tmp_path, pillar_data, api_addresses, allowed_csr_ip, sans
+):
+    microk8s = {k: v for k, v in pillar_data["microk8s"].items() if k != "api_addresses"}
+    microk8s["allowed_csr_ip"] = allowed_csr_ip
+    if api_addresses is not None:
+        microk8s["api_addresses"] = api_addresses
+    highstate = Minion(tmp_path, f"k8s-master.{DOMAIN}", {**pillar_data, "microk8s": microk8s}).highstate()
+    extra_sans = args_of(highstate["microk8s-certificates-microk8s-extra-sans"], "microk8s.extra_sans")
+    assert extra_sans["addresses"] == sans
+    assert {"sls": "microk8s.install"} in extra_sans["require"]
+    refresh = args_of(highstate["microk8s-certificates-cmd-run-refresh"], "cmd.run")
+    assert refresh["name"] == "microk8s refresh-certs --cert server.crt"
+    assert refresh["onchanges"] == [{"microk8s": "microk8s-certificates-microk8s-extra-sans"}]
+
+
+def test_without_any_api_address_the_certificate_is_left_alone(tmp_path, pillar_data):
+    microk8s = {k: v for k, v in pillar_data["microk8s"].items() if k not in ("api_addresses", "allowed_csr_ip")}
+    highstate = Minion(tmp_path, f"k8s-master.{DOMAIN}", {**pillar_data, "microk8s": microk8s}).highstate()
+    assert "microk8s-install-file-managed-launch-config" in highstate
+    assert [i for i in highstate if i.startswith("microk8s-certificates-")] == []
 
 
 @pytest.mark.parametrize("host", ["k8s-master", "k8s-worker-0"])
@@ -425,7 +460,7 @@ def test_the_master_joins_before_its_certificate_addons_and_tokens(tmp_path, pil
     lows = sorted(minion.call("state.show_lowstate"), key=lambda low: low["order"])
     ids = [low["__id__"] for low in lows if low["__sls__"].startswith("microk8s")]
     joined = ids.index("microk8s-joined-microk8s-cluster-joined")
-    assert joined < ids.index("microk8s-certificates-microk8s-extra-san")
+    assert joined < ids.index("microk8s-certificates-microk8s-extra-sans")
     assert joined < min(i for i, state_id in enumerate(ids) if state_id.startswith("microk8s-addons-"))
     assert ids[-1] == "microk8s-tokens-microk8s-join-tokens-published"
 

@@ -103,37 +103,43 @@ def addon_disabled(name: str) -> dict:
     return _addon(name, "disabled", None)
 
 
-def extra_san(name: str) -> dict:
+def extra_sans(name: str, addresses: list[str]) -> dict:
     """
-    Ensures the API server certificate's template lists ``name`` (an IP address, e.g. the
-    master's floating IP) as its extra SAN, replacing an older one. Watch it to refresh the
+    Ensures the API server certificate's template lists exactly ``addresses`` (IPv4: every
+    address clients reach the API at, the master's floating IP first) as its extra SANs, in
+    order, replacing, adding and removing the lines it manages. Watch it to refresh the
     certificate.
 
     .. code-block:: yaml
 
-        microk8s-certificates-microk8s-extra-san:
-          microk8s.extra_san:
-            - name: 203.0.113.10
+        microk8s-certificates-microk8s-extra-sans:
+          microk8s.extra_sans:
+            - addresses: [203.0.113.10, 203.0.113.20, 10.1.0.5]
     """
     ret = _ret(name)
+    if not isinstance(addresses, (list, tuple)):
+        ret["comment"] = f"addresses must be a list of IPv4 addresses, not {addresses!r}"
+        return ret
+    wanted = list(addresses)
+    listed = ", ".join(map(str, wanted))
     try:
-        current = __salt__["microk8s.extra_san"]()
+        current = __salt__["microk8s.extra_sans"]()
     except CommandExecutionError as error:
         ret["comment"] = f"the certificate template cannot be read: {error}"
         return ret
-    if current == name:
-        ret.update(result=True, comment=f"{name} is already the extra SAN")
+    if current == wanted:
+        ret.update(result=True, comment=f"the extra SANs are already {listed}")
         return ret
-    changes = {"extra_san": {"old": current, "new": name}}
+    changes = {"extra_sans": {"old": current, "new": wanted}}
     if __opts__["test"]:
-        ret.update(result=None, changes=changes, comment=f"{name} would become the extra SAN")
+        ret.update(result=None, changes=changes, comment=f"the extra SANs would become {listed}")
         return ret
     try:
-        __salt__["microk8s.config_set_extra_san"](name)
+        __salt__["microk8s.config_set_extra_sans"](wanted)
     except CommandExecutionError as error:
-        ret["comment"] = f"{name} could not be set as the extra SAN: {error}"
+        ret["comment"] = f"the extra SANs could not be set to {listed}: {error}"
         return ret
-    ret.update(result=True, changes=changes, comment=f"{name} is the extra SAN")
+    ret.update(result=True, changes=changes, comment=f"the extra SANs are {listed}")
     return ret
 
 

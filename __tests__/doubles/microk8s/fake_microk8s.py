@@ -78,8 +78,11 @@ Also reproduced:
   characters); join compares it with the master's certificate before it posts anything
   (join.py join_request: "Joining cluster failed. Could not verify the identity of <ip>. ...",
   exit 4; the token is not spent); --skip-verify skips it; `refresh-certs --cert server.crt`
-  (scripts/wrappers/refresh_certs.py) writes a new certificate, hence a new check. The master's
-  certificate is read from its $SNAP_DATA, which stands in for the TLS handshake.
+  (scripts/wrappers/refresh_certs.py reproduce_server_cert: refresh_csr_conf; gen_server_cert)
+  renders certs/csr.conf from the template again and writes a new certificate naming its every
+  IP.n (the extra SANs Salt writes among them), hence a new check; the install renders csr.conf
+  too, and a join keeps it (server_cert.py, beside the rehearsal's fake, shared by both). The
+  master's certificate is read from its $SNAP_DATA, which stands in for the TLS handshake.
 
 Faults a test injects through $FAKE_MICROK8S_DIR/fake/faults.json (a JSON object; each count is
 spent one use at a time, and the key is removed at 0):
@@ -118,6 +121,7 @@ from pathlib import Path
 # rehearsal's fake, which carries it into the hosts' images.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "rehearsal" / "fake-microk8s"))
 import node_objects
+import server_cert
 
 HOME = Path(os.environ["FAKE_MICROK8S_DIR"])
 ADDRESS = os.environ.get("FAKE_MICROK8S_ADDRESS", "10.1.0.10")
@@ -209,8 +213,9 @@ def pem(kind: str, size: int) -> str:
 
 
 def new_server_certificate(home: Path) -> None:
+    """gen_server_cert, from csr.conf (server_cert.py); the node's one address is its get_ips."""
     (home / SERVER_CRT).parent.mkdir(parents=True, exist_ok=True)
-    (home / SERVER_CRT).write_text(pem("CERTIFICATE", 600))
+    server_cert.gen_server_cert(home, [ADDRESS])
 
 
 def store_cert(home: Path, name: Path, payload: str) -> None:
@@ -704,6 +709,8 @@ def refresh_certs(args: list[str]) -> int:
     print("Taking a backup of the current certificates under /var/snap/microk8s/current/certs-backup/")
     print("Creating new certificates")
     if cert == "server.crt":
+        # reproduce_server_cert: refresh_csr_conf; gen_server_cert (the template's IP.n as they are now).
+        server_cert.refresh_csr_conf(HOME, [ADDRESS])
         new_server_certificate(HOME)
         print("Restarting service kubelite.\nRestarting service cluster-agent.")
     return 0

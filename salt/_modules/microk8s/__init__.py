@@ -110,17 +110,23 @@ def refresh_certs(cert: str = "server.crt") -> str:
     return _sub("_certs").refresh_certs(__salt__, cert)
 
 
-def extra_san() -> str | None:
-    """The extra IP SAN (``IP.99``) in csr.conf.template, or None. CLI Example: ``salt '*' microk8s.extra_san``"""
-    return _sub("_certs").extra_san(__salt__)
+def extra_sans() -> list[str]:
+    """
+    The extra IP SANs in csr.conf.template's managed lines (``IP.99``, ``IP.98``, ...), in that
+    order; [] when there are none. CLI Example: ``salt '*' microk8s.extra_sans``
+    """
+    return _sub("_certs").extra_sans(__salt__)
 
 
-def config_set_extra_san(address: str) -> dict:
+def config_set_extra_sans(addresses: list[str]) -> dict:
     """
-    Puts ``address`` into csr.conf.template as an extra IP SAN, idempotently, keeping the
-    marker so a later address replaces it. Returns ``{"changed": bool, "san": "IP.99 = <address>"}``.
+    Makes csr.conf.template's managed lines list exactly ``addresses`` (IPv4, in order, ``IP.99``
+    counting down), idempotently, keeping the ``#MOREIPS`` marker and microk8s' own lines.
+    Returns ``{"changed": bool, "sans": ["IP.99 = <address>", ...]}``. Raises on a template without
+    the marker, or on anything but distinct IPv4 addresses.
+    CLI Example: ``salt '*' microk8s.config_set_extra_sans '[203.0.113.10, 203.0.113.20]'``
     """
-    return _sub("_certs").set_extra_san(__salt__, address)
+    return _sub("_certs").set_extra_sans(__salt__, addresses)
 
 
 # Membership: who should be in the cluster, who is, and taking nodes out.

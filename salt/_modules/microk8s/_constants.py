@@ -15,6 +15,10 @@ WORKER_LOCK = "var/lock/clustered.lock"
 KUBELITE_SERVICE = "snap.microk8s.daemon-kubelite"
 # The marker microk8s' csr.conf.template carries where extra IP SANs may go.
 CSR_MARKER = "#MOREIPS"
+# The extra SANs this module manages: IP.99 for the first address, counting down, at most this
+# many (IP.99 to IP.90); render_csr_conf numbers the host's own addresses up from IP.3.
+SAN_TOP_INDEX = 99
+SAN_MAX_ADDRESSES = 10
 DEFAULT_TIMEOUT = 300
 # Single-use tokens, as microk8s itself defaults to (add-node --token-ttl -1).
 SINGLE_USE_TTL = -1

@@ -8,9 +8,12 @@ hosts only over the network, through a cluster agent on port 25000, as microk8s 
 State, under the real paths:
 - $SNAP_DATA (/var/snap/microk8s/current): fake/node.json (installed, running, the channel, the
   cluster's agent address, the id of the cluster the node belongs to), credentials/cluster-tokens.txt,
-  var/lock/clustered.lock, certs/csr.conf.template, certs/server.crt and the CA, certs/ca.crt and
-  ca.key (PEM blocks of random bytes: ssl.PEM_cert_to_DER_cert decodes them, nothing uses them
-  for TLS);
+  var/lock/clustered.lock, certs/csr.conf.template, certs/csr.conf rendered from it and
+  certs/server.crt issued from that (server_cert.py, installed beside this file and shared with
+  the L4 fake: its subjectAltName lists every DNS.n and IP.n of csr.conf, the extra SANs Salt
+  writes into the template among them, after `refresh-certs --cert server.crt`), and the CA,
+  certs/ca.crt and ca.key (PEM blocks of random bytes: ssl.PEM_cert_to_DER_cert decodes them,
+  nothing uses them for TLS);
 - fake/cluster.json on every voter and stand-by: its copy of the cluster database (the cluster
   id, an index raised by every write, the dqlite members with their roles, the Kubernetes nodes
   with name, InternalIP, the kubelet version last reported and unschedulable, the cluster's
@@ -154,8 +157,9 @@ Also:
   agent's /certificate (standing in for the TLS handshake's peer certificate) and compares
   before it posts the join (join.py join_request: "Joining cluster failed. Could not verify the
   identity of <ip>. Use '--skip-verify' to skip server certificate check.", exit 4; the token
-  is not spent); `refresh-certs --cert server.crt` (scripts/wrappers/refresh_certs.py) writes
-  a new certificate, so the check changes.
+  is not spent); `refresh-certs --cert server.crt` (scripts/wrappers/refresh_certs.py
+  reproduce_server_cert: refresh_csr_conf; gen_server_cert) renders csr.conf from the template
+  again and writes a new certificate naming its IP.n, so the check changes.
 
 Faults a test injects through $SNAP_DATA/fake/faults.json (a JSON object; counts are spent one
 use at a time and removed at 0):
@@ -192,6 +196,7 @@ from pathlib import Path
 # Beside this program, here and in the image (install.sh), also when a test loads this file as a module.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import node_objects
+import server_cert
 
 ROOT = Path(os.environ.get("FAKE_MICROK8S_ROOT", "/"))
 SNAP_DATA = ROOT / "var/snap/microk8s/current"
@@ -308,8 +313,9 @@ def pem(kind: str, size: int) -> str:
 
 
 def new_server_certificate() -> None:
+    """gen_server_cert, from csr.conf (server_cert.py)."""
     SERVER_CRT.parent.mkdir(parents=True, exist_ok=True)
-    SERVER_CRT.write_text(pem("CERTIFICATE", 600))
+    server_cert.gen_server_cert(SNAP_DATA, addresses())
 
 
 def store_cert(path: Path, payload: str) -> None:
@@ -1261,6 +1267,8 @@ def refresh_certs(args: list[str]) -> int:
     print("Taking a backup of the current certificates under /var/snap/microk8s/7000/certs-backup/")
     print("Creating new certificates")
     if cert == "server.crt":
+        # reproduce_server_cert: refresh_csr_conf; gen_server_cert (the template's IP.n as they are now).
+        server_cert.refresh_csr_conf(SNAP_DATA, addresses())
         new_server_certificate()
         print("Restarting service kubelite.\nRestarting service cluster-agent.")
     return 0
@@ -1303,10 +1311,12 @@ def snap(args: list[str]) -> int:
         )
         CSR_TEMPLATE.parent.mkdir(parents=True, exist_ok=True)
         CSR_TEMPLATE.write_text("[ alt_names ]\nDNS.1 = kubernetes\nIP.1 = 127.0.0.1\nIP.2 = 10.152.183.1\n#MOREIPS\n")
-        # produce_certs: a CA of this install's own, written only when there is none.
+        # produce_certs: a CA of this install's own, written only when there is none; csr.conf
+        # rendered from the template, and server.crt from it.
         if not CA_CRT.exists():
             CA_KEY.write_text(pem("PRIVATE KEY", 1200))
             CA_CRT.write_text(pem("CERTIFICATE", 800))
+        server_cert.refresh_csr_conf(SNAP_DATA, addresses())
         new_server_certificate()
         start_own_cluster(state)
         write(NODE, state)
