@@ -48,12 +48,24 @@ export function saltPillar(scope: Construct, props: SaltPillarProps): string {
   // Literal for-expressions again: a token may open them, never follow an object literal's `}`.
   const { nodeCount, labels, taints } = props.defaultPool;
   const perNode = (name: string, defaultPool: string, pools: string) => {
-    const forDefault = new TerraformLocal(scope, `kube_default_pool_${name}`, `\${[for i in range(${Token.asString(nodeCount)}) : ${defaultPool}]}`);
+    const forDefault = new TerraformLocal(
+      scope,
+      `kube_default_pool_${name}`,
+      `\${[for i in range(${Token.asString(nodeCount)}) : ${defaultPool}]}`,
+    );
     const forPools = new TerraformLocal(scope, `kube_pool_${name}`, `\${[for node in local.kube_pool_nodes : ${pools}]}`);
-    return new TerraformLocal(scope, `kube_${name}_by_node`, Fn.concat([Token.asList(forDefault.expression), Token.asList(forPools.expression)]));
+    return new TerraformLocal(
+      scope,
+      `kube_${name}_by_node`,
+      Fn.concat([Token.asList(forDefault.expression), Token.asList(forPools.expression)]),
+    );
   };
   const poolsRef = Token.asString(props.pools);
-  perNode("labels", `merge(${Token.asString(labels)}, { "${POOL_LABEL}" = "${DEFAULT_POOL}" })`, `merge(${poolsRef}[node.pool].labels, { "${POOL_LABEL}" = node.pool })`);
+  perNode(
+    "labels",
+    `merge(${Token.asString(labels)}, { "${POOL_LABEL}" = "${DEFAULT_POOL}" })`,
+    `merge(${poolsRef}[node.pool].labels, { "${POOL_LABEL}" = node.pool })`,
+  );
   perNode("taints", Token.asString(taints), `${poolsRef}[node.pool].taints`);
   const apiAddresses = new TerraformLocal(
     scope,
