@@ -208,6 +208,7 @@ describe("KubeOnOsStack", () => {
  */
 const ADDRESSES = [
   "data.openstack_blockstorage_quotaset_v3.Quotas_BlockStorage_71E29EE3",
+  "data.openstack_compute_availability_zones_v2.AvailabilityZones_F5EF4A83",
   "data.openstack_compute_flavor_v2.Quotas_BastionFlavor_DD0482BC",
   "data.openstack_compute_flavor_v2.Quotas_KubeNodeFlavor_EBC4EC2D",
   "data.openstack_compute_flavor_v2.Quotas_PoolFlavors_13D0BAAA",
