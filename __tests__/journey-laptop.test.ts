@@ -168,11 +168,12 @@ describeEachCli("the README's laptop commands against the OpenStack API double",
   );
 
   it(
-    "prints the kubeconfig command, pointed at the master's floating IP",
+    "prints the kubeconfig command, pointed at the API load balancer's floating IP (the double's cloud has Octavia)",
     async () => {
       const output = await atTerminal("npm run --silent output -- -raw kubeconfig_command\n");
       expect(output.status).toBe(0);
-      const floatingIp = double.neutron.floatingips.all().find((ip) => ip.port_id && String(ip.fixed_ip_address) === "10.0.0.11");
+      const [loadBalancer] = double.octavia.loadBalancers.all();
+      const floatingIp = double.neutron.floatingips.all().find((ip) => ip.port_id && ip.port_id === loadBalancer?.vip_port_id);
       expect(floatingIp).toBeDefined();
       expect(output.text).toContain(
         `ubuntu@10.1.0.10 sudo microk8s config | sed 's#server: https://[^:]*:#server: https://${floatingIp?.floating_ip_address}:#' > kubeconfig`,
