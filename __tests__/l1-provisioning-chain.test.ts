@@ -127,7 +127,14 @@ describe("SaltProvisioner", () => {
 
   it("uploads salt/ and pillar/ contents (trailing slash) and the pillar data, then installs them with sudo", () => {
     const sync = step(json, "SyncSaltTree").provisioner.map((p: any) => Object.entries(p)[0]);
-    expect(sync.map(([type]: [string]) => type)).toEqual(["remote-exec", "file", "file", "file", "remote-exec"]);
+    expect(sync.map(([type]: [string]) => type)).toEqual(["remote-exec", "file", "file", "file", "file", "remote-exec"]);
+    // The staging directory is the deploy user's alone before the cloud credential lands in it.
+    expect(sync[0][1].inline).toEqual([
+      "set -eu",
+      "rm -rf .kube-on-os/stage",
+      "install -d -m 0700 .kube-on-os/stage",
+      "mkdir -p .kube-on-os/stage/salt .kube-on-os/stage/pillar",
+    ]);
     const [, salt] = sync[1];
     const [, pillar] = sync[2];
     const [, data] = sync[3];
@@ -136,7 +143,8 @@ describe("SaltProvisioner", () => {
     expect(pillar).toMatchObject({ source: expect.stringMatching(/^assets\/SaltProvisioner_PillarTree_[0-9A-F]{8}\/[0-9a-f]{64}\/$/) });
     expect(pillar.destination).toBe(".kube-on-os/stage/pillar");
     expect(data).toMatchObject({ content: "${local.salt_pillar}", destination: ".kube-on-os/stage/_from_terraform.sls" });
-    expect(sync[4][1].inline).toEqual(["set -eu", "sudo bash .kube-on-os/bin/install-salt-tree.sh .kube-on-os/stage"]);
+    expect(sync[4][1]).toMatchObject({ content: "${local.cloud_pillar}", destination: ".kube-on-os/stage/_cloud.sls" });
+    expect(sync[5][1].inline).toEqual(["set -eu", "sudo bash .kube-on-os/bin/install-salt-tree.sh .kube-on-os/stage"]);
   });
 
   it("re-runs the whole chain when provisioners/ changes, since steps 1 and 2 upload it", () => {
@@ -148,12 +156,14 @@ describe("SaltProvisioner", () => {
     }
   });
 
-  it("triggers the sync on content hashes of salt/, pillar/ and the pillar data", () => {
+  it("triggers the sync on content hashes of salt/, pillar/ and the pillar data, and the cloud pillar's non-secret values", () => {
     expect(step(json, "SyncSaltTree").triggers).toEqual({
       after: `\${one(${address(json, "WaitForSaltMaster")}[*].id)}`,
       salt_tree: cleanCopy(path.join(ROOT, "salt")).hash,
       pillar_tree: cleanCopy(path.join(ROOT, "pillar")).hash,
       pillar_data: "${sha256(local.salt_pillar)}",
+      // A hash of the settings and the credential's id: a secret cannot be a trigger the plan shows.
+      cloud_pillar: "${local.cloud_pillar_version}",
     });
   });
 

@@ -332,6 +332,7 @@ const REJECTED: readonly RawValues[] = [
   { microk8s_channel: "1.27/stable" },
   { reboot_for_updates: "sometimes" },
   { api_load_balancer: "yes" },
+  { cloud_integration: "perhaps" },
   { ssh_allowed_cidrs: "[]" },
   { api_allowed_cidrs: '["203.0.113.7"]' },
   { dns_nameservers: '["9.9.9"]' },

@@ -66,8 +66,8 @@ function expectedResources(nodes: number, provisioners = false): Record<string, 
     openstack_networking_router_v2: 1,
     openstack_networking_router_interface_v2: 1,
     openstack_networking_secgroup_v2: 4,
-    // and the load balancer's way in to the members
-    openstack_networking_secgroup_rule_v2: 7,
+    // and the load balancer's way in to the members, and LoadBalancer Services' to the NodePorts
+    openstack_networking_secgroup_rule_v2: 8,
     // bastion 2, salt master 1, k8s master 2, one per worker
     openstack_networking_port_v2: 5 + workers,
     // bastion, master, load balancer
@@ -83,9 +83,18 @@ function expectedResources(nodes: number, provisioners = false): Record<string, 
     openstack_lb_monitor_v2: 1,
     // one per control-plane node
     openstack_lb_member_v2: Math.min(3, nodes),
+    // the cloud controller manager's and Cinder CSI's
+    openstack_identity_application_credential_v3: 1,
   };
 }
 const TOTAL_AT_3 = Object.values(expectedResources(3)).reduce((a, b) => a + b, 0);
+
+/** The id of the Nova server named `host`.kube-on-os. */
+function serverId(host: string): string {
+  const found = double.nova.servers.all().filter((s) => s.name === `${host}.kube-on-os`);
+  expect(found).toHaveLength(1);
+  return String(found[0].id);
+}
 
 function portAddress(resources: any[], name: string): string {
   return byName(resources, "openstack_networking_port_v2", name).fixed_ip[0].ip_address;
@@ -319,10 +328,29 @@ describe("L3: apply, re-plan with no changes, destroy", () => {
         pod_cidr: "10.244.0.0/16",
         service_cidr: "10.152.183.0/24",
         channel: "1.35/stable",
+        // Each node's Nova server, for its providerID.
         nodes: [
-          { id: "k8s-master.kube-on-os", address: "10.1.0.10", labels: { "kube-on-os/pool": "default" }, taints: [] },
-          { id: "k8s-worker-0.kube-on-os", address: "10.1.0.100", labels: { "kube-on-os/pool": "default" }, taints: [] },
-          { id: "k8s-worker-1.kube-on-os", address: "10.1.0.101", labels: { "kube-on-os/pool": "default" }, taints: [] },
+          {
+            id: "k8s-master.kube-on-os",
+            address: "10.1.0.10",
+            labels: { "kube-on-os/pool": "default" },
+            taints: [],
+            instance_id: serverId("k8s-master"),
+          },
+          {
+            id: "k8s-worker-0.kube-on-os",
+            address: "10.1.0.100",
+            labels: { "kube-on-os/pool": "default" },
+            taints: [],
+            instance_id: serverId("k8s-worker-0"),
+          },
+          {
+            id: "k8s-worker-1.kube-on-os",
+            address: "10.1.0.101",
+            labels: { "kube-on-os/pool": "default" },
+            taints: [],
+            instance_id: serverId("k8s-worker-1"),
+          },
         ],
         control_plane: ["k8s-master.kube-on-os", "k8s-worker-0.kube-on-os", "k8s-worker-1.kube-on-os"],
       },
@@ -338,6 +366,46 @@ describe("L3: apply, re-plan with no changes, destroy", () => {
           : typeof v;
     const example = YAML.parse(fs.readFileSync(path.join(__dirname, "..", "pillar", "_from_terraform.sls.example"), "utf8"));
     expect(shape({ ...pillar, users: example.users })).toEqual(shape(example));
+  });
+
+  it("creates the cluster's application credential with the least roles, and writes it to the cloud pillar only", async () => {
+    const credentials = double.keystone.applicationCredentials.all().filter((c) => c.seeded !== true);
+    expect(credentials).toHaveLength(1);
+    const [credential] = credentials as any[];
+    expect(credential.name).toBe("kube-on-os-cloud-provider");
+    expect(credential.unrestricted).toBe(false);
+    // member and load-balancer_member are the user's; Keystone lists reader, which member implies, too.
+    expect(credential.roles.map((r: { name: string }) => r.name).sort()).toEqual(["load-balancer_member", "member", "reader"]);
+
+    const console = await ws.tofu(["console"], {}, "nonsensitive(base64encode(local.cloud_pillar))\n");
+    expect(console.stderr).toBe("");
+    const written = Buffer.from(JSON.parse(console.stdout.trim()), "base64").toString("utf8");
+    expect(written.split("\n")[0]).toBe("#!yaml");
+    const externalNetwork = double.neutron.networks.all().find((n: any) => n["router:external"]) as any;
+    const subnet = (name: string) => (double.neutron.subnets.all().find((s: any) => s.name === name) as any).id;
+    expect(YAML.parse(written)).toEqual({
+      openstack: {
+        cloud: {
+          auth_url: expect.stringMatching(/^http:\/\/127[.]0[.]0[.]1:\d+\/identity/),
+          region: "RegionOne",
+          application_credential_id: credential.id,
+          application_credential_secret: credential.secret,
+          floating_network_id: externalNetwork.id,
+          subnet_id: subnet("kube-on-os-public"),
+          member_subnet_id: subnet("kube-on-os-private"),
+          load_balancer: true,
+        },
+      },
+    });
+    // The documented contract has the same keys.
+    const example = YAML.parse(fs.readFileSync(path.join(__dirname, "..", "pillar", "_cloud.sls.example"), "utf8"));
+    expect(Object.keys(YAML.parse(written).openstack.cloud).sort()).toEqual(Object.keys(example.openstack.cloud).sort());
+    // The secret is in the state (as every credential Terraform creates is), not in the JSON or a plan.
+    expect(fs.readFileSync(path.join(ws.dir, "cdk.tf.json"), "utf8")).not.toContain(credential.secret);
+    // (A saved plan holds the state, so `show -json` of one would print it, as Terraform documents.)
+    const plan = await ws.tofu(["plan", "-input=false", "-lock=false"]);
+    expect(plan.status).toBe(0);
+    expect(plan.stdout + plan.stderr).not.toContain(credential.secret);
   });
 
   it("outputs an ssh command for every machine", async () => {
@@ -589,5 +657,33 @@ describe("secrets", () => {
     // Counted, not shown: a failing assertion must not print the secret either.
     expect(outputs.filter((output) => output.includes(secret)).length).toBe(0);
     expect(fs.readFileSync(path.join(state.dir, `${ws.stateName}.tfstate`), "utf8")).not.toContain(secret);
+  });
+});
+
+describe("cloud integration with a restricted application credential", () => {
+  it("fails at the cluster's credential, naming Keystone's refusal, and deploys with cloud_integration = false", async () => {
+    const ws = await workspace();
+    const unset = Object.fromEntries(Object.keys(double.passwordEnv()).map((k) => [k, ""]));
+    // The double's seeded credential is restricted, Keystone's default.
+    const env = { ...unset, ...double.applicationCredentialEnv() };
+    const credential = "openstack_identity_application_credential_v3.CloudIntegration_Credential_0F2B3D85";
+    const refused = await ws.tofu(["apply", "-auto-approve", "-input=false", `-target=${credential}`], env);
+    expect(refused.status).not.toBe(0);
+    expect(refused.stderr.replace(/\s+/g, " ")).toContain(
+      "Using method 'application_credential' is not allowed for managing additional application credentials.",
+    );
+    const before = double.resourceCount();
+    const applied = await ws.tofu(["apply", "-auto-approve", "-input=false"], { ...env, TF_VAR_cloud_integration: "false" });
+    expect(applied.stderr).toBe("");
+    expect(applied.stdout).toContain(`Apply complete! Resources: ${TOTAL_AT_3 - 2} added`);
+    expect(double.keystone.applicationCredentials.all().filter((c) => c.seeded !== true)).toEqual([]);
+    const console = await ws.tofu(
+      ["console"],
+      { ...env, TF_VAR_cloud_integration: "false" },
+      "nonsensitive(base64encode(local.cloud_pillar))\n",
+    );
+    expect(Buffer.from(JSON.parse(console.stdout.trim()), "base64").toString("utf8")).toBe("#!yaml\n{}\n");
+    expect((await ws.tofu(["destroy", "-auto-approve", "-input=false"], { ...env, TF_VAR_cloud_integration: "false" })).status).toBe(0);
+    expect(double.resourceCount()).toBe(before);
   });
 });

@@ -496,6 +496,13 @@ export const VARIABLES = {
     default: "auto",
     rules: [rule("api_load_balancer", oneOf(API_LOAD_BALANCER_MODES), `one of ${API_LOAD_BALANCER_MODES.join(", ")}`)],
   } satisfies VariableSpec<string>,
+  cloud_integration: {
+    type: "bool",
+    description:
+      "Deploy the OpenStack cloud controller manager and the Cinder CSI driver (a default Cinder StorageClass, LoadBalancer Services on Octavia, nodes' providerIDs) with an application credential the stack creates for the cluster. The deploying credential must be allowed to create one: a password, or an unrestricted application credential. false leaves the cluster without cloud integration.",
+    default: true,
+    rules: [],
+  } satisfies VariableSpec<boolean>,
   ssh_allowed_cidrs: {
     type: "list(string)",
     description: "Networks allowed to reach the bastion's SSH port. The provisioners connect from here too.",

@@ -20,6 +20,7 @@ import { declareVariables } from "../config/terraform-variables";
 import { ApiLoadBalancer } from "./api-load-balancer";
 import { AvailabilityZones } from "./availability-zones";
 import { Bastion } from "./bastion";
+import { CloudIntegration } from "./cloud-integration";
 import { ClusterLayout } from "./cluster-layout";
 import { controlPlaneFloor } from "./control-plane-floor";
 import { KubeNodePool } from "./kube-node-pool";
@@ -64,6 +65,8 @@ export class KubeOnOsStack extends TerraformStack {
   readonly workerPools: WorkerPools;
   /** The Octavia load balancer in front of the control plane (count 0 without one). */
   readonly apiLoadBalancer: ApiLoadBalancer;
+  /** The cloud controller manager's and Cinder CSI's application credential and settings. */
+  readonly cloudIntegration: CloudIntegration;
   /** The plan-time quota check. */
   readonly quotas: Quotas;
   readonly provisioner: SaltProvisioner;
@@ -167,6 +170,11 @@ export class KubeOnOsStack extends TerraformStack {
       mode: v.api_load_balancer.stringValue,
       allowedCidrs: v.api_allowed_cidrs.listValue,
     });
+    this.cloudIntegration = new CloudIntegration(this, "CloudIntegration", {
+      enabled: v.cloud_integration.booleanValue,
+      domain: v.deploy_domain_name.stringValue,
+      network: this.network,
+    });
     controlPlaneFloor(this, "ControlPlaneFloor", this.layout, this.kubeNodes.master);
 
     this.quotas = new Quotas(this, "Quotas", {
@@ -181,7 +189,7 @@ export class KubeOnOsStack extends TerraformStack {
       saltVolumeSize: v.salt_volume_size.numberValue,
       newKeypairs: Token.asNumber(Fn.lengthOf(splat(keypair, "name"))),
       securityGroups: Object.keys(this.network.securityGroups).length,
-      securityGroupRules: this.network.securityGroupRuleCount,
+      securityGroupRules: Token.asNumber(Op.add(this.network.securityGroupRuleCount, this.cloudIntegration.securityGroupRules)),
       kubeNodeBootVolumeSize: v.kube_node_boot_volume_size.numberValue,
       apiLoadBalancers: this.apiLoadBalancer.count,
       workerPools: this.workerPools,
@@ -205,6 +213,7 @@ export class KubeOnOsStack extends TerraformStack {
       pillarTree: props.pillarTree,
       microk8sChannel: v.microk8s_channel.stringValue,
       rebootForUpdates: v.reboot_for_updates.booleanValue,
+      cloudPillar: { content: this.cloudIntegration.pillar, version: this.cloudIntegration.pillarVersion },
       pillar: saltPillar(this, {
         layout: this.layout,
         users: v.users.value,
@@ -218,6 +227,7 @@ export class KubeOnOsStack extends TerraformStack {
         microk8sChannel: v.microk8s_channel.stringValue,
         defaultPool: { nodeCount: v.num_kube_nodes.numberValue, labels: v.kube_node_labels.value, taints: v.kube_node_taints.value },
         pools: v.node_pools.value,
+        instanceIds: Fn.concat([[this.kubeNodes.master.id], splat(this.kubeNodes.workers, "id"), this.workerPools.workerIds]),
       }),
     });
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Salt tree and the pillar that Terraform uploaded to STAGING_DIR (salt/, pillar/,
-# _from_terraform.sls) on the Salt master, as root, then removes STAGING_DIR.
+# _from_terraform.sls, and _cloud.sls when there is one) on the Salt master, as root, then removes
+# STAGING_DIR. _cloud.sls holds the cloud credential: it is installed readable by root alone.
 #
 # The salt root (/srv/salt) is the mount point of the master's persistent volume: the directory
 # itself stays, with its lost+found, and only its contents are replaced. The pillar root
@@ -40,7 +41,9 @@ for root in "$salt_root" "$pillar_root"; do
   fi
 done
 # Salt serves whatever a link points to; the trees hold plain files and directories only.
-odd=$(find "$staging/salt" "$staging/pillar" "$staging/_from_terraform.sls" ! -type f ! -type d -print -quit)
+cloud_pillar=()
+[[ ! -e $staging/_cloud.sls ]] || cloud_pillar=("$staging/_cloud.sls")
+odd=$(find "$staging/salt" "$staging/pillar" "$staging/_from_terraform.sls" "${cloud_pillar[@]}" ! -type f ! -type d -print -quit)
 [[ -z $odd ]] || koo_die 1 "install-salt-tree on $host: $odd is neither a file nor a directory"
 [[ ! -e $staging/salt/lost+found ]] ||
   koo_die 1 "install-salt-tree on $host: $staging/salt/lost+found would replace the volume's own lost+found"
@@ -98,7 +101,9 @@ pillar_name=$(basename "$pillar_root")
 pillar_new=$(mktemp -d "$pillar_parent/.$pillar_name.new.XXXXXX")
 cp -R -- "$staging/pillar/." "$pillar_new/"
 cp -- "$staging/_from_terraform.sls" "$pillar_new/_from_terraform.sls"
+[[ ${#cloud_pillar[@]} -eq 0 ]] || cp -- "$staging/_cloud.sls" "$pillar_new/_cloud.sls"
 normalize "$pillar_new" 0750 0640
+[[ ${#cloud_pillar[@]} -eq 0 ]] || chmod 0600 "$pillar_new/_cloud.sls"
 if [[ -e $pillar_root ]]; then
   pillar_old=$(mktemp -u "$pillar_parent/.$pillar_name.old.XXXXXX")
   mv -T -- "$pillar_root" "$pillar_old"

@@ -94,6 +94,27 @@ def test_sets_modes_and_owner(fakes, srv, staging):
             assert (path.stat().st_uid, path.stat().st_gid) == (os.getuid(), os.getgid()), path
 
 
+# Shaped like CloudIntegration's pillar (constructs/cloud-integration.ts); the secret is made up.
+CLOUD = '#!yaml\n"openstack":\n  "cloud":\n    "application_credential_secret": "s3cr3t"\n'
+
+
+def test_installs_the_cloud_pillar_readable_by_its_owner_alone(fakes, srv, staging):
+    (staging / "_cloud.sls").write_text(CLOUD)
+    result = fakes.run("install-salt-tree.sh", str(staging))
+    assert result.returncode == 0, result.stderr
+    installed = srv / "pillar" / "_cloud.sls"
+    assert installed.read_text() == CLOUD
+    assert stat.S_IMODE(installed.stat().st_mode) == 0o600
+    assert "s3cr3t" not in result.stdout + result.stderr
+    # The next sync without one (cloud_integration turned off by an older chain) leaves none behind.
+    (staging / "salt").mkdir(parents=True, exist_ok=True)
+    shutil.copytree(ROOT / "salt", staging / "salt", dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "pillar", staging / "pillar", dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
+    (staging / "_from_terraform.sls").write_text(FROM_TERRAFORM)
+    assert fakes.run("install-salt-tree.sh", str(staging)).returncode == 0
+    assert not installed.exists()
+
+
 def test_prints_counts_and_digests_and_removes_the_staging_dir(fakes, srv, staging):
     salt_files = tree_files(staging / "salt")
     pillar_files = {**tree_files(staging / "pillar"), "_from_terraform.sls": FROM_TERRAFORM.encode()}

@@ -868,6 +868,7 @@ export const VALUES: { readonly [K in VariableName]: Values } = {
   microk8s_channel: CHANNEL,
   reboot_for_updates: BOOL,
   api_load_balancer: edgesAnd(["auto", "on", "off", "On", "", "true", "auto "], padded(fc.constantFrom("auto", "on", "off"))),
+  cloud_integration: BOOL,
   ssh_allowed_cidrs: cidrListText(),
   api_allowed_cidrs: cidrListText(),
   dns_nameservers: NAMESERVERS,

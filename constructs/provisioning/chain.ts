@@ -37,6 +37,12 @@ export interface SaltProvisionerProps {
   readonly layout: ClusterLayout;
   /** The content of /srv/pillar/_from_terraform.sls (see saltPillar()). */
   readonly pillar: string;
+  /**
+   * /srv/pillar/_cloud.sls, the Kubernetes master's alone (see CloudIntegration): its sensitive
+   * content, and a hash of its non-secret values that re-syncs the pillar when they change.
+   * @default - no _cloud.sls is written
+   */
+  readonly cloudPillar?: { readonly content: string; readonly version: string };
   /** The microk8s channel the cluster runs (microk8s_channel, validated at plan time): the upgrade step rolls it. */
   readonly microk8sChannel: string;
   /**
@@ -162,12 +168,29 @@ export class SaltProvisioner extends Construct {
         salt_tree: saltTree.hash,
         pillar_tree: pillarTree.hash,
         pillar_data: Fn.sha256(props.pillar),
+        ...(props.cloudPillar === undefined ? {} : { cloud_pillar: props.cloudPillar.version }),
       },
       provisioners: [
-        remoteExec(toSaltMaster, `rm -rf ${REMOTE_STAGE}`, `mkdir -p ${REMOTE_STAGE}/salt ${REMOTE_STAGE}/pillar`),
+        // 0700: the staged _cloud.sls holds the cloud credential until install-salt-tree.sh moves it.
+        remoteExec(
+          toSaltMaster,
+          `rm -rf ${REMOTE_STAGE}`,
+          `install -d -m 0700 ${REMOTE_STAGE}`,
+          `mkdir -p ${REMOTE_STAGE}/salt ${REMOTE_STAGE}/pillar`,
+        ),
         { type: "file", source: `${saltTree.asset.path}/`, destination: `${REMOTE_STAGE}/salt`, connection: toSaltMaster },
         { type: "file", source: `${pillarTree.asset.path}/`, destination: `${REMOTE_STAGE}/pillar`, connection: toSaltMaster },
         { type: "file", content: props.pillar, destination: `${REMOTE_STAGE}/_from_terraform.sls`, connection: toSaltMaster },
+        ...(props.cloudPillar === undefined
+          ? []
+          : [
+              {
+                type: "file",
+                content: props.cloudPillar.content,
+                destination: `${REMOTE_STAGE}/_cloud.sls`,
+                connection: toSaltMaster,
+              } as const,
+            ]),
         remoteExec(toSaltMaster, `sudo bash ${REMOTE_BIN}/install-salt-tree.sh ${REMOTE_STAGE}`),
       ],
     });

@@ -23,6 +23,8 @@ export interface SaltPillarProps {
   readonly defaultPool: { readonly nodeCount: number; readonly labels: unknown; readonly taints: unknown };
   /** The node_pools variable, whose entries give their workers' labels and taints. */
   readonly pools: unknown;
+  /** The Nova server ids of the Kubernetes nodes, in kube_node_ids' order: the nodes' providerIDs. */
+  readonly instanceIds: string[];
 }
 
 /**
@@ -72,11 +74,13 @@ export function saltPillar(scope: Construct, props: SaltPillarProps): string {
     "kube_api_addresses",
     `\${[for address in [${Token.asString(props.masterFloatingIp)}, ${Token.asString(props.apiLoadBalancer.address)}, ${Token.asString(props.apiLoadBalancer.vipAddress)}] : address if address != null]}`,
   );
+  new TerraformLocal(scope, "kube_instance_ids", props.instanceIds);
   const nodes = new TerraformLocal(
     scope,
     "kube_nodes",
     `\${[for i, id in ${layout.locals.kubeNodeIds.expression} : ` +
-      `{ id = id, address = local.kube_node_addresses[i], labels = local.kube_labels_by_node[i], taints = local.kube_taints_by_node[i] }]}`,
+      `{ id = id, address = local.kube_node_addresses[i], labels = local.kube_labels_by_node[i], taints = local.kube_taints_by_node[i], ` +
+      `instance_id = local.kube_instance_ids[i] }]}`,
   );
   const pillar = new TerraformLocal(
     scope,
