@@ -51,14 +51,17 @@ def srv(tmp_path: Path, fakes):
     return srv
 
 
-@pytest.fixture
-def staging(tmp_path: Path) -> Path:
+def stage(staging: Path) -> Path:
     """What Terraform uploads: the project's salt/ and pillar/ and a _from_terraform.sls."""
-    staging = tmp_path / "home" / ".kube-on-os" / "staging"
     shutil.copytree(ROOT / "salt", staging / "salt", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(ROOT / "pillar", staging / "pillar", ignore=shutil.ignore_patterns("__pycache__"))
     (staging / "_from_terraform.sls").write_text(FROM_TERRAFORM)
     return staging
+
+
+@pytest.fixture
+def staging(tmp_path: Path) -> Path:
+    return stage(tmp_path / "home" / ".kube-on-os" / "staging")
 
 
 def test_replaces_the_salt_tree_in_place_and_keeps_lost_and_found(fakes, srv, staging):
@@ -107,11 +110,8 @@ def test_installs_the_cloud_pillar_readable_by_its_owner_alone(fakes, srv, stagi
     assert stat.S_IMODE(installed.stat().st_mode) == 0o600
     assert "s3cr3t" not in result.stdout + result.stderr
     # The next sync without one (cloud_integration turned off by an older chain) leaves none behind.
-    (staging / "salt").mkdir(parents=True, exist_ok=True)
-    shutil.copytree(ROOT / "salt", staging / "salt", dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copytree(ROOT / "pillar", staging / "pillar", dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
-    (staging / "_from_terraform.sls").write_text(FROM_TERRAFORM)
-    assert fakes.run("install-salt-tree.sh", str(staging)).returncode == 0
+    assert not staging.exists()
+    assert fakes.run("install-salt-tree.sh", str(stage(staging))).returncode == 0
     assert not installed.exists()
 
 
