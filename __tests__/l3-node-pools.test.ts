@@ -216,21 +216,32 @@ describe("L3: two pools over zones: apply, re-plan with no changes, change the p
       const port = double.neutron.ports.all().find((p) => p.name === `${name}-private`);
       return (port!.fixed_ips as { ip_address: string }[])[0].ip_address;
     };
+    // Each node's Nova server, for its providerID.
+    const server = (name: string) => String(double.nova.servers.all().find((s) => s.name === name)!.id);
+    const defaultPool = (id: string, address: string) => ({
+      id,
+      address,
+      labels: { "kube-on-os/pool": "default" },
+      taints: [],
+      instance_id: server(id),
+    });
     expect(pillar.microk8s.nodes).toEqual([
-      { id: "k8s-master.kube-on-os", address: "10.1.0.10", labels: { "kube-on-os/pool": "default" }, taints: [] },
-      { id: "k8s-worker-0.kube-on-os", address: "10.1.0.100", labels: { "kube-on-os/pool": "default" }, taints: [] },
-      { id: "k8s-worker-1.kube-on-os", address: "10.1.0.101", labels: { "kube-on-os/pool": "default" }, taints: [] },
+      defaultPool("k8s-master.kube-on-os", "10.1.0.10"),
+      defaultPool("k8s-worker-0.kube-on-os", "10.1.0.100"),
+      defaultPool("k8s-worker-1.kube-on-os", "10.1.0.101"),
       ...[0, 1].map((n) => ({
         id: `k8s-gpu-${n}.kube-on-os`,
         address: address(`k8s-gpu-${n}.kube-on-os`),
         labels: { "example.com/gpu": "true", "kube-on-os/pool": "gpu" },
         taints: ["gpu=true:NoSchedule"],
+        instance_id: server(`k8s-gpu-${n}.kube-on-os`),
       })),
       ...[0, 1, 2].map((n) => ({
         id: `k8s-web-${n}.kube-on-os`,
         address: address(`k8s-web-${n}.kube-on-os`),
         labels: { "kube-on-os/pool": "web" },
         taints: [],
+        instance_id: server(`k8s-web-${n}.kube-on-os`),
       })),
     ]);
     // Neutron's picks come from the DHCP half of the private network.
