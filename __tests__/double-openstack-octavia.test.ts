@@ -58,4 +58,46 @@ describe("OpenStack API double: Octavia", () => {
     expect(double.resourceCount()).toBe(0);
     expect(double.unhandled).toEqual([]);
   });
+
+  it("leaves Octavia out with octavia: false: no load-balancer service in the catalog, no load-balancer route", async () => {
+    const without = await startOpenStackDouble({ octavia: false });
+    try {
+      const { OS_USERNAME, OS_PASSWORD, OS_PROJECT_NAME } = without.passwordEnv();
+      const auth = await fetch(`${without.authUrl}/auth/tokens`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({
+          auth: {
+            identity: {
+              methods: ["password"],
+              password: { user: { name: OS_USERNAME, password: OS_PASSWORD, domain: { id: "default" } } },
+            },
+            scope: { project: { name: OS_PROJECT_NAME, domain: { id: "default" } } },
+          },
+        }),
+      });
+      expect(auth.status).toBe(201);
+      const { token } = (await auth.json()) as { token: { catalog: { type: string }[] } };
+      expect(token.catalog.map((service) => service.type)).toEqual([
+        "identity",
+        "network",
+        "compute",
+        "image",
+        "block-storage",
+        "volumev3",
+      ]);
+      // A client that found no endpoint never sends this; one that did is a gap, loudly.
+      const errors: string[] = [];
+      const spy = jest.spyOn(console, "error").mockImplementation((line: string) => void errors.push(line));
+      const lbs = await fetch(`${without.url}/load-balancer/v2.0/lbaas/loadbalancers`, {
+        headers: { "x-auth-token": String(auth.headers.get("x-subject-token")) },
+      });
+      spy.mockRestore();
+      expect(lbs.status).toBe(501);
+      expect(without.unhandled).toEqual([{ method: "GET", url: "/load-balancer/v2.0/lbaas/loadbalancers", status: 501 }]);
+      expect(errors).toHaveLength(1);
+    } finally {
+      await without.close();
+    }
+  });
 });
