@@ -3,11 +3,8 @@
  * private subnet with its VIP port in Neutron and a floating IP on it, listeners, pools, members
  * and health monitors, through the provisioning_status lifecycle the provider waits on.
  */
-import * as fs from "node:fs";
-import * as os from "node:os";
-import * as path from "node:path";
 import { OpenStackDouble, startOpenStackDouble } from "./doubles/openstack/server";
-import { RunResult, runTofuAsync } from "./support/tofu";
+import { authenticate, fixture, ok, projectScope } from "./support/openstack-double";
 
 let double: OpenStackDouble;
 
@@ -19,18 +16,9 @@ afterEach(async () => {
   await double.close();
 });
 
-async function ok(result: Promise<RunResult>): Promise<RunResult> {
-  const done = await result;
-  if (done.status !== 0) throw new Error(`tofu failed (${done.status}):\n${done.stderr}${done.stdout}`);
-  return done;
-}
-
 describe("OpenStack API double: Octavia", () => {
   it("serves load balancers, listeners, pools, members and monitors to the real provider: apply, no-change re-plan, destroy", async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "kube-on-os-fixture-"));
-    fs.copyFileSync(path.join(__dirname, "fixtures", "octavia.tf.json"), path.join(dir, "main.tf.json"));
-    const tofu = (args: string[]) => runTofuAsync(args, dir, double.passwordEnv());
-    await ok(tofu(["init", "-input=false"]));
+    const tofu = await fixture(double, "octavia");
 
     await ok(tofu(["apply", "-auto-approve", "-input=false"]));
     const [lb] = double.octavia.loadBalancers.all();
@@ -57,5 +45,34 @@ describe("OpenStack API double: Octavia", () => {
     await ok(tofu(["destroy", "-auto-approve", "-input=false"]));
     expect(double.resourceCount()).toBe(0);
     expect(double.unhandled).toEqual([]);
+  });
+
+  it("leaves Octavia out with octavia: false: no load-balancer service in the catalog, no load-balancer route", async () => {
+    const without = await startOpenStackDouble({ octavia: false });
+    try {
+      const auth = await authenticate(without, projectScope(without));
+      expect(auth.status).toBe(201);
+      const { token } = (await auth.json()) as { token: { catalog: { type: string }[] } };
+      expect(token.catalog.map((service) => service.type)).toEqual([
+        "identity",
+        "network",
+        "compute",
+        "image",
+        "block-storage",
+        "volumev3",
+      ]);
+      // A client that found no endpoint never sends this; one that did is a gap, loudly.
+      const errors: string[] = [];
+      const spy = jest.spyOn(console, "error").mockImplementation((line: string) => void errors.push(line));
+      const lbs = await fetch(`${without.url}/load-balancer/v2.0/lbaas/loadbalancers`, {
+        headers: { "x-auth-token": String(auth.headers.get("x-subject-token")) },
+      });
+      spy.mockRestore();
+      expect(lbs.status).toBe(501);
+      expect(without.unhandled).toEqual([{ method: "GET", url: "/load-balancer/v2.0/lbaas/loadbalancers", status: 501 }]);
+      expect(errors).toHaveLength(1);
+    } finally {
+      await without.close();
+    }
   });
 });

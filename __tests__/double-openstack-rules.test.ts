@@ -9,13 +9,14 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { NO_VALID_HOST } from "./doubles/openstack/nova";
 import { NOBLE_IMAGE, OpenStackDouble, startOpenStackDouble, WIKI_IMAGE } from "./doubles/openstack/server";
+import { authenticate as authenticateTo, issueToken } from "./support/openstack-double";
 
 let double: OpenStackDouble;
 let token: string;
 
 beforeEach(async () => {
   double = await startOpenStackDouble();
-  token = await issueToken({ project: { name: double.identity.project.name, domain: { id: "default" } } });
+  token = await issueToken(double);
 });
 
 afterEach(async () => {
@@ -23,27 +24,8 @@ afterEach(async () => {
   await double.close();
 });
 
-async function issueToken(scope?: unknown): Promise<string> {
-  const response = await authenticate(scope);
-  expect(response.status).toBe(201);
-  return response.headers.get("x-subject-token") as string;
-}
-
 function authenticate(scope?: unknown, identity?: unknown): Promise<Response> {
-  const { user } = double.identity;
-  return fetch(`${double.authUrl}/auth/tokens`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({
-      auth: {
-        identity: identity ?? {
-          methods: ["password"],
-          password: { user: { name: user.name, password: user.password, domain: { name: "Default" } } },
-        },
-        ...(scope === undefined ? {} : { scope }),
-      },
-    }),
-  });
+  return authenticateTo(double, scope, identity);
 }
 
 interface Answer {
@@ -211,7 +193,7 @@ describe("Nova", () => {
     });
     await double.close();
     double = await startOpenStackDouble({ availabilityZones: ["az2", "az1"] });
-    token = await issueToken({ project: { name: double.identity.project.name, domain: { id: "default" } } });
+    token = await issueToken(double);
     const zones = await api("GET", `${NOVA}/os-availability-zone`);
     expect(zones.body.availabilityZoneInfo.map((z: { zoneName: string }) => z.zoneName)).toEqual(["az1", "az2"]);
     const detail = await api("GET", `${NOVA}/os-availability-zone/detail`);
@@ -347,7 +329,7 @@ describe("Cinder", () => {
   it("lists its volume types, __DEFAULT__ first, and refuses an unknown type or availability zone", async () => {
     await double.close();
     double = await startOpenStackDouble({ volumeTypes: ["ssd"] });
-    token = await issueToken({ project: { name: double.identity.project.name, domain: { id: "default" } } });
+    token = await issueToken(double);
     const types = await api("GET", `/volume/v3/${double.identity.project.id}/types`);
     expect(types.body.volume_types.map((t: { name: string }) => t.name)).toEqual(["__DEFAULT__", "ssd"]);
     expect(types.body.volume_types[0]).toMatchObject({ description: "Default Volume Type", is_public: true });
@@ -640,7 +622,7 @@ describe("Octavia", () => {
 
     await double.close();
     double = await startOpenStackDouble({ loadBalancerEnforceNewDefaults: false });
-    token = await issueToken({ project: { name: double.identity.project.name, domain: { id: "default" } } });
+    token = await issueToken(double);
     const network = (await api("POST", "/network/v2.0/networks", { network: { name: "lb" } })).body.network.id;
     const other = (await api("POST", "/network/v2.0/subnets", { subnet: { network_id: network, cidr: "10.7.0.0/24", ip_version: 4 } })).body
       .subnet.id;

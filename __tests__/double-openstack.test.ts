@@ -5,12 +5,9 @@
  * booting from a volume of a named type, Keystone's token scope and application credentials,
  * Neutron's 409 for a taken fixed IP, and the double's own rules (unknown ids, unknown requests).
  */
-import * as fs from "node:fs";
-import * as os from "node:os";
-import * as path from "node:path";
 import { OpenStackDouble, startOpenStackDouble } from "./doubles/openstack/server";
 import type { Resource } from "./doubles/openstack/store";
-import { RunResult, runTofuAsync } from "./support/tofu";
+import { fixture as fixtureOf, FixtureTofu, issueToken, ok } from "./support/openstack-double";
 
 let double: OpenStackDouble;
 
@@ -22,19 +19,8 @@ afterEach(async () => {
   await double.close();
 });
 
-/** A working directory holding one fixture, initialised offline with local state. */
-async function fixture(name: string): Promise<(args: string[], env?: NodeJS.ProcessEnv) => Promise<RunResult>> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "kube-on-os-fixture-"));
-  fs.copyFileSync(path.join(__dirname, "fixtures", `${name}.tf.json`), path.join(dir, "main.tf.json"));
-  const tofu = (args: string[], env: NodeJS.ProcessEnv = {}) => runTofuAsync(args, dir, { ...double.passwordEnv(), ...env });
-  expect((await tofu(["init", "-input=false"])).status).toBe(0);
-  return tofu;
-}
-
-async function ok(result: Promise<RunResult>): Promise<RunResult> {
-  const done = await result;
-  if (done.status !== 0) throw new Error(`tofu failed (${done.status}):\n${done.stderr}${done.stdout}`);
-  return done;
+function fixture(name: string): Promise<FixtureTofu> {
+  return fixtureOf(double, name);
 }
 
 describe("OpenStack API double", () => {
@@ -140,24 +126,7 @@ describe("OpenStack API double", () => {
   });
 
   describe("its own rules", () => {
-    async function token(): Promise<string> {
-      const { OS_USERNAME, OS_PASSWORD, OS_PROJECT_NAME } = double.passwordEnv();
-      const response = await fetch(`${double.authUrl}/auth/tokens`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({
-          auth: {
-            identity: {
-              methods: ["password"],
-              password: { user: { name: OS_USERNAME, password: OS_PASSWORD, domain: { name: "Default" } } },
-            },
-            scope: { project: { name: OS_PROJECT_NAME, domain: { id: "default" } } },
-          },
-        }),
-      });
-      expect(response.status).toBe(201);
-      return response.headers.get("x-subject-token") as string;
-    }
+    const token = () => issueToken(double);
 
     it("rejects requests without a token it issued", async () => {
       const response = await fetch(`${double.url}/network/v2.0/networks`, { headers: { "x-auth-token": "forged" } });

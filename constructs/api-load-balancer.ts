@@ -11,6 +11,7 @@ import { NetworkingFloatingipV2 } from "../.gen/providers/openstack/networking-f
 import { NetworkingSecgroupRuleV2 } from "../.gen/providers/openstack/networking-secgroup-rule-v2";
 import { API_LOAD_BALANCER_MODES } from "../config/parameters";
 import { ClusterLayout } from "./cluster-layout";
+import { hclOf } from "./hcl";
 import { splat } from "./machine";
 import { Network } from "./network";
 
@@ -66,7 +67,7 @@ export class ApiLoadBalancer extends Construct {
       lifecycle: {
         postcondition: [
           {
-            condition: `\${${Token.asString(mode)} != "on" || contains(self.service_catalog[*].type, "${OCTAVIA_SERVICE_TYPE}")}`,
+            condition: `\${${hclOf(mode)} != "on" || contains(self.service_catalog[*].type, "${OCTAVIA_SERVICE_TYPE}")}`,
             errorMessage: `api_load_balancer is "on", but this cloud's catalog lists no ${OCTAVIA_SERVICE_TYPE} (Octavia) service: set it to "auto" or "off".`,
           },
         ],
@@ -101,7 +102,7 @@ export class ApiLoadBalancer extends Construct {
       // No allowed network closes the API, as api_allowed_cidrs = [] closes it on the master;
       // Octavia reads an empty allowed_cidrs as "everyone".
       // Literal: cdktf renders Op's right operand 0 as "undefined".
-      adminStateUp: Token.asAny(`\${length(${Token.asString(allowedCidrs)}) > 0}`) as IResolvable,
+      adminStateUp: Token.asAny(`\${length(${hclOf(allowedCidrs)}) > 0}`) as IResolvable,
     });
     this.pool = new LbPoolV2(this, "Pool", {
       count: counted(),

@@ -1,5 +1,6 @@
 import { Fn, Lazy, Op, TerraformLocal, TerraformStack, Token } from "cdktf";
 import { Construct } from "constructs";
+import { hclOf } from "./hcl";
 
 /**
  * The cluster's layout, in one place: host names, FQDNs (= Salt minion ids), fixed host numbers
@@ -177,7 +178,7 @@ export class ClusterLayout {
     // A literal for-expression: cdktf has no construct for one.
     this.workerPrivateIps = local(
       "kube_worker_private_ips",
-      `\${[for n in range(${Token.asString(this.workerCount)}) : cidrhost(${privateCidr}, ${HOSTS.firstWorkerPrivate} + n)]}`,
+      `\${[for n in range(${Token.asString(this.workerCount)}) : cidrhost(${hclOf(privateCidr)}, ${HOSTS.firstWorkerPrivate} + n)]}`,
     );
     // Pools in their names' order (a map's), workers in their numbers'; element() wraps around
     // the zones. Literal for-expressions again, with no token after an object literal's `}`.
@@ -187,7 +188,7 @@ export class ClusterLayout {
       "kube_pool_nodes",
       `\${flatten([for name, pool in ${pools} : [for i in range(pool.count) : ` +
         `{ pool = name, index = i, host = format("${HOST_NAMES.poolWorker}-%s-%d", name, i), ` +
-        `fqdn = format("${HOST_NAMES.poolWorker}-%s-%d.%s", name, i, ${Token.asString(domain)}), ` +
+        `fqdn = format("${HOST_NAMES.poolWorker}-%s-%d.%s", name, i, ${hclOf(domain)}), ` +
         `zone = length(pool.availability_zones) > 0 ? element(pool.availability_zones, i) : null }]])}`,
     );
     locals.kube_pool_nodes_by_host = new TerraformLocal(

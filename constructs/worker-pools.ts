@@ -5,6 +5,7 @@ import { ComputeServergroupV2 } from "../.gen/providers/openstack/compute-server
 import { DataOpenstackImagesImageV2 } from "../.gen/providers/openstack/data-openstack-images-image-v2";
 import { NetworkingPortV2 } from "../.gen/providers/openstack/networking-port-v2";
 import { UUID_PATTERN } from "../config/rules";
+import { hclOf } from "./hcl";
 import { KubeNodePool } from "./kube-node-pool";
 import { bootFromVolume, CONFIG_DRIVE, KEEP_IMAGE, MachineProps, userDataFor } from "./machine";
 
@@ -51,8 +52,8 @@ export class WorkerPools extends Construct {
 
   constructor(scope: Construct, id: string, props: WorkerPoolsProps) {
     super(scope, id);
-    const flavor = Token.asString(props.defaultFlavor ?? KubeNodePool.DEFAULT_FLAVOR);
-    const policy = Token.asString(props.serverGroupPolicy ?? KubeNodePool.DEFAULT_SERVER_GROUP_POLICY);
+    const flavor = hclOf(props.defaultFlavor ?? KubeNodePool.DEFAULT_FLAVOR);
+    const policy = props.serverGroupPolicy ?? KubeNodePool.DEFAULT_SERVER_GROUP_POLICY;
     const { network, layout } = props;
     const pools = Token.asString(props.pools);
 
@@ -61,8 +62,8 @@ export class WorkerPools extends Construct {
       this,
       "settings",
       `\${{ for name, pool in ${pools} : name => { count = pool.count, flavor = coalesce(pool.flavor, ${flavor}), ` +
-        `image = coalesce(pool.image, ${Token.asString(props.defaultImage)}), volume_size = pool.boot_volume_size, ` +
-        `volume_type = pool.boot_volume_type, grouped = ${policy} != "none" } }}`,
+        `image = coalesce(pool.image, ${hclOf(props.defaultImage)}), volume_size = pool.boot_volume_size, ` +
+        `volume_type = pool.boot_volume_type, grouped = ${hclOf(policy)} != "none" } }}`,
     );
     this.settings = settings;
     const settingsRef = `local.${settings.friendlyUniqueId}`;

@@ -138,36 +138,18 @@ export class Cinder {
       if (typeof body.name === "string" && body.name.trim().length > 255) {
         throw new ApiError(400, "badRequest", `Invalid input received: name has ${body.name.trim().length} characters, more than 255.`);
       }
-      // cinder/api/v3/volumes.py, VolumeController.create: the type first; then the flow's
-      // availability zone and quota.
-      const type = body.volume_type ? this.volumeType(String(body.volume_type)) : this.volumeType(DEFAULT_VOLUME_TYPE);
-      const zone = this.availabilityZone(body.availability_zone);
-      this.checkQuota(body.size as number);
-      const timestamp = now();
-      const volume = this.volumes.add({
-        name: null,
-        description: null,
-        metadata: {},
-        snapshot_id: null,
-        source_volid: null,
-        ...body,
-        availability_zone: zone,
-        volume_type: type.name,
-        size: body.size,
-        status: "creating",
-        reads: 0,
-        fails: this.failures.some((matches) => matches(String(body.name ?? ""))),
-        bootable: "false",
-        encrypted: false,
-        multiattach: false,
-        attachments: [],
-        consistencygroup_id: null,
-        replication_status: null,
-        user_id: null,
-        "os-vol-tenant-attr:tenant_id": this.projectId,
-        created_at: timestamp,
-        updated_at: timestamp,
-      });
+      const volume = this.newVolume(
+        body.size as number,
+        body.volume_type ? String(body.volume_type) : DEFAULT_VOLUME_TYPE,
+        body.availability_zone,
+        {
+          ...body,
+          status: "creating",
+          reads: 0,
+          fails: this.failures.some((matches) => matches(String(body.name ?? ""))),
+          bootable: "false",
+        },
+      );
       return reply.code(202).send({ volume: this.view(volume) });
     });
     app.put(`${base}/volumes/:id`, async (request) => {
@@ -244,19 +226,9 @@ export class Cinder {
    * marks it bootable with the image's metadata).
    */
   createBootVolume(size: number, image: Resource, volumeType: string | undefined, zone: string | undefined): Resource {
-    const type = this.volumeType(volumeType ?? DEFAULT_VOLUME_TYPE);
-    const availabilityZone = this.availabilityZone(zone);
-    this.checkQuota(size);
-    const timestamp = now();
-    return this.volumes.add({
+    return this.newVolume(size, volumeType ?? DEFAULT_VOLUME_TYPE, zone, {
       name: "",
       description: "",
-      metadata: {},
-      snapshot_id: null,
-      source_volid: null,
-      availability_zone: availabilityZone,
-      volume_type: type.name,
-      size,
       status: "available",
       reads: 0,
       fails: false,
@@ -271,6 +243,29 @@ export class Cinder {
         size: String(image.size),
         checksum: image.checksum,
       },
+    });
+  }
+
+  /**
+   * A new volume of `size` GiB, with Cinder's checks in cinder/api/v3/volumes.py,
+   * VolumeController.create's order: the type first, then the flow's availability zone and quota.
+   * `fields` are the caller's (a request body's, or Nova's boot volume's); the rest is Cinder's.
+   */
+  private newVolume(size: number, type: string, zone: unknown, fields: Record<string, unknown>): Resource {
+    const volumeType = this.volumeType(type);
+    const availabilityZone = this.availabilityZone(zone);
+    this.checkQuota(size);
+    const timestamp = now();
+    return this.volumes.add({
+      name: null,
+      description: null,
+      metadata: {},
+      snapshot_id: null,
+      source_volid: null,
+      ...fields,
+      availability_zone: availabilityZone,
+      volume_type: volumeType.name,
+      size,
       encrypted: false,
       multiattach: false,
       attachments: [],

@@ -120,6 +120,8 @@ export class Keystone {
   constructor(
     private readonly identity: Identity,
     private readonly baseUrl: () => string,
+    /** The service types the catalog lists: a cloud without a service has no entry for it. @default every SERVICE_PATHS type */
+    private readonly services: readonly string[] = Object.keys(SERVICE_PATHS),
   ) {
     this.applicationCredentials.add({
       id: identity.applicationCredential.id,
@@ -446,21 +448,23 @@ export class Keystone {
       ...(credential
         ? { application_credential: { id: credential.id, name: credential.name, restricted: credential.unrestricted !== true } }
         : {}),
-      catalog: Object.entries(SERVICE_PATHS).map(([type, path]) => {
-        const url = type === "block-storage" || type === "volumev3" ? `${base}${path}/${project.id}` : `${base}${path}`;
-        return {
-          id: randomUUID().replace(/-/g, ""),
-          type,
-          name: type,
-          endpoints: ["public", "internal"].map((iface) => ({
+      catalog: Object.entries(SERVICE_PATHS)
+        .filter(([type]) => this.services.includes(type))
+        .map(([type, path]) => {
+          const url = type === "block-storage" || type === "volumev3" ? `${base}${path}/${project.id}` : `${base}${path}`;
+          return {
             id: randomUUID().replace(/-/g, ""),
-            interface: iface,
-            region,
-            region_id: region,
-            url,
-          })),
-        };
-      }),
+            type,
+            name: type,
+            endpoints: ["public", "internal"].map((iface) => ({
+              id: randomUUID().replace(/-/g, ""),
+              interface: iface,
+              region,
+              region_id: region,
+              url,
+            })),
+          };
+        }),
     };
   }
 }

@@ -1,10 +1,9 @@
 import { randomBytes, randomInt, randomUUID } from "node:crypto";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import * as ipaddr from "ipaddr.js";
-import { ApiError, Collection, filterBy, now, Resource } from "./store";
+import { ApiError, Collection, filterBy, now, registerCollection, Resource } from "./store";
 
 type Query = Record<string, string | string[] | undefined>;
-type Body = Record<string, Record<string, unknown>>;
 
 interface FixedIp {
   subnet_id: string;
@@ -157,36 +156,25 @@ export class Neutron {
 
   register(app: FastifyInstance, auth: (request: FastifyRequest) => void): void {
     const base = "/network/v2.0";
-    const crud = (plural: string, singular: string, collection: Collection, create: (body: Record<string, unknown>) => Resource) => {
-      app.get(`${base}/${plural}`, async (request) => {
-        auth(request);
-        return { [plural.replace(/-/g, "_")]: filterBy(collection.all(), request.query as Query).map((r) => this.view(r)) };
+    const crud = (plural: string, singular: string, collection: Collection, create: (body: Record<string, unknown>) => Resource) =>
+      registerCollection(app, auth, {
+        path: `${base}/${plural}`,
+        plural: plural.replace(/-/g, "_"),
+        singular,
+        list: (request) => filterBy(collection.all(), request.query as Query).map((r) => this.view(r)),
+        show: (id) => this.view(collection.get(id)),
+        create: (body) => {
+          if (!body) throw new ApiError(400, "BadRequest", `Resource body required: ${singular}`);
+          checkLengths(body);
+          this.checkQuota(singular as NeutronQuota);
+          return this.view(create(body));
+        },
+        update: (id, changes) => {
+          checkLengths(changes);
+          return this.view(this.update(collection, id, changes));
+        },
+        remove: (id) => this.remove(collection, id),
       });
-      app.get(`${base}/${plural}/:id`, async (request) => {
-        auth(request);
-        return { [singular]: this.view(collection.get((request.params as { id: string }).id)) };
-      });
-      app.post(`${base}/${plural}`, async (request, reply) => {
-        auth(request);
-        const body = request.body as Body;
-        if (!body?.[singular]) throw new ApiError(400, "BadRequest", `Resource body required: ${singular}`);
-        checkLengths(body[singular]);
-        this.checkQuota(singular as NeutronQuota);
-        return reply.code(201).send({ [singular]: this.view(create(body[singular])) });
-      });
-      app.put(`${base}/${plural}/:id`, async (request) => {
-        auth(request);
-        const { id } = request.params as { id: string };
-        const changes = (request.body as Body)?.[singular] ?? {};
-        checkLengths(changes);
-        return { [singular]: this.view(this.update(collection, id, changes)) };
-      });
-      app.delete(`${base}/${plural}/:id`, async (request, reply) => {
-        auth(request);
-        this.remove(collection, (request.params as { id: string }).id);
-        return reply.code(204).send();
-      });
-    };
 
     crud("networks", "network", this.networks, (b) => this.createNetwork(b));
     crud("subnets", "subnet", this.subnets, (b) => this.createSubnet(b));

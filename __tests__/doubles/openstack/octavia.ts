@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import * as ipaddr from "ipaddr.js";
 import type { Neutron } from "./neutron";
-import { ApiError, Collection, filterBy, Resource } from "./store";
+import { ApiError, Collection, CollectionRoutes, filterBy, registerCollection, Resource } from "./store";
 
 type Query = Record<string, string | string[] | undefined>;
 type Body = Record<string, unknown>;
@@ -147,6 +147,30 @@ class Attributes {
   }
 }
 
+/** One kind of object under a load balancer, as the API serves it (Octavia.childKinds). */
+interface ChildKind {
+  readonly collection: Collection;
+  /** Its path below lbaas/. */
+  readonly path: string;
+  /** Its keys in bodies. */
+  readonly plural: string;
+  readonly singular: string;
+  readonly view: (item: Resource) => unknown;
+  /** The object above it in the path (a member's pool), which must exist. @default none */
+  readonly parent?: (request: FastifyRequest) => Resource;
+  /** The load balancer whose pending change a read of the item advances. */
+  readonly loadBalancerOf: (item: Resource) => string;
+  readonly create: (body: Body, parent?: Resource) => Resource;
+  /** The attributes a PUT may change; wsme refuses the others (read-only or unknown). */
+  readonly updatable: string[];
+  /** wsme's checks of what a PUT changes. */
+  readonly check: (changes: Body) => void;
+  /** The lock scope: locks what a change to `item` locks, the item itself in `status`. */
+  readonly lock: (item: Resource, status: string) => void;
+  /** Whether a PUT stamps updated_at (the double's listeners and pools do, its members and monitors not). */
+  readonly stampsUpdate: boolean;
+}
+
 /**
  * Octavia v2 (octavia/api/v2/controllers/): load balancers with a VIP port in Neutron, listeners,
  * pools, members (one by one or in a batch) and health monitors, the amphora provider's way. A
@@ -211,190 +235,47 @@ export class Octavia {
   private registerVersion(app: FastifyInstance, auth: (request: FastifyRequest) => void, prefix: string): void {
     const base = `${prefix}/lbaas`;
     const id = (request: FastifyRequest) => (request.params as { id: string }).id;
-    const body = (request: FastifyRequest, key: string) => ((request.body as Record<string, Body> | undefined)?.[key] ?? {}) as Body;
 
-    app.get(`${base}/loadbalancers`, async (request) => {
-      auth(request);
-      for (const lb of this.loadBalancers.all()) this.touch(lb.id);
-      return { loadbalancers: this.list(this.loadBalancers, request).map((lb) => this.loadBalancerView(lb)), loadbalancers_links: [] };
-    });
-    app.get(`${base}/loadbalancers/:id`, async (request) => {
-      auth(request);
-      this.touch(id(request));
-      return { loadbalancer: this.loadBalancerView(this.get(this.loadBalancers, id(request))) };
+    registerCollection(app, auth, {
+      path: `${base}/loadbalancers`,
+      plural: "loadbalancers",
+      singular: "loadbalancer",
+      listExtras: { loadbalancers_links: [] },
+      list: (request) => {
+        for (const lb of this.loadBalancers.all()) this.touch(lb.id);
+        return this.list(this.loadBalancers, request).map((lb) => this.loadBalancerView(lb));
+      },
+      show: (lbId) => {
+        this.touch(lbId);
+        return this.loadBalancerView(this.get(this.loadBalancers, lbId));
+      },
+      create: (body) => this.loadBalancerView(this.createLoadBalancer(body ?? {})),
+      update: (lbId, changes) => {
+        const lb = this.get(this.loadBalancers, lbId);
+        this.testLbStatus(lb, "PENDING_UPDATE");
+        const allowed = this.updatable(changes, ["name", "description", "admin_state_up", "tags", "vip_qos_policy_id"]);
+        return this.loadBalancerView(this.loadBalancers.update(lb.id, { ...allowed, updated_at: octaviaNow() }));
+      },
+      remove: (lbId, request) => {
+        const cascade = ["true", "True", "1", "yes", "on"].includes(String((request.query as Query).cascade ?? ""));
+        this.deleteLoadBalancer(this.get(this.loadBalancers, lbId), cascade);
+      },
     });
     app.get(`${base}/loadbalancers/:id/status`, async (request) => {
       auth(request);
       this.touch(id(request));
       return { statuses: { loadbalancer: this.statusTree(this.get(this.loadBalancers, id(request))) } };
     });
-    app.post(`${base}/loadbalancers`, async (request, reply) => {
-      auth(request);
-      return reply.code(201).send({ loadbalancer: this.loadBalancerView(this.createLoadBalancer(body(request, "loadbalancer"))) });
-    });
-    app.put(`${base}/loadbalancers/:id`, async (request) => {
-      auth(request);
-      const lb = this.get(this.loadBalancers, id(request));
-      this.testLbStatus(lb, "PENDING_UPDATE");
-      const changes = this.updatable(body(request, "loadbalancer"), ["name", "description", "admin_state_up", "tags", "vip_qos_policy_id"]);
-      return { loadbalancer: this.loadBalancerView(this.loadBalancers.update(lb.id, { ...changes, updated_at: octaviaNow() })) };
-    });
-    app.delete(`${base}/loadbalancers/:id`, async (request, reply) => {
-      auth(request);
-      const cascade = ["true", "True", "1", "yes", "on"].includes(String((request.query as Query).cascade ?? ""));
-      this.deleteLoadBalancer(this.get(this.loadBalancers, id(request)), cascade);
-      return reply.code(204).send();
-    });
 
-    app.get(`${base}/listeners`, async (request) => {
-      auth(request);
-      return { listeners: this.list(this.listeners, request).map((l) => this.listenerView(l)), listeners_links: [] };
-    });
-    app.get(`${base}/listeners/:id`, async (request) => {
-      auth(request);
-      const listener = this.get(this.listeners, id(request));
-      this.touch(String(listener.load_balancer_id));
-      return { listener: this.listenerView(this.get(this.listeners, id(request))) };
-    });
-    app.post(`${base}/listeners`, async (request, reply) => {
-      auth(request);
-      return reply.code(201).send({ listener: this.listenerView(this.createListener(body(request, "listener"))) });
-    });
-    app.put(`${base}/listeners/:id`, async (request) => {
-      auth(request);
-      const listener = this.get(this.listeners, id(request));
-      const changes = this.updatable(body(request, "listener"), ["name", "description", "admin_state_up", "connection_limit", "tags"]);
-      new Attributes(changes).integer("connection_limit", -1);
-      this.lock(String(listener.load_balancer_id), { listeners: [listener.id] });
-      return { listener: this.listenerView(this.listeners.update(listener.id, { ...changes, updated_at: octaviaNow() })) };
-    });
-    app.delete(`${base}/listeners/:id`, async (request, reply) => {
-      auth(request);
-      const listener = this.get(this.listeners, id(request));
-      this.lock(String(listener.load_balancer_id), { listeners: [listener.id], status: "PENDING_DELETE" });
-      return reply.code(204).send();
-    });
-
-    app.get(`${base}/pools`, async (request) => {
-      auth(request);
-      return { pools: this.list(this.pools, request).map((p) => this.poolView(p)), pools_links: [] };
-    });
-    app.get(`${base}/pools/:id`, async (request) => {
-      auth(request);
-      const pool = this.get(this.pools, id(request));
-      this.touch(String(pool.load_balancer_id));
-      return { pool: this.poolView(this.get(this.pools, id(request))) };
-    });
-    app.post(`${base}/pools`, async (request, reply) => {
-      auth(request);
-      return reply.code(201).send({ pool: this.poolView(this.createPool(body(request, "pool"))) });
-    });
-    app.put(`${base}/pools/:id`, async (request) => {
-      auth(request);
-      const pool = this.get(this.pools, id(request));
-      const changes = this.updatable(body(request, "pool"), ["name", "description", "admin_state_up", "lb_algorithm", "tags"]);
-      new Attributes(changes).oneOf("lb_algorithm", LB_ALGORITHMS);
-      this.lock(String(pool.load_balancer_id), { listeners: this.poolListeners(pool.id), pool: pool.id });
-      return { pool: this.poolView(this.pools.update(pool.id, { ...changes, updated_at: octaviaNow() })) };
-    });
-    // octavia/api/v2/controllers/pool.py, PoolsController.delete: not while an L7 policy uses it
-    // (the double has none); its members and health monitor go with it.
-    app.delete(`${base}/pools/:id`, async (request, reply) => {
-      auth(request);
-      const pool = this.get(this.pools, id(request));
-      this.lock(String(pool.load_balancer_id), { listeners: this.poolListeners(pool.id), pool: pool.id, status: "PENDING_DELETE" });
-      return reply.code(204).send();
-    });
-
-    const members = `${base}/pools/:pool/members`;
     const poolOf = (request: FastifyRequest) => this.get(this.pools, (request.params as { pool: string }).pool);
-    app.get(members, async (request) => {
-      auth(request);
-      const pool = poolOf(request);
-      this.touch(String(pool.load_balancer_id));
-      const own = this.members.all().filter((m) => m.pool_id === pool.id);
-      return { members: filterBy(own, request.query as Query).map((m) => this.memberView(m)), members_links: [] };
-    });
-    app.get(`${members}/:id`, async (request) => {
-      auth(request);
-      const pool = poolOf(request);
-      this.touch(String(pool.load_balancer_id));
-      const member = this.get(this.members, id(request));
-      // octavia/api/v2/controllers/member.py, _validate_pool_id.
-      if (member.pool_id !== pool.id) throw octaviaError(404, `Member ${member.id} not found.`);
-      return { member: this.memberView(member) };
-    });
-    app.post(members, async (request, reply) => {
-      auth(request);
-      return reply.code(201).send({ member: this.memberView(this.createMember(poolOf(request), body(request, "member"))) });
-    });
-    app.put(members, async (request, reply) => {
+    for (const kind of this.childKinds(poolOf)) registerCollection(app, auth, this.childRoutes(`${base}/${kind.path}`, kind));
+    // octavia/api/v2/controllers/member.py, MembersController.put: the pool's members at once.
+    app.put(`${base}/pools/:pool/members`, async (request, reply) => {
       auth(request);
       const additiveOnly = ["true", "True", "1"].includes(String((request.query as Query).additive_only ?? ""));
       const wanted = ((request.body as { members?: Body[] } | undefined)?.members ?? []) as Body[];
       this.batchUpdateMembers(poolOf(request), wanted, additiveOnly);
       return reply.code(202).send();
-    });
-    app.put(`${members}/:id`, async (request) => {
-      auth(request);
-      const pool = poolOf(request);
-      const member = this.get(this.members, id(request));
-      if (member.pool_id !== pool.id) throw octaviaError(404, `Member ${member.id} not found.`);
-      const changes = this.updatable(body(request, "member"), ["name", "weight", "admin_state_up", "backup", "tags"]);
-      new Attributes(changes).integer("weight", 0, 256);
-      this.lockPool(pool, "PENDING_UPDATE");
-      return { member: this.memberView(this.members.update(member.id, { ...changes, provisioning_status: "PENDING_UPDATE" })) };
-    });
-    app.delete(`${members}/:id`, async (request, reply) => {
-      auth(request);
-      const pool = poolOf(request);
-      const member = this.get(this.members, id(request));
-      if (member.pool_id !== pool.id) throw octaviaError(404, `Member ${member.id} not found.`);
-      this.lockPool(pool, "PENDING_UPDATE");
-      this.members.update(member.id, { provisioning_status: "PENDING_DELETE" });
-      return reply.code(204).send();
-    });
-
-    app.get(`${base}/healthmonitors`, async (request) => {
-      auth(request);
-      return { healthmonitors: this.list(this.healthMonitors, request).map((h) => this.healthMonitorView(h)), healthmonitors_links: [] };
-    });
-    app.get(`${base}/healthmonitors/:id`, async (request) => {
-      auth(request);
-      const monitor = this.get(this.healthMonitors, id(request));
-      this.touch(this.loadBalancerOfPool(String(monitor.pool_id)));
-      return { healthmonitor: this.healthMonitorView(this.get(this.healthMonitors, id(request))) };
-    });
-    app.post(`${base}/healthmonitors`, async (request, reply) => {
-      auth(request);
-      return reply.code(201).send({ healthmonitor: this.healthMonitorView(this.createHealthMonitor(body(request, "healthmonitor"))) });
-    });
-    app.put(`${base}/healthmonitors/:id`, async (request) => {
-      auth(request);
-      const monitor = this.get(this.healthMonitors, id(request));
-      const changes = this.updatable(body(request, "healthmonitor"), [
-        "name",
-        "delay",
-        "timeout",
-        "max_retries",
-        "max_retries_down",
-        "admin_state_up",
-        "tags",
-      ]);
-      new Attributes(changes).integer("delay", 0).integer("timeout", 0).integer("max_retries", 1, 10).integer("max_retries_down", 1, 10);
-      this.lockPool(this.get(this.pools, String(monitor.pool_id)), "PENDING_UPDATE");
-      return {
-        healthmonitor: this.healthMonitorView(
-          this.healthMonitors.update(monitor.id, { ...changes, provisioning_status: "PENDING_UPDATE" }),
-        ),
-      };
-    });
-    app.delete(`${base}/healthmonitors/:id`, async (request, reply) => {
-      auth(request);
-      const monitor = this.get(this.healthMonitors, id(request));
-      this.lockPool(this.get(this.pools, String(monitor.pool_id)), "PENDING_UPDATE");
-      this.healthMonitors.update(monitor.id, { provisioning_status: "PENDING_DELETE" });
-      return reply.code(204).send();
     });
 
     // octavia/api/v2/controllers/quotas.py, QuotasController.get_one and get_all.
@@ -412,6 +293,120 @@ export class Octavia {
       auth(request);
       return { quotas: [quota(this.projectId)], quotas_links: [] };
     });
+  }
+
+  /**
+   * The objects under a load balancer, one table each (octavia/api/v2/controllers/listener.py,
+   * pool.py, member.py, health_monitor.py): what a PUT may change and wsme's checks of it, and the
+   * lock scope. A listener or a pool locks its load balancer with itself (and a pool its
+   * listeners); a member or a monitor locks its pool (_test_lb_and_listener_and_pool_statuses),
+   * and is marked itself.
+   */
+  private childKinds(poolOf: (request: FastifyRequest) => Resource): ChildKind[] {
+    const markedUnderPool = (collection: Collection, pool: (item: Resource) => Resource) => (item: Resource, status: string) => {
+      this.lockPool(pool(item), "PENDING_UPDATE");
+      collection.update(item.id, { provisioning_status: status });
+    };
+    return [
+      {
+        collection: this.listeners,
+        path: "listeners",
+        plural: "listeners",
+        singular: "listener",
+        view: (listener) => this.listenerView(listener),
+        loadBalancerOf: (listener) => String(listener.load_balancer_id),
+        create: (body) => this.createListener(body),
+        updatable: ["name", "description", "admin_state_up", "connection_limit", "tags"],
+        check: (changes) => new Attributes(changes).integer("connection_limit", -1),
+        lock: (listener, status) => this.lock(String(listener.load_balancer_id), { listeners: [listener.id], status }),
+        stampsUpdate: true,
+      },
+      {
+        collection: this.pools,
+        path: "pools",
+        plural: "pools",
+        singular: "pool",
+        view: (pool) => this.poolView(pool),
+        loadBalancerOf: (pool) => String(pool.load_balancer_id),
+        create: (body) => this.createPool(body),
+        updatable: ["name", "description", "admin_state_up", "lb_algorithm", "tags"],
+        check: (changes) => new Attributes(changes).oneOf("lb_algorithm", LB_ALGORITHMS),
+        // PoolsController.delete: not while an L7 policy uses it (the double has none); its
+        // members and health monitor go with it.
+        lock: (pool, status) => this.lock(String(pool.load_balancer_id), { listeners: this.poolListeners(pool.id), pool: pool.id, status }),
+        stampsUpdate: true,
+      },
+      {
+        collection: this.members,
+        path: "pools/:pool/members",
+        plural: "members",
+        singular: "member",
+        parent: poolOf,
+        view: (member) => this.memberView(member),
+        loadBalancerOf: (member) => this.loadBalancerOfPool(String(member.pool_id)),
+        create: (body, pool) => this.createMember(pool as Resource, body),
+        updatable: ["name", "weight", "admin_state_up", "backup", "tags"],
+        check: (changes) => new Attributes(changes).integer("weight", 0, 256),
+        lock: markedUnderPool(this.members, (member) => this.get(this.pools, String(member.pool_id))),
+        stampsUpdate: false,
+      },
+      {
+        collection: this.healthMonitors,
+        path: "healthmonitors",
+        plural: "healthmonitors",
+        singular: "healthmonitor",
+        view: (monitor) => this.healthMonitorView(monitor),
+        loadBalancerOf: (monitor) => this.loadBalancerOfPool(String(monitor.pool_id)),
+        create: (body) => this.createHealthMonitor(body),
+        updatable: ["name", "delay", "timeout", "max_retries", "max_retries_down", "admin_state_up", "tags"],
+        check: (changes) =>
+          new Attributes(changes)
+            .integer("delay", 0)
+            .integer("timeout", 0)
+            .integer("max_retries", 1, 10)
+            .integer("max_retries_down", 1, 10),
+        lock: markedUnderPool(this.healthMonitors, (monitor) => this.get(this.pools, String(monitor.pool_id))),
+        stampsUpdate: false,
+      },
+    ];
+  }
+
+  /**
+   * A child kind's routes. A read advances its load balancer's pending change first (a member's
+   * through its pool); a member is found only under its own pool (member.py, _validate_pool_id).
+   */
+  private childRoutes(path: string, kind: ChildKind): CollectionRoutes {
+    const find = (itemId: string, parent?: Resource) => {
+      const item = this.get(kind.collection, itemId);
+      if (parent && item.pool_id !== parent.id) throw octaviaError(404, `${kind.collection.label} ${item.id} not found.`);
+      return item;
+    };
+    return {
+      path,
+      plural: kind.plural,
+      singular: kind.singular,
+      listExtras: { [`${kind.plural}_links`]: [] },
+      list: (request) => {
+        const parent = kind.parent?.(request);
+        if (parent) this.touch(String(parent.load_balancer_id));
+        const items = kind.collection.all().filter((item) => !parent || item.pool_id === parent.id);
+        return filterBy(items, request.query as Query).map((item) => kind.view(item));
+      },
+      show: (itemId, request) => {
+        const parent = kind.parent?.(request);
+        this.touch(parent ? String(parent.load_balancer_id) : kind.loadBalancerOf(this.get(kind.collection, itemId)));
+        return kind.view(find(itemId, parent));
+      },
+      create: (body, request) => kind.view(kind.create(body ?? {}, kind.parent?.(request))),
+      update: (itemId, changes, request) => {
+        const item = find(itemId, kind.parent?.(request));
+        const allowed = this.updatable(changes, kind.updatable);
+        kind.check(allowed);
+        kind.lock(item, "PENDING_UPDATE");
+        return kind.view(kind.collection.update(item.id, { ...allowed, ...(kind.stampsUpdate ? { updated_at: octaviaNow() } : {}) }));
+      },
+      remove: (itemId, request) => kind.lock(find(itemId, kind.parent?.(request)), "PENDING_DELETE"),
+    };
   }
 
   /** A missing object is Octavia's 404 (octavia/common/exceptions.py, NotFound). */

@@ -1,7 +1,7 @@
 import Fastify, { FastifyError, FastifyInstance } from "fastify";
 import { Cinder } from "./cinder";
 import { Glance } from "./glance";
-import { defaultIdentity, Identity, Keystone } from "./keystone";
+import { defaultIdentity, Identity, Keystone, SERVICE_PATHS } from "./keystone";
 import { Neutron } from "./neutron";
 import { Nova } from "./nova";
 import { Octavia } from "./octavia";
@@ -34,6 +34,12 @@ export interface OpenStackDoubleOptions {
    * load-balancer API, false also the load-balancer_* roles. @default true, oslo.policy's default
    */
   readonly loadBalancerEnforceNewDefaults?: boolean;
+  /**
+   * Whether the cloud runs Octavia. false: the catalog lists no load-balancer service, and no
+   * load-balancer route is served (a request to one is unhandled, as a client with no endpoint
+   * never sends it). @default true
+   */
+  readonly octavia?: boolean;
 }
 
 export interface SeededImage {
@@ -123,7 +129,9 @@ export async function startOpenStackDouble(options: OpenStackDoubleOptions = {})
     }
   });
 
-  const keystone = new Keystone(identity, () => baseUrl);
+  const withOctavia = options.octavia ?? true;
+  const services = Object.keys(SERVICE_PATHS).filter((type) => withOctavia || type !== "load-balancer");
+  const keystone = new Keystone(identity, () => baseUrl, services);
   keystone.register(app);
   const neutron = new Neutron(identity.project.id);
   neutron.register(app, (request) => keystone.requireToken(request));
@@ -149,7 +157,7 @@ export async function startOpenStackDouble(options: OpenStackDoubleOptions = {})
     availabilityZones: options.loadBalancerAvailabilityZones,
     enforceNewDefaults: options.loadBalancerEnforceNewDefaults,
   });
-  octavia.register(app, (request) => keystone.tokenRoleNames(request));
+  if (withOctavia) octavia.register(app, (request) => keystone.tokenRoleNames(request));
 
   const holds: { matches: (method: string, url: string) => boolean; gate: Promise<void>; arrived: () => void }[] = [];
   app.addHook("onRequest", async (request) => {

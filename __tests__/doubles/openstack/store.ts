@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import type { FastifyInstance, FastifyRequest } from "fastify";
 
 /** A JSON object as the OpenStack APIs return it. */
 export type Resource = Record<string, unknown> & { id: string };
@@ -62,6 +63,58 @@ export class Collection<T extends Resource = Resource> {
   get size(): number {
     return this.items.size;
   }
+}
+
+/**
+ * The REST routes of one kind of resource, as Neutron and Octavia serve theirs: GET the
+ * collection, GET, PUT and DELETE an item at `<path>/:id`, POST to the collection; request and
+ * response bodies wrap an item in its singular key. What each does is the service's.
+ */
+export interface CollectionRoutes {
+  /** The collection's path; it may hold a parameter of its own (Octavia's pools/:pool/members). */
+  readonly path: string;
+  /** The key of a list response. */
+  readonly plural: string;
+  /** The key of one item, in request and response bodies. */
+  readonly singular: string;
+  /** More keys of a list response (Octavia's `<plural>_links`). @default none */
+  readonly listExtras?: Record<string, unknown>;
+  /** The collection, as the response shows it. */
+  list(request: FastifyRequest): unknown[];
+  show(id: string, request: FastifyRequest): unknown;
+  /** `body` is the request body's item, as sent (undefined without one). */
+  create(body: Record<string, unknown> | undefined, request: FastifyRequest): unknown;
+  /** `changes` is the request body's item, or {} without one. */
+  update(id: string, changes: Record<string, unknown>, request: FastifyRequest): unknown;
+  remove(id: string, request: FastifyRequest): void;
+}
+
+/** Registers `routes`; every request passes `auth` first. Created is 201, deleted 204 with no body. */
+export function registerCollection(app: FastifyInstance, auth: (request: FastifyRequest) => void, routes: CollectionRoutes): void {
+  const { path, plural, singular } = routes;
+  const id = (request: FastifyRequest) => (request.params as { id: string }).id;
+  const item = (request: FastifyRequest) => (request.body as Record<string, Record<string, unknown>> | undefined)?.[singular];
+  app.get(path, async (request) => {
+    auth(request);
+    return { [plural]: routes.list(request), ...routes.listExtras };
+  });
+  app.get(`${path}/:id`, async (request) => {
+    auth(request);
+    return { [singular]: routes.show(id(request), request) };
+  });
+  app.post(path, async (request, reply) => {
+    auth(request);
+    return reply.code(201).send({ [singular]: routes.create(item(request), request) });
+  });
+  app.put(`${path}/:id`, async (request) => {
+    auth(request);
+    return { [singular]: routes.update(id(request), item(request) ?? {}, request) };
+  });
+  app.delete(`${path}/:id`, async (request, reply) => {
+    auth(request);
+    routes.remove(id(request), request);
+    return reply.code(204).send();
+  });
 }
 
 /**
