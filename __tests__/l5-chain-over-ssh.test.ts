@@ -230,6 +230,12 @@ const API_LOAD_BALANCER = [
   "openstack_networking_secgroup_rule_v2.MemberRule[0]",
 ];
 
+/** The cloud integration's resources on a cloud with Octavia, as plannedChanges() names them. */
+const CLOUD_INTEGRATION = [
+  "openstack_identity_application_credential_v3.Credential[0]",
+  "openstack_networking_secgroup_rule_v2.NodePortRule[0]",
+];
+
 /** The provisioners' output lines: "<step>: <line>" (Terraform prefixes the resource address). */
 function chainOutput(stdout: string): string[] {
   return [
@@ -715,13 +721,15 @@ describeWithNamespaces("L5: the provisioning chain over SSH through the bastion"
       // are a new, empty terraform_data. base_image's new default, a name, resolves to another
       // image, which the machines ignore (constructs/machine.ts, KEEP_IMAGE).
       // On a cloud with Octavia (the double's catalog lists it), the API load balancer is new too
-      // (docs/decisions.md, "The API behind Octavia where the cloud has it"): no machine changes.
+      // (docs/decisions.md, "The API behind Octavia where the cloud has it"), and so are the
+      // cluster's application credential and the NodePort rule: no machine changes.
       expect(await plannedChanges(after)).toEqual(
         [
           ...["AcceptMinionKeys", "Orchestrate", "SyncSaltTree"].map((step) => `null_resource.${step}[0] delete+create`),
           "null_resource.RebootForUpdates[0] create",
           "null_resource.Upgrade[0] create",
           ...API_LOAD_BALANCER.map((resource) => `${resource} create`),
+          ...CLOUD_INTEGRATION.map((resource) => `${resource} create`),
           "terraform_data.ControlPlaneFloor create",
           "terraform_data.ParameterRules create",
         ].sort(),
@@ -731,7 +739,9 @@ describeWithNamespaces("L5: the provisioning chain over SSH through the bastion"
     it("applies it removing no node, and then plans no changes", async () => {
       const upgrade = await after(["apply", "-auto-approve", "-input=false"]);
       expect(upgrade.stderr).toBe("");
-      expect(upgrade.stdout).toContain(`Apply complete! Resources: ${7 + API_LOAD_BALANCER.length} added, 0 changed, 3 destroyed.`);
+      expect(upgrade.stdout).toContain(
+        `Apply complete! Resources: ${7 + API_LOAD_BALANCER.length + CLOUD_INTEGRATION.length} added, 0 changed, 3 destroyed.`,
+      );
       expect(scriptLines(upgrade.stdout).filter((line) => line.startsWith("NodeMembership"))).toEqual([]);
       expect((await after(["plan", "-detailed-exitcode", "-input=false"])).status).toBe(0);
     });

@@ -4,6 +4,7 @@ import { DataOpenstackIdentityAuthScopeV3 } from "../.gen/providers/openstack/da
 import { IdentityApplicationCredentialV3 } from "../.gen/providers/openstack/identity-application-credential-v3";
 import { NetworkingSecgroupRuleV2 } from "../.gen/providers/openstack/networking-secgroup-rule-v2";
 import { OCTAVIA_SERVICE_TYPE } from "./api-load-balancer";
+import { hclOf } from "./hcl";
 import { splat } from "./machine";
 import { Network } from "./network";
 import { PILLAR_RENDERER } from "./provisioning/pillar";
@@ -55,7 +56,7 @@ export class CloudIntegration extends Construct {
   constructor(scope: Construct, id: string, props: CloudIntegrationProps) {
     super(scope, id);
     this.count = Token.asNumber(Fn.conditional(props.enabled, 1, 0));
-    const enabled = Token.asString(props.enabled);
+    const enabled = hclOf(props.enabled);
 
     // The token's roles and catalog. Its own read, not the load balancer's: the conditions differ.
     const scopeData = new DataOpenstackIdentityAuthScopeV3(this, "Scope", {
