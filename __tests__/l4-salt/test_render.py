@@ -193,6 +193,8 @@ def test_orchestration_joins_voters_one_at_a_time_then_workers_in_batches(tmp_pa
         "orch-deploy-salt-function-cluster-check",
         # Once every node is Ready, the master labels and taints them all.
         "orch-deploy-salt-state-node-labels",
+        # Then it applies the cloud integration (a no-op where its pillar has no openstack:cloud).
+        "orch-deploy-salt-state-cloud-provider",
     ]
     # Salt fails a batched step that targets no minion (test_real_salt.py shows it): none is there.
     assert sorted(orch) == sorted(order)
