@@ -17,6 +17,7 @@ import json
 
 import pytest
 import yaml
+from harness import salt_cluster
 from harness.salt_cluster import PROTOCOL_OVERLAY, SaltCluster, from_terraform_sls
 
 DOMAIN = "lab.example"
@@ -118,17 +119,27 @@ def pillar() -> dict:
     }
 
 
+DAEMON_PATHS = salt_cluster._daemon_paths
+
+
+def debug_logs(root, name: str) -> dict:
+    """The harness's daemon settings, but logging at debug: the secret must stay out of every log line."""
+    return {**DAEMON_PATHS(root, name), "log_level_logfile": "debug"}
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    salt_cluster = SaltCluster(tmp_path_factory.mktemp("salt-cluster"), NODES, pillar(), OVERLAY)
-    (salt_cluster.pillar_root / "_cloud.sls").write_text(f"#!yaml\n{yaml.safe_dump(CLOUD)}")
-    # microk8s' hostpath-storage addon (enabled by microk8s.addons) made its class the default.
-    assert salt_cluster.fakes[MASTER].run("enable", "hostpath-storage").returncode == 0
-    try:
-        salt_cluster.start()
-        yield salt_cluster
-    finally:
-        salt_cluster.stop()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(salt_cluster, "_daemon_paths", debug_logs)
+        cluster = SaltCluster(tmp_path_factory.mktemp("salt-cluster"), NODES, pillar(), OVERLAY)
+        (cluster.pillar_root / "_cloud.sls").write_text(f"#!yaml\n{yaml.safe_dump(CLOUD)}")
+        # microk8s' hostpath-storage addon (enabled by microk8s.addons) made its class the default.
+        assert cluster.fakes[MASTER].run("enable", "hostpath-storage").returncode == 0
+        try:
+            cluster.start()
+            yield cluster
+        finally:
+            cluster.stop()
 
 
 def deploy(cluster) -> tuple[dict, str]:
@@ -200,8 +211,10 @@ def test_orch_deploy_applies_the_cloud_integration_with_the_secret_in_no_output_
 
     # The credential is in no output, no log and no command line; nor its base64 nor cloud.conf's.
     encoded = base64.b64encode(CLOUD_CONF.encode()).decode()
-    logs = cluster.logs() + "".join(p.read_text() for p in cluster.root.rglob("*.out"))
-    logs += (cluster.fakes[MASTER].home / "calls.log").read_text()
+    # Every log of the Salt master and minions, whole (cluster.logs() keeps their tails only), at debug.
+    files = [*cluster.root.rglob("*.log"), *cluster.root.rglob("*.out")]
+    assert any(path.name == "minion.log" for path in files)
+    logs = "".join(path.read_text(errors="replace") for path in files)
+    assert "[DEBUG   ]" in logs
     for text in (printed, printed_again, logs):
         assert "sup3r" not in text and encoded not in text
-    assert "minion.log" in cluster.logs()
