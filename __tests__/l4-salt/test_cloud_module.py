@@ -82,7 +82,8 @@ def getter(tree: dict):
 
 def test_cloud_conf_names_every_option_as_cpo_documents_it_with_every_value_quoted_for_gcfg(cloud):
     settings = cloud.settings(getter({"openstack": {"cloud": CLOUD}}))
-    assert cloud.cloud_conf(settings, "10.1.0.0/16", {"ignore_volume_az": True}) == (
+    options = {"ignore_volume_az": True, "metadata_search_order": "configDrive,metadataService"}
+    assert cloud.cloud_conf(settings, "10.1.0.0/16", options) == (
         "[Global]\n"
         'auth-url = "https://keystone.example:5000/v3"\n'
         'region = "RegionOne"\n'
@@ -108,6 +109,8 @@ def test_a_cloud_without_octavia_disables_load_balancers_and_names_no_network(cl
     conf = cloud.cloud_conf(settings)
     assert "[LoadBalancer]\nenabled = false\n\n[BlockStorage]" in conf
     assert "floating-network-id" not in conf and "[Networking]" not in conf
+    # Without a search order, CPO's own default applies.
+    assert "[Metadata]" not in conf
 
 
 def test_no_cloud_in_the_pillar_is_no_cloud_integration(cloud):

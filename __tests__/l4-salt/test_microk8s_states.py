@@ -992,9 +992,7 @@ def test_cloud_config_secret_reports_checksums_only_and_is_idempotent(states):
         "changes": changes,
         "comment": f"{SECRET_NAME} configured: cloud.conf sha256 {NEW_SHA}",
     }
-    assert cloud.actions == [
-        ("cloud_config_apply", {"ignore_volume_az": True, "metadata_search_order": "configDrive,metadataService"})
-    ]
+    assert cloud.actions == [("cloud_config_apply", {"ignore_volume_az": True, "metadata_search_order": None})]
     assert run(states, cloud, "cloud_config_secret", SECRET_NAME) == {
         "name": SECRET_NAME,
         "result": True,

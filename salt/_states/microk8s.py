@@ -412,9 +412,7 @@ def provider_ids_set(name: str) -> dict:
     return ret
 
 
-def cloud_config_secret(
-    name: str, ignore_volume_az: bool = False, metadata_search_order: str = "configDrive,metadataService"
-) -> dict:
+def cloud_config_secret(name: str, ignore_volume_az: bool = False, metadata_search_order: str | None = None) -> dict:
     """
     On the master: the Secret kube-system/cloud-config holds, under cloud.conf, what pillar
     ``openstack:cloud`` renders (the application credential among it), for the cloud controller
@@ -422,7 +420,8 @@ def cloud_config_secret(
     module, goes to kubectl on standard input and appears nowhere in what the state returns:
     changes show the SHA-256 of the old and new cloud.conf (``{"cloud.conf sha256": {"old",
     "new"}}``). ``ignore_volume_az`` and ``metadata_search_order`` are cloud.conf's
-    [BlockStorage] ignore-volume-az and [Metadata] search-order.
+    [BlockStorage] ignore-volume-az and [Metadata] search-order (None: CPO's default);
+    salt/microk8s/defaults.yaml has kube-on-os' values.
 
     .. code-block:: yaml
 

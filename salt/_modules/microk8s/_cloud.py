@@ -111,14 +111,10 @@ def cloud_conf(cloud: dict, private_cidr: str | None = None, options: dict | Non
             if key in cloud:
                 lines.append(f"{key.replace('_', '-')} = {_quoted(cloud[key])}")
         lines.append("create-monitor = true")
-    lines += [
-        "",
-        "[BlockStorage]",
-        f"ignore-volume-az = {'true' if options.get('ignore_volume_az') else 'false'}",
-        "",
-        "[Metadata]",
-        f"search-order = {_quoted(options.get('metadata_search_order') or 'configDrive,metadataService')}",
-    ]
+    lines += ["", "[BlockStorage]", f"ignore-volume-az = {'true' if options.get('ignore_volume_az') else 'false'}"]
+    if options.get("metadata_search_order"):
+        # Left out, CPO's own default applies (configDrive,metadataService).
+        lines += ["", "[Metadata]", f"search-order = {_quoted(options['metadata_search_order'])}"]
     return "\n".join(lines) + "\n"
 
 
