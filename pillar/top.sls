@@ -1,6 +1,6 @@
 {#-
   Layers, general to specific; later ones override earlier ones:
-    _from_terraform, environments/defaults, environments/<domain>,
+    _from_terraform, _cloud (the Kubernetes master only), environments/defaults, environments/<domain>,
     roles/kubernetes (on k8s-* hosts), minions/defaults/<host>, minions/<domain>/<host>
   The minion id is split at its first dot into host and domain. SLS names cannot contain dots,
   so the domain's dots become underscores in file names: environments/lab_example_org.sls.
@@ -11,6 +11,11 @@
 base:
   '*':
     - _from_terraform
+{#- The cloud credential (openstack:cloud) is the Kubernetes master's alone: it applies the
+    cloud-config Secret (microk8s.cloud_provider); no other minion may read it. #}
+{%- if host == "k8s-master" %}
+    - _cloud
+{%- endif %}
     - environments.defaults
 {%- if domain_sls %}
     - {{ ("environments." ~ domain_sls) | yaml_encode }}

@@ -117,9 +117,14 @@ class Node:
         except OSError:
             return False
 
-    def run(self, program: str, *args: str) -> subprocess.CompletedProcess:
+    def run(self, program: str, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
         return subprocess.run(
-            [sys.executable, str(self.bin / program), *args], env=self.env, capture_output=True, text=True, timeout=60
+            [sys.executable, str(self.bin / program), *args],
+            env=self.env,
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
 
     def post(self, path: str, body: dict | None = None) -> tuple[int, dict]:
@@ -1461,3 +1466,137 @@ def test_l4_a_worker_registers_with_microk8s_worker_label(l4):
     # Written to the cluster's database: what a control-plane node reads afterwards.
     stored = next(n for n in master.database()["nodes"] if n["name"] == "k8s-worker-0")
     assert stored["labels"]["kube-on-os/pool"] == "gpu"
+
+
+# kubectl apply / get / annotate / patch (kube_objects.py, node_objects.py), in both fakes.
+
+MANIFEST = """\
+apiVersion: v1
+kind: Secret
+metadata:
+  name: cloud-config
+  namespace: kube-system
+stringData:
+  cloud.conf: |
+    [Global]
+    region = "RegionOne"
+---
+apiVersion: v1
+kind: List
+items:
+  - apiVersion: rbac.authorization.k8s.io/v1
+    kind: ClusterRole
+    metadata:
+      name: system:cloud-node-controller
+    rules: []
+  - apiVersion: apps/v1
+    kind: DaemonSet
+    metadata:
+      name: openstack-cloud-controller-manager
+      namespace: kube-system
+    spec: {}
+"""
+APPLIED = [
+    "secret/cloud-config",
+    "clusterrole.rbac.authorization.k8s.io/system:cloud-node-controller",
+    "daemonset.apps/openstack-cloud-controller-manager",
+]
+DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
+
+
+def lines(*operations: str, suffix: str = "") -> str:
+    return "".join(f"{ref} {operation}{suffix}\n" for ref, operation in zip(APPLIED, operations, strict=True))
+
+
+def check_objects(kubectl, record: Path, node_name: str, enable) -> None:
+    """
+    The same behaviours for either fake: ``kubectl(*args, stdin=None)`` runs its kubectl,
+    ``record`` is its fake/objects.json, ``enable`` enables hostpath-storage.
+    """
+    dry = kubectl("apply", "-f", "-", "--dry-run=server", stdin=MANIFEST)
+    assert (dry.returncode, dry.stdout) == (0, lines("created", "created", "created", suffix=" (server dry run)"))
+    assert not record.exists()
+    assert kubectl("apply", "-f", "-", stdin=MANIFEST).stdout == lines("created", "created", "created")
+    assert kubectl("apply", "-f", "-", stdin=MANIFEST).stdout == lines("unchanged", "unchanged", "unchanged")
+    changed = MANIFEST.replace("RegionOne", "RegionTwo")
+    assert kubectl("apply", "-f", "-", stdin=changed).stdout == lines("configured", "unchanged", "unchanged")
+    objects = json.loads(record.read_text())
+    assert sorted(objects) == [
+        "ClusterRole//system:cloud-node-controller",
+        "DaemonSet/kube-system/openstack-cloud-controller-manager",
+        "Secret/kube-system/cloud-config",
+    ]
+    # The API server keeps stringData merged into data, base64-encoded.
+    secret = objects["Secret/kube-system/cloud-config"]
+    assert "stringData" not in secret
+    assert secret["data"] == {"cloud.conf": "W0dsb2JhbF0KcmVnaW9uID0gIlJlZ2lvblR3byIK"}
+    assert "kubectl.kubernetes.io/last-applied-configuration" in secret["metadata"]["annotations"]
+    # get: one object, jsonpath, a list, NotFound and --ignore-not-found.
+    path = "jsonpath={.data.cloud\\.conf}"
+    got = kubectl("get", "secret", "cloud-config", "-n", "kube-system", "-o", path)
+    assert (got.returncode, got.stdout) == (0, secret["data"]["cloud.conf"])
+    assert kubectl("get", "secret", "cloud-config", "-n", "kube-system", "-o", "jsonpath={.metadata.nope}").stdout == ""
+    missing = kubectl("get", "secret", "nope", "-n", "kube-system", "-o", "json")
+    assert (missing.returncode, missing.stderr) == (1, 'Error from server (NotFound): secrets "nope" not found\n')
+    quiet = kubectl("get", "secret", "nope", "-n", "kube-system", "--ignore-not-found", "-o", "json")
+    assert (quiet.returncode, quiet.stdout) == (0, "")
+    # microk8s' hostpath-storage makes its class the default; annotate takes the default away.
+    enable()
+    classes = json.loads(kubectl("get", "storageclass", "-o", "json").stdout)["items"]
+    assert [(c["metadata"]["name"], c["metadata"]["annotations"][DEFAULT_CLASS]) for c in classes] == [
+        ("microk8s-hostpath", "true")
+    ]
+    undefault = kubectl("annotate", "storageclass", "microk8s-hostpath", f"{DEFAULT_CLASS}=false", "--overwrite")
+    assert undefault.stdout == "storageclass.storage.k8s.io/microk8s-hostpath annotated\n"
+    annotations = json.loads(record.read_text())["StorageClass//microk8s-hostpath"]["metadata"]["annotations"]
+    assert annotations[DEFAULT_CLASS] == "false"
+    # patch: a providerID from "" only (ValidateNodeUpdate).
+    patch = ["patch", "node", node_name, "--type=merge", "-p"]
+    wanted = json.dumps({"spec": {"providerID": "openstack:///3f1c2a9e-5b7d-4e21-9a0c-1d2e3f4a5b6c"}})
+    assert kubectl(*patch, wanted).stdout == f"node/{node_name} patched\n"
+    assert kubectl(*patch, wanted).stdout == f"node/{node_name} patched (no change)\n"
+    refused = kubectl(*patch, json.dumps({"spec": {"providerID": "openstack:///other"}}))
+    assert (refused.returncode, refused.stderr) == (
+        1,
+        f'The Node "{node_name}" is invalid: spec.providerID: Forbidden: '
+        'node updates may not change providerID except from "" to valid\n',
+    )
+    items = json.loads(kubectl("get", "nodes", "-o", "json").stdout)["items"]
+    assert items[0]["spec"] == {"providerID": "openstack:///3f1c2a9e-5b7d-4e21-9a0c-1d2e3f4a5b6c"}
+
+
+def test_kubectl_applies_gets_annotates_and_patches_objects_and_records_them(installed):
+    """kubectl apply.go, cli-runtime name.go, get, annotate, patch.go; ValidateNodeUpdate (kube_objects.py)."""
+    name = nodes_json(installed)[0]["metadata"]["name"]
+
+    def kubectl(*args, stdin=None):
+        return installed.run("microk8s", "kubectl", *args, stdin=stdin)
+
+    def enable():
+        assert installed.run("microk8s", "enable", "hostpath-storage").returncode == 0
+
+    check_objects(kubectl, installed.snap_data / "fake" / "objects.json", name, enable)
+    # The objects are the cluster's: kept in its database, as dqlite keeps them.
+    cluster = json.loads((installed.snap_data / "fake" / "cluster.json").read_text())
+    assert sorted(cluster["objects"]) == sorted(json.loads((installed.snap_data / "fake" / "objects.json").read_text()))
+
+
+def test_l4_kubectl_applies_gets_annotates_and_patches_objects_and_records_them(l4):
+    master, _ = l4
+
+    def kubectl(*args, stdin=None):
+        return subprocess.run(
+            [str(master.bin / "microk8s"), "kubectl", *args],
+            env=master.env,
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    def enable():
+        assert master.run("enable", "hostpath-storage").returncode == 0
+
+    check_objects(kubectl, master.home / "fake" / "objects.json", "k8s-master", enable)
+    recorded = json.loads((master.home / "fake" / "objects.json").read_text())
+    assert sorted(master.database()["objects"]) == sorted(recorded)

@@ -37,6 +37,7 @@ class FakeMicrok8s:
             "FAKE_MICROK8S_CLUSTER": str(cluster),
         }
         self.logged: list[str] = []
+        self.stdins: list[str] = []
         self.run("status", "--format", "yaml")  # registers the node and lays out $SNAP_DATA
 
     def run(self, *args: str) -> subprocess.CompletedProcess:
@@ -44,14 +45,36 @@ class FakeMicrok8s:
             [str(self.bin / "microk8s"), *args], env=self.env, capture_output=True, text=True, check=False, timeout=60
         )
 
-    def run_all(self, cmd, python_shell=True, timeout=None, ignore_retcode=False, log_callback=None) -> dict:
-        """cmd.run_all as Salt's cmdmod runs it, logging the command through ``log_callback``."""
+    def run_all(
+        self,
+        cmd,
+        python_shell=True,
+        timeout=None,
+        ignore_retcode=False,
+        log_callback=None,
+        stdin=None,
+        output_loglevel="debug",
+    ) -> dict:
+        """
+        cmd.run_all as Salt's cmdmod runs it, logging the command through ``log_callback``
+        unless ``output_loglevel`` is quiet (cmdmod logs nothing of such a call); ``stdin`` is
+        the command's standard input, recorded in ``stdins``.
+        """
         assert python_shell is False, "microk8s must be called with an argument list, not a shell string"
         assert timeout, "every microk8s call needs a timeout"
-        self.logged.append(log_callback(" ".join(cmd)) if log_callback else " ".join(cmd))
+        if output_loglevel != "quiet":
+            self.logged.append(log_callback(" ".join(cmd)) if log_callback else " ".join(cmd))
+        if stdin is not None:
+            self.stdins.append(stdin)
         assert cmd[0] in ("microk8s", "snap"), f"the fake node runs microk8s and snap, not {cmd[0]}"
         result = subprocess.run(
-            [str(self.bin / cmd[0]), *cmd[1:]], env=self.env, capture_output=True, text=True, check=False, timeout=60
+            [str(self.bin / cmd[0]), *cmd[1:]],
+            env=self.env,
+            input=stdin,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=60,
         )
         return {"retcode": result.returncode, "stdout": result.stdout, "stderr": result.stderr}
 

@@ -1128,6 +1128,14 @@ PUBLIC = {
     "node_metadata": "(address: str)",
     "label_plan": "()",
     "label_node": "(address: str, labels: dict | None = None, taints: list | None = None)",
+    # microk8s.cloud_provider's states call them.
+    "cloud_config_plan": "(options: dict | None = None)",
+    "cloud_config_apply": "(options: dict | None = None)",
+    "manifests_apply": "(sources: list[str], dry_run: bool = False)",
+    "provider_id_plan": "()",
+    "set_provider_id": "(node: str, provider_id: str)",
+    "storage_class_plan": "(name: str)",
+    "default_storage_class": "(name: str)",
     # orch.reboot calls them.
     "drain_for_reboot": "(address: str, timeout: int = 300)",
     "wait_node_rebooted": "(address: str, timeout: int = 600, interval: float = 5)",

@@ -841,3 +841,226 @@ def test_nodes_labelled_fails_on_a_bad_pillar_before_touching_any_node(states):
         ),
     }
     assert labels.actions == []
+
+
+# The OpenStack cloud integration (microk8s.cloud_provider).
+
+CLOUD_WORKER = "k8s-worker-0.lab.example"
+SECRET_NAME = "kube-system/cloud-config"
+OLD_SHA, NEW_SHA = "a" * 64, "b" * 64
+SOURCES = ["salt://microk8s/files/cloud-provider/csi-cinder-driver.yaml"]
+
+
+class Cloud:
+    """The execution module's cloud functions over a cluster of dicts, recording what the states do."""
+
+    def __init__(self, provider_ids=None, secret=None, objects=None, defaults=("microk8s-hostpath",), fail=None):
+        self.provider_ids = dict(provider_ids or {MASTER: None, CLOUD_WORKER: None})
+        self.secret = secret
+        self.objects = set(objects or ())
+        self.defaults = list(defaults)
+        self.fail = fail or {}
+        self.actions = []
+
+    def _failing(self, name):
+        if name in self.fail:
+            raise CommandExecutionError(self.fail[name])
+
+    def functions(self):
+        def provider_id_plan():
+            self._failing("provider_id_plan")
+            return {
+                node: {"node": node.split(".")[0], "old": old, "new": f"openstack:///{node}", "changed": old is None}
+                for node, old in self.provider_ids.items()
+            }
+
+        def set_provider_id(node, provider_id):
+            self.actions.append(("set_provider_id", node, provider_id))
+            self._failing(node)
+            self.provider_ids[f"{node}.lab.example"] = provider_id
+            return f"node/{node} patched"
+
+        def cloud_config_plan(options=None):
+            self._failing("cloud_config_plan")
+            return {"secret": SECRET_NAME, "old": self.secret, "new": NEW_SHA, "changed": self.secret != NEW_SHA}
+
+        def cloud_config_apply(options=None):
+            self.actions.append(("cloud_config_apply", options))
+            self._failing("cloud_config_apply")
+            plan = cloud_config_plan()
+            self.secret = NEW_SHA
+            return {**plan, "operation": "configured" if plan["old"] else "created"}
+
+        def manifests_apply(sources, dry_run=False):
+            self.actions.append(("manifests_apply", sources, dry_run))
+            applied = {"csidriver.storage.k8s.io/cinder.csi.openstack.org": "unchanged" if self.objects else "created"}
+            if not dry_run:
+                self.objects.add("csidriver")
+            return applied
+
+        def storage_class_plan(name):
+            operation = "unchanged" if name in self.objects else "created"
+            undefault = [c for c in self.defaults if c != name]
+            return {
+                "apply": {f"storageclass.storage.k8s.io/{name}": operation},
+                "undefault": undefault,
+                "changed": operation != "unchanged" or bool(undefault),
+            }
+
+        def default_storage_class(name):
+            self.actions.append(("default_storage_class", name))
+            plan = storage_class_plan(name)
+            self.objects.add(name)
+            self.defaults = [name]
+            return plan
+
+        return {
+            "microk8s.status": lambda: {},
+            "microk8s.provider_id_plan": provider_id_plan,
+            "microk8s.set_provider_id": set_provider_id,
+            "microk8s.cloud_config_plan": cloud_config_plan,
+            "microk8s.cloud_config_apply": cloud_config_apply,
+            "microk8s.manifests_apply": manifests_apply,
+            "microk8s.storage_class_plan": storage_class_plan,
+            "microk8s.default_storage_class": default_storage_class,
+        }
+
+
+def run(states, cloud: Cloud, function: str, *args, test: bool = False, **kwargs) -> dict:
+    states.__salt__ = cloud.functions()
+    states.__opts__ = {"test": test}
+    return getattr(states, function)(*args, **kwargs)
+
+
+def test_provider_ids_set_predicts_in_test_mode_then_sets_them_then_changes_nothing(states):
+    cloud = Cloud()
+    wanted = {
+        MASTER: {"old": None, "new": f"openstack:///{MASTER}"},
+        CLOUD_WORKER: {"old": None, "new": f"openstack:///{CLOUD_WORKER}"},
+    }
+    assert run(states, cloud, "provider_ids_set", "microk8s:nodes", test=True) == {
+        "name": "microk8s:nodes",
+        "result": None,
+        "changes": wanted,
+        "comment": f"providerIDs would be set on {MASTER}, {CLOUD_WORKER}",
+    }
+    assert cloud.actions == []
+    assert run(states, cloud, "provider_ids_set", "microk8s:nodes") == {
+        "name": "microk8s:nodes",
+        "result": True,
+        "changes": wanted,
+        "comment": f"providerIDs set on {MASTER}, {CLOUD_WORKER}",
+    }
+    for test in (False, True):
+        assert run(states, cloud, "provider_ids_set", "microk8s:nodes", test=test) == {
+            "name": "microk8s:nodes",
+            "result": True,
+            "changes": {},
+            "comment": "all 2 nodes have their providerID",
+        }
+
+
+def test_provider_ids_set_fails_naming_a_node_that_holds_another_one(states):
+    message = "node k8s-worker-0 (k8s-worker-0.lab.example) has providerID openstack:///x, not openstack:///y"
+    cloud = Cloud(fail={"provider_id_plan": message})
+    assert run(states, cloud, "provider_ids_set", "microk8s:nodes") == {
+        "name": "microk8s:nodes",
+        "result": False,
+        "changes": {},
+        "comment": f"providerIDs cannot be set: {message}",
+    }
+    failing = Cloud(fail={"k8s-master": "microk8s kubectl patch node k8s-master ... failed (exit 1): Forbidden"})
+    result = run(states, failing, "provider_ids_set", "microk8s:nodes")
+    assert result["result"] is False
+    assert result["changes"] == {CLOUD_WORKER: {"old": None, "new": f"openstack:///{CLOUD_WORKER}"}}
+    assert result["comment"].startswith(f"providerIDs could not be set on {MASTER}: microk8s kubectl patch")
+
+
+def test_cloud_config_secret_reports_checksums_only_and_is_idempotent(states):
+    cloud = Cloud(secret=OLD_SHA)
+    changes = {"cloud.conf sha256": {"old": OLD_SHA, "new": NEW_SHA}}
+    assert run(states, cloud, "cloud_config_secret", SECRET_NAME, test=True) == {
+        "name": SECRET_NAME,
+        "result": None,
+        "changes": changes,
+        "comment": f"{SECRET_NAME} would hold cloud.conf sha256 {NEW_SHA}",
+    }
+    assert cloud.actions == []
+    assert run(states, cloud, "cloud_config_secret", SECRET_NAME, ignore_volume_az=True) == {
+        "name": SECRET_NAME,
+        "result": True,
+        "changes": changes,
+        "comment": f"{SECRET_NAME} configured: cloud.conf sha256 {NEW_SHA}",
+    }
+    assert cloud.actions == [("cloud_config_apply", {"ignore_volume_az": True, "metadata_search_order": None})]
+    assert run(states, cloud, "cloud_config_secret", SECRET_NAME) == {
+        "name": SECRET_NAME,
+        "result": True,
+        "changes": {},
+        "comment": f"{SECRET_NAME} holds cloud.conf sha256 {NEW_SHA}",
+    }
+
+
+def test_cloud_config_secret_fails_with_the_modules_reason(states):
+    cloud = Cloud(fail={"cloud_config_plan": "pillar openstack:cloud:auth_url is missing"})
+    assert run(states, cloud, "cloud_config_secret", SECRET_NAME) == {
+        "name": SECRET_NAME,
+        "result": False,
+        "changes": {},
+        "comment": "the cloud-config Secret cannot be checked: pillar openstack:cloud:auth_url is missing",
+    }
+
+
+def test_manifests_applied_asks_the_dry_run_then_applies_then_changes_nothing(states):
+    cloud = Cloud()
+    created = {"csidriver.storage.k8s.io/cinder.csi.openstack.org": {"old": None, "new": "created"}}
+    assert run(states, cloud, "manifests_applied", "cpo", SOURCES, test=True) == {
+        "name": "cpo",
+        "result": None,
+        "changes": created,
+        "comment": "1 objects of cpo would change",
+    }
+    assert run(states, cloud, "manifests_applied", "cpo", SOURCES) == {
+        "name": "cpo",
+        "result": True,
+        "changes": created,
+        "comment": "cpo applied",
+    }
+    assert cloud.actions == [
+        ("manifests_apply", SOURCES, True),
+        ("manifests_apply", SOURCES, True),
+        ("manifests_apply", SOURCES, False),
+    ]
+    assert run(states, cloud, "manifests_applied", "cpo", SOURCES) == {
+        "name": "cpo",
+        "result": True,
+        "changes": {},
+        "comment": "all 1 objects of cpo are applied",
+    }
+
+
+def test_default_storage_class_takes_the_default_from_hostpath_once(states):
+    cloud = Cloud()
+    changes = {
+        "storageclass.storage.k8s.io/cinder": {"old": None, "new": "created"},
+        "other defaults": {"old": ["microk8s-hostpath"], "new": []},
+    }
+    assert run(states, cloud, "default_storage_class", "cinder", test=True) == {
+        "name": "cinder",
+        "result": None,
+        "changes": changes,
+        "comment": "cinder would become the default StorageClass",
+    }
+    assert cloud.actions == []
+    assert run(states, cloud, "default_storage_class", "cinder") == {
+        "name": "cinder",
+        "result": True,
+        "changes": changes,
+        "comment": "cinder is the default StorageClass",
+    }
+    assert run(states, cloud, "default_storage_class", "cinder") == {
+        "name": "cinder",
+        "result": True,
+        "changes": {},
+        "comment": "cinder is the only default StorageClass",
+    }

@@ -193,6 +193,8 @@ def test_orchestration_joins_voters_one_at_a_time_then_workers_in_batches(tmp_pa
         "orch-deploy-salt-function-cluster-check",
         # Once every node is Ready, the master labels and taints them all.
         "orch-deploy-salt-state-node-labels",
+        # Then it applies the cloud integration (a no-op where its pillar has no openstack:cloud).
+        "orch-deploy-salt-state-cloud-provider",
     ]
     # Salt fails a batched step that targets no minion (test_real_salt.py shows it): none is there.
     assert sorted(orch) == sorted(order)
@@ -550,12 +552,17 @@ def test_pillar_example_documents_every_key_the_states_and_modules_read():
 
 
 def test_both_examples_give_every_node_entry_the_keys_the_module_reads_from_one():
-    # _membership.parse_roles reads id and address, _labels.pillar_nodes labels and taints.
+    # _membership.parse_roles reads id and address, _labels.pillar_nodes labels and taints,
+    # _cloud.provider_id_plan instance_id (which Terraform's side of the contract adds; an older
+    # pillar lacks it).
     labels = (SALT / "_modules" / "microk8s" / "_labels.py").read_text()
     assert 'node.get("labels"), node.get("taints")' in labels
-    for example in ("pillar.example", "_from_terraform.sls.example"):
-        nodes = yaml.safe_load((ROOT / "pillar" / example).read_text())["microk8s"]["nodes"]
-        assert [sorted(node) for node in nodes] == [["address", "id", "labels", "taints"]] * len(nodes), example
+    assert 'node.get("instance_id")' in (SALT / "_modules" / "microk8s" / "_cloud.py").read_text()
+    every = ["address", "id", "instance_id", "labels", "taints"]
+    nodes = yaml.safe_load((ROOT / "pillar" / "pillar.example").read_text())["microk8s"]["nodes"]
+    assert [sorted(node) for node in nodes] == [every] * len(nodes)
+    nodes = yaml.safe_load((ROOT / "pillar" / "_from_terraform.sls.example").read_text())["microk8s"]["nodes"]
+    assert all({"address", "id", "labels", "taints"} <= set(node) <= set(every) for node in nodes)
 
 
 def test_the_module_keys_are_the_ones_it_reads():
@@ -674,3 +681,71 @@ def test_core_users_receives_the_usernames_and_keys_verbatim(tmp_path, adversari
         args = args_of(states[state_id], function)
         assert {key: args[key] for key in wanted} == wanted, state_id
         assert type(args.get("name", args.get("user"))) is str
+
+
+# The OpenStack cloud integration (microk8s.cloud_provider), from pillar/_cloud.sls.
+
+CLOUD = yaml.safe_load((ROOT / "pillar" / "_cloud.sls.example").read_text())
+
+
+def with_instances(pillar: dict) -> dict:
+    """``pillar`` with each node's Nova server UUID, as Terraform writes it."""
+    listed = pillar["microk8s"]["nodes"]
+    nodes = [{**node, "instance_id": f"00000000-0000-4000-8000-{i:012d}"} for i, node in enumerate(listed)]
+    return {**pillar, "microk8s": {**pillar["microk8s"], "nodes": nodes}}
+
+
+def test_orchestration_applies_the_cloud_integration_from_the_master_after_the_labels(tmp_path, pillar_data):
+    orch = Minion(tmp_path, f"salt.{DOMAIN}", with_instances(pillar_data)).call("state.show_sls", "orch.deploy")
+    step = args_of(orch["orch-deploy-salt-state-cloud-provider"], "salt.state")
+    assert without_order(step) == {
+        "tgt": f"k8s-master.{DOMAIN}",
+        "sls": "microk8s.cloud_provider",
+        "require": [{"salt": "orch-deploy-salt-state-node-labels"}],
+    }
+
+
+def test_the_master_renders_the_cloud_integration_in_order_with_no_secret_in_any_argument(tmp_path, pillar_data):
+    minion = Minion(tmp_path, f"k8s-master.{DOMAIN}", with_instances(pillar_data), extra_pillar={"_cloud.sls": CLOUD})
+    shown = minion.call("state.show_sls", "microk8s.cloud_provider")
+    # Salt's order: the SLS's (each state also requires the one before it).
+    assert sorted(shown, key=lambda state_id: args_of(shown[state_id], "microk8s.")["order"]) == [
+        "microk8s-cloud-provider-microk8s-provider-ids-set",
+        "microk8s-cloud-provider-microk8s-cloud-config-secret",
+        "microk8s-cloud-provider-microk8s-manifests-applied",
+        "microk8s-cloud-provider-microk8s-default-storage-class",
+    ]
+    secret = args_of(shown["microk8s-cloud-provider-microk8s-cloud-config-secret"], "microk8s.cloud_config_secret")
+    assert without_order(secret) == {
+        "name": "kube-system/cloud-config",
+        "ignore_volume_az": False,
+        "metadata_search_order": "configDrive,metadataService",
+        "require": [{"microk8s": "microk8s-cloud-provider-microk8s-provider-ids-set"}],
+    }
+    manifests = args_of(shown["microk8s-cloud-provider-microk8s-manifests-applied"], "microk8s.manifests_applied")
+    defaults = yaml.safe_load((SALT / "microk8s" / "defaults.yaml").read_text())["microk8s"]["cloud_provider"]
+    assert manifests["name"] == f"cloud-provider-openstack {defaults['version']}"
+    assert manifests["sources"] == [f"salt://microk8s/files/cloud-provider/{name}" for name in defaults["manifests"]]
+    # Every source is shipped in salt/, pinned: its header names the release and the commit.
+    for name in defaults["manifests"]:
+        header = (SALT / "microk8s" / "files" / "cloud-provider" / name).read_text().split("\n", 1)[0]
+        assert f"kubernetes/cloud-provider-openstack {defaults['version']} (commit {defaults['commit']})" in header
+    storage = args_of(shown["microk8s-cloud-provider-microk8s-default-storage-class"], "microk8s.default_storage_class")
+    assert storage["name"] == "cinder"
+    secret_value = CLOUD["openstack"]["cloud"]["application_credential_secret"]
+    assert secret_value not in json.dumps(shown)
+    # The master's pillar has the credential the module reads.
+    assert minion.call("pillar.get", "openstack:cloud:application_credential_secret") == secret_value
+
+
+def test_without_a_cloud_pillar_the_master_renders_nothing_of_the_cloud_integration(tmp_path, pillar_data):
+    shown = Minion(tmp_path, f"k8s-master.{DOMAIN}", pillar_data).call("state.show_sls", "microk8s.cloud_provider")
+    assert list(shown) == ["microk8s-cloud-provider-test-nop"]
+
+
+@pytest.mark.parametrize("host", ["k8s-worker-0", "k8s-gpu-0", "bastion", "salt"])
+def test_no_other_minion_gets_the_cloud_credential(tmp_path, pillar_data, host):
+    minion = Minion(tmp_path, f"{host}.{DOMAIN}", pillar_data, extra_pillar={"_cloud.sls": CLOUD})
+    assert minion.call("pillar.get", "openstack") == ""
+    shown = minion.call("state.show_sls", "microk8s.cloud_provider")
+    assert list(shown) == ["microk8s-cloud-provider-test-nop"]

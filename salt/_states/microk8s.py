@@ -367,3 +367,177 @@ def nodes_labelled(name: str) -> dict:
         return ret
     ret.update(result=True, comment=f"labels and taints applied on {', '.join(pending)}")
     return ret
+
+
+def provider_ids_set(name: str) -> dict:
+    """
+    On the master, before the cloud controller manager runs: every Kubernetes node of pillar
+    ``microk8s:nodes`` has spec.providerID ``openstack:///<instance_id>`` (its entry's Nova server
+    UUID), set with kubectl patch. The API server never changes a set providerID: a node holding
+    another one fails the state, naming it. Changes: ``{id: {"old", "new"}}``.
+
+    .. code-block:: yaml
+
+        microk8s-cloud-provider-microk8s-provider-ids-set:
+          microk8s.provider_ids_set:
+            - name: microk8s:nodes
+    """
+    ret = _ret(name)
+    try:
+        plans = __salt__["microk8s.provider_id_plan"]()
+    except CommandExecutionError as error:
+        ret["comment"] = f"providerIDs cannot be set: {error}"
+        return ret
+    pending = [node for node, plan in plans.items() if plan["changed"]]
+    if not pending:
+        ret.update(result=True, comment=f"all {len(plans)} nodes have their providerID")
+        return ret
+    changes = {node: {"old": plans[node]["old"], "new": plans[node]["new"]} for node in pending}
+    if __opts__["test"]:
+        ret.update(result=None, changes=changes, comment=f"providerIDs would be set on {', '.join(pending)}")
+        return ret
+    done, failed = {}, []
+    for node in pending:
+        try:
+            __salt__["microk8s.set_provider_id"](plans[node]["node"], plans[node]["new"])
+        except CommandExecutionError as error:
+            failed.append(f"{node}: {error}")
+            continue
+        done[node] = changes[node]
+    ret["changes"] = done
+    if failed:
+        ret["comment"] = "providerIDs could not be set on " + "; ".join(failed)
+        return ret
+    ret.update(result=True, comment=f"providerIDs set on {', '.join(pending)}")
+    return ret
+
+
+def cloud_config_secret(name: str, ignore_volume_az: bool = False, metadata_search_order: str | None = None) -> dict:
+    """
+    On the master: the Secret kube-system/cloud-config holds, under cloud.conf, what pillar
+    ``openstack:cloud`` renders (the application credential among it), for the cloud controller
+    manager and the Cinder CSI driver. The credential is read from the pillar by the execution
+    module, goes to kubectl on standard input and appears nowhere in what the state returns:
+    changes show the SHA-256 of the old and new cloud.conf (``{"cloud.conf sha256": {"old",
+    "new"}}``). ``ignore_volume_az`` and ``metadata_search_order`` are cloud.conf's
+    [BlockStorage] ignore-volume-az and [Metadata] search-order (None: CPO's default);
+    salt/microk8s/defaults.yaml has kube-on-os' values.
+
+    .. code-block:: yaml
+
+        microk8s-cloud-provider-microk8s-cloud-config-secret:
+          microk8s.cloud_config_secret:
+            - name: kube-system/cloud-config
+    """
+    ret = _ret(name)
+    options = {"ignore_volume_az": ignore_volume_az, "metadata_search_order": metadata_search_order}
+    try:
+        plan = __salt__["microk8s.cloud_config_plan"](options)
+    except CommandExecutionError as error:
+        ret["comment"] = f"the cloud-config Secret cannot be checked: {error}"
+        return ret
+    if not plan["changed"]:
+        ret.update(result=True, comment=f"{name} holds cloud.conf sha256 {plan['new']}")
+        return ret
+    changes = {"cloud.conf sha256": {"old": plan["old"], "new": plan["new"]}}
+    if __opts__["test"]:
+        ret.update(result=None, changes=changes, comment=f"{name} would hold cloud.conf sha256 {plan['new']}")
+        return ret
+    try:
+        done = __salt__["microk8s.cloud_config_apply"](options)
+    except CommandExecutionError as error:
+        ret["comment"] = f"the cloud-config Secret could not be applied: {error}"
+        return ret
+    ret.update(result=True, changes=changes, comment=f"{name} {done['operation']}: cloud.conf sha256 {plan['new']}")
+    return ret
+
+
+def manifests_applied(name: str, sources: list[str]) -> dict:
+    """
+    On the master: the manifests at ``sources`` (salt:// URLs, in order) are applied with
+    ``kubectl apply -f -``. What would change comes from the API server's dry run, so a run with
+    nothing to change changes nothing. Changes: ``{"<kind>[.<group>]/<name>": {"old": "present" or
+    None, "new": "created" | "configured"}}``.
+
+    .. code-block:: yaml
+
+        microk8s-cloud-provider-microk8s-manifests-applied:
+          microk8s.manifests_applied:
+            - name: cloud-provider-openstack
+            - sources:
+              - salt://microk8s/files/cloud-provider/csi-cinder-driver.yaml
+    """
+    ret = _ret(name)
+    try:
+        planned = __salt__["microk8s.manifests_apply"](list(sources), True)
+    except CommandExecutionError as error:
+        ret["comment"] = f"the manifests of {name} cannot be checked: {error}"
+        return ret
+    pending = {ref: operation for ref, operation in planned.items() if operation != "unchanged"}
+    if not pending:
+        ret.update(result=True, comment=f"all {len(planned)} objects of {name} are applied")
+        return ret
+
+    def changes(applied: dict) -> dict:
+        return {
+            ref: {"old": None if operation == "created" else "present", "new": operation}
+            for ref, operation in applied.items()
+            if operation != "unchanged"
+        }
+
+    if __opts__["test"]:
+        ret.update(result=None, changes=changes(pending), comment=f"{len(pending)} objects of {name} would change")
+        return ret
+    try:
+        applied = __salt__["microk8s.manifests_apply"](list(sources))
+    except CommandExecutionError as error:
+        ret["comment"] = f"the manifests of {name} could not be applied: {error}"
+        return ret
+    ret.update(result=True, changes=changes(applied), comment=f"{name} applied")
+    return ret
+
+
+def default_storage_class(name: str) -> dict:
+    """
+    On the master: the Cinder StorageClass ``name`` exists and is the cluster's only default
+    (annotation storageclass.kubernetes.io/is-default-class); any other default (microk8s'
+    hostpath-storage makes microk8s-hostpath one) is annotated ``false``.
+    Changes: ``{"storageclass.storage.k8s.io/<name>": {"old", "new"}, "other defaults": {"old":
+    [classes], "new": []}}``.
+
+    .. code-block:: yaml
+
+        microk8s-cloud-provider-microk8s-default-storage-class:
+          microk8s.default_storage_class:
+            - name: cinder
+    """
+    ret = _ret(name)
+    try:
+        plan = __salt__["microk8s.storage_class_plan"](name)
+    except CommandExecutionError as error:
+        ret["comment"] = f"the default StorageClass cannot be checked: {error}"
+        return ret
+    if not plan["changed"]:
+        ret.update(result=True, comment=f"{name} is the only default StorageClass")
+        return ret
+
+    def changes(applied: dict) -> dict:
+        result = {
+            ref: {"old": None if operation == "created" else "present", "new": operation}
+            for ref, operation in applied.items()
+            if operation != "unchanged"
+        }
+        if plan["undefault"]:
+            result["other defaults"] = {"old": plan["undefault"], "new": []}
+        return result
+
+    if __opts__["test"]:
+        ret.update(result=None, changes=changes(plan["apply"]), comment=f"{name} would become the default StorageClass")
+        return ret
+    try:
+        done = __salt__["microk8s.default_storage_class"](name)
+    except CommandExecutionError as error:
+        ret["comment"] = f"{name} could not be made the default StorageClass: {error}"
+        return ret
+    ret.update(result=True, changes=changes(done["apply"]), comment=f"{name} is the default StorageClass")
+    return ret

@@ -5,8 +5,10 @@
   (which issues and publishes the join tokens) together; then the other control-plane nodes one
   at a time (dqlite takes one new voter at a time: microk8s#4696, #2348); then the workers in
   batches; then the master retracts the tokens spent; then a cluster check against
-  microk8s:nodes; then the master gives every node its labels and taints from microk8s:nodes.
-  The chain has the same length at any number of nodes.
+  microk8s:nodes; then the master gives every node its labels and taints from microk8s:nodes;
+  then, where the master's pillar has openstack:cloud, the master applies the OpenStack cloud
+  integration (providerIDs, the cloud-config Secret, the cloud controller manager, the Cinder CSI
+  driver, the default StorageClass). The chain has the same length at any number of nodes.
 #}
 {%- from "orch/map.jinja" import orchestration with context %}
 {%- from "microk8s/map.jinja" import microk8s with context %}
@@ -116,3 +118,14 @@ orch-deploy-salt-state-node-labels:
     - sls: microk8s.labels
     - require:
       - salt: orch-deploy-salt-function-cluster-check
+
+{#- Every node is in the cluster and labelled: the master gives each its providerID, then the
+    cloud-config Secret, the cloud controller manager and the Cinder CSI driver, and the default
+    StorageClass (microk8s.cloud_provider). Only the master's pillar holds openstack:cloud;
+    without it the SLS renders nothing and the step succeeds with no state. #}
+orch-deploy-salt-state-cloud-provider:
+  salt.state:
+    - tgt: {{ master | yaml_encode }}
+    - sls: microk8s.cloud_provider
+    - require:
+      - salt: orch-deploy-salt-state-node-labels

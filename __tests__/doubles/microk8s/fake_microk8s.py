@@ -67,6 +67,14 @@ Also reproduced:
   kubelet's and microk8s' own until written), annotations and spec.taints kept with the node in
   the cluster's database, as node_objects.py (beside the rehearsal's fake, shared by both)
   reproduces them and cites kubectl for each behaviour;
+- kubectl patch node <n> (spec.providerID, from "" only: node_objects.py);
+- kubectl apply -f - (the manifest on stdin, --dry-run=server too), get and annotate of other
+  objects (Secrets, StorageClasses, RBAC, DaemonSets, ...), kept with the cluster's database under
+  "objects", as kube_objects.py (beside node_objects.py, shared by both fakes) reproduces them;
+  the record of every object kubectl applied: $FAKE_MICROK8S_DIR/fake/objects.json, a JSON map
+  "<Kind>/<namespace>/<name>" (namespace empty when cluster-scoped) -> the object as the API
+  server keeps it (a Secret's data base64-encoded), written after every change; `enable
+  hostpath-storage` adds the addon's default StorageClass microk8s-hostpath;
 - kubectl cordon/uncordon/drain <node> (kubectl pkg/cmd/drain/drain.go RunCordonOrUncordon and
   RunDrain: "node/<n> cordoned", "already cordoned", "uncordoned", "already uncordoned",
   "drained"; without --ignore-daemonsets drain stops at Calico's calico-node DaemonSet pod, which
@@ -120,6 +128,7 @@ from pathlib import Path
 # Labels, taints and annotations: the one implementation both fakes share, kept beside the
 # rehearsal's fake, which carries it into the hosts' images.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "rehearsal" / "fake-microk8s"))
+import kube_objects
 import node_objects
 import server_cert
 
@@ -642,6 +651,50 @@ def kubectl_metadata(state: dict, verb: str, args: list[str]) -> int:
     return code
 
 
+def node_word(args: list[str]) -> bool:
+    """Whether kubectl's first operand names Nodes (node, nodes, no, node/NAME)."""
+    names = operands(args)
+    return bool(names) and names[0].split("/", 1)[0] in ("node", "nodes", "no")
+
+
+def kubectl_patch(state: dict, args: list[str]) -> int:
+    """kubectl patch node NAME (spec.providerID, node_objects.patch): the database written back on a change."""
+    db = database(state)
+    name = node_objects.patched_node(args)
+    found = next((n for n in db["nodes"] if n["name"] == name), None)
+    code, out, err, changed = node_objects.patch(found, args)
+    if changed:
+        save_database(state, db)
+    print(out, end="")
+    print(err, end="", file=sys.stderr)
+    return code
+
+
+def kubectl_objects(state: dict, verb: str, args: list[str]) -> int:
+    """
+    kubectl apply -f - (the manifest on stdin), get and annotate of objects other than Nodes
+    (kube_objects.py), kept with the cluster's database; every change also written to the
+    record, $FAKE_MICROK8S_DIR/fake/objects.json.
+    """
+    db = database(state)
+    objects = db.setdefault("objects", {})
+    if verb == "apply":
+        if args[:2] != ["-f", "-"] or any(a not in ("-f", "-", "--dry-run=server") for a in args):
+            print(f"fake microk8s: kubectl apply {' '.join(args)} is not reproduced", file=sys.stderr)
+            return 2
+        code, out, err, changed = kube_objects.apply(objects, sys.stdin.read(), "--dry-run=server" in args)
+    elif verb == "get":
+        code, out, err, changed = kube_objects.get(objects, args)
+    else:
+        code, out, err, changed = kube_objects.annotate(objects, args)
+    if changed:
+        save_database(state, db)
+        kube_objects.record(HOME, objects)
+    print(out, end="")
+    print(err, end="", file=sys.stderr)
+    return code
+
+
 def calico_pod(name: str) -> str:
     """The calico-node DaemonSet's pod on a node (reconcile.d/90-calico-apply applies Calico's manifest)."""
     return f"kube-system/calico-node-{hashlib.sha256(name.encode()).hexdigest()[:5]}"
@@ -690,9 +743,15 @@ def kubectl(state: dict, args: list[str]) -> int:
         return kubectl_node(state, operands(args)[2])
     if args[:2] == ["get", "nodes"]:
         return kubectl_nodes(state)
-    if args[:1] in (["label"], ["taint"], ["annotate"]):
+    if args[:1] in (["label"], ["taint"]) or (args[:1] == ["annotate"] and node_word(args[1:])):
         with database_locked(state):
             return kubectl_metadata(state, args[0], args[1:])
+    if args[:1] == ["patch"] and node_word(args[1:]):
+        with database_locked(state):
+            return kubectl_patch(state, args[1:])
+    if args[:1] in (["apply"], ["get"], ["annotate"]):
+        with database_locked(state):
+            return kubectl_objects(state, args[0], args[1:])
     if args[:1] in (["cordon"], ["uncordon"], ["drain"]):
         with database_locked(state):
             return kubectl_schedule(state, args[0], args[1:])
@@ -786,6 +845,13 @@ def main(argv: list[str]) -> int:
             print(f"Addon {name} was not found in any repository", file=sys.stderr)
             return 1
         state["addons"][name] = "enabled" if command == "enable" else "disabled"
+        if name == "hostpath-storage" and command == "enable":
+            # The addon applies its default StorageClass (kube_objects.hostpath_storage_class).
+            with database_locked(state):
+                db = database(state)
+                storage_class = kube_objects.hostpath_storage_class()
+                db.setdefault("objects", {})[kube_objects.key(storage_class)] = storage_class
+                save_database(state, db)
         print(f"{command.capitalize()}d {name}")
         code = 0
     elif command == "add-node":

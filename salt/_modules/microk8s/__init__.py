@@ -11,6 +11,9 @@ returns parsed data:
 - ``_scale``: taking a node out of service (drain) for a roll or for good, and the voter floor;
 - ``_labels``: node labels and taints from the pillar, and the annotations that say which
   kube-on-os manages;
+- ``_cloud``: the OpenStack cloud integration: the cloud-config Secret from pillar
+  ``openstack:cloud`` (never an argument, never in a return), manifests applied with kubectl on
+  standard input, each node's providerID, the default StorageClass;
 - ``_upgrade``, ``_reboot``: the rolls, a new channel and OS reboots, one node at a time;
 - ``_tokens``: the master's side of the join protocol (add-node tokens, the ledger, the mine
   function ``join_tokens``, renewal, which the Salt master's reactor asks for);
@@ -250,6 +253,68 @@ def label_node(address: str, labels: dict | None = None, taints: list | None = N
     ``salt k8s-master.* microk8s.label_node 10.1.0.100 '{kube-on-os/pool: gpu}' '[gpu=true:NoSchedule]'``
     """
     return _sub("_labels").apply(__salt__, address, labels, taints)
+
+
+# The OpenStack cloud integration: orch.deploy applies it on the master after the node labels.
+
+
+def cloud_config_plan(options: dict | None = None) -> dict:
+    """
+    On the master: whether the Secret kube-system/cloud-config holds the cloud.conf that pillar
+    ``openstack:cloud`` renders: ``{"secret", "old", "new", "changed"}``, ``old`` and ``new`` the
+    SHA-256 of the cloud.conf applied before (the Secret's annotation; None without one) and of
+    today's. ``options``: ``ignore_volume_az``, ``metadata_search_order``. Never returns the
+    credential. CLI Example: ``salt k8s-master.* microk8s.cloud_config_plan``
+    """
+    return _sub("_cloud").secret_plan(__salt__, options)
+
+
+def cloud_config_apply(options: dict | None = None) -> dict:
+    """
+    On the master: applies the Secret kube-system/cloud-config (key cloud.conf) with
+    ``kubectl apply -f -``, the manifest on standard input, nothing of it logged:
+    ``cloud_config_plan``'s map with kubectl's ``operation``.
+    """
+    return _sub("_cloud").apply_secret(__salt__, options)
+
+
+def manifests_apply(sources: list[str], dry_run: bool = False) -> dict:
+    """
+    On the master: ``kubectl apply -f -`` of the manifests at ``sources`` (salt:// URLs), in
+    order, as one stream: ``{"<kind>[.<group>]/<name>": "created" | "configured" | "unchanged"}``.
+    ``dry_run``: the API server's dry run, nothing kept. CLI Example:
+    ``salt k8s-master.* microk8s.manifests_apply '[salt://microk8s/files/cloud-provider/csi-cinder-driver.yaml]' True``
+    """
+    cloud = _sub("_cloud")
+    return cloud.apply(__salt__, cloud.manifests(__salt__, sources), dry_run=dry_run)
+
+
+def provider_id_plan() -> dict:
+    """
+    On the master: for every node of pillar ``microk8s:nodes``, its providerID now and the one
+    its ``instance_id`` gives (``openstack:///<instance_id>``): ``{id: {"node", "old", "new",
+    "changed"}}``. Raises naming the node when it already has another one.
+    CLI Example: ``salt k8s-master.* microk8s.provider_id_plan``
+    """
+    return _sub("_cloud").provider_id_plan(__salt__)
+
+
+def set_provider_id(node: str, provider_id: str) -> str:
+    """On the master: sets Kubernetes node ``node``'s spec.providerID (only ever from ""); kubectl's line."""
+    return _sub("_cloud").set_provider_id(__salt__, node, provider_id)
+
+
+def storage_class_plan(name: str) -> dict:
+    """
+    On the master: what makes the Cinder StorageClass ``name`` the cluster's one default:
+    ``{"apply": {ref: operation} (a server dry run), "undefault": [other default classes], "changed"}``.
+    """
+    return _sub("_cloud").storage_class_plan(__salt__, name)
+
+
+def default_storage_class(name: str) -> dict:
+    """On the master: applies ``storage_class_plan(name)``; returns it, ``apply`` as kubectl applied it."""
+    return _sub("_cloud").make_default_storage_class(__salt__, name)
 
 
 # The master's side of the join protocol.

@@ -52,24 +52,39 @@ def summary(output: str) -> str:
     return lines[-1] if lines else "no output"
 
 
-def run(salt: dict, *args: str, timeout: int = constants.DEFAULT_TIMEOUT) -> str:
+def run(
+    salt: dict,
+    *args: str,
+    timeout: int = constants.DEFAULT_TIMEOUT,
+    stdin: str | None = None,
+    hide: tuple[str, ...] = (),
+) -> str:
     """
     Runs ``microk8s ARGS`` through ``cmd.run_all`` of ``salt`` (the caller's ``__salt__``),
     never a shell string, and returns stdout. Raises Microk8sError on a non-zero exit. Join
     tokens are redacted from what Salt logs and from the error, since join and add-node carry them.
+
+    ``stdin`` is written to the command's standard input (``kubectl apply -f -``), so a secret
+    never lands on a command line or in a file; the call is then logged by Salt at no level at
+    all (``output_loglevel="quiet"``: neither the command nor what it prints), and every string
+    of ``hide`` is replaced in the error, in case kubectl quotes what it was given.
     """
+    quiet = {"stdin": stdin, "output_loglevel": "quiet"} if stdin is not None else {}
     result = salt["cmd.run_all"](
         [constants.BINARY, *args],
         python_shell=False,
         timeout=timeout,
         ignore_retcode=True,
         log_callback=redact,
+        **quiet,
     )
     retcode = result.get("retcode", 1)
     if retcode != 0:
         output = "\n".join(
             part.strip() for part in (result.get("stdout"), result.get("stderr")) if part and part.strip()
         )
+        for text in (text for text in hide if text):
+            output = output.replace(text, "<hidden>")
         raise Microk8sError(redact(f"microk8s {' '.join(args)}"), retcode, redact(output))
     return result.get("stdout", "")
 

@@ -117,7 +117,18 @@ canonical/microk8s-cluster-agent; where the current release differs it says so):
 - kubectl get node <n> -o json (one Node), label, taint and annotate <node>: labels (the
   kubelet's and microk8s' own until written), annotations and spec.taints kept with the node in
   the cluster database, a write like cordon's; node_objects.py (installed beside this file,
-  shared with the L4 fake) reproduces kubectl and cites it for each behaviour.
+  shared with the L4 fake) reproduces kubectl and cites it for each behaviour; so is
+  `kubectl patch node <n>` of spec.providerID (settable from "" only);
+- kubectl apply -f - (the manifest on stdin; --dry-run=server too), get and annotate of objects
+  other than Nodes (Secrets, StorageClasses, RBAC, DaemonSets, ...), kept in the cluster database
+  under "objects" and written like any other change; kube_objects.py (installed beside this
+  file, shared with the L4 fake) reproduces kubectl and cites it. THE RECORD a rehearsal check
+  reads: after every change, the node that ran kubectl writes $SNAP_DATA/fake/objects.json
+  (/var/snap/microk8s/current/fake/objects.json; Salt applies from the Kubernetes master, so
+  that host's), a JSON map "<Kind>/<namespace>/<name>" (the namespace empty for a
+  cluster-scoped kind, e.g. "StorageClass//cinder") -> the object as the API server keeps it:
+  "Secret/kube-system/cloud-config" has data["cloud.conf"] base64-encoded; `enable
+  hostpath-storage` adds the addon's default StorageClass microk8s-hostpath.
 
 Two releases (canonical/microk8s branches 1.28 and 1.35): `snap install microk8s
 --channel=1.NN/<risk>` (no channel: latest/stable, taken as 1.28 as before); what differs follows
@@ -195,6 +206,7 @@ from pathlib import Path
 
 # Beside this program, here and in the image (install.sh), also when a test loads this file as a module.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import kube_objects
 import node_objects
 import server_cert
 
@@ -830,7 +842,7 @@ def update(state: dict, data: dict) -> bool:
     """Writes back what a command changed in the database it read (members, nodes, addons)."""
 
     def apply(db: dict) -> None:
-        db.update({key: data[key] for key in ("members", "nodes", "addons")})
+        db.update({key: data[key] for key in ("members", "nodes", "addons", "objects") if key in data})
 
     return commit(state, apply) is not None
 
@@ -905,6 +917,10 @@ def addon(state: dict, command: str, args: list[str]) -> int:
             print(f"Addon {name} was not found in any repository", file=sys.stderr)
             return 1
         data["addons"][name] = "enabled" if command == "enable" else "disabled"
+        if name == "hostpath-storage" and command == "enable":
+            # The addon applies its default StorageClass (kube_objects.hostpath_storage_class).
+            storage_class = kube_objects.hostpath_storage_class()
+            data.setdefault("objects", {})[kube_objects.key(storage_class)] = storage_class
         print(f"Addon {name} is {'enabled' if command == 'enable' else 'disabled'}")
     if not update(state, data):
         print(f"Error from server (Timeout): {TIMED_OUT}", file=sys.stderr)
@@ -1242,20 +1258,73 @@ def kubectl(state: dict, args: list[str]) -> int:
     if restarting(state):
         print(API_DOWN, file=sys.stderr)
         return 1
-    verbs = (["cordon"], ["uncordon"], ["drain"], ["label"], ["taint"], ["annotate"])
-    if args[:2] not in (["get", "nodes"], ["get", "node"]) and args[:1] not in verbs:
+    verbs = (["cordon"], ["uncordon"], ["drain"], ["label"], ["taint"], ["annotate"], ["apply"], ["get"], ["patch"])
+    if args[:1] not in verbs:
         print(f"fake microk8s: kubectl {' '.join(args)} is not reproduced", file=sys.stderr)
         return 2
+    # The manifest kubectl apply reads from stdin, read before the database (a 504 would not read it).
+    manifest = sys.stdin.read() if args[:1] == ["apply"] else None
     data = read_db(state)
     if data is None:
         return api_unavailable(args)
-    if args[:1] == ["get"] and len(operands(args)) == 3:
+    nodes = node_word(args[1:])
+    if args[:1] == ["get"] and nodes and len(operands(args)) == 3:
         return kubectl_node(state, data, operands(args)[2])
-    if args[:1] == ["get"]:
+    if args[:1] == ["get"] and nodes:
         return kubectl_nodes(state, data)
-    if args[:1] in (["label"], ["taint"], ["annotate"]):
+    if args[:1] in (["label"], ["taint"]) or (args[:1] == ["annotate"] and nodes):
         return kubectl_metadata(state, data, args[0], args[1:])
+    if args[:1] == ["patch"] and nodes:
+        return kubectl_patch(state, data, args[1:])
+    if args[:1] in (["apply"], ["get"], ["annotate"]):
+        return kubectl_objects(state, data, args[0], args[1:], manifest)
+    if args[:1] == ["patch"]:
+        print(f"fake microk8s: kubectl {' '.join(args)} is not reproduced", file=sys.stderr)
+        return 2
     return kubectl_schedule(state, data, args[0], args[1:])
+
+
+def node_word(args: list[str]) -> bool:
+    """Whether kubectl's first operand names Nodes (node, nodes, no, node/NAME)."""
+    names = operands(args)
+    return bool(names) and names[0].split("/", 1)[0] in ("node", "nodes", "no")
+
+
+def kubectl_patch(state: dict, data: dict, args: list[str]) -> int:
+    """kubectl patch node NAME (spec.providerID, node_objects.patch), written through the database's leader."""
+    name = node_objects.patched_node(args)
+    found = next((n for n in data["nodes"] if n["name"] == name), None)
+    code, out, err, changed = node_objects.patch(found, args)
+    if changed and not update(state, data):
+        return api_unavailable(["patch", name or ""])
+    print(out, end="")
+    print(err, end="", file=sys.stderr)
+    return code
+
+
+def kubectl_objects(state: dict, data: dict, verb: str, args: list[str], manifest: str | None) -> int:
+    """
+    kubectl apply -f - (``manifest``, from stdin), get and annotate of objects other than Nodes
+    (kube_objects.py), kept in the cluster database under "objects" and written through its
+    leader; after every change this node writes the record, fake/objects.json.
+    """
+    objects = data.setdefault("objects", {})
+    if verb == "apply":
+        if args[:2] != ["-f", "-"] or any(a not in ("-f", "-", "--dry-run=server") for a in args):
+            print(f"fake microk8s: kubectl apply {' '.join(args)} is not reproduced", file=sys.stderr)
+            return 2
+        code, out, err, changed = kube_objects.apply(objects, manifest or "", "--dry-run=server" in args)
+    elif verb == "get":
+        code, out, err, changed = kube_objects.get(objects, args)
+    else:
+        code, out, err, changed = kube_objects.annotate(objects, args)
+    if changed:
+        if not update(state, data):
+            return api_unavailable([verb, ""])
+        kube_objects.record(SNAP_DATA, objects)
+    print(out, end="")
+    print(err, end="", file=sys.stderr)
+    return code
 
 
 def refresh_certs(args: list[str]) -> int:

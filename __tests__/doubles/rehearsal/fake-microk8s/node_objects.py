@@ -43,12 +43,18 @@ Where each behaviour comes from (kubernetes/kubectl, k8s.io/apimachinery):
   annotation(s): 'k' already has a value (v)"); removing a missing one is no error; the API
   server checks keys (ValidateAnnotations: IsQualifiedName of the lower-cased key); prints
   node/<n> annotated;
+- ``kubectl patch node NAME --type=merge -p '{"spec": {"providerID": "..."}}'`` (pkg/cmd/patch/
+  patch.go: prints node/<n> patched, or "patched (no change)" when the object stays the same): only
+  spec.providerID is reproduced, and the API server lets it change only from "" (kubernetes
+  pkg/apis/core/validation/validation.go ValidateNodeUpdate: `The Node "n" is invalid:
+  spec.providerID: Forbidden: node updates may not change providerID except from "" to valid`);
 - an unknown node: `Error from server (NotFound): nodes "n" not found`, exit 1 (helpers.go
   standardErrorMessage, apimachinery NewNotFound); every error exits 1.
 """
 
 from __future__ import annotations
 
+import json
 import re
 
 EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
@@ -143,8 +149,10 @@ def metadata(entry: dict) -> dict:
 
 
 def spec(entry: dict) -> dict:
-    """A Node's spec: unschedulable and taints, each left out while unset (core/v1 NodeSpec, omitempty)."""
+    """A Node's spec: providerID, unschedulable and taints, each left out while unset (core/v1 NodeSpec, omitempty)."""
     result = {}
+    if entry.get("providerID"):
+        result["providerID"] = entry["providerID"]
     if entry.get("unschedulable"):
         result["unschedulable"] = True
     if entry.get("taints"):
@@ -400,3 +408,41 @@ def annotate(entry: dict | None, args: list[str]) -> tuple[int, str, str, bool]:
     changed = annotations != (entry.get("annotations") or {})
     entry["annotations"] = annotations
     return 0, f"node/{entry['name']} annotated\n", "", changed
+
+
+def patch(entry: dict | None, args: list[str]) -> tuple[int, str, str, bool]:
+    """``kubectl patch node NAME --type=merge -p JSON`` on ``entry`` (None: no such node); spec.providerID only."""
+    body = next((args[i + 1] for i, a in enumerate(args[:-1]) if a in ("-p", "--patch")), None)
+    body = body or next((a.split("=", 1)[1] for a in args if a.startswith("--patch=")), None)
+    name = patched_node(args)
+    merge = "--type=merge" in args or ("--type" in args and args[args.index("--type") + 1 :][:1] == ["merge"])
+    try:
+        document = json.loads(body) if body else None
+    except ValueError:
+        document = None
+    if name is None or not merge or not isinstance(document, dict) or set(document) != {"spec"}:
+        return 2, "", f"fake microk8s: kubectl patch {' '.join(args)} is not reproduced\n", False
+    if set(document["spec"]) != {"providerID"} or not isinstance(document["spec"]["providerID"], str):
+        return 2, "", f"fake microk8s: kubectl patch {' '.join(args)} is not reproduced\n", False
+    if entry is None:
+        return not_found(name)
+    old, new = entry.get("providerID") or "", document["spec"]["providerID"]
+    if old and old != new:
+        why = 'node updates may not change providerID except from "" to valid'
+        return _invalid_forbidden(entry["name"], "spec.providerID", why)
+    if old == new:
+        return 0, f"node/{entry['name']} patched (no change)\n", "", False
+    entry["providerID"] = new
+    return 0, f"node/{entry['name']} patched\n", "", True
+
+
+def patched_node(args: list[str]) -> str | None:
+    """The node ``kubectl patch ARGS`` names (``node NAME`` or ``node/NAME``), or None."""
+    valued = ("-p", "--patch", "--type")
+    words = [a for i, a in enumerate(args) if not a.startswith("-") and (i == 0 or args[i - 1] not in valued)]
+    return _node_name(words)
+
+
+def _invalid_forbidden(name: str, field: str, why: str) -> tuple[int, str, str, bool]:
+    """checkErr on an Invalid StatusError with one Forbidden cause (field.Forbidden)."""
+    return _fail(f'The Node "{name}" is invalid: {field}: Forbidden: {why}')

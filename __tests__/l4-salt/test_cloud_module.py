@@ -1,0 +1,282 @@
+"""
+The microk8s module's OpenStack cloud integration (salt/_modules/microk8s/_cloud.py): its pure
+functions directly, and the public functions over the fake microk8s cluster of
+test_microk8s_module.py, whose kubectl keeps objects and providerIDs (kube_objects.py,
+node_objects.py).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+
+import pytest
+from harness.salt_minion import ROOT
+from salt.exceptions import CommandExecutionError
+from test_microk8s_module import CP_JOINER, MASTER, PILLAR, WORKER, joined_cluster
+
+CLOUD = {
+    "auth_url": "https://keystone.example:5000/v3",
+    "region": "RegionOne",
+    "application_credential_id": "0123456789abcdef0123456789abcdef",
+    "application_credential_secret": 'not;a#real"secret\\',
+    "floating_network_id": "5e0c7f7a-7a1e-4a49-9d3e-6c3b1e2f0a11",
+    "subnet_id": "2b9d7c1e-0f3a-4c5b-8e6d-7a8b9c0d1e2f",
+    "member_subnet_id": "9f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a",
+    "load_balancer": True,
+}
+INSTANCES = {
+    MASTER: "3f1c2a9e-5b7d-4e21-9a0c-1d2e3f4a5b6c",
+    CP_JOINER: "8a7b6c5d-4e3f-4a1b-8c9d-0e1f2a3b4c5d",
+    WORKER: "c0ffee00-1234-4abc-9def-0123456789ab",
+}
+MANIFESTS = [
+    f"salt://microk8s/files/cloud-provider/{name}"
+    for name in (
+        "cloud-controller-manager-roles.yaml",
+        "cloud-controller-manager-role-bindings.yaml",
+        "openstack-cloud-controller-manager-ds.yaml",
+        "csi-cinder-driver.yaml",
+        "cinder-csi-controllerplugin-rbac.yaml",
+        "cinder-csi-nodeplugin-rbac.yaml",
+        "cinder-csi-controllerplugin.yaml",
+        "cinder-csi-nodeplugin.yaml",
+    )
+]
+
+
+@pytest.fixture
+def cloud(microk8s):
+    """The _cloud submodule of the freshly imported package."""
+    return microk8s._sub("_cloud")
+
+
+def pillar_of(cloud: dict | None = None, instances: dict | None = None) -> dict:
+    nodes = [{**node, "instance_id": (instances or INSTANCES).get(node["id"])} for node in PILLAR["nodes"]]
+    result = {"microk8s": {**PILLAR, "nodes": nodes}, "network": {"private_cidr": "10.1.0.0/16"}}
+    if cloud is not None:
+        result["openstack"] = {"cloud": cloud}
+    return result
+
+
+def master_of(microk8s, tmp_path, cloud: dict | None = CLOUD, instances: dict | None = None):
+    """The fake cluster's master module, the pillar with ``cloud`` and the nodes' ``instances``."""
+    cluster = joined_cluster(microk8s, tmp_path)
+    master = cluster.as_master(pillar=pillar_of(cloud, instances))
+    master.__salt__["cp.get_file_str"] = lambda url: (ROOT / "salt" / url.removeprefix("salt://")).read_text()
+    return cluster, master
+
+
+def getter(tree: dict):
+    def get(key, default=None):
+        node = tree
+        for part in key.split(":"):
+            if not isinstance(node, dict) or part not in node:
+                return default
+            node = node[part]
+        return node
+
+    return {"pillar.get": get}
+
+
+def test_cloud_conf_names_every_option_as_cpo_documents_it_with_every_value_quoted_for_gcfg(cloud):
+    settings = cloud.settings(getter({"openstack": {"cloud": CLOUD}}))
+    options = {"ignore_volume_az": True, "metadata_search_order": "configDrive,metadataService"}
+    assert cloud.cloud_conf(settings, "10.1.0.0/16", options) == (
+        "[Global]\n"
+        'auth-url = "https://keystone.example:5000/v3"\n'
+        'region = "RegionOne"\n'
+        'application-credential-id = "0123456789abcdef0123456789abcdef"\n'
+        'application-credential-secret = "not;a#real\\"secret\\\\"\n'
+        "\n[Networking]\n"
+        'address-sort-order = "10.1.0.0/16"\n'
+        "\n[LoadBalancer]\n"
+        "enabled = true\n"
+        'floating-network-id = "5e0c7f7a-7a1e-4a49-9d3e-6c3b1e2f0a11"\n'
+        'subnet-id = "2b9d7c1e-0f3a-4c5b-8e6d-7a8b9c0d1e2f"\n'
+        'member-subnet-id = "9f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a"\n'
+        "create-monitor = true\n"
+        "\n[BlockStorage]\n"
+        "ignore-volume-az = true\n"
+        "\n[Metadata]\n"
+        'search-order = "configDrive,metadataService"\n'
+    )
+
+
+def test_a_cloud_without_octavia_disables_load_balancers_and_names_no_network(cloud):
+    settings = cloud.settings(getter({"openstack": {"cloud": {**CLOUD, "load_balancer": False}}}))
+    conf = cloud.cloud_conf(settings)
+    assert "[LoadBalancer]\nenabled = false\n\n[BlockStorage]" in conf
+    assert "floating-network-id" not in conf and "[Networking]" not in conf
+    # Without a search order, CPO's own default applies.
+    assert "[Metadata]" not in conf
+
+
+def test_no_cloud_in_the_pillar_is_no_cloud_integration(cloud):
+    assert cloud.settings(getter({})) is None
+    assert cloud.settings(getter({"openstack": {"cloud": {}}})) is None
+    assert cloud.rendered(getter({})) is None
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"auth_url": None}, r"^pillar openstack:cloud:auth_url is missing$"),
+        ({"application_credential_secret": ""}, r"^pillar openstack:cloud:application_credential_secret is missing$"),
+        ({"region": 3}, r"^pillar openstack:cloud:region must be a string on one line: 3$"),
+        ({"load_balancer": "yes"}, r"^pillar openstack:cloud:load_balancer must be true or false: 'yes'$"),
+        # The secret's own value is never quoted.
+        ({"application_credential_secret": "two\nlines"}, r"secret must be a string on one line$"),
+    ],
+)
+def test_a_bad_cloud_pillar_is_an_error_naming_the_key(cloud, change, message):
+    with pytest.raises(CommandExecutionError, match=message):
+        cloud.settings(getter({"openstack": {"cloud": {**CLOUD, **change}}}))
+
+
+def test_the_secret_carries_cloud_conf_base64_encoded_and_its_checksum(cloud):
+    manifest = json.loads(cloud.secret_manifest("[Global]\n"))
+    assert manifest["metadata"] == {
+        "name": "cloud-config",
+        "namespace": "kube-system",
+        "annotations": {"kube-on-os/cloud-conf-sha256": hashlib.sha256(b"[Global]\n").hexdigest()},
+    }
+    assert base64.b64decode(manifest["data"]["cloud.conf"]) == b"[Global]\n"
+
+
+def test_kubectl_applys_lines_are_parsed_and_an_unknown_one_is_an_error(cloud):
+    assert cloud.parse_applied(
+        "secret/cloud-config created\n"
+        "daemonset.apps/openstack-cloud-controller-manager configured (server dry run)\n"
+        "clusterrole.rbac.authorization.k8s.io/system:cloud-node-controller unchanged\n"
+    ) == {
+        "secret/cloud-config": "created",
+        "daemonset.apps/openstack-cloud-controller-manager": "configured",
+        "clusterrole.rbac.authorization.k8s.io/system:cloud-node-controller": "unchanged",
+    }
+    with pytest.raises(CommandExecutionError, match="kubectl apply printed a line it never prints"):
+        cloud.parse_applied("Warning: resource is missing the annotation\n")
+
+
+def test_a_provider_id_is_openstack_and_the_server_uuid(cloud):
+    assert cloud.provider_id(INSTANCES[MASTER].upper()) == f"openstack:///{INSTANCES[MASTER]}"
+    with pytest.raises(CommandExecutionError, match=r"^instance_id 'k8s-master' is not a Nova server UUID$"):
+        cloud.provider_id("k8s-master")
+
+
+def test_provider_ids_are_planned_set_once_and_then_left_alone(microk8s, tmp_path):
+    cluster, master = master_of(microk8s, tmp_path)
+    plan = master.provider_id_plan()
+    assert plan == {
+        node: {"node": node.split(".")[0], "old": None, "new": f"openstack:///{INSTANCES[node]}", "changed": True}
+        for node in (MASTER, CP_JOINER, WORKER)
+    }
+    for entry in plan.values():
+        assert master.set_provider_id(entry["node"], entry["new"]) == f"node/{entry['node']} patched"
+    assert [entry["changed"] for entry in master.provider_id_plan().values()] == [False] * 3
+    stored = {node["name"]: node.get("providerID") for node in cluster.master.database()["nodes"]}
+    assert stored == {entry["node"]: entry["new"] for entry in plan.values()}
+
+
+def test_a_node_with_another_provider_id_or_no_instance_id_is_an_error_naming_it(microk8s, tmp_path):
+    _, master = master_of(microk8s, tmp_path)
+    master.set_provider_id("k8s-worker-1", "openstack:///00000000-0000-4000-8000-000000000000")
+    with pytest.raises(
+        CommandExecutionError,
+        match=rf"^node k8s-worker-1 \({WORKER}\) has providerID openstack:///00000000-0000-4000-8000-000000000000, "
+        rf"not openstack:///{INSTANCES[WORKER]}; Kubernetes never changes",
+    ):
+        master.provider_id_plan()
+    # The API server refuses the change itself, too.
+    with pytest.raises(CommandExecutionError, match=r"may not change providerID except from \\?\"\\?\" to valid"):
+        master.set_provider_id("k8s-worker-1", f"openstack:///{INSTANCES[WORKER]}")
+    _, master = master_of(microk8s, tmp_path / "again", instances={MASTER: INSTANCES[MASTER]})
+    with pytest.raises(CommandExecutionError, match=rf"^pillar microk8s:nodes entry {CP_JOINER} has no instance_id$"):
+        master.provider_id_plan()
+
+
+def test_the_secret_is_applied_on_stdin_only_then_left_alone_and_reported_by_checksum(microk8s, tmp_path):
+    cluster, master = master_of(microk8s, tmp_path)
+    conf = master._sub("_cloud").rendered(master.__salt__)
+    sha = hashlib.sha256(conf.encode()).hexdigest()
+    assert master.cloud_config_plan() == {
+        "secret": "kube-system/cloud-config",
+        "old": None,
+        "new": sha,
+        "changed": True,
+    }
+    applied = master.cloud_config_apply()
+    assert applied == {
+        "secret": "kube-system/cloud-config",
+        "old": None,
+        "new": sha,
+        "changed": True,
+        "operation": "created",
+    }
+    assert master.cloud_config_plan()["changed"] is False
+    secret = cluster.master.database()["objects"]["Secret/kube-system/cloud-config"]
+    assert base64.b64decode(secret["data"]["cloud.conf"]).decode() == conf
+    # The credential went on stdin (in cloud.conf, base64-encoded), on no command line Salt could log.
+    assert any(base64.b64encode(conf.encode()).decode() in text for text in cluster.master.stdins)
+    assert not any("real" in line for line in cluster.master.logged)
+    assert "kubectl apply" not in " ".join(cluster.master.logged)
+    # A changed credential is a new checksum.
+    master.__salt__["pillar.get"] = getter(pillar_of({**CLOUD, "application_credential_secret": "other"}))["pillar.get"]
+    assert master.cloud_config_plan()["old"] == sha
+    assert master.cloud_config_apply()["operation"] == "configured"
+
+
+def test_a_failing_apply_of_the_secret_hides_it_from_the_error(microk8s, tmp_path):
+    _, master = master_of(microk8s, tmp_path)
+    run_all = master.__salt__["cmd.run_all"]
+
+    def refusing(cmd, **kwargs):
+        if "apply" in cmd and "--dry-run=server" not in cmd:
+            secret = CLOUD["application_credential_secret"]
+            return {"retcode": 1, "stdout": "", "stderr": f"error: cannot take {secret}"}
+        return run_all(cmd, **kwargs)
+
+    master.__salt__["cmd.run_all"] = refusing
+    with pytest.raises(CommandExecutionError) as raised:
+        master.cloud_config_apply()
+    assert "real" not in str(raised.value) and "<hidden>" in str(raised.value)
+
+
+def test_the_manifests_are_dry_run_applied_and_then_unchanged(microk8s, tmp_path):
+    cluster, master = master_of(microk8s, tmp_path)
+    planned = master.manifests_apply(MANIFESTS, True)
+    assert planned["daemonset.apps/openstack-cloud-controller-manager"] == "created"
+    assert planned["csidriver.storage.k8s.io/cinder.csi.openstack.org"] == "created"
+    assert set(planned.values()) == {"created"}
+    assert "objects" not in cluster.master.database() or cluster.master.database()["objects"] == {}
+    assert master.manifests_apply(MANIFESTS) == planned
+    assert set(master.manifests_apply(MANIFESTS, True).values()) == {"unchanged"}
+    assert len(cluster.master.database()["objects"]) == len(planned)
+
+
+def test_cinder_becomes_the_one_default_storage_class(microk8s, tmp_path):
+    cluster, master = master_of(microk8s, tmp_path)
+    assert cluster.master.run("enable", "hostpath-storage").returncode == 0
+    plan = master.storage_class_plan("cinder")
+    assert plan == {
+        "apply": {"storageclass.storage.k8s.io/cinder": "created"},
+        "undefault": ["microk8s-hostpath"],
+        "changed": True,
+    }
+    assert master.default_storage_class("cinder")["apply"] == {"storageclass.storage.k8s.io/cinder": "created"}
+    assert master.storage_class_plan("cinder") == {
+        "apply": {"storageclass.storage.k8s.io/cinder": "unchanged"},
+        "undefault": [],
+        "changed": False,
+    }
+    classes = cluster.master.database()["objects"]
+    default = "storageclass.kubernetes.io/is-default-class"
+    assert classes["StorageClass//cinder"]["metadata"]["annotations"][default] == "true"
+    assert classes["StorageClass//microk8s-hostpath"]["metadata"]["annotations"][default] == "false"
+
+
+def test_without_a_cloud_in_the_pillar_there_is_no_secret_to_plan(microk8s, tmp_path):
+    _, master = master_of(microk8s, tmp_path, cloud=None)
+    with pytest.raises(CommandExecutionError, match=r"^pillar openstack:cloud is absent"):
+        master.cloud_config_plan()

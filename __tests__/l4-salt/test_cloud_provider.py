@@ -1,0 +1,220 @@
+"""
+The OpenStack cloud integration, with real Salt: a real Salt master runs the real orch.deploy
+(salt-run state.orchestrate) over real minions, the real microk8s SLS and modules, against fake
+microk8s nodes whose kubectl keeps what it applied (__tests__/doubles/rehearsal/fake-microk8s/
+kube_objects.py, its record fake/objects.json) and each node's providerID (node_objects.py).
+Three Kubernetes nodes (the master and a voter, and a worker) and the Salt master's own minion;
+the master's pillar has openstack:cloud (pillar/_cloud.sls, which pillar/top.sls gives it alone),
+and microk8s' hostpath-storage addon made microk8s-hostpath the default StorageClass.
+
+The overlay in front of salt/ is the join protocol's, as in test_node_labels.py.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+import yaml
+from harness import salt_cluster
+from harness.salt_cluster import PROTOCOL_OVERLAY, SaltCluster, from_terraform_sls
+
+DOMAIN = "lab.example"
+SALT_MASTER = f"salt.{DOMAIN}"
+MASTER = f"k8s-master.{DOMAIN}"
+VOTER = f"k8s-worker-0.{DOMAIN}"
+WORKER = f"k8s-worker-1.{DOMAIN}"
+NODES = {
+    SALT_MASTER: ("10.1.0.5", "salt"),
+    MASTER: ("10.1.0.10", "k8s-master"),
+    VOTER: ("10.1.0.100", "k8s-worker-0"),
+    WORKER: ("10.1.0.101", "k8s-worker-1"),
+}
+KUBERNETES = (MASTER, VOTER, WORKER)
+INSTANCES = {
+    MASTER: "3f1c2a9e-5b7d-4e21-9a0c-1d2e3f4a5b6c",
+    VOTER: "8a7b6c5d-4e3f-4a1b-8c9d-0e1f2a3b4c5d",
+    WORKER: "c0ffee00-1234-4abc-9def-0123456789ab",
+}
+# A secret with what gcfg must have quoted and escaped: a comment character, a quote, a backslash.
+SECRET = 'sup3r;secret#"cred\\ential'
+CLOUD = {
+    "openstack": {
+        "cloud": {
+            "auth_url": "https://keystone.example:5000/v3",
+            "region": "RegionOne",
+            "application_credential_id": "0123456789abcdef0123456789abcdef",
+            "application_credential_secret": SECRET,
+            "floating_network_id": "5e0c7f7a-7a1e-4a49-9d3e-6c3b1e2f0a11",
+            "subnet_id": "2b9d7c1e-0f3a-4c5b-8e6d-7a8b9c0d1e2f",
+            "member_subnet_id": "9f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a",
+            "load_balancer": True,
+        }
+    }
+}
+CLOUD_CONF = """[Global]
+auth-url = "https://keystone.example:5000/v3"
+region = "RegionOne"
+application-credential-id = "0123456789abcdef0123456789abcdef"
+application-credential-secret = "sup3r;secret#\\"cred\\\\ential"
+
+[Networking]
+address-sort-order = "10.1.0.0/16"
+
+[LoadBalancer]
+enabled = true
+floating-network-id = "5e0c7f7a-7a1e-4a49-9d3e-6c3b1e2f0a11"
+subnet-id = "2b9d7c1e-0f3a-4c5b-8e6d-7a8b9c0d1e2f"
+member-subnet-id = "9f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a"
+create-monitor = true
+
+[BlockStorage]
+ignore-volume-az = false
+
+[Metadata]
+search-order = "configDrive,metadataService"
+"""
+OVERLAY = {
+    **PROTOCOL_OVERLAY,
+    "salt_master/init.sls": "koo-test-salt-master:\n  test.succeed_without_changes: []\n",
+    # salt/top.sls less core.
+    "top.sls": (
+        "base:\n"
+        "  'salt.*':\n    - salt_master\n"
+        "  'k8s-master.*':\n    - microk8s.master\n"
+        "  'k8s-worker-*':\n    - microk8s.install\n    - microk8s.joined\n    - microk8s.tokens\n"
+    ),
+}
+MANIFESTS = [
+    "ClusterRole//system:cloud-controller-manager",
+    "ClusterRole//system:cloud-node-controller",
+    "ClusterRoleBinding//system:cloud-controller-manager",
+    "ClusterRoleBinding//system:cloud-node-controller",
+    "ServiceAccount/kube-system/cloud-controller-manager",
+    "DaemonSet/kube-system/openstack-cloud-controller-manager",
+    "CSIDriver//cinder.csi.openstack.org",
+    "ServiceAccount/kube-system/csi-cinder-controller-sa",
+    "ServiceAccount/kube-system/csi-cinder-node-sa",
+    "Deployment/kube-system/csi-cinder-controllerplugin",
+    "DaemonSet/kube-system/csi-cinder-nodeplugin",
+]
+
+
+def pillar() -> dict:
+    """The pillar as Terraform writes it, each node with its Nova server's UUID."""
+    return {
+        "mine_functions": {"network.ip_addrs": [{"mine_function": "config.get"}, "fake_ip_addrs"]},
+        "network": {"public_cidr": "10.0.0.0/16", "private_cidr": "10.1.0.0/16"},
+        "microk8s": {
+            "master": MASTER,
+            "channel": "1.28/stable",
+            "nodes": [
+                {"id": node, "instance_id": INSTANCES[node], "address": NODES[node][0], "labels": {}, "taints": []}
+                for node in KUBERNETES
+            ],
+            "control_plane": [MASTER, VOTER],
+            "join": {"attempts": 8, "interval": 1, "max_interval": 2},
+        },
+    }
+
+
+DAEMON_PATHS = salt_cluster._daemon_paths
+
+
+def debug_logs(root, name: str) -> dict:
+    """The harness's daemon settings, but logging at debug: the secret must stay out of every log line."""
+    return {**DAEMON_PATHS(root, name), "log_level_logfile": "debug"}
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(salt_cluster, "_daemon_paths", debug_logs)
+        cluster = SaltCluster(tmp_path_factory.mktemp("salt-cluster"), NODES, pillar(), OVERLAY)
+        (cluster.pillar_root / "_cloud.sls").write_text(f"#!yaml\n{yaml.safe_dump(CLOUD)}")
+        # microk8s' hostpath-storage addon (enabled by microk8s.addons) made its class the default.
+        assert cluster.fakes[MASTER].run("enable", "hostpath-storage").returncode == 0
+        try:
+            cluster.start()
+            yield cluster
+        finally:
+            cluster.stop()
+
+
+def deploy(cluster) -> tuple[dict, str]:
+    """orch.deploy; every step must succeed. The cloud-provider step's states, and all salt-run printed."""
+    (cluster.pillar_root / "_from_terraform.sls").write_text(from_terraform_sls(pillar()))
+    result = cluster._run("salt-run", "--out=json", "state.orchestrate", "orch.deploy", timeout=600)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr + cluster.logs()
+    steps = next(iter(json.loads(result.stdout)["data"].values()))
+    step = next(value for key, value in steps.items() if "orch-deploy-salt-state-cloud-provider" in key)
+    assert step["result"] is True, step
+    # salt.state reports the minion's states only when one of them changed something.
+    states = step["changes"].get("ret", {}).get(MASTER, {})
+    return {key.split("_|-")[1]: value for key, value in states.items()}, result.stdout + result.stderr
+
+
+def objects(cluster) -> dict:
+    """The fake's record of every object kubectl applied on the master."""
+    return json.loads((cluster.fakes[MASTER].home / "fake" / "objects.json").read_text())
+
+
+def provider_ids(cluster) -> dict:
+    shown = json.loads(cluster.fakes[MASTER].run("kubectl", "get", "nodes", "-o", "json").stdout)
+    return {item["metadata"]["name"]: item["spec"].get("providerID") for item in shown["items"]}
+
+
+def calls(cluster, *prefix: str) -> list[str]:
+    log = (cluster.fakes[MASTER].home / "calls.log").read_text().splitlines()
+    return [line for line in log if line.split()[: len(prefix)] == list(prefix)]
+
+
+def test_orch_deploy_applies_the_cloud_integration_with_the_secret_in_no_output_then_changes_nothing(cluster):
+    states, printed = deploy(cluster)
+    assert all(state["result"] is True for state in states.values()), states
+    assert states["microk8s-cloud-provider-microk8s-provider-ids-set"]["changes"] == {
+        node: {"old": None, "new": f"openstack:///{INSTANCES[node]}"} for node in KUBERNETES
+    }
+    assert provider_ids(cluster) == {NODES[node][1]: f"openstack:///{INSTANCES[node]}" for node in KUBERNETES}
+
+    record = objects(cluster)
+    secret = record["Secret/kube-system/cloud-config"]
+    assert base64.b64decode(secret["data"]["cloud.conf"]).decode() == CLOUD_CONF
+    assert "stringData" not in secret
+    assert set(MANIFESTS) <= set(record)
+    daemonset = record["DaemonSet/kube-system/openstack-cloud-controller-manager"]["spec"]["template"]["spec"]
+    assert daemonset["volumes"][-1] == {"name": "cloud-config-volume", "secret": {"secretName": "cloud-config"}}
+    cinder = record["StorageClass//cinder"]
+    assert cinder["provisioner"] == "cinder.csi.openstack.org"
+    assert cinder["metadata"]["annotations"]["storageclass.kubernetes.io/is-default-class"] == "true"
+    hostpath = record["StorageClass//microk8s-hostpath"]["metadata"]["annotations"]
+    assert hostpath["storageclass.kubernetes.io/is-default-class"] == "false"
+    # The providerIDs were set before anything of the cloud controller manager was applied.
+    order = [line.split()[:2] for line in calls(cluster, "kubectl") if line.split()[1] in ("patch", "apply")]
+    assert order.index(["kubectl", "apply"]) > max(i for i, call in enumerate(order) if call[1] == "patch")
+
+    # The secret's state shows checksums, never the secret.
+    changes = states["microk8s-cloud-provider-microk8s-cloud-config-secret"]["changes"]
+    assert list(changes) == ["cloud.conf sha256"] and changes["cloud.conf sha256"]["old"] is None
+
+    # Again: nothing changes, nothing is written.
+    applied = calls(cluster, "kubectl", "apply", "-f", "-")
+    patched = calls(cluster, "kubectl", "patch")
+    again, printed_again = deploy(cluster)
+    assert again == {}
+    assert [line for line in calls(cluster, "kubectl", "apply", "-f", "-") if "--dry-run=server" not in line] == [
+        line for line in applied if "--dry-run=server" not in line
+    ]
+    assert calls(cluster, "kubectl", "patch") == patched
+    assert objects(cluster) == record
+
+    # The credential is in no output, no log and no command line; nor its base64 nor cloud.conf's.
+    encoded = base64.b64encode(CLOUD_CONF.encode()).decode()
+    # Every log of the Salt master and minions, whole (cluster.logs() keeps their tails only), at debug.
+    files = [*cluster.root.rglob("*.log"), *cluster.root.rglob("*.out")]
+    assert any(path.name == "minion.log" for path in files)
+    logs = "".join(path.read_text(errors="replace") for path in files)
+    assert "[DEBUG   ]" in logs
+    for text in (printed, printed_again, logs):
+        assert "sup3r" not in text and encoded not in text

@@ -1,0 +1,305 @@
+"""
+The OpenStack cloud integration, applied with kubectl on the Kubernetes master: the Secret
+``kube-system/cloud-config`` (key ``cloud.conf``) that openstack-cloud-controller-manager and the
+Cinder CSI driver both read (kubernetes/cloud-provider-openstack v1.35.0, the
+``cloud-config-volume`` and ``secret-cinderplugin`` volumes of their manifests), their manifests,
+each node's ``spec.providerID``, and a Cinder StorageClass as the cluster's default.
+
+The credential comes from pillar ``openstack:cloud`` (pillar/_cloud.sls, the master's only) and
+is read here, never passed as an argument: a state or a function argument is logged and returned
+by Salt, so the application credential's secret would be too. It reaches kubectl on standard
+input (``_cli.run(stdin=...)``, which Salt runs with ``output_loglevel="quiet"``); what the states
+report is the SHA-256 of the rendered cloud.conf, which the Secret carries in its annotation
+``kube-on-os/cloud-conf-sha256`` so that the next run compares it without reading the Secret.
+
+ProviderIDs: CPO's InstancesV2 names a server ``openstack:///<server id>`` (pkg/openstack/
+instances.go makeInstanceID, without OS_CCM_REGIONAL), and the API server lets a node's
+providerID change only from "" (kubernetes pkg/apis/core/validation ValidateNodeUpdate: "node
+updates may not change providerID except from \\"\\" to valid"). They are set before the CCM runs:
+its node lifecycle controller (k8s.io/cloud-provider controllers/nodelifecycle, MonitorNodes)
+deletes a node that is not Ready and whose instance the cloud does not know, and without a
+providerID it looks the instance up by node name.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+import uuid
+
+from salt.exceptions import CommandExecutionError
+
+from . import _cli, _membership
+
+NAMESPACE = "kube-system"
+SECRET = "cloud-config"
+SECRET_KEY = "cloud.conf"
+CHECKSUM = "kube-on-os/cloud-conf-sha256"
+PROVIDER = "openstack"
+DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
+CINDER = "cinder.csi.openstack.org"
+REQUIRED = ("auth_url", "region", "application_credential_id", "application_credential_secret")
+OPTIONAL = ("floating_network_id", "subnet_id", "member_subnet_id")
+# kubectl's name printer (k8s.io/cli-runtime pkg/printers/name.go): <kind>[.<group>]/<name>, then
+# the operation kubectl apply names (pkg/cmd/apply/apply.go: created, configured, unchanged), and
+# " (server dry run)" with --dry-run=server (cmdutil.PrintFlagsWithDryRunStrategy).
+_APPLIED = re.compile(r"^(?P<ref>\S+/\S+) (?P<operation>created|configured|unchanged)( \(server dry run\))?$")
+
+
+def settings(salt: dict) -> dict | None:
+    """
+    Pillar ``openstack:cloud`` checked: None when it is absent or empty (no cloud integration);
+    else its strings, ``load_balancer`` a bool (default true). A missing or malformed key is an
+    error naming the key, never quoting the secret.
+    """
+    cloud = salt["pillar.get"]("openstack:cloud", None)
+    if not cloud:
+        return None
+    if not isinstance(cloud, dict):
+        raise CommandExecutionError("pillar openstack:cloud must be a map")
+    checked = {}
+    for key in REQUIRED + OPTIONAL:
+        value = cloud.get(key)
+        if value is None or value == "":
+            if key in REQUIRED:
+                raise CommandExecutionError(f"pillar openstack:cloud:{key} is missing")
+            continue
+        if not isinstance(value, str) or any(ord(c) < 32 or ord(c) == 127 for c in value):
+            shown = "" if key == "application_credential_secret" else f": {value!r}"
+            raise CommandExecutionError(f"pillar openstack:cloud:{key} must be a string on one line{shown}")
+        checked[key] = value
+    load_balancer = cloud.get("load_balancer", True)
+    if not isinstance(load_balancer, bool):
+        raise CommandExecutionError(f"pillar openstack:cloud:load_balancer must be true or false: {load_balancer!r}")
+    checked["load_balancer"] = load_balancer
+    return checked
+
+
+def _quoted(value: str) -> str:
+    """
+    A gcfg string (cloud.conf is read with gopkg.in/gcfg.v1): quoted, so that ``;`` and ``#``
+    start no comment, with ``\\`` and ``"`` escaped (gcfg read.go unquote). Python has no gcfg
+    writer, and configparser's quoting is not gcfg's, hence by hand.
+    """
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def cloud_conf(cloud: dict, private_cidr: str | None = None, options: dict | None = None) -> str:
+    """
+    cloud.conf for openstack-cloud-controller-manager and the Cinder CSI driver, from
+    ``settings``' map; option names as CPO v1.35.0 documents them
+    (docs/openstack-cloud-controller-manager/using-openstack-cloud-controller-manager.md,
+    docs/cinder-csi-plugin/using-cinder-csi-plugin.md). ``private_cidr`` sorts the nodes' private
+    addresses first ([Networking] address-sort-order); ``options``: ``ignore_volume_az`` and
+    ``metadata_search_order`` (defaults.yaml's cloud_provider).
+    """
+    options = options or {}
+    lines = [
+        "[Global]",
+        f"auth-url = {_quoted(cloud['auth_url'])}",
+        f"region = {_quoted(cloud['region'])}",
+        f"application-credential-id = {_quoted(cloud['application_credential_id'])}",
+        f"application-credential-secret = {_quoted(cloud['application_credential_secret'])}",
+    ]
+    if private_cidr:
+        lines += ["", "[Networking]", f"address-sort-order = {_quoted(private_cidr)}"]
+    lines += ["", "[LoadBalancer]", f"enabled = {'true' if cloud['load_balancer'] else 'false'}"]
+    if cloud["load_balancer"]:
+        for key in OPTIONAL:
+            if key in cloud:
+                lines.append(f"{key.replace('_', '-')} = {_quoted(cloud[key])}")
+        lines.append("create-monitor = true")
+    lines += ["", "[BlockStorage]", f"ignore-volume-az = {'true' if options.get('ignore_volume_az') else 'false'}"]
+    if options.get("metadata_search_order"):
+        # Left out, CPO's own default applies (configDrive,metadataService).
+        lines += ["", "[Metadata]", f"search-order = {_quoted(options['metadata_search_order'])}"]
+    return "\n".join(lines) + "\n"
+
+
+def checksum(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def secret_manifest(conf: str) -> str:
+    """The Secret both read, as JSON (kubectl apply reads JSON as well as YAML), its checksum annotated."""
+    return json.dumps(
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": SECRET, "namespace": NAMESPACE, "annotations": {CHECKSUM: checksum(conf)}},
+            "type": "Opaque",
+            "data": {SECRET_KEY: base64.b64encode(conf.encode()).decode()},
+        }
+    )
+
+
+def rendered(salt: dict, options: dict | None = None) -> str | None:
+    """``cloud_conf`` from the pillar (``openstack:cloud``, ``network:private_cidr``), or None without a cloud."""
+    cloud = settings(salt)
+    if cloud is None:
+        return None
+    return cloud_conf(cloud, salt["pillar.get"]("network:private_cidr", None), options)
+
+
+def parse_applied(text: str) -> dict:
+    """``{ref: operation}`` from what kubectl apply printed, one ``<kind>[.<group>]/<name> <operation>`` a line."""
+    applied = {}
+    for line in (line.strip() for line in text.splitlines()):
+        match = _APPLIED.match(line)
+        if not match:
+            if line:
+                raise CommandExecutionError(f"kubectl apply printed a line it never prints: {line[:200]!r}")
+            continue
+        applied[match["ref"]] = match["operation"]
+    return applied
+
+
+def apply(salt: dict, manifest: str, dry_run: bool = False, hide: tuple[str, ...] = ()) -> dict:
+    """
+    ``kubectl apply -f -`` with ``manifest`` on standard input (``--dry-run=server``: the API
+    server says what would change and keeps nothing). ``{ref: created | configured | unchanged}``.
+    """
+    args = ["kubectl", "apply", "-f", "-"] + (["--dry-run=server"] if dry_run else [])
+    return parse_applied(_cli.run(salt, *args, stdin=manifest, hide=hide))
+
+
+def secret_checksum(salt: dict) -> str | None:
+    """The checksum annotated on the Secret, or None without a Secret (or annotation); its data is never read."""
+    path = "{.metadata.annotations." + CHECKSUM + "}"
+    out = _cli.run(
+        salt, "kubectl", "get", "secret", SECRET, "-n", NAMESPACE, "--ignore-not-found", "-o", f"jsonpath={path}"
+    )
+    return out.strip() or None
+
+
+def secret_plan(salt: dict, options: dict | None = None) -> dict:
+    """``{"secret", "old", "new" (cloud.conf SHA-256s), "changed"}``; raises without pillar openstack:cloud."""
+    conf = rendered(salt, options)
+    if conf is None:
+        raise CommandExecutionError("pillar openstack:cloud is absent: there is no cloud.conf to apply")
+    old = secret_checksum(salt)
+    new = checksum(conf)
+    return {"secret": f"{NAMESPACE}/{SECRET}", "old": old, "new": new, "changed": old != new}
+
+
+def apply_secret(salt: dict, options: dict | None = None) -> dict:
+    """Applies the Secret (``secret_plan``'s, with its ``operation``); what kubectl says is checked, never printed."""
+    plan = secret_plan(salt, options)
+    conf = rendered(salt, options)
+    secret = settings(salt)["application_credential_secret"]
+    hidden = (secret, base64.b64encode(conf.encode()).decode())
+    applied = apply(salt, secret_manifest(conf), hide=hidden)
+    if list(applied) != [f"secret/{SECRET}"]:
+        raise CommandExecutionError(f"kubectl apply of the cloud-config Secret applied {sorted(applied)}")
+    return {**plan, "operation": applied[f"secret/{SECRET}"]}
+
+
+def manifests(salt: dict, sources: list[str]) -> str:
+    """The manifests at ``sources`` (salt:// URLs, from the Salt master), one YAML stream."""
+    texts = []
+    for source in sources:
+        text = salt["cp.get_file_str"](source)
+        if not text:
+            raise CommandExecutionError(f"the manifest {source} cannot be read from the Salt master")
+        texts.append(text.rstrip("\n") + "\n")
+    return "---\n".join(texts)
+
+
+def provider_id(instance_id) -> str:
+    """``openstack:///<instance id>``; an instance id that is no UUID is an error naming it."""
+    try:
+        parsed = uuid.UUID(str(instance_id))
+    except ValueError:
+        raise CommandExecutionError(f"instance_id {instance_id!r} is not a Nova server UUID") from None
+    return f"{PROVIDER}:///{parsed}"
+
+
+def provider_id_plan(salt: dict) -> dict:
+    """
+    ``{id: {"node", "old", "new", "changed"}}`` for every node of pillar ``microk8s:nodes``, from one
+    ``kubectl get nodes -o json``: ``new`` is ``openstack:///<instance_id>``. Raises naming the
+    node when its entry has no instance_id, Kubernetes does not know it, or it already has another
+    providerID (which the API server never lets change).
+    """
+    settings_ = salt["pillar.get"]("microk8s", {})
+    addresses = _membership.parse_roles(settings_)["addresses"]
+    text = _cli.run(salt, "kubectl", "get", "nodes", "-o", "json")
+    known = _membership.parse_nodes(text)
+    current = {
+        item["metadata"]["name"]: (item.get("spec") or {}).get("providerID") or ""
+        for item in json.loads(text).get("items") or []
+    }
+    plans = {}
+    for node in settings_["nodes"]:
+        node_id = str(node["id"])
+        if not node.get("instance_id"):
+            raise CommandExecutionError(f"pillar microk8s:nodes entry {node_id} has no instance_id")
+        try:
+            wanted = provider_id(node["instance_id"])
+        except CommandExecutionError as error:
+            raise CommandExecutionError(f"pillar microk8s:nodes entry {node_id}: {error}") from None
+        found = _membership.node_of(known, node_id, addresses[node_id])
+        if found is None:
+            raise CommandExecutionError(f"Kubernetes has no node at {addresses[node_id]} ({node_id})")
+        old = current.get(found["name"], "")
+        if old and old != wanted:
+            raise CommandExecutionError(
+                f"node {found['name']} ({node_id}) has providerID {old}, not {wanted}; Kubernetes never changes "
+                "a set providerID: delete the Node object (microk8s remove-node) and let it register again"
+            )
+        plans[node_id] = {"node": found["name"], "old": old or None, "new": wanted, "changed": old != wanted}
+    return plans
+
+
+def set_provider_id(salt: dict, node: str, wanted: str) -> str:
+    """``kubectl patch node NODE`` with spec.providerID ``wanted`` (from "" only); kubectl's line."""
+    patch = json.dumps({"spec": {"providerID": wanted}})
+    return _cli.run(salt, "kubectl", "patch", "node", node, "--type=merge", "-p", patch).strip()
+
+
+def storage_class_manifest(name: str) -> str:
+    """
+    The default StorageClass, provisioned by the Cinder CSI driver (its CSIDriver's name):
+    volumes are made where the pod is scheduled (WaitForFirstConsumer, as the CSI driver reports
+    each node's zone), deleted with their claim, and can grow.
+    """
+    return json.dumps(
+        {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "StorageClass",
+            "metadata": {"name": name, "annotations": {DEFAULT_CLASS: "true"}},
+            "provisioner": CINDER,
+            "reclaimPolicy": "Delete",
+            "volumeBindingMode": "WaitForFirstConsumer",
+            "allowVolumeExpansion": True,
+        }
+    )
+
+
+def storage_class_plan(salt: dict, name: str) -> dict:
+    """
+    ``{"apply": {ref: operation} (a server dry run of the StorageClass), "undefault": [other
+    classes annotated default], "changed"}``: the Cinder class ``name`` is the one default, as the
+    API server picks among several defaults only the newest (DefaultStorageClass admission).
+    """
+    applied = apply(salt, storage_class_manifest(name), dry_run=True)
+    listed = json.loads(_cli.run(salt, "kubectl", "get", "storageclass", "-o", "json") or "{}")
+    undefault = sorted(
+        item["metadata"]["name"]
+        for item in listed.get("items") or []
+        if item["metadata"]["name"] != name
+        and ((item["metadata"].get("annotations") or {}).get(DEFAULT_CLASS) or "").lower() == "true"
+    )
+    changed = any(operation != "unchanged" for operation in applied.values()) or bool(undefault)
+    return {"apply": applied, "undefault": undefault, "changed": changed}
+
+
+def make_default_storage_class(salt: dict, name: str) -> dict:
+    """Applies ``storage_class_plan``: the Cinder class, then ``is-default-class=false`` on the others."""
+    plan = storage_class_plan(salt, name)
+    applied = apply(salt, storage_class_manifest(name)) if plan["changed"] else plan["apply"]
+    for other in plan["undefault"]:
+        _cli.run(salt, "kubectl", "annotate", "storageclass", other, f"{DEFAULT_CLASS}=false", "--overwrite")
+    return {**plan, "apply": applied}

@@ -1,0 +1,47 @@
+{#-
+  The OpenStack cloud integration, on the Kubernetes master (orch.deploy's step after the node
+  labels), only where pillar openstack:cloud exists (pillar/_cloud.sls, which the pillar top
+  gives the master alone); without it this renders nothing. In this order:
+  - every node's providerID (openstack:///<instance_id>), before the cloud controller manager
+    runs: its node lifecycle controller deletes a NotReady node whose instance it cannot find;
+  - the Secret kube-system/cloud-config, from the pillar by the microk8s module (the credential
+    is never a state argument, so it is in no output or log);
+  - the pinned manifests of the cloud controller manager and the Cinder CSI driver, which read it;
+  - the Cinder StorageClass as the one default.
+#}
+{%- from "microk8s/map.jinja" import microk8s, cloud_provider_enabled with context %}
+{%- if cloud_provider_enabled %}
+{%- set cloud_provider = microk8s.cloud_provider %}
+
+microk8s-cloud-provider-microk8s-provider-ids-set:
+  microk8s.provider_ids_set:
+    - name: microk8s:nodes
+
+microk8s-cloud-provider-microk8s-cloud-config-secret:
+  microk8s.cloud_config_secret:
+    - name: kube-system/cloud-config
+    - ignore_volume_az: {{ cloud_provider.ignore_volume_az | json }}
+    - metadata_search_order: {{ cloud_provider.metadata_search_order | json }}
+    - require:
+      - microk8s: microk8s-cloud-provider-microk8s-provider-ids-set
+
+microk8s-cloud-provider-microk8s-manifests-applied:
+  microk8s.manifests_applied:
+    - name: {{ ("cloud-provider-openstack " ~ cloud_provider.version) | json }}
+    - sources: {{ cloud_provider.manifests | map("regex_replace", "^", "salt://microk8s/files/cloud-provider/") | list | json }}
+    - require:
+      - microk8s: microk8s-cloud-provider-microk8s-cloud-config-secret
+
+microk8s-cloud-provider-microk8s-default-storage-class:
+  microk8s.default_storage_class:
+    - name: {{ cloud_provider.storage_class | json }}
+    - require:
+      - microk8s: microk8s-cloud-provider-microk8s-manifests-applied
+{%- else %}
+
+# orch.deploy runs this SLS on the master whatever its pillar: a state that does nothing stands
+# in where there is no cloud, so the step succeeds without applying anything.
+microk8s-cloud-provider-test-nop:
+  test.nop:
+    - name: pillar openstack:cloud is absent; no cloud integration to apply
+{%- endif %}
