@@ -401,12 +401,13 @@ describeWithNamespaces("L5: the provisioning chain over SSH through the bastion"
         .replace(/ in \d+ s:/, " in N s:"),
     );
     const saltFiles = cleanCopy(path.join(ROOT, "salt"));
+    // The pillar: the repository's, and the two files Terraform writes (_from_terraform.sls, _cloud.sls).
     const count = (dir: string): number =>
       fs.readdirSync(dir, { withFileTypes: true }).reduce((n, e) => n + (e.isDirectory() ? count(path.join(dir, e.name)) : 1), 0);
     expect(lines).toEqual([
       `WaitForBastion: cloud-init: finished on ${BASTION}`,
       `WaitForSaltMaster: cloud-init: finished on ${SALT}`,
-      `SyncSaltTree: installed Salt tree on ${SALT}: ${files.saltRoot} ${count(saltFiles.copy)} files, sha256 H; ${files.pillarRoot} ${count(path.join(ROOT, "pillar")) + 1} files, sha256 H`,
+      `SyncSaltTree: installed Salt tree on ${SALT}: ${files.saltRoot} ${count(saltFiles.copy)} files, sha256 H; ${files.pillarRoot} ${count(path.join(ROOT, "pillar")) + 2} files, sha256 H`,
       `AcceptMinionKeys: accepted minion key: ${SALT}`,
       `AcceptMinionKeys: accepted minion key: ${BASTION}`,
       `AcceptMinionKeys: accepted minion key: ${MASTER}`,

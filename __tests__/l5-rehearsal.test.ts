@@ -37,6 +37,8 @@ const ROOT_PASSWORD = "rehearsal console password 4e2a";
 const STRANGER = id("stranger");
 /** Another Salt tree to rehearse instead of salt/ (e.g. an older commit's, to see its defects). */
 const SALT_TREE = process.env.KOO_REHEARSAL_SALT_TREE || undefined;
+/** The fake microk8s' record of the objects kubectl applied, on the node that ran kubectl (fake-microk8s/microk8s.py). */
+const OBJECTS = "/var/snap/microk8s/current/fake/objects.json";
 
 type Tofu = (args: string[], extra?: NodeJS.ProcessEnv) => Promise<RunResult>;
 
@@ -83,6 +85,14 @@ const available = rehearsalAvailable();
   /** Everything tofu printed, for the check that the root password never shows. */
   const printed: string[] = [];
   const started = Date.now();
+
+  /** The cluster's application credential's secret, once the first apply made it. */
+  let cloudSecret = "";
+
+  /** The external network's id, as the double seeded it. */
+  function externalNetworkId(): string {
+    return String((rehearsal.double.neutron.networks.all().find((n: any) => n["router:external"]) as any).id);
+  }
 
   async function workspace(extra: NodeJS.ProcessEnv = {}, saltTree = SALT_TREE): Promise<Tofu> {
     const dir = await synthToDir(fs.mkdtempSync(path.join(rehearsal.dir, "synth-")), { ...synthEnv, ...extra }, { saltTree });
@@ -198,6 +208,7 @@ const available = rehearsalAvailable();
       fs.cpSync(path.join(srv, "pillar"), pillar, { recursive: true });
       const written = YAML.parse(fs.readFileSync(path.join(pillar, "_from_terraform.sls"), "utf8"));
       fs.rmSync(path.join(pillar, "_from_terraform.sls"));
+      fs.rmSync(path.join(pillar, "_cloud.sls"));
       expect(cleanCopy(pillar).hash).toBe(cleanCopy(path.join(ROOT, "pillar")).hash);
       const outputs = JSON.parse((await tofu(["output", "-json"])).stdout);
       expect(written.microk8s).toMatchObject({
@@ -210,6 +221,95 @@ const available = rehearsalAvailable();
         ],
       });
       expect(fs.statSync(path.join(srv, "pillar", "_from_terraform.sls"))).toMatchObject({ uid: 0, mode: 0o100640 });
+      // The cloud pillar holds the cluster's application credential: root's alone.
+      expect(fs.statSync(path.join(srv, "pillar", "_cloud.sls"))).toMatchObject({ uid: 0, mode: 0o100600 });
+    });
+
+    it("gives the cluster's application credential to the Kubernetes master alone, which makes it the cloud-config Secret", async () => {
+      const credentials = rehearsal.double.keystone.applicationCredentials.all().filter((c) => c.seeded !== true) as any[];
+      expect(credentials.map((c) => c.name)).toEqual([`${DOMAIN}-cloud-provider`]);
+      cloudSecret = credentials[0].secret;
+      const result = await rehearsal.cloud.host(SALT).exec("salt --out=json --static '*' pillar.item openstack");
+      const pillars = JSON.parse(result.stdout);
+      const holders = Object.keys(pillars).filter((minion) => Object.keys(pillars[minion].openstack ?? {}).length > 0);
+      expect(holders).toEqual([MASTER]);
+      const objects = JSON.parse(fs.readFileSync(`/proc/${rehearsal.cloud.host(MASTER).pid}/root${OBJECTS}`, "utf8"));
+      const cloudConf = Buffer.from(objects["Secret/kube-system/cloud-config"].data["cloud.conf"], "base64").toString("utf8");
+      const subnet = (name: string) => String((rehearsal.double.neutron.subnets.all().find((s: any) => s.name === name) as any).id);
+      // The identity endpoint of the token's catalog: the double's own address.
+      expect(cloudConf).toMatch(/^auth-url = "http:\/\/[0-9.]+:\d+\/identity[^"]*"$/m);
+      expect(cloudConf.replace(/^auth-url = .*$/m, "auth-url = <catalog>")).toBe(
+        [
+          "[Global]",
+          "auth-url = <catalog>",
+          'region = "RegionOne"',
+          `application-credential-id = "${credentials[0].id}"`,
+          `application-credential-secret = "${credentials[0].secret}"`,
+          "",
+          "[Networking]",
+          'address-sort-order = "10.1.0.0/16"',
+          "",
+          "[LoadBalancer]",
+          "enabled = true",
+          `floating-network-id = "${externalNetworkId()}"`,
+          `subnet-id = "${subnet(`${DOMAIN}-public`)}"`,
+          `member-subnet-id = "${subnet(`${DOMAIN}-private`)}"`,
+          "create-monitor = true",
+          "",
+          "[BlockStorage]",
+          "ignore-volume-az = false",
+          "",
+          "[Metadata]",
+          'search-order = "configDrive,metadataService"',
+          "",
+        ].join("\n"),
+      );
+    });
+
+    it("deploys the cloud controller manager and Cinder CSI from the pinned manifests, Cinder the default class, after every node's providerID", async () => {
+      const objects = JSON.parse(fs.readFileSync(`/proc/${rehearsal.cloud.host(MASTER).pid}/root${OBJECTS}`, "utf8"));
+      const shipped = path.join(ROOT, "salt", "microk8s", "files", "cloud-provider");
+      const expected = fs
+        .readdirSync(shipped)
+        .flatMap((file) => YAML.parseAllDocuments(fs.readFileSync(path.join(shipped, file), "utf8")).map((doc) => doc.toJS()))
+        .filter((doc) => doc && doc.kind)
+        .map((doc) => `${doc.kind}/${doc.metadata.namespace ?? ""}/${doc.metadata.name}`);
+      expect(expected.length).toBeGreaterThan(10);
+      for (const key of expected) expect({ key, applied: key in objects }).toEqual({ key, applied: true });
+      const daemonSet = objects["DaemonSet/kube-system/openstack-cloud-controller-manager"];
+      expect(daemonSet.spec.template.spec.containers[0].image).toMatch(/openstack-cloud-controller-manager:v1\.35\.0$/);
+      const defaults = Object.entries<any>(objects)
+        .filter(
+          ([key, o]) =>
+            key.startsWith("StorageClass/") && o.metadata.annotations?.["storageclass.kubernetes.io/is-default-class"] === "true",
+        )
+        .map(([key]) => key);
+      expect(defaults).toEqual(["StorageClass//cinder"]);
+      const nodes = JSON.parse((await rehearsal.cloud.host(MASTER).exec("microk8s kubectl get nodes -o json")).stdout).items;
+      const servers = new Map(rehearsal.double.nova.servers.all().map((server) => [String(server.name).split(".")[0], String(server.id)]));
+      expect(Object.fromEntries(nodes.map((node: any) => [node.metadata.name, node.spec.providerID]))).toEqual(
+        Object.fromEntries(["k8s-master", "k8s-worker-0", "k8s-worker-1"].map((host) => [host, `openstack:///${servers.get(host)}`])),
+      );
+    });
+
+    it("points the kubeconfig at the API load balancer: its command, run as the README says, gives a server on its floating IP", async () => {
+      const outputs = JSON.parse((await tofu(["output", "-json"])).stdout);
+      const loadBalancer = rehearsal.double.neutron.floatingips
+        .all()
+        .find((ip: any) => ip.description === `${DOMAIN} Kubernetes API`) as any;
+      expect(outputs.api_address.value).toBe(loadBalancer.floating_ip_address);
+      const dir = fs.mkdtempSync(path.join(rehearsal.dir, "kubeconfig-"));
+      // The hosts' keys are new to this machine: an ssh that trusts them on first use, as a user's would after "yes".
+      fs.mkdirSync(path.join(dir, "bin"));
+      fs.writeFileSync(path.join(dir, "ssh.conf"), "StrictHostKeyChecking no\nUserKnownHostsFile /dev/null\nLogLevel ERROR\n");
+      fs.writeFileSync(path.join(dir, "bin", "ssh"), `#!/bin/sh\nexec /usr/bin/ssh -F ${dir}/ssh.conf "$@"\n`, { mode: 0o755 });
+      execFileSync("bash", ["-c", outputs.kubeconfig_command.value], {
+        cwd: dir,
+        env: { ...process.env, ...rehearsal.agentEnv, PATH: `${dir}/bin:${process.env.PATH}` },
+        timeout: 60_000,
+      });
+      const kubeconfig = YAML.parse(fs.readFileSync(path.join(dir, "kubeconfig"), "utf8"));
+      expect(kubeconfig.clusters.map((c: any) => c.cluster.server)).toEqual([`https://${loadBalancer.floating_ip_address}:16443`]);
     });
 
     it("sets root's console password on every host as a SHA-512 crypt hash of the ephemeral root_password", async () => {
@@ -552,6 +652,14 @@ const available = rehearsalAvailable();
       printed.push((await tofu(["show", "-json", "plan.cache"])).stdout);
       expect(printed.length).toBeGreaterThan(20);
       expect(printed.filter((text) => text.includes(ROOT_PASSWORD))).toEqual([]);
+      // Nor the cluster's application credential, which the Salt master's pillar and the
+      // cluster's Secret hold, but no output and no log.
+      expect(cloudSecret).not.toBe("");
+      expect(printed.filter((text) => text.includes(cloudSecret)).length).toBe(0);
+      for (const host of [SALT, MASTER]) {
+        const logs = await rehearsal.cloud.host(host).exec(`grep -rlF -- '${cloudSecret}' /var/log /var/cache/salt /tmp /home /root`);
+        expect({ host, files: logs.stdout }).toEqual({ host, files: "" });
+      }
       expect(JSON.stringify(rehearsal.state.readState("rehearsal"))).not.toContain(ROOT_PASSWORD);
       // What each host wrote (its overlay's upper layer, the Salt volume), and the rehearsal's
       // own files (workspaces, the cloud's seeds and logs), but not the volumes' raw images.

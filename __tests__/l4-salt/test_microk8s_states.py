@@ -870,7 +870,13 @@ class Cloud:
         def provider_id_plan():
             self._failing("provider_id_plan")
             return {
-                node: {"node": node.split(".")[0], "old": old, "new": f"openstack:///{node}", "changed": old is None}
+                node: {
+                    "node": node.split(".")[0],
+                    "old": old,
+                    "new": f"openstack:///{node}",
+                    "changed": old is None,
+                    "stale": old is not None and old != f"openstack:///{node}",
+                }
                 for node, old in self.provider_ids.items()
             }
 
@@ -960,8 +966,25 @@ def test_provider_ids_set_predicts_in_test_mode_then_sets_them_then_changes_noth
         }
 
 
-def test_provider_ids_set_fails_naming_a_node_that_holds_another_one(states):
-    message = "node k8s-worker-0 (k8s-worker-0.lab.example) has providerID openstack:///x, not openstack:///y"
+def test_provider_ids_set_names_a_rebuilt_node_that_keeps_its_old_one_without_failing(states):
+    cloud = Cloud(provider_ids={MASTER: None, CLOUD_WORKER: "openstack:///old"})
+    result = run(states, cloud, "provider_ids_set", "microk8s:nodes")
+    assert result == {
+        "name": "microk8s:nodes",
+        "result": True,
+        "changes": {MASTER: {"old": None, "new": f"openstack:///{MASTER}"}},
+        "comment": f"providerIDs set on {MASTER}; {CLOUD_WORKER.split('.')[0]} keeps openstack:///old of the "
+        f"machine it replaced (not openstack:///{CLOUD_WORKER}): delete the Node object (microk8s kubectl delete "
+        "node) and restart its microk8s to register it again",
+    }
+    assert cloud.actions == [("set_provider_id", MASTER.split(".")[0], f"openstack:///{MASTER}")]
+    again = run(states, cloud, "provider_ids_set", "microk8s:nodes")
+    assert (again["result"], again["changes"]) == (True, {})
+    assert again["comment"].startswith("all 1 other nodes have their providerID; ")
+
+
+def test_provider_ids_set_fails_naming_what_it_cannot_read(states):
+    message = "pillar microk8s:nodes entry k8s-worker-0.lab.example has no instance_id"
     cloud = Cloud(fail={"provider_id_plan": message})
     assert run(states, cloud, "provider_ids_set", "microk8s:nodes") == {
         "name": "microk8s:nodes",

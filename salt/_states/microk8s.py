@@ -374,7 +374,8 @@ def provider_ids_set(name: str) -> dict:
     On the master, before the cloud controller manager runs: every Kubernetes node of pillar
     ``microk8s:nodes`` has spec.providerID ``openstack:///<instance_id>`` (its entry's Nova server
     UUID), set with kubectl patch. The API server never changes a set providerID: a node holding
-    another one fails the state, naming it. Changes: ``{id: {"old", "new"}}``.
+    another one (a machine rebuilt under its name) is named in the comment with what to do, and
+    does not fail the state. Changes: ``{id: {"old", "new"}}``.
 
     .. code-block:: yaml
 
@@ -389,8 +390,20 @@ def provider_ids_set(name: str) -> dict:
         ret["comment"] = f"providerIDs cannot be set: {error}"
         return ret
     pending = [node for node, plan in plans.items() if plan["changed"]]
+    stale = [
+        f"{plan['node']} keeps {plan['old']} of the machine it replaced (not {plan['new']}): delete the Node object "
+        "(microk8s kubectl delete node) and restart its microk8s to register it again"
+        for plan in plans.values()
+        if plan.get("stale")
+    ]
+    note = f"; {'; '.join(stale)}" if stale else ""
     if not pending:
-        ret.update(result=True, comment=f"all {len(plans)} nodes have their providerID")
+        ret.update(
+            result=True,
+            comment=f"all {len(plans) - len(stale)} other nodes have their providerID{note}"
+            if stale
+            else f"all {len(plans)} nodes have their providerID",
+        )
         return ret
     changes = {node: {"old": plans[node]["old"], "new": plans[node]["new"]} for node in pending}
     if __opts__["test"]:
@@ -408,7 +421,7 @@ def provider_ids_set(name: str) -> dict:
     if failed:
         ret["comment"] = "providerIDs could not be set on " + "; ".join(failed)
         return ret
-    ret.update(result=True, comment=f"providerIDs set on {', '.join(pending)}")
+    ret.update(result=True, comment=f"providerIDs set on {', '.join(pending)}{note}")
     return ret
 
 

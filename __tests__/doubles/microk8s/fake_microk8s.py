@@ -476,9 +476,18 @@ def admit(state: dict, master: Path, token: str, worker: bool) -> int:
     if not worker:
         voters = sum(1 for m in db["members"] if m["role"] == "voter")
         db["members"].append({"address": f"{ADDRESS}:{DQLITE_PORT}", "role": "voter" if voters < 3 else "standby"})
+    # A kubelet whose Node exists takes it over, with the providerID the API server never changes
+    # once set (kubelet_node_status.go tryRegisterWithAPIServer; ValidateNodeUpdate).
+    taken = next((n for n in db["nodes"] if n["address"] == ADDRESS and n.get("providerID")), None)
     db["nodes"] = [n for n in db["nodes"] if n["address"] != ADDRESS] + [
         # join.py join_dqlite_worker_node starts a worker's kubelet with the worker's --node-labels.
-        {"name": HOSTNAME, "address": ADDRESS, "version": version(state), **({"worker": True} if worker else {})}
+        {
+            "name": HOSTNAME,
+            "address": ADDRESS,
+            "version": version(state),
+            **({"worker": True} if worker else {}),
+            **({"providerID": taken["providerID"]} if taken else {}),
+        }
     ]
     save_database(master_state, db)
     state["cluster"] = master_state["cluster"]

@@ -219,9 +219,10 @@ def provider_id(instance_id) -> str:
 def provider_id_plan(salt: dict) -> dict:
     """
     ``{id: {"node", "old", "new", "changed"}}`` for every node of pillar ``microk8s:nodes``, from one
-    ``kubectl get nodes -o json``: ``new`` is ``openstack:///<instance_id>``. Raises naming the
-    node when its entry has no instance_id, Kubernetes does not know it, or it already has another
-    providerID (which the API server never lets change).
+    ``kubectl get nodes -o json``: ``new`` is ``openstack:///<instance_id>``; ``stale`` when the
+    node already has another providerID (which the API server never lets change), so ``changed``
+    is false. Raises naming the node when its entry has no instance_id or Kubernetes does not
+    know it.
     """
     settings_ = salt["pillar.get"]("microk8s", {})
     addresses = _membership.parse_roles(settings_)["addresses"]
@@ -244,12 +245,18 @@ def provider_id_plan(salt: dict) -> dict:
         if found is None:
             raise CommandExecutionError(f"Kubernetes has no node at {addresses[node_id]} ({node_id})")
         old = current.get(found["name"], "")
-        if old and old != wanted:
-            raise CommandExecutionError(
-                f"node {found['name']} ({node_id}) has providerID {old}, not {wanted}; Kubernetes never changes "
-                "a set providerID: delete the Node object (microk8s remove-node) and let it register again"
-            )
-        plans[node_id] = {"node": found["name"], "old": old or None, "new": wanted, "changed": old != wanted}
+        # Another providerID: the machine was rebuilt under the same name, and its kubelet took over
+        # the old Node object (kubelet_node_status.go tryRegisterWithAPIServer, on AlreadyExists),
+        # whose providerID the API server never changes. Reported, not an error: failing here
+        # would fail every deploy after a -replace.
+        stale = bool(old) and old != wanted
+        plans[node_id] = {
+            "node": found["name"],
+            "old": old or None,
+            "new": wanted,
+            "changed": not old,
+            "stale": stale,
+        }
     return plans
 
 

@@ -130,6 +130,13 @@ canonical/microk8s-cluster-agent; where the current release differs it says so):
   "Secret/kube-system/cloud-config" has data["cloud.conf"] base64-encoded; `enable
   hostpath-storage` adds the addon's default StorageClass microk8s-hostpath.
 
+- config (microk8s-resources/wrappers/microk8s-config.wrapper): on a --worker node (its
+  clustered.lock) "This MicroK8s deployment is acting as a node in a cluster. Please use the
+  microk8s config on the master.", exit 0; otherwise credentials/client.config
+  (microk8s-resources/client.config.template: cluster microk8s-cluster with the CA's data,
+  context microk8s, user admin) with 127.0.0.1 replaced by the address of the interface with the
+  default route (utils.sh get_default_ip), then an empty line.
+
 Two releases (canonical/microk8s branches 1.28 and 1.35): `snap install microk8s
 --channel=1.NN/<risk>` (no channel: latest/stable, taken as 1.28 as before); what differs follows
 the node's release:
@@ -580,8 +587,13 @@ def register(db: dict, entry: dict) -> None:
     pkg/kubelet/kubelet_node_status.go tryRegisterWithAPIServer, on AlreadyExists), so a machine
     rebuilt under the same name is one node again, whatever address it had before (the dual-homed
     master's first one is its public address, the default route's); one at the joiner's address
-    goes too.
+    goes too. The Node object it takes over keeps its spec.providerID, which the API server never
+    changes once set (kubernetes pkg/apis/core/validation ValidateNodeUpdate), so a rebuilt
+    machine's node names the server it replaced.
     """
+    same_name = next((n for n in db["nodes"] if n["name"] == entry["name"]), None)
+    if same_name is not None and same_name.get("providerID"):
+        entry = {**entry, "providerID": same_name["providerID"]}
     db["nodes"] = [n for n in db["nodes"] if entry["address"] != n["address"] and entry["name"] != n["name"]] + [entry]
 
 
@@ -1432,6 +1444,38 @@ def quorum_query(state: dict) -> int:
     return 0
 
 
+def client_config() -> int:
+    """microk8s config: the client config, for the default interface's address (see the module docstring)."""
+    if WORKER_LOCK.exists():
+        print(
+            "This MicroK8s deployment is acting as a node in a cluster. Please use the microk8s config on the master."
+        )
+        return 0
+    # client.config.template with the install hook's substitutions (CADATA, NAME, AUTHTYPE).
+    ca_data = base64.b64encode(CA_CRT.read_bytes()).decode()
+    print(
+        "apiVersion: v1\n"
+        "clusters:\n"
+        "- cluster:\n"
+        f"    certificate-authority-data: {ca_data}\n"
+        f"    server: https://{node_ip()}:16443\n"
+        "  name: microk8s-cluster\n"
+        "contexts:\n"
+        "- context:\n"
+        "    cluster: microk8s-cluster\n"
+        "    user: admin\n"
+        "  name: microk8s\n"
+        "current-context: microk8s\n"
+        "kind: Config\n"
+        "preferences: {}\n"
+        "users:\n"
+        "- name: admin\n"
+        "  user:\n"
+        "    token: fake-admin-token\n"
+    )
+    return 0
+
+
 def main(argv: list[str]) -> int:
     program = os.path.basename(argv[0])
     args = argv[1:]
@@ -1462,6 +1506,8 @@ def main(argv: list[str]) -> int:
         return quorum_query(state)
     if command == "kubectl":
         return kubectl(state, rest)
+    if command == "config":
+        return client_config()
     if not state["running"]:
         print(STOPPED, file=sys.stderr)
         return 1
