@@ -687,3 +687,24 @@ describe("cloud integration with a restricted application credential", () => {
     expect(double.resourceCount()).toBe(before);
   });
 });
+
+describe("cloud integration for a deployer without the member role", () => {
+  it("fails the plan in one line naming the role, before anything is created", async () => {
+    const ws = await workspace();
+    const identity = double.identity as { assignedRoles: readonly string[] };
+    const assigned = identity.assignedRoles;
+    // A project reader (keystone's bootstrap roles): no member, which the credential needs.
+    identity.assignedRoles = ["reader", "load-balancer_member"];
+    try {
+      const before = double.resourceCount();
+      const plan = await ws.tofu(["apply", "-auto-approve", "-input=false"]);
+      expect(plan.status).not.toBe(0);
+      expect(plan.stderr.replace(/\s+/g, " ")).toContain(
+        "cloud_integration is true, but the deploying user has no member role on the project, which the cloud controller manager's application credential needs: ask for the role, or set cloud_integration = false.",
+      );
+      expect(double.resourceCount()).toBe(before);
+    } finally {
+      identity.assignedRoles = assigned;
+    }
+  });
+});

@@ -69,9 +69,9 @@ export class CloudIntegration extends Construct {
               "cloud_integration is true, but the deploying user has no member role on the project, which the cloud controller manager's application credential needs: ask for the role, or set cloud_integration = false.",
           },
           {
-            condition: `\${!${enabled} || length([for s in self.service_catalog : s if s.type == "identity"]) > 0}`,
+            condition: `\${!${enabled} || length(${publicIdentityEndpoints("self")}) > 0}`,
             errorMessage:
-              "cloud_integration is true, but the token's catalog lists no identity endpoint for the cloud controller manager to authenticate at: set cloud_integration = false.",
+              "cloud_integration is true, but the token's catalog lists no public identity endpoint in the provider's region for the cloud controller manager to authenticate at: set cloud_integration = false.",
           },
         ],
       },
@@ -86,11 +86,7 @@ export class CloudIntegration extends Construct {
       `\${[for role in ${JSON.stringify(CLOUD_CREDENTIAL_ROLES)} : role if contains(${data}.roles[*].role_name, role)]}`,
     );
     // The identity service's public endpoint in the token's region (any region when the provider has none).
-    local(
-      "cloud_identity_endpoint",
-      `\${try([for e in flatten([for s in ${data}.service_catalog : s.endpoints if s.type == "identity"]) : e ` +
-        `if e.interface == "public" && contains(["", e.region], ${data}.region)][0], { url = "", region = "" })}`,
-    );
+    local("cloud_identity_endpoint", `\${try(${publicIdentityEndpoints(data)}[0], { url = "", region = "" })}`);
     const hasOctavia = local("cloud_has_octavia", `\${contains(${data}.service_catalog[*].type, "${OCTAVIA_SERVICE_TYPE}")}`);
 
     this.credential = new IdentityApplicationCredentialV3(this, "Credential", {
@@ -160,4 +156,15 @@ export class CloudIntegration extends Construct {
       ]),
     ).asString;
   }
+}
+
+/**
+ * The identity service's public endpoints in the region of `scopeData` (an auth scope data
+ * source's address, or `self`), or in any region when the provider names none.
+ */
+function publicIdentityEndpoints(scopeData: string): string {
+  return (
+    `[for e in flatten([for s in ${scopeData}.service_catalog : s.endpoints if s.type == "identity"]) : e ` +
+    `if e.interface == "public" && contains(["", e.region], ${scopeData}.region)]`
+  );
 }
