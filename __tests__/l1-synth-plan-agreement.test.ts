@@ -17,6 +17,7 @@ import { OpenStackDouble, startOpenStackDouble } from "./doubles/openstack/serve
 import { StateServer, startStateServer } from "./doubles/http-state/server";
 import {
   KEYPAIR_CHOICE,
+  EXISTING_NETWORK_CHOICE,
   KEYS,
   NODES_IN_PRIVATE_NETWORK,
   OVERLAPPING_NETWORKS,
@@ -237,6 +238,7 @@ const ACROSS: readonly [string, fc.Arbitrary<RawValues>][] = [
   ["networks that overlap, touch or lie apart", OVERLAPPING_NETWORKS],
   ["workers at the edge of the private network's static half", NODES_IN_PRIVATE_NETWORK],
   ["a new keypair, an existing one, both or neither", KEYPAIR_CHOICE],
+  ["an existing router, an existing public network, both or neither", EXISTING_NETWORK_CHOICE],
   ["users named like the deploy user", USERS_AND_DEPLOY_USER],
 ];
 
