@@ -334,6 +334,8 @@ const REJECTED: readonly RawValues[] = [
   { microk8s_channel: "1.27/stable" },
   { reboot_for_updates: "sometimes" },
   { api_load_balancer: "yes" },
+  { router_id: "lab-router" },
+  { public_network_id: "campus" },
   { ssh_allowed_cidrs: "[]" },
   { api_allowed_cidrs: '["203.0.113.7"]' },
   { dns_nameservers: '["9.9.9"]' },
