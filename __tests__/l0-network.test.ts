@@ -218,6 +218,7 @@ describe("Network with an existing router or public network", () => {
     expect(subnets.lifecycle.postcondition[0].condition).toBe("${length(self.ids) == 1}");
     const subnet = only(synthesized, "data", DataOpenstackNetworkingSubnetV2.tfResourceType, "ExistingPublicSubnet_");
     expect(subnet.lifecycle.postcondition.map((p: any) => p.error_message)).toEqual([
+      expect.stringContaining("belongs to project"),
       expect.stringContaining("has no gateway"),
       expect.stringContaining("fixed addresses"),
     ]);

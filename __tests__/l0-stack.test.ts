@@ -215,6 +215,7 @@ const ADDRESSES = [
   "data.openstack_compute_flavor_v2.Quotas_SaltMasterFlavor_6E037E8A",
   "data.openstack_compute_quotaset_v2.Quotas_Compute_EAC7774A",
   "data.openstack_identity_auth_scope_v3.ApiLoadBalancer_Catalog_C2AB9A31",
+  "data.openstack_identity_auth_scope_v3.Network_Project_C449E980",
   "data.openstack_identity_auth_scope_v3.Quotas_Scope_2C9E6C9C",
   "data.openstack_images_image_v2.BaseImage",
   "data.openstack_images_image_v2.WorkerPools_Images_864D13A7",

@@ -25,6 +25,9 @@ const BARE_ROUTER = "bare-router";
 const CAMPUS = { name: "campus", cidr: "10.20.0.0/16", allocationPools: [{ start: "10.20.128.2", end: "10.20.255.254" }] };
 /** A routed network whose pool is Neutron's default, the whole subnet: host numbers 10 and 11 are in it. */
 const CROWDED = { name: "crowded", cidr: "10.30.0.0/24" };
+/** Another project's routed network, shared with this one. */
+const SHARED = { name: "shared", cidr: "10.50.0.0/16", allocationPools: [{ start: "10.50.128.2", end: "10.50.255.254" }] };
+const OTHER_PROJECT = "7c1e2d3f4a5b46c7d8e9f0a1b2c3d4e5";
 /** A network without a router, so without a gateway for us to use. */
 const ISOLATED = { name: "isolated", cidr: "10.40.0.0/24", gatewayIp: null };
 
@@ -34,9 +37,15 @@ beforeAll(async () => {
       { name: LAB_ROUTER },
       { name: "campus-router" },
       { name: "crowded-router" },
+      { name: "shared-router" },
       { name: BARE_ROUTER, externalGateway: false },
     ],
-    existingNetworks: [{ ...CAMPUS, router: "campus-router" }, { ...CROWDED, router: "crowded-router" }, ISOLATED],
+    existingNetworks: [
+      { ...CAMPUS, router: "campus-router" },
+      { ...CROWDED, router: "crowded-router" },
+      ISOLATED,
+      { ...SHARED, router: "shared-router", ownerProjectId: OTHER_PROJECT },
+    ],
   });
   state = await startStateServer({ username: "gitlab-ci-token", password: "state-password-5f1c" });
 });
@@ -215,6 +224,13 @@ describeEachCli("L2: an existing router or network that cannot serve fails the p
     const stderr = await failedPlan({ TF_VAR_public_network_id: networkId(CROWDED.name), TF_VAR_public_network_cidr: CROWDED.cidr });
     expect(stderr).toContain(
       `Invalid public network: the subnet ${CROWDED.cidr} of public_network_id=${networkId(CROWDED.name)} must leave the bastion's and the Kubernetes master's fixed addresses 10.30.0.10 and 10.30.0.11 (host numbers 10 and 11 of public_network_cidr) outside its gateway (10.30.0.1) and its allocation pools (10.30.0.2-10.30.0.254): shrink the pools`,
+    );
+  });
+
+  it("says Neutron lets only the owner choose fixed addresses on another project's network", async () => {
+    const stderr = await failedPlan({ TF_VAR_public_network_id: networkId(SHARED.name), TF_VAR_public_network_cidr: SHARED.cidr });
+    expect(stderr).toContain(
+      `Invalid public network: the subnet ${SHARED.cidr} of public_network_id=${networkId(SHARED.name)} belongs to project ${OTHER_PROJECT}, not to this deployment's (${double.identity.project.id}): Neutron lets only a network's owner choose the bastion's and the master's fixed addresses on it.`,
     );
   });
 

@@ -10,6 +10,7 @@ import {
   Token,
 } from "cdktf";
 import { Construct } from "constructs";
+import { DataOpenstackIdentityAuthScopeV3 } from "../.gen/providers/openstack/data-openstack-identity-auth-scope-v3";
 import { DataOpenstackNetworkingNetworkV2 } from "../.gen/providers/openstack/data-openstack-networking-network-v2";
 import { DataOpenstackNetworkingRouterV2 } from "../.gen/providers/openstack/data-openstack-networking-router-v2";
 import { DataOpenstackNetworkingSubnetIdsV2 } from "../.gen/providers/openstack/data-openstack-networking-subnet-ids-v2";
@@ -247,10 +248,20 @@ export class Network extends Construct {
       hostAddress(publicCidr, HOSTS.bastionPublic),
       hostAddress(publicCidr, HOSTS.kubeMasterPublic),
     ]);
+    // The project the credentials are scoped to: only the network's owner may choose a port's
+    // fixed address (neutron/conf/policies/port.py, create_port:fixed_ips:ip_address).
+    const project = new DataOpenstackIdentityAuthScopeV3(this, "Project", { count: existingPublicNetwork(), name: "kube-on-os-network" });
     const givenSubnet = new DataOpenstackNetworkingSubnetV2(this, "ExistingPublicSubnet", {
       count: existingPublicNetwork(),
       subnetId: Token.asString(Fn.one(Fn.flatten(splat(givenSubnets, "ids")))),
-      lifecycle: { postcondition: existingSubnetChecks(`local.${fixedAddresses.friendlyUniqueId}`, publicNetworkId, publicCidr) },
+      lifecycle: {
+        postcondition: existingSubnetChecks(
+          `local.${fixedAddresses.friendlyUniqueId}`,
+          `one(data.${project.terraformResourceType}.${project.friendlyUniqueId}[*].project_id)`,
+          publicNetworkId,
+          publicCidr,
+        ),
+      },
     });
 
     this.publicNetworkId = one("public_network_id", [splat(this.publicNetwork, "id"), splat(givenSubnet, "network_id")]);
@@ -427,15 +438,21 @@ function addressNumber(address: string): string {
 }
 
 /**
- * An existing public subnet must be routed (a gateway), and the bastion's and the master's fixed
+ * An existing public subnet must be the project's own, routed (a gateway), and the bastion's and the master's fixed
  * addresses must be neither its gateway nor in its allocation pools, where Neutron may hand them
  * to another port first. `addresses` is a Terraform expression for the two addresses.
  */
-function existingSubnetChecks(addresses: string, networkId: string, cidr: string) {
+function existingSubnetChecks(addresses: string, projectId: string, networkId: string, cidr: string) {
   const inPool = (address: string) =>
     `anytrue([for pool in self.allocation_pools : ${addressNumber("pool.start")} <= ${addressNumber(address)} && ${addressNumber(address)} <= ${addressNumber("pool.end")}])`;
   const subnet = `the subnet ${cidr} of public_network_id=${networkId}`;
   return [
+    {
+      condition: `\${self.tenant_id == ${projectId}}`,
+      errorMessage:
+        `Invalid public network: ${subnet} belongs to project \${self.tenant_id}, not to this deployment's (\${${projectId}}): ` +
+        "Neutron lets only a network's owner choose the bastion's and the master's fixed addresses on it.",
+    },
     {
       condition: '${self.gateway_ip != ""}',
       errorMessage: `Invalid public network: ${subnet} has no gateway: it must be routed to the external network, whose router is its gateway.`,

@@ -169,6 +169,8 @@ export class Neutron {
    * createNetwork and createSubnet (its DHCP port included), attached to `routerId` through
    * addRouterInterface when given, as PUT /v2.0/routers/{id}/add_router_interface attaches one.
    * Every port this makes is seeded too, so a destroy that leaves it alone leaves resourceCount() 0.
+   * With `ownerProjectId`, the network and subnet belong to that project and are shared with this
+   * one (an RBAC access_as_shared policy in Neutron; `shared` here).
    */
   seedNetwork(
     name: string,
@@ -178,8 +180,10 @@ export class Neutron {
       readonly allocationPools?: readonly { start: string; end: string }[];
     },
     routerId?: string,
+    ownerProjectId?: string,
   ): { network: Resource; subnet: Resource } {
-    const network = this.networks.update(this.createNetwork({ name }).id, { seeded: true });
+    const owner = ownerProjectId === undefined ? {} : { project_id: ownerProjectId, tenant_id: ownerProjectId, shared: true };
+    const network = this.networks.update(this.createNetwork({ name, ...owner }).id, { seeded: true });
     const created = this.createSubnet(
       {
         network_id: network.id,
@@ -188,6 +192,7 @@ export class Neutron {
         ip_version: 4,
         ...(subnet.gatewayIp === undefined ? {} : { gateway_ip: subnet.gatewayIp }),
         ...(subnet.allocationPools === undefined ? {} : { allocation_pools: subnet.allocationPools }),
+        ...(ownerProjectId === undefined ? {} : { project_id: ownerProjectId, tenant_id: ownerProjectId }),
       },
       true,
     );

@@ -43,6 +43,8 @@ export interface OpenStackDoubleOptions {
     readonly gatewayIp?: string | null;
     readonly allocationPools?: readonly { start: string; end: string }[];
     readonly router?: string;
+    /** Another project that owns the network and shares it with this one. @default this project */
+    readonly ownerProjectId?: string;
   }[];
   /** Octavia's availability zones (its own objects, not Nova's). @default none, as devstack */
   readonly loadBalancerAvailabilityZones?: readonly string[];
@@ -157,7 +159,7 @@ export async function startOpenStackDouble(options: OpenStackDoubleOptions = {})
   for (const network of options.existingNetworks ?? []) {
     const routerId = network.router === undefined ? undefined : routers.get(network.router)?.id;
     if (network.router !== undefined && routerId === undefined) throw new Error(`openstack-double: no existing router ${network.router}`);
-    neutron.seedNetwork(network.name, network, routerId);
+    neutron.seedNetwork(network.name, network, routerId, network.ownerProjectId);
   }
   const requireToken = (request: Parameters<typeof keystone.requireToken>[0]) => keystone.requireToken(request);
   const glance = new Glance(identity.project.id);
