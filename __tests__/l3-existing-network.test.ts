@@ -10,6 +10,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { OpenStackDouble, startOpenStackDouble } from "./doubles/openstack/server";
 import { StateServer, startStateServer } from "./doubles/http-state/server";
+import { planJson } from "./support/plan";
 import { synthToDir } from "./support/synth";
 import { describeEachCli, runTfAsync, TfCli } from "./support/tofu";
 import { WITHOUT_PROVISIONERS, Workspace, workspace as makeWorkspace } from "./support/workspace";
@@ -88,6 +89,23 @@ function publicFixedIps(name: string): string[] {
   return (port.fixed_ips as { subnet_id: string; ip_address: string }[]).map((ip) => `${ip.subnet_id} ${ip.ip_address}`);
 }
 
+/**
+ * Every data source is read at plan time: one the plan defers to the apply (because it reads a
+ * resource still to be created) would check its quota or network after something exists.
+ */
+async function expectNothingDeferred(ws: Workspace) {
+  const plan = await planJson(ws);
+  expect(plan.planned_values.root_module.resources.filter((r: any) => r.mode === "data").map((r: any) => r.address)).toEqual([]);
+}
+
+/** quota_needs counts exactly what the apply used of each Neutron quota (as in l3-cloud-limits). */
+async function expectQuotaNeedsUsed(ws: Workspace, before: Record<string, number | undefined>, expected: Record<string, number>) {
+  const needs = JSON.parse((await ws.tofu(["output", "-json", "quota_needs"])).stdout).network;
+  const after = double.neutron.usage() as Record<string, number | undefined>;
+  expect(Object.fromEntries(Object.keys(needs).map((q) => [q, (after[q] ?? 0) - (before[q] ?? 0)]))).toEqual(needs);
+  expect(needs).toMatchObject(expected);
+}
+
 describeEachCli("L3: an existing router: apply, re-plan with no changes, destroy", (cli) => {
   let ws: Workspace;
   let before: ReturnType<typeof seededNetworking>;
@@ -98,8 +116,11 @@ describeEachCli("L3: an existing router: apply, re-plan with no changes, destroy
   });
 
   it("applies, creating no router, and attaches the new public subnet to the existing one", async () => {
+    await expectNothingDeferred(ws);
+    const usage = double.neutron.usage();
     const apply = await ws.tofu(["apply", "-auto-approve", "-input=false"]);
     expect(apply.stderr).toBe("");
+    await expectQuotaNeedsUsed(ws, usage, { network: 2, subnet: 2, router: 0 });
     expect(double.neutron.routers.all().map((r) => r.name)).not.toContain("kube-on-os-router");
     const publicSubnet = double.neutron.subnets.all().find((s) => s.name === "kube-on-os-public")!;
     const interfaces = double.neutron.ports
@@ -141,8 +162,11 @@ describeEachCli("L3: an existing public network: apply, re-plan with no changes,
   });
 
   it("applies, creating no public network, subnet, router or interface", async () => {
+    await expectNothingDeferred(ws);
+    const usage = double.neutron.usage();
     const apply = await ws.tofu(["apply", "-auto-approve", "-input=false"]);
     expect(apply.stderr).toBe("");
+    await expectQuotaNeedsUsed(ws, usage, { network: 1, subnet: 1, router: 0 });
     const ours = (items: Record<string, unknown>[]) => items.filter((r) => r.seeded !== true).map((r) => r.name);
     expect(ours(double.neutron.networks.all())).toEqual(["kube-on-os-private"]);
     expect(ours(double.neutron.subnets.all())).toEqual(["kube-on-os-private"]);

@@ -166,7 +166,7 @@ export class Network extends Construct {
     // One local per decision, named for it; each resource's count reads it.
     const counted = (id: string, condition: unknown) => {
       const count = Token.asNumber(new TerraformLocal(this, id, Fn.conditional(condition, 1, 0)).expression);
-      return () => TerraformCount.of(count);
+      return Object.assign(() => TerraformCount.of(count), { number: count });
     };
     const createsPublicNetwork = counted("creates_public_network", empty(publicNetworkId));
     const createsRouter = counted("creates_router", Op.and(empty(routerId), empty(publicNetworkId)));
@@ -272,11 +272,13 @@ export class Network extends Construct {
     for (const resource of [this.router, this.publicNetwork, this.publicSubnet, this.publicRouterInterface]) {
       new MovedToFirstInstance(resource);
     }
-    const newPublic = Token.asNumber(Fn.lengthOf(splat(this.publicNetwork, "id")));
+    // From the counts' locals, which read variables only: a reference to the resources would
+    // make the quota data sources wait for them, and the quota check happen at apply time.
+    const newPublic = createsPublicNetwork.number;
     this.created = {
       networks: Token.asNumber(Op.add(1, newPublic)),
       subnets: Token.asNumber(Op.add(1, newPublic)),
-      routers: Token.asNumber(Fn.lengthOf(splat(this.router, "id"))),
+      routers: createsRouter.number,
       // The private network's DHCP port; the public one's and the router's interface when new.
       ports: Token.asNumber(Op.add(1, Op.mul(2, newPublic))),
     };
