@@ -306,6 +306,11 @@ describeEachCli("L3: a deployment made before router_id and public_network_id ke
     const ids = new Map(double.neutron.routers.all().map((r) => [r.name, r.id]));
 
     fs.writeFileSync(path.join(dir, "cdk.tf.json"), newJson);
+    // A plan of moves alone adds, changes and destroys nothing, but both CLIs count a move as a
+    // change for -detailed-exitcode (2) until an apply records it in the state.
+    const detailed = await tf(["plan", "-detailed-exitcode", "-input=false"]);
+    expect(detailed.stdout).toContain("Plan: 0 to add, 0 to change, 0 to destroy.");
+    expect(detailed.status).toBe(2);
     const plan = await tf(["plan", "-input=false", "-out=moves.plan"]);
     expect(plan.stderr).toBe("");
     const changes = JSON.parse((await tf(["show", "-json", "moves.plan"])).stdout).resource_changes;
