@@ -74,6 +74,9 @@ export interface NetworkSecurityGroups {
 /**
  * The wiki's network layout: a router on the external network, a public network that reaches the
  * internet through it, and a private network whose gateway is the bastion (which NATs for it).
+ * The public side may be the project's own instead: an existing router (`routerId`) for a new
+ * public subnet, or an existing routed network (`publicNetworkId`). Either is read and checked at
+ * plan time; the private side is always created here.
  */
 export class Network extends Construct {
   static readonly DEFAULT_PUBLIC_CIDR = "10.0.0.0/16";
