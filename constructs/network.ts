@@ -202,7 +202,6 @@ export class Network extends Construct {
         ],
       },
     });
-
     givenRouter.overrideLogicalId("router_id");
     // Whichever exists: the router created here, or router_id's.
     const one = (id: string, candidates: string[][]) => new TerraformLocal(this, id, Fn.one(Fn.concat(candidates))).asString;
