@@ -1,5 +1,8 @@
-import { TerraformStack, Testing } from "cdktf";
+import { TerraformStack, Testing, Token } from "cdktf";
 import { DataOpenstackNetworkingNetworkV2 } from "../.gen/providers/openstack/data-openstack-networking-network-v2";
+import { DataOpenstackNetworkingRouterV2 } from "../.gen/providers/openstack/data-openstack-networking-router-v2";
+import { DataOpenstackNetworkingSubnetIdsV2 } from "../.gen/providers/openstack/data-openstack-networking-subnet-ids-v2";
+import { DataOpenstackNetworkingSubnetV2 } from "../.gen/providers/openstack/data-openstack-networking-subnet-v2";
 import { NetworkingNetworkV2 } from "../.gen/providers/openstack/networking-network-v2";
 import { NetworkingRouterInterfaceV2 } from "../.gen/providers/openstack/networking-router-interface-v2";
 import { NetworkingRouterV2 } from "../.gen/providers/openstack/networking-router-v2";
@@ -16,6 +19,15 @@ function synthNetwork(props: Partial<NetworkProps> = {}): string {
 
 function resources(synthesized: string, type: string): Record<string, any>[] {
   return Object.values(JSON.parse(synthesized).resource?.[type] ?? {});
+}
+
+const ROUTER = "0b5c9a5e-4a0f-4c1e-9d3b-7e6f5a4b3c2d";
+const NETWORK = "5d3a1c2e-7b4f-4e8a-9c61-2f0b8d4e7a93";
+
+/** The count a resource's or data source's `count` local gives, evaluated for the literal props. */
+function countOf(synthesized: string, block: Record<string, any>): string {
+  const local = /^\$\{local\.(\w+)\}$/.exec(block.count)![1];
+  return JSON.parse(synthesized).locals[local];
 }
 
 describe("Network", () => {
@@ -45,7 +57,7 @@ describe("Network", () => {
     });
     const interfaces = resources(synthesized, NetworkingRouterInterfaceV2.tfResourceType);
     expect(interfaces).toHaveLength(1);
-    expect(interfaces[0].subnet_id).toMatch(/^\$\{openstack_networking_subnet_v2\.Network_PublicSubnet_\w+\.id\}$/);
+    expect(interfaces[0].subnet_id).toMatch(/^\$\{one\(openstack_networking_subnet_v2\.Network_PublicSubnet_\w+\[\*\]\.id\)\}$/);
   });
 
   it("creates the private network 10.1.0.0/16 whose gateway is the bastion's 10.1.0.1, off the router", () => {
@@ -142,8 +154,93 @@ describe("Network", () => {
       [{ publicCidr: "10.0.0.0/33" }, 'Network: publicCidr "10.0.0.0/33" has a prefix length above 32'],
       [{ privateCidr: "10.1.0.5/16" }, 'Network: privateCidr "10.1.0.5/16" has host bits set; the network address is 10.1.0.0/16'],
       [{ privateCidr: "fd00::/64" }, 'Network: privateCidr "fd00::/64" is not an IPv4 CIDR such as 10.0.0.0/16'],
+      [{ routerId: "lab-router" }, 'Network: routerId must be empty or a Neutron ID, a lower-case UUID (got "lab-router")'],
+      [
+        { publicNetworkId: ROUTER.toUpperCase() },
+        `Network: publicNetworkId must be empty or a Neutron ID, a lower-case UUID (got "${ROUTER.toUpperCase()}")`,
+      ],
+      [
+        { routerId: ROUTER, publicNetworkId: NETWORK },
+        `Network: routerId must be empty with publicNetworkId, an already routed network (got "${ROUTER}")`,
+      ],
     ])("%j", (props, message) => {
       expect(() => synthNetwork(props)).toThrow(message);
     });
+  });
+});
+
+describe("Network with an existing router or public network", () => {
+  function only(synthesized: string, kind: "resource" | "data", type: string, id: string): Record<string, any> {
+    const blocks = Object.entries(JSON.parse(synthesized)[kind]?.[type] ?? {}).filter(([name]) => name.includes(id) || name === id);
+    expect(blocks).toHaveLength(1);
+    return blocks[0][1] as Record<string, any>;
+  }
+
+  it("creates the router, the public network, its subnet and the interface when neither is given", () => {
+    const synthesized = synthNetwork();
+    for (const [type, id] of [
+      [NetworkingRouterV2.tfResourceType, "Router"],
+      [NetworkingNetworkV2.tfResourceType, "PublicNetwork"],
+      [NetworkingSubnetV2.tfResourceType, "PublicSubnet"],
+      [NetworkingRouterInterfaceV2.tfResourceType, "PublicRouterInterface"],
+    ]) {
+      expect(countOf(synthesized, only(synthesized, "resource", type, `Network_${id}_`))).toMatch(/\? 1 : 0\}$/);
+    }
+    expect(countOf(synthesized, only(synthesized, "resource", NetworkingRouterV2.tfResourceType, "Network_Router_"))).toBe(
+      '${((length("") < 1) && (length("") < 1)) ? 1 : 0}',
+    );
+  });
+
+  it("with routerId, looks the router up, checks its gateway, and attaches the new public subnet to it", () => {
+    const synthesized = synthNetwork({ routerId: ROUTER });
+    const router = only(synthesized, "data", DataOpenstackNetworkingRouterV2.tfResourceType, "router_id");
+    expect(router.router_id).toBe(ROUTER);
+    expect(countOf(synthesized, router)).toBe(`\${!(length("${ROUTER}") < 1) ? 1 : 0}`);
+    expect(router.lifecycle.postcondition[0].condition).toBe(
+      "${self.external_network_id == data.openstack_networking_network_v2.Network_ExternalNetwork_2FE1A5D2.id}",
+    );
+    expect(countOf(synthesized, only(synthesized, "resource", NetworkingRouterV2.tfResourceType, "Network_Router_"))).toBe(
+      `\${((length("${ROUTER}") < 1) && (length("") < 1)) ? 1 : 0}`,
+    );
+    const locals = JSON.parse(synthesized).locals;
+    expect(only(synthesized, "resource", NetworkingRouterInterfaceV2.tfResourceType, "PublicRouterInterface").router_id).toMatch(
+      /^\$\{local\.Network_router_id_\w+\}$/,
+    );
+    expect(Object.entries(locals).find(([name]) => name.startsWith("Network_router_id_"))![1]).toBe(
+      "${one(concat(openstack_networking_router_v2.Network_Router_B43C5A1B[*].id, data.openstack_networking_router_v2.router_id[*].id))}",
+    );
+  });
+
+  it("with publicNetworkId, finds the subnet by network and CIDR, checks it, and takes its IDs", () => {
+    const synthesized = synthNetwork({ publicNetworkId: NETWORK, publicCidr: "10.20.0.0/16" });
+    const subnets = only(synthesized, "data", DataOpenstackNetworkingSubnetIdsV2.tfResourceType, "ExistingPublicSubnets");
+    expect(subnets).toMatchObject({ network_id: NETWORK, cidr: "10.20.0.0/16" });
+    expect(subnets.lifecycle.postcondition[0].condition).toBe("${length(self.ids) == 1}");
+    const subnet = only(synthesized, "data", DataOpenstackNetworkingSubnetV2.tfResourceType, "ExistingPublicSubnet_");
+    expect(subnet.lifecycle.postcondition.map((p: any) => p.error_message)).toEqual([
+      expect.stringContaining("belongs to project"),
+      expect.stringContaining("has no gateway"),
+      expect.stringContaining("fixed addresses"),
+    ]);
+    for (const type of [NetworkingNetworkV2, NetworkingSubnetV2, NetworkingRouterInterfaceV2]) {
+      const name = type === NetworkingNetworkV2 ? "PublicNetwork" : type === NetworkingSubnetV2 ? "PublicSubnet" : "PublicRouterInterface";
+      expect(countOf(synthesized, only(synthesized, "resource", type.tfResourceType, `Network_${name}_`))).toBe(
+        `\${(length("${NETWORK}") < 1) ? 1 : 0}`,
+      );
+    }
+    const locals = Object.entries(JSON.parse(synthesized).locals);
+    expect(locals.find(([name]) => name.startsWith("Network_public_subnet_id_"))![1]).toBe(
+      "${one(concat(openstack_networking_subnet_v2.Network_PublicSubnet_F7F151DA[*].id, data.openstack_networking_subnet_v2.Network_ExistingPublicSubnet_DBB1425F[*].id))}",
+    );
+    expect(locals.find(([name]) => name.startsWith("Network_public_network_id_"))![1]).toBe(
+      "${one(concat(openstack_networking_network_v2.Network_PublicNetwork_95DA8D1B[*].id, data.openstack_networking_subnet_v2.Network_ExistingPublicSubnet_DBB1425F[*].network_id))}",
+    );
+  });
+
+  it("gives the machines and the load balancer IDs, not resources that may not exist", () => {
+    const stack = new TerraformStack(Testing.app(), "test");
+    const network = new Network(stack, "Network", { externalNetworkName: "ext", namePrefix: "p", publicNetworkId: NETWORK });
+    for (const id of [network.routerId, network.publicNetworkId, network.publicSubnetId]) expect(Token.isUnresolved(id)).toBe(true);
+    expect(network.floatingIpDependencies).toEqual([network.publicRouterInterface]);
   });
 });

@@ -216,11 +216,15 @@ const ADDRESSES = [
   "data.openstack_compute_quotaset_v2.Quotas_Compute_EAC7774A",
   "data.openstack_identity_auth_scope_v3.ApiLoadBalancer_Catalog_C2AB9A31",
   "data.openstack_identity_auth_scope_v3.CloudIntegration_Scope_85703375",
+  "data.openstack_identity_auth_scope_v3.Network_Project_C449E980",
   "data.openstack_identity_auth_scope_v3.Quotas_Scope_2C9E6C9C",
   "data.openstack_images_image_v2.BaseImage",
   "data.openstack_images_image_v2.WorkerPools_Images_864D13A7",
   "data.openstack_networking_network_v2.Network_ExternalNetwork_2FE1A5D2",
   "data.openstack_networking_quota_v2.Quotas_Network_ED06D85E",
+  "data.openstack_networking_router_v2.router_id",
+  "data.openstack_networking_subnet_ids_v2.Network_ExistingPublicSubnets_3362AB0D",
+  "data.openstack_networking_subnet_v2.Network_ExistingPublicSubnet_DBB1425F",
   "null_resource.SaltProvisioner_AcceptMinionKeys_D0003BB4",
   "null_resource.SaltProvisioner_Orchestrate_4246D273",
   "null_resource.SaltProvisioner_RebootForUpdates_D93A43C5",
@@ -289,5 +293,22 @@ describe("resource addresses", () => {
       ...Object.entries(json.data).flatMap(([type, sources]) => Object.keys(sources).map((name) => `data.${type}.${name}`)),
     ];
     expect(addresses.sort()).toEqual(ADDRESSES);
+  });
+
+  it("move the networking resources that gained a count (router_id, public_network_id) to their index 0", async () => {
+    const json: any = await synthStack({});
+    const gainedCount = [
+      "openstack_networking_network_v2.Network_PublicNetwork_95DA8D1B",
+      "openstack_networking_router_interface_v2.Network_PublicRouterInterface_C5176AB2",
+      "openstack_networking_router_v2.Network_Router_B43C5A1B",
+      "openstack_networking_subnet_v2.Network_PublicSubnet_F7F151DA",
+    ];
+    expect(json.moved.map((m: any) => `${m.from} -> ${m.to}`).sort()).toEqual(gainedCount.map((a) => `${a} -> ${a}[0]`));
+    // Each has one instance by default.
+    expect(json.locals.Network_creates_router_0208F909).toBe(
+      "${((length(var.router_id) < 1) && (length(var.public_network_id) < 1)) ? 1 : 0}",
+    );
+    expect(json.variable.router_id.default).toBe("");
+    expect(json.variable.public_network_id.default).toBe("");
   });
 });

@@ -17,6 +17,7 @@ import { OpenStackDouble, startOpenStackDouble } from "./doubles/openstack/serve
 import { StateServer, startStateServer } from "./doubles/http-state/server";
 import {
   KEYPAIR_CHOICE,
+  EXISTING_NETWORK_CHOICE,
   KEYS,
   NODES_IN_PRIVATE_NETWORK,
   OVERLAPPING_NETWORKS,
@@ -237,6 +238,7 @@ const ACROSS: readonly [string, fc.Arbitrary<RawValues>][] = [
   ["networks that overlap, touch or lie apart", OVERLAPPING_NETWORKS],
   ["workers at the edge of the private network's static half", NODES_IN_PRIVATE_NETWORK],
   ["a new keypair, an existing one, both or neither", KEYPAIR_CHOICE],
+  ["an existing router, an existing public network, both or neither", EXISTING_NETWORK_CHOICE],
   ["users named like the deploy user", USERS_AND_DEPLOY_USER],
 ];
 
@@ -333,6 +335,8 @@ const REJECTED: readonly RawValues[] = [
   { reboot_for_updates: "sometimes" },
   { api_load_balancer: "yes" },
   { cloud_integration: "perhaps" },
+  { router_id: "lab-router" },
+  { public_network_id: "campus" },
   { ssh_allowed_cidrs: "[]" },
   { api_allowed_cidrs: '["203.0.113.7"]' },
   { dns_nameservers: '["9.9.9"]' },

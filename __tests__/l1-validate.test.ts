@@ -77,6 +77,13 @@ describeEachCli("L1: validate with the real provider", (cli) => {
     expect(validate(cli, dir)).toMatchObject({ valid: true });
   });
 
+  it.each([
+    [{ TF_VAR_router_id: "0b5c9a5e-4a0f-4c1e-9d3b-7e6f5a4b3c2d" }],
+    [{ TF_VAR_public_network_id: "5d3a1c2e-7b4f-4e8a-9c61-2f0b8d4e7a93", TF_VAR_public_network_cidr: "10.20.0.0/16" }],
+  ])("accepts the stack synthesized with an existing router or public network: %j", async (env) => {
+    expect(validate(cli, await synthToDir(tempDir("l1-existing"), env))).toMatchObject({ valid: true, diagnostics: [] });
+  });
+
   describe("fails on a deliberately broken stack", () => {
     function breakStack(mutate: (json: any) => void): string {
       const dir = tempDir("l1-broken");
@@ -169,6 +176,16 @@ describeEachCli("L1: plan-time variable validation agrees with synth-time valida
     ["kube_node_flavor", "m1.small", true],
     ["kube_node_flavor", " m1.small", false],
     ["external_network_name", "", false],
+    ["router_id", "", true],
+    ["router_id", "0b5c9a5e-4a0f-4c1e-9d3b-7e6f5a4b3c2d", true],
+    ["router_id", "0B5C9A5E-4A0F-4C1E-9D3B-7E6F5A4B3C2D", false],
+    ["router_id", "0b5c9a5e4a0f4c1e9d3b7e6f5a4b3c2d", false],
+    ["router_id", "lab-router", false],
+    ["router_id", " 0b5c9a5e-4a0f-4c1e-9d3b-7e6f5a4b3c2d", false],
+    ["public_network_id", "", true],
+    ["public_network_id", "5d3a1c2e-7b4f-4e8a-9c61-2f0b8d4e7a93", true],
+    ["public_network_id", "{5d3a1c2e-7b4f-4e8a-9c61-2f0b8d4e7a93}", false],
+    ["public_network_id", "campus", false],
     ["public_network_cidr", "192.168.0.0/24", true],
     ["public_network_cidr", "192.168.0.1/24", false],
     ["public_network_cidr", "192.168.0.0/25", false],
@@ -307,6 +324,16 @@ describeEachCli("L1: issue 17 regressions, synth and plan agree", (cli) => {
     ["workers inside the DHCP range", { TF_VAR_private_network_cidr: "10.1.0.0/24", TF_VAR_num_kube_nodes: "40" }, "num_kube_nodes"],
     ["the last worker below the DHCP range", { TF_VAR_private_network_cidr: "10.1.0.0/24", TF_VAR_num_kube_nodes: "29" }, undefined],
     ["a deploy key together with a keypair name", { TF_VAR_deploy_ssh_public_key: KEY, TF_VAR_keypair_name: "mine" }, "keypair_name"],
+    [
+      "an existing router together with an existing public network",
+      { TF_VAR_router_id: "0b5c9a5e-4a0f-4c1e-9d3b-7e6f5a4b3c2d", TF_VAR_public_network_id: "5d3a1c2e-7b4f-4e8a-9c61-2f0b8d4e7a93" },
+      "router_id",
+    ],
+    [
+      "an existing public network with its CIDR",
+      { TF_VAR_public_network_id: "5d3a1c2e-7b4f-4e8a-9c61-2f0b8d4e7a93", TF_VAR_public_network_cidr: "10.20.0.0/16" },
+      undefined,
+    ],
     ["a /016 prefix", { TF_VAR_private_network_cidr: "10.1.0.0/016" }, "private_network_cidr"],
     ["a leading space in a number", { TF_VAR_num_kube_nodes: " 3" }, "num_kube_nodes"],
     ["a trailing space in a number", { TF_VAR_num_kube_nodes: "3 " }, "num_kube_nodes"],

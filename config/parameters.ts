@@ -28,6 +28,7 @@ import {
   rule,
   SSH_PUBLIC_KEY,
   TRIMMED,
+  UUID,
   wholeNumber,
   eachEntry,
   onKey,
@@ -201,6 +202,19 @@ export const DOMAIN_MAX = Math.min(
 const ONE_KEY =
   "single OpenSSH public key lines (ssh-ed25519, ecdsa-sha2-nistp256/384/521, ssh-rsa, sk-...) whose base64 blob decodes to a key of the type named";
 
+/**
+ * A Neutron resource's ID. Neutron makes every ID itself, with oslo.utils' uuidutils.generate_uuid()
+ * (neutron_lib/db/model_base.py, HasId: `default=uuidutils.generate_uuid`), a lower-case UUID; the
+ * API lets no one choose one (neutron_lib/api/definitions/network.py: `id` has
+ * `allow_post: False`). So this admits every ID a network or router can have. Neutron's own
+ * validator (`type:uuid`, uuidutils.is_uuid_like) reads upper case and missing hyphens as well,
+ * but such a spelling would never equal the ID Neutron reports back, and a port's `network_id` that
+ * differs from it would replace the port at every plan.
+ */
+const NEUTRON_ID = UUID;
+const NEUTRON_ID_MUST_BE = (kind: string) =>
+  `the ID of an existing Neutron ${kind}: a lower-case UUID such as 9d3f6c1e-2b7a-4c5d-8e9f-0a1b2c3d4e5f (openstack ${kind} show -f value -c id <name>)`;
+
 function nonEmptyString(name: string): Rule<string> {
   return rule(name, all(NOT_BLANK, TRIMMED), "a non-empty string without leading or trailing spaces");
 }
@@ -322,6 +336,20 @@ export const VARIABLES = {
     description: "Name of the external (provider) network the router uplinks to and floating IPs come from.",
     default: "vlan1066",
     rules: [nonEmptyString("external_network_name")],
+  } satisfies VariableSpec<string>,
+  router_id: {
+    type: "string",
+    description:
+      "ID of an existing Neutron router to attach the public network to, instead of creating <domain>-router. Its external gateway must be on external_network_name's network. Empty: create one.",
+    default: "",
+    rules: [rule("router_id", allowing("", NEUTRON_ID), `empty or ${NEUTRON_ID_MUST_BE("router")}`)],
+  } satisfies VariableSpec<string>,
+  public_network_id: {
+    type: "string",
+    description:
+      "ID of an existing Neutron network to use as the public network, instead of creating one with its router: its subnet whose CIDR is public_network_cidr takes the bastion's and the Kubernetes master's public ports and the API load balancer's VIP, and must already be routed to external_network_name. Empty: create the public network, its subnet and a router.",
+    default: "",
+    rules: [rule("public_network_id", allowing("", NEUTRON_ID), `empty or ${NEUTRON_ID_MUST_BE("network")}`)],
   } satisfies VariableSpec<string>,
   base_image: {
     type: "string",
@@ -582,6 +610,14 @@ export const CROSS_RULES: { readonly [K in VariableName]?: readonly ConfigRule[]
       test: (config) => config.keypair_name === "" || config.deploy_ssh_public_key === "",
       condition: 'var.keypair_name == "" || var.deploy_ssh_public_key == ""',
       mustBe: "empty when deploy_ssh_public_key is set (the stack would create one keypair and use another): set one or the other",
+    },
+  ],
+  router_id: [
+    {
+      test: (config) => config.router_id === "" || config.public_network_id === "",
+      condition: 'var.router_id == "" || var.public_network_id == ""',
+      mustBe:
+        "empty when public_network_id is set: an existing public network is already routed, and the stack attaches no router to a network it does not own (docs/decisions.md)",
     },
   ],
   private_network_cidr: [disjointFrom("private_network_cidr", ["public_network_cidr"])],

@@ -87,9 +87,9 @@ export class ApiLoadBalancer extends Construct {
       count: counted(),
       name: `${layout.domain}-kube-api`,
       description: "The Kubernetes API over the control plane",
-      vipSubnetId: network.publicSubnet.id,
+      vipSubnetId: network.publicSubnetId,
       // The VIP may only be plumbed once the subnet reaches the router, as a floating IP needs.
-      dependsOn: [network.publicRouterInterface],
+      dependsOn: network.floatingIpDependencies,
     });
     const loadBalancerId = one(this.loadBalancer, "id");
     this.listener = new LbListenerV2(this, "Listener", {

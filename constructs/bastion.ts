@@ -36,16 +36,16 @@ export class Bastion extends Construct {
 
     this.publicPort = fixedPort(this, "PublicPort", {
       name: `${this.fqdn}-public`,
-      network: network.publicNetwork,
-      subnet: network.publicSubnet,
+      networkId: network.publicNetworkId,
+      subnetId: network.publicSubnetId,
       address: host.publicIp,
       securityGroups: [network.securityGroups.bastion],
     });
     // It forwards the private network's traffic, whose source addresses are not its own.
     this.privatePort = fixedPort(this, "PrivatePort", {
       name: `${this.fqdn}-private`,
-      network: network.privateNetwork,
-      subnet: network.privateSubnet,
+      networkId: network.privateNetwork.id,
+      subnetId: network.privateSubnet.id,
       address: host.privateIp,
       securityGroups: [network.securityGroups.internal],
       allowedAddressPairs: ["0.0.0.0/0"],

@@ -123,7 +123,7 @@ export class CloudIntegration extends Construct {
         local("cloud_region", `\${try(coalesce(${data}.region, local.cloud_identity_endpoint.region), "")}`).expression,
       ),
       floating_network_id: props.network.externalNetwork.id,
-      subnet_id: props.network.publicSubnet.id,
+      subnet_id: props.network.publicSubnetId,
       member_subnet_id: props.network.privateSubnet.id,
       load_balancer: hasOctavia.expression,
     });

@@ -69,15 +69,15 @@ export class KubeNodePool extends Construct {
 
     this.masterPublicPort = fixedPort(this, "MasterPublicPort", {
       name: `${master.fqdn}-public`,
-      network: network.publicNetwork,
-      subnet: network.publicSubnet,
+      networkId: network.publicNetworkId,
+      subnetId: network.publicSubnetId,
       address: master.publicIp,
       securityGroups: [network.securityGroups.kubeApi],
     });
     this.masterPrivatePort = fixedPort(this, "MasterPrivatePort", {
       name: `${master.fqdn}-private`,
-      network: network.privateNetwork,
-      subnet: network.privateSubnet,
+      networkId: network.privateNetwork.id,
+      subnetId: network.privateSubnet.id,
       address: master.privateIp,
       securityGroups: [network.securityGroups.internal],
       allowedAddressPairs: podTraffic,
@@ -107,8 +107,8 @@ export class KubeNodePool extends Construct {
     this.workerPorts = fixedPort(this, "WorkerPort", {
       count: portCount,
       name: `${portWorker.fqdn}-private`,
-      network: network.privateNetwork,
-      subnet: network.privateSubnet,
+      networkId: network.privateNetwork.id,
+      subnetId: network.privateSubnet.id,
       address: portWorker.privateIp,
       securityGroups: [network.securityGroups.internal],
       allowedAddressPairs: podTraffic,

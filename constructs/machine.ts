@@ -14,10 +14,8 @@ import { ComputeInstanceV2 } from "../.gen/providers/openstack/compute-instance-
 import { DataOpenstackImagesImageV2 } from "../.gen/providers/openstack/data-openstack-images-image-v2";
 import { NetworkingFloatingipAssociateV2 } from "../.gen/providers/openstack/networking-floatingip-associate-v2";
 import { NetworkingFloatingipV2 } from "../.gen/providers/openstack/networking-floatingip-v2";
-import { NetworkingNetworkV2 } from "../.gen/providers/openstack/networking-network-v2";
 import { NetworkingPortV2 } from "../.gen/providers/openstack/networking-port-v2";
 import { NetworkingSecgroupV2 } from "../.gen/providers/openstack/networking-secgroup-v2";
-import { NetworkingSubnetV2 } from "../.gen/providers/openstack/networking-subnet-v2";
 import { UUID_PATTERN } from "../config/rules";
 import { CloudInitRole, renderCloudInit } from "./cloud-init";
 import { ClusterLayout } from "./cluster-layout";
@@ -189,8 +187,8 @@ export function deployKeypairName(domain: string): string {
 
 export interface FixedPortOptions {
   readonly name: string;
-  readonly network: NetworkingNetworkV2;
-  readonly subnet: NetworkingSubnetV2;
+  readonly networkId: string;
+  readonly subnetId: string;
   readonly address: string;
   readonly securityGroups: NetworkingSecgroupV2[];
   /** Other addresses the port may send from (routed or pod traffic). @default none */
@@ -204,9 +202,9 @@ export function fixedPort(scope: Construct, id: string, options: FixedPortOption
   return new NetworkingPortV2(scope, id, {
     count: options.count,
     name: options.name,
-    networkId: options.network.id,
+    networkId: options.networkId,
     adminStateUp: true,
-    fixedIp: [{ subnetId: options.subnet.id, ipAddress: options.address }],
+    fixedIp: [{ subnetId: options.subnetId, ipAddress: options.address }],
     securityGroupIds: options.securityGroups.map((group) => group.id),
     allowedAddressPairs: (options.allowedAddressPairs ?? []).map((ipAddress) => ({ ipAddress })),
   });
@@ -228,7 +226,7 @@ export function floatingIpFor(scope: Construct, id: string, network: Network, po
   const association = new NetworkingFloatingipAssociateV2(scope, `${id}Association`, {
     floatingIp: floatingIp.address,
     portId: port.id,
-    dependsOn: [network.publicRouterInterface],
+    dependsOn: network.floatingIpDependencies,
   });
   return { floatingIp, association };
 }

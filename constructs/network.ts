@@ -1,14 +1,30 @@
-import { Fn, Op, TerraformIterator, Token } from "cdktf";
+import {
+  Fn,
+  ITerraformDependable,
+  Op,
+  TerraformCount,
+  TerraformElement,
+  TerraformIterator,
+  TerraformLocal,
+  TerraformResource,
+  Token,
+} from "cdktf";
 import { Construct } from "constructs";
+import { DataOpenstackIdentityAuthScopeV3 } from "../.gen/providers/openstack/data-openstack-identity-auth-scope-v3";
 import { DataOpenstackNetworkingNetworkV2 } from "../.gen/providers/openstack/data-openstack-networking-network-v2";
+import { DataOpenstackNetworkingRouterV2 } from "../.gen/providers/openstack/data-openstack-networking-router-v2";
+import { DataOpenstackNetworkingSubnetIdsV2 } from "../.gen/providers/openstack/data-openstack-networking-subnet-ids-v2";
+import { DataOpenstackNetworkingSubnetV2 } from "../.gen/providers/openstack/data-openstack-networking-subnet-v2";
 import { NetworkingNetworkV2 } from "../.gen/providers/openstack/networking-network-v2";
 import { NetworkingRouterInterfaceV2 } from "../.gen/providers/openstack/networking-router-interface-v2";
 import { NetworkingRouterV2 } from "../.gen/providers/openstack/networking-router-v2";
 import { NetworkingSecgroupRuleV2 } from "../.gen/providers/openstack/networking-secgroup-rule-v2";
 import { NetworkingSecgroupV2 } from "../.gen/providers/openstack/networking-secgroup-v2";
 import { NetworkingSubnetV2 } from "../.gen/providers/openstack/networking-subnet-v2";
+import { UUID_PATTERN } from "../config/rules";
 import { HOSTS } from "./cluster-layout";
 import { parseIpv4Network } from "./cidr";
+import { splat } from "./machine";
 
 export interface NetworkProps {
   /** Name of the external network the router uplinks to; looked up, not created. */
@@ -21,6 +37,17 @@ export interface NetworkProps {
   readonly privateCidr?: string;
   /** @default Network.DEFAULT_DNS_NAMESERVERS */
   readonly dnsNameservers?: string[];
+  /**
+   * ID of an existing router for the public subnet's interface, instead of a new one; its external
+   * gateway must be on the external network (checked at plan time). @default "" - create a router
+   */
+  readonly routerId?: string;
+  /**
+   * ID of an existing, already routed network whose subnet with CIDR `publicCidr` is the public
+   * subnet; no public network, subnet, router or router interface is created then. Not with
+   * `routerId`. @default "" - create the public network, its subnet and a router
+   */
+  readonly publicNetworkId?: string;
   /** Sources allowed to SSH to the bastion. @default ["0.0.0.0/0"] */
   readonly sshAllowedCidrs?: string[];
   /** Sources allowed to reach the Kubernetes API on the master. @default ["0.0.0.0/0"] */
@@ -47,6 +74,9 @@ export interface NetworkSecurityGroups {
 /**
  * The wiki's network layout: a router on the external network, a public network that reaches the
  * internet through it, and a private network whose gateway is the bastion (which NATs for it).
+ * The public side may be the project's own instead: an existing router (`routerId`) for a new
+ * public subnet, or an existing routed network (`publicNetworkId`). Either is read and checked at
+ * plan time; the private side is always created here.
  */
 export class Network extends Construct {
   static readonly DEFAULT_PUBLIC_CIDR = "10.0.0.0/16";
@@ -56,11 +86,32 @@ export class Network extends Construct {
   static readonly SALT_PORTS = { publish: 4505, ret: 4506 } as const;
 
   readonly externalNetwork: DataOpenstackNetworkingNetworkV2;
+  /** The router this network creates: count 0 with `routerId` or `publicNetworkId`. Read `routerId`. */
   readonly router: NetworkingRouterV2;
+  /** The public network this network creates: count 0 with `publicNetworkId`. Read `publicNetworkId`. */
   readonly publicNetwork: NetworkingNetworkV2;
+  /** The public subnet this network creates: count 0 with `publicNetworkId`. Read `publicSubnetId`. */
   readonly publicSubnet: NetworkingSubnetV2;
-  /** Floating IPs on the public network need this link to the router first. */
+  /** The public subnet's link to the router: count 0 with `publicNetworkId`. */
   readonly publicRouterInterface: NetworkingRouterInterfaceV2;
+  /** The router the public subnet is attached to, new or `routerId`'s; null with `publicNetworkId`. */
+  readonly routerId: string;
+  /** The public network, new or `publicNetworkId`. */
+  readonly publicNetworkId: string;
+  /** The public subnet, new or the existing network's subnet with CIDR `publicCidr`. */
+  readonly publicSubnetId: string;
+  /**
+   * What a floating IP on the public subnet (or a VIP that gets one) waits for: the subnet's link
+   * to the router, when this network makes it. Neutron refuses a floating IP for a subnet no router
+   * connects to the external network.
+   */
+  readonly floatingIpDependencies: ITerraformDependable[];
+  /**
+   * The Neutron resources this network creates, as its project's quotas count them (tokens):
+   * networks, subnets, routers, and ports besides the machines' (the router's interface and one
+   * DHCP port per network with a DHCP-enabled subnet).
+   */
+  readonly created: { readonly networks: number; readonly subnets: number; readonly routers: number; readonly ports: number };
   readonly privateNetwork: NetworkingNetworkV2;
   readonly privateSubnet: NetworkingSubnetV2;
   readonly securityGroups: NetworkSecurityGroups;
@@ -95,22 +146,76 @@ export class Network extends Construct {
     }
     this.publicCidr = publicCidr;
     this.privateCidr = privateCidr;
+    const routerId = props.routerId ?? "";
+    const publicNetworkId = props.publicNetworkId ?? "";
+    for (const [prop, id] of [
+      ["routerId", routerId],
+      ["publicNetworkId", publicNetworkId],
+    ] as const) {
+      if (!Token.isUnresolved(id) && id !== "" && !new RegExp(UUID_PATTERN).test(id)) {
+        throw new Error(`Network: ${prop} must be empty or a Neutron ID, a lower-case UUID (got "${id}")`);
+      }
+    }
+    if (!Token.isUnresolved(routerId) && !Token.isUnresolved(publicNetworkId) && routerId !== "" && publicNetworkId !== "") {
+      throw new Error(`Network: routerId must be empty with publicNetworkId, an already routed network (got "${routerId}")`);
+    }
 
     this.externalNetwork = new DataOpenstackNetworkingNetworkV2(this, "ExternalNetwork", {
       name: props.externalNetworkName,
       external: true,
     });
 
+    const empty = (value: string) => Op.lt(Fn.lengthOf(value), 1);
+    // One local per decision, named for it; each resource's count reads it.
+    const counted = (id: string, condition: unknown) => {
+      const count = Token.asNumber(new TerraformLocal(this, id, Fn.conditional(condition, 1, 0)).expression);
+      return Object.assign(() => TerraformCount.of(count), { number: count });
+    };
+    const createsPublicNetwork = counted("creates_public_network", empty(publicNetworkId));
+    const createsRouter = counted("creates_router", Op.and(empty(routerId), empty(publicNetworkId)));
+    const existingRouter = counted("uses_existing_router", Op.not(empty(routerId)));
+    const existingPublicNetwork = counted("uses_existing_public_network", Op.not(empty(publicNetworkId)));
+
     this.router = new NetworkingRouterV2(this, "Router", {
+      count: createsRouter(),
       name: `${prefix}-router`,
       adminStateUp: true,
       externalNetworkId: this.externalNetwork.id,
     });
+    // Floating IPs come from the external network through the router's gateway: a router whose
+    // gateway is elsewhere (or missing) would fail the first floating IP at apply time. A router
+    // that does not exist fails the read with the provider's "No Router found", which names no
+    // variable and cannot be caught (no data source lists routers without failing on none): the
+    // logical id makes the address it names read `data.openstack_networking_router_v2.router_id[0]`.
+    const givenRouter = new DataOpenstackNetworkingRouterV2(this, "ExistingRouter", {
+      count: existingRouter(),
+      routerId,
+      lifecycle: {
+        postcondition: [
+          {
+            condition: `\${self.external_network_id == ${this.externalNetwork.fqn}.id}`,
+            errorMessage:
+              `Invalid router: router_id=${routerId} has its external gateway on network "\${self.external_network_id}", not on ` +
+              `external_network_name=${props.externalNetworkName} (\${${this.externalNetwork.fqn}.id}), where the floating IPs come from; ` +
+              "give it a gateway there (openstack router set --external-gateway) or use another router.",
+          },
+        ],
+      },
+    });
+    givenRouter.overrideLogicalId("router_id");
+    // Whichever exists: the router created here, or router_id's.
+    const one = (id: string, candidates: string[][]) => new TerraformLocal(this, id, Fn.one(Fn.concat(candidates))).asString;
+    this.routerId = one("router_id", [splat(this.router, "id"), splat(givenRouter, "id")]);
 
-    this.publicNetwork = new NetworkingNetworkV2(this, "PublicNetwork", { name: `${prefix}-public`, adminStateUp: true });
-    this.publicSubnet = new NetworkingSubnetV2(this, "PublicSubnet", {
+    this.publicNetwork = new NetworkingNetworkV2(this, "PublicNetwork", {
+      count: createsPublicNetwork(),
       name: `${prefix}-public`,
-      networkId: this.publicNetwork.id,
+      adminStateUp: true,
+    });
+    this.publicSubnet = new NetworkingSubnetV2(this, "PublicSubnet", {
+      count: createsPublicNetwork(),
+      name: `${prefix}-public`,
+      networkId: Token.asString(Fn.one(splat(this.publicNetwork, "id"))),
       cidr: publicCidr,
       ipVersion: 4,
       gatewayIp: hostAddress(publicCidr, HOSTS.publicGateway),
@@ -119,9 +224,66 @@ export class Network extends Construct {
       allocationPool: [dhcpPool(publicCidr)],
     });
     this.publicRouterInterface = new NetworkingRouterInterfaceV2(this, "PublicRouterInterface", {
-      routerId: this.router.id,
-      subnetId: this.publicSubnet.id,
+      count: createsPublicNetwork(),
+      routerId: this.routerId,
+      subnetId: Token.asString(Fn.one(splat(this.publicSubnet, "id"))),
     });
+
+    // The existing network's subnet, by its CIDR: a list, which may be empty, so that a missing
+    // one fails in our words rather than the provider's.
+    const givenSubnets = new DataOpenstackNetworkingSubnetIdsV2(this, "ExistingPublicSubnets", {
+      count: existingPublicNetwork(),
+      networkId: publicNetworkId,
+      cidr: publicCidr,
+      lifecycle: {
+        postcondition: [
+          {
+            condition: "${length(self.ids) == 1}",
+            errorMessage:
+              `Invalid public network: public_network_id=${publicNetworkId} has no subnet whose CIDR is public_network_cidr=${publicCidr} ` +
+              "(openstack subnet list --network <id>): set public_network_cidr to its subnet's CIDR.",
+          },
+        ],
+      },
+    });
+    const fixedAddresses = new TerraformLocal(this, "public_fixed_addresses", [
+      hostAddress(publicCidr, HOSTS.bastionPublic),
+      hostAddress(publicCidr, HOSTS.kubeMasterPublic),
+    ]);
+    // The project the credentials are scoped to: only the network's owner may choose a port's
+    // fixed address (neutron/conf/policies/port.py, create_port:fixed_ips:ip_address).
+    const project = new DataOpenstackIdentityAuthScopeV3(this, "Project", { count: existingPublicNetwork(), name: "kube-on-os-network" });
+    const givenSubnet = new DataOpenstackNetworkingSubnetV2(this, "ExistingPublicSubnet", {
+      count: existingPublicNetwork(),
+      subnetId: Token.asString(Fn.one(Fn.flatten(splat(givenSubnets, "ids")))),
+      lifecycle: {
+        postcondition: existingSubnetChecks(
+          `local.${fixedAddresses.friendlyUniqueId}`,
+          `one(data.${project.terraformResourceType}.${project.friendlyUniqueId}[*].project_id)`,
+          publicNetworkId,
+          publicCidr,
+        ),
+      },
+    });
+
+    this.publicNetworkId = one("public_network_id", [splat(this.publicNetwork, "id"), splat(givenSubnet, "network_id")]);
+    this.publicSubnetId = one("public_subnet_id", [splat(this.publicSubnet, "id"), splat(givenSubnet, "id")]);
+    this.floatingIpDependencies = [this.publicRouterInterface];
+    // Before router_id and public_network_id these four had no count, and state holds them at
+    // their bare addresses: moved to index 0, an existing deployment keeps them (docs/decisions.md).
+    for (const resource of [this.router, this.publicNetwork, this.publicSubnet, this.publicRouterInterface]) {
+      new MovedToFirstInstance(resource);
+    }
+    // From the counts' locals, which read variables only: a reference to the resources would
+    // make the quota data sources wait for them, and the quota check happen at apply time.
+    const newPublic = createsPublicNetwork.number;
+    this.created = {
+      networks: Token.asNumber(Op.add(1, newPublic)),
+      subnets: Token.asNumber(Op.add(1, newPublic)),
+      routers: createsRouter.number,
+      // The private network's DHCP port; the public one's and the router's interface when new.
+      ports: Token.asNumber(Op.add(1, Op.mul(2, newPublic))),
+    };
 
     // The private network is not attached to the router: its gateway is the bastion's private
     // port, which masquerades outbound traffic through the bastion's public port.
@@ -216,6 +378,28 @@ export class Network extends Construct {
   }
 }
 
+/**
+ * A `moved` block from a resource's address without an index to its instance 0, for a resource
+ * that gained a count. cdktf's moveFromId() cannot name an instance, and a stack override would
+ * replace other constructs' `moved` blocks; cdktf concatenates every element's list instead.
+ */
+class MovedToFirstInstance extends TerraformElement {
+  private readonly address: string;
+
+  constructor(resource: TerraformResource) {
+    super(resource.node.scope!, `${resource.node.id}Moved`);
+    this.address = `${resource.terraformResourceType}.${resource.friendlyUniqueId}`;
+  }
+
+  toTerraform(): unknown {
+    return { moved: [{ from: this.address, to: `${this.address}[0]` }] };
+  }
+
+  toHclTerraform(): unknown {
+    return this.toTerraform();
+  }
+}
+
 function requireName(prop: string, value: string): void {
   if (!Token.isUnresolved(value) && value.trim() === "") {
     throw new Error(`Network: ${prop} must not be empty (got "${value}")`);
@@ -250,4 +434,40 @@ function staticHostsBelowPool(cidr: string, lastHost: number) {
 /** DHCP hands out the upper half of the network only; the lower half is for static hosts. */
 function dhcpPool(cidr: string) {
   return { start: Fn.cidrhost(cidr, upperHalfStart(cidr)), end: Fn.cidrhost(cidr, -2) };
+}
+
+/** A dotted IPv4 address as a number, in Terraform, so that addresses compare in order. */
+function addressNumber(address: string): string {
+  return `sum([for i, octet in split(".", ${address}) : tonumber(octet) * pow(256, 3 - i)])`;
+}
+
+/**
+ * An existing public subnet must be the project's own, routed (a gateway), and the bastion's and the master's fixed
+ * addresses must be neither its gateway nor in its allocation pools, where Neutron may hand them
+ * to another port first. `addresses` is a Terraform expression for the two addresses.
+ */
+function existingSubnetChecks(addresses: string, projectId: string, networkId: string, cidr: string) {
+  const inPool = (address: string) =>
+    `anytrue([for pool in self.allocation_pools : ${addressNumber("pool.start")} <= ${addressNumber(address)} && ${addressNumber(address)} <= ${addressNumber("pool.end")}])`;
+  const subnet = `the subnet ${cidr} of public_network_id=${networkId}`;
+  return [
+    {
+      condition: `\${self.tenant_id == ${projectId}}`,
+      errorMessage:
+        `Invalid public network: ${subnet} belongs to project \${self.tenant_id}, not to this deployment's (\${${projectId}}): ` +
+        "Neutron lets only a network's owner choose the bastion's and the master's fixed addresses on it.",
+    },
+    {
+      condition: '${self.gateway_ip != ""}',
+      errorMessage: `Invalid public network: ${subnet} has no gateway: it must be routed to the external network, whose router is its gateway.`,
+    },
+    {
+      condition: `\${alltrue([for address in ${addresses} : address != self.gateway_ip && !${inPool("address")}])}`,
+      errorMessage:
+        `Invalid public network: ${subnet} must leave the bastion's and the Kubernetes master's fixed addresses ` +
+        `\${join(" and ", ${addresses})} (host numbers ${HOSTS.bastionPublic} and ${HOSTS.kubeMasterPublic} of public_network_cidr) ` +
+        `outside its gateway (\${self.gateway_ip}) and its allocation pools (\${join(", ", [for pool in self.allocation_pools : "\${pool.start}-\${pool.end}"])}): ` +
+        "shrink the pools (openstack subnet set --no-allocation-pool --allocation-pool start=...,end=...).",
+    },
+  ];
 }

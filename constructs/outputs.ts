@@ -25,9 +25,13 @@ export function stackOutputs(scope: Construct, props: StackOutputsProps): void {
   const { layout, network, bastion, saltMaster, kubeNodes, user } = props;
   const outputs: [string, string, string][] = [
     ["external_network_id", network.externalNetwork.id, "ID of the external network the router uplinks to."],
-    ["router_id", network.router.id, "ID of the cluster's router."],
-    ["public_network_id", network.publicNetwork.id, "ID of the public network (bastion, Kubernetes master)."],
-    ["public_subnet_id", network.publicSubnet.id, "ID of the public subnet."],
+    [
+      "router_id",
+      network.routerId,
+      "ID of the router the public subnet is attached to, created or router_id's; null with an existing public_network_id.",
+    ],
+    ["public_network_id", network.publicNetworkId, "ID of the public network (bastion, Kubernetes master), created or public_network_id."],
+    ["public_subnet_id", network.publicSubnetId, "ID of the public subnet, created or public_network_id's with public_network_cidr."],
     ["private_network_id", network.privateNetwork.id, "ID of the private network (every machine)."],
     ["private_subnet_id", network.privateSubnet.id, "ID of the private subnet, whose gateway is the bastion."],
     ["bastion_floating_ip", bastion.publicIp, "The bastion's floating IP: the SSH jump host to every machine."],
@@ -40,7 +44,10 @@ export function stackOutputs(scope: Construct, props: StackOutputsProps): void {
     ["salt_volume_id", saltMaster.volume.id, "ID of the Salt master's persistent volume; it survives re-creating the instance."],
   ];
   for (const [name, value, description] of outputs) {
-    new TerraformOutput(scope, name, { value, description });
+    // router_id and public_network_id are variables too: a construct id each, one name to Terraform.
+    const taken = scope.node.tryFindChild(name) !== undefined;
+    const output = new TerraformOutput(scope, taken ? `${name}_output` : name, { value, description });
+    if (taken) output.overrideLogicalId(name);
   }
   new TerraformOutput(scope, "quota_needs", {
     description: "What this deployment counts against the project's Nova, Cinder and Neutron quotas (docs/quotas.md).",

@@ -22,6 +22,11 @@ export interface QuotasProps {
   readonly securityGroups: number;
   /** The security group rules the stack creates, the default egress rules of its groups included. */
   readonly securityGroupRules: number;
+  /**
+   * The networks, subnets and routers the stack creates, and the ports besides the machines' (a
+   * router interface, DHCP ports). @default Quotas.NEW_NETWORK: both networks and a router
+   */
+  readonly network?: { readonly networks: number; readonly subnets: number; readonly routers: number; readonly ports: number };
   /** The default pool's boot volume size in GiB, 0 for none. @default 0 */
   readonly kubeNodeBootVolumeSize?: number;
   /** The API load balancers (0 or 1): a floating IP and its VIP port each. @default 0 */
@@ -45,8 +50,10 @@ export interface QuotaNeeds {
  * apply time, and the cloud then answers with its own error (409, 403 or 413).
  */
 export class Quotas extends Construct {
-  /** Ports besides one per worker: bastion 2, Salt master 1, Kubernetes master 2, router 1, DHCP 2. */
-  static readonly FIXED_PORTS = 8;
+  /** The machines' ports besides one per worker: bastion 2, Salt master 1, Kubernetes master 2. */
+  static readonly MACHINE_PORTS = 5;
+  /** A public and a private network, each with a subnet and a DHCP port, and a router with an interface. */
+  static readonly NEW_NETWORK = { networks: 2, subnets: 2, routers: 1, ports: 3 } as const;
 
   readonly needs: QuotaNeeds;
   /** `needs` as one Terraform value (the `quota_needs` output). */
@@ -65,6 +72,7 @@ export class Quotas extends Construct {
     const bootVolumeSize = props.kubeNodeBootVolumeSize ?? 0;
     const pools = poolNeeds(this, props.workerPools);
     const plus = (a: unknown, b: unknown) => Token.asNumber(Op.add(a, b));
+    const network = props.network ?? Quotas.NEW_NETWORK;
 
     this.needs = {
       compute: {
@@ -82,10 +90,13 @@ export class Quotas extends Construct {
       },
       network: {
         floatingip: Token.asNumber(Op.add(2, props.apiLoadBalancers ?? 0)),
-        network: 2,
-        subnet: 2,
-        router: 1,
-        port: plus(Op.add(Op.add(Quotas.FIXED_PORTS, Op.sub(props.nodeCount, 1)), props.apiLoadBalancers ?? 0), pools.instances),
+        network: network.networks,
+        subnet: network.subnets,
+        router: network.routers,
+        port: plus(
+          Op.add(Op.add(Op.add(Quotas.MACHINE_PORTS, network.ports), Op.sub(props.nodeCount, 1)), props.apiLoadBalancers ?? 0),
+          pools.instances,
+        ),
         security_group: props.securityGroups,
         // and the load balancer's way in to its members
         security_group_rule: Token.asNumber(Op.add(props.securityGroupRules, props.apiLoadBalancers ?? 0)),

@@ -43,8 +43,8 @@ export class SaltMaster extends Construct {
 
     this.port = fixedPort(this, "Port", {
       name: `${this.fqdn}-private`,
-      network: network.privateNetwork,
-      subnet: network.privateSubnet,
+      networkId: network.privateNetwork.id,
+      subnetId: network.privateSubnet.id,
       address: this.privateIp,
       securityGroups: [network.securityGroups.internal, network.securityGroups.saltMaster],
     });

@@ -105,6 +105,8 @@ export class KubeOnOsStack extends TerraformStack {
     new AvailabilityZones(this, "AvailabilityZones", { defaultPool: v.kube_node_availability_zones.listValue, pools: v.node_pools.value });
     this.network = new Network(this, "Network", {
       externalNetworkName: v.external_network_name.stringValue,
+      routerId: v.router_id.stringValue,
+      publicNetworkId: v.public_network_id.stringValue,
       namePrefix: v.deploy_domain_name.stringValue,
       publicCidr: v.public_network_cidr.stringValue,
       privateCidr: v.private_network_cidr.stringValue,
@@ -190,6 +192,7 @@ export class KubeOnOsStack extends TerraformStack {
       newKeypairs: Token.asNumber(Fn.lengthOf(splat(keypair, "name"))),
       securityGroups: Object.keys(this.network.securityGroups).length,
       securityGroupRules: Token.asNumber(Op.add(this.network.securityGroupRuleCount, this.cloudIntegration.securityGroupRules)),
+      network: this.network.created,
       kubeNodeBootVolumeSize: v.kube_node_boot_volume_size.numberValue,
       apiLoadBalancers: this.apiLoadBalancer.count,
       workerPools: this.workerPools,

@@ -187,6 +187,15 @@ const NAME = edgesAnd(
 );
 
 const UUID_EDGES = ["ad156007-77bb-4e32-ac97-7f8340cab73d", "AD156007-77BB-4E32-AC97-7F8340CAB73D", "ad15600777bb4e32ac977f8340cab73d"];
+/** A Neutron ID: a lower-case UUID, or empty for none. */
+const NEUTRON_ID = edgesAnd([
+  "",
+  ...UUID_EDGES,
+  "{ad156007-77bb-4e32-ac97-7f8340cab73d}",
+  " ",
+  "router-1",
+  " ad156007-77bb-4e32-ac97-7f8340cab73d",
+]);
 /** An image ID or name: a name is 1 to 255 characters (graphemes, to Terraform), not padded. */
 const IMAGE = edgesAnd(
   [
@@ -844,6 +853,8 @@ export const VALUES: { readonly [K in VariableName]: Values } = {
   kube_node_taints: TAINT_LISTS,
   node_pools: NODE_POOLS,
   external_network_name: NAME,
+  router_id: NEUTRON_ID,
+  public_network_id: NEUTRON_ID,
   base_image: IMAGE,
   deploy_domain_name: DOMAIN,
   deploy_user: USERNAME_VALUES,
@@ -947,6 +958,12 @@ export const NODES_IN_PRIVATE_NETWORK: fc.Arbitrary<RawValues> = fc
 export const KEYPAIR_CHOICE: fc.Arbitrary<RawValues> = fc.record({
   deploy_ssh_public_key: fc.constantFrom("", KEYS.ed25519, KEYS.rsa2048, " "),
   keypair_name: fc.constantFrom("", "my-key", " ", "0"),
+});
+
+/** An existing router, an existing public network, both or neither. */
+export const EXISTING_NETWORK_CHOICE: fc.Arbitrary<RawValues> = fc.record({
+  router_id: fc.constantFrom("", "ad156007-77bb-4e32-ac97-7f8340cab73d"),
+  public_network_id: fc.constantFrom("", "5d3a1c2e-7b4f-4e8a-9c61-2f0b8d4e7a93"),
 });
 
 /** People's accounts beside the deploy user's, under the same name or not. */

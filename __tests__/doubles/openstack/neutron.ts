@@ -154,6 +154,52 @@ export class Neutron {
     return this.networks.get(network.id);
   }
 
+  /**
+   * Seeds a router of the project, as one made before the deployment: through createRouter, as
+   * POST /v2.0/routers makes one, with its gateway on `externalNetworkId` unless that is null.
+   */
+  seedRouter(name: string, externalNetworkId: string | null): Resource {
+    const router = this.createRouter({ name, external_gateway_info: externalNetworkId ? { network_id: externalNetworkId } : null });
+    return this.routers.update(router.id, { seeded: true });
+  }
+
+  /**
+   * Seeds a network of the project with one subnet, as made before the deployment: through
+   * createNetwork and createSubnet (its DHCP port included), attached to `routerId` through
+   * addRouterInterface when given, as PUT /v2.0/routers/{id}/add_router_interface attaches one.
+   * Every port this makes is seeded too, so a destroy that leaves it alone leaves resourceCount() 0.
+   * With `ownerProjectId`, the network and subnet belong to that project and are shared with this
+   * one (an RBAC access_as_shared policy in Neutron; `shared` here).
+   */
+  seedNetwork(
+    name: string,
+    subnet: {
+      readonly cidr: string;
+      readonly gatewayIp?: string | null;
+      readonly allocationPools?: readonly { start: string; end: string }[];
+    },
+    routerId?: string,
+    ownerProjectId?: string,
+  ): { network: Resource; subnet: Resource } {
+    const owner = ownerProjectId === undefined ? {} : { project_id: ownerProjectId, tenant_id: ownerProjectId, shared: true };
+    const network = this.networks.update(this.createNetwork({ name, ...owner }).id, { seeded: true });
+    const created = this.createSubnet(
+      {
+        network_id: network.id,
+        name,
+        cidr: subnet.cidr,
+        ip_version: 4,
+        ...(subnet.gatewayIp === undefined ? {} : { gateway_ip: subnet.gatewayIp }),
+        ...(subnet.allocationPools === undefined ? {} : { allocation_pools: subnet.allocationPools }),
+        ...(ownerProjectId === undefined ? {} : { project_id: ownerProjectId, tenant_id: ownerProjectId }),
+      },
+      true,
+    );
+    if (routerId !== undefined) this.addRouterInterface(routerId, { subnet_id: created.id });
+    for (const port of this.ports.all().filter((p) => p.network_id === network.id)) this.ports.update(port.id, { seeded: true });
+    return { network: this.networks.get(network.id), subnet: this.subnets.get(created.id) };
+  }
+
   register(app: FastifyInstance, auth: (request: FastifyRequest) => void): void {
     const base = "/network/v2.0";
     const crud = (plural: string, singular: string, collection: Collection, create: (body: Record<string, unknown>) => Resource) =>

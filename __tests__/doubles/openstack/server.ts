@@ -27,6 +27,25 @@ export interface OpenStackDoubleOptions {
    * zone, false in the server's zone (which Cinder must have). @default true, Nova's default
    */
   readonly crossAzAttach?: boolean;
+  /**
+   * Routers the project has before any deployment (router_id), each with its gateway on the
+   * external network unless `externalGateway` is false. @default none
+   */
+  readonly existingRouters?: readonly { readonly name: string; readonly externalGateway?: boolean }[];
+  /**
+   * Networks the project has before any deployment (public_network_id), each with one subnet,
+   * attached to the existing router named `router` if given. @default none
+   */
+  readonly existingNetworks?: readonly {
+    readonly name: string;
+    readonly cidr: string;
+    /** null: no gateway. @default the subnet's first address, as Neutron picks it */
+    readonly gatewayIp?: string | null;
+    readonly allocationPools?: readonly { start: string; end: string }[];
+    readonly router?: string;
+    /** Another project that owns the network and shares it with this one. @default this project */
+    readonly ownerProjectId?: string;
+  }[];
   /** Octavia's availability zones (its own objects, not Nova's). @default none, as devstack */
   readonly loadBalancerAvailabilityZones?: readonly string[];
   /**
@@ -138,6 +157,18 @@ export async function startOpenStackDouble(options: OpenStackDoubleOptions = {})
   const external = options.externalNetwork ?? { name: "vlan1066", cidr: "192.0.2.0/24" };
   neutron.seedExternalNetwork(external.name, external.cidr);
   neutron.seedDefaultSecurityGroup();
+  const externalNetworkId = neutron.networks.all().find((n) => n.name === external.name)!.id;
+  const routers = new Map(
+    (options.existingRouters ?? []).map((r) => [
+      r.name,
+      neutron.seedRouter(r.name, r.externalGateway === false ? null : externalNetworkId),
+    ]),
+  );
+  for (const network of options.existingNetworks ?? []) {
+    const routerId = network.router === undefined ? undefined : routers.get(network.router)?.id;
+    if (network.router !== undefined && routerId === undefined) throw new Error(`openstack-double: no existing router ${network.router}`);
+    neutron.seedNetwork(network.name, network, routerId, network.ownerProjectId);
+  }
   const requireToken = (request: Parameters<typeof keystone.requireToken>[0]) => keystone.requireToken(request);
   const glance = new Glance(identity.project.id);
   const images: readonly SeededImage[] = options.images ?? [NOBLE_IMAGE, WIKI_IMAGE];
