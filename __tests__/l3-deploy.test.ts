@@ -328,6 +328,7 @@ describe("L3: apply, re-plan with no changes, destroy", () => {
         pod_cidr: "10.244.0.0/16",
         service_cidr: "10.152.183.0/24",
         channel: "1.35/stable",
+        external_cloud_provider: true,
         // Each node's Nova server, for its providerID.
         nodes: [
           {

@@ -204,8 +204,12 @@ export class Network extends Construct {
     });
     givenRouter.overrideLogicalId("router_id");
     // Whichever exists: the router created here, or router_id's.
-    const one = (id: string, candidates: string[][]) => new TerraformLocal(this, id, Fn.one(Fn.concat(candidates))).asString;
-    this.routerId = one("router_id", [splat(this.router, "id"), splat(givenRouter, "id")]);
+    // The one that exists, chosen by its count's condition: a known condition selects its branch
+    // alone, so the value never waits on a resource or data source of the other mode (which
+    // `tofu console`, reading the state only, would also leave unknown).
+    const either = (id: string, useNew: { number: number }, created: string[], given: string[]) =>
+      new TerraformLocal(this, id, Fn.conditional(Op.eq(useNew.number, 1), Fn.one(created), Fn.one(given))).asString;
+    this.routerId = either("router_id", createsRouter, splat(this.router, "id"), splat(givenRouter, "id"));
 
     this.publicNetwork = new NetworkingNetworkV2(this, "PublicNetwork", {
       count: createsPublicNetwork(),
@@ -266,8 +270,13 @@ export class Network extends Construct {
       },
     });
 
-    this.publicNetworkId = one("public_network_id", [splat(this.publicNetwork, "id"), splat(givenSubnet, "network_id")]);
-    this.publicSubnetId = one("public_subnet_id", [splat(this.publicSubnet, "id"), splat(givenSubnet, "id")]);
+    this.publicNetworkId = either(
+      "public_network_id",
+      createsPublicNetwork,
+      splat(this.publicNetwork, "id"),
+      splat(givenSubnet, "network_id"),
+    );
+    this.publicSubnetId = either("public_subnet_id", createsPublicNetwork, splat(this.publicSubnet, "id"), splat(givenSubnet, "id"));
     this.floatingIpDependencies = [this.publicRouterInterface];
     // Before router_id and public_network_id these four had no count, and state holds them at
     // their bare addresses: moved to index 0, an existing deployment keeps them (docs/decisions.md).

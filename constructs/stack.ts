@@ -231,6 +231,7 @@ export class KubeOnOsStack extends TerraformStack {
         defaultPool: { nodeCount: v.num_kube_nodes.numberValue, labels: v.kube_node_labels.value, taints: v.kube_node_taints.value },
         pools: v.node_pools.value,
         instanceIds: Fn.concat([[this.kubeNodes.master.id], splat(this.kubeNodes.workers, "id"), this.workerPools.workerIds]),
+        externalCloudProvider: v.cloud_integration.booleanValue,
       }),
     });
 

@@ -1,4 +1,4 @@
-import { Fn, TerraformLocal, Token } from "cdktf";
+import { Fn, IResolvable, TerraformLocal, Token } from "cdktf";
 import { Construct } from "constructs";
 import { DEFAULT_POOL, POOL_LABEL } from "../../config/node-pools";
 import { ApiLoadBalancer } from "../api-load-balancer";
@@ -25,6 +25,11 @@ export interface SaltPillarProps {
   readonly pools: unknown;
   /** The Nova server ids of the Kubernetes nodes, in kube_node_ids' order: the nodes' providerIDs. */
   readonly instanceIds: string[];
+  /**
+   * Whether a cloud controller manager runs (cloud_integration, a bool token): the kubelets then
+   * run with --cloud-provider=external (microk8s:external_cloud_provider). @default false
+   */
+  readonly externalCloudProvider?: boolean | IResolvable;
 }
 
 /**
@@ -101,6 +106,7 @@ export function saltPillar(scope: Construct, props: SaltPillarProps): string {
           pod_cidr: props.podCidr,
           service_cidr: props.serviceCidr,
           channel: props.microk8sChannel,
+          external_cloud_provider: props.externalCloudProvider ?? false,
           nodes: nodes.expression,
           control_plane: layout.controlPlane,
         },
