@@ -207,7 +207,7 @@ describe("Network with an existing router or public network", () => {
       /^\$\{local\.Network_router_id_\w+\}$/,
     );
     expect(Object.entries(locals).find(([name]) => name.startsWith("Network_router_id_"))![1]).toBe(
-      "${one(concat(openstack_networking_router_v2.Network_Router_B43C5A1B[*].id, data.openstack_networking_router_v2.router_id[*].id))}",
+      "${(local.Network_creates_router_0208F909 == 1) ? one(openstack_networking_router_v2.Network_Router_B43C5A1B[*].id) : one(data.openstack_networking_router_v2.router_id[*].id)}",
     );
   });
 
@@ -230,10 +230,10 @@ describe("Network with an existing router or public network", () => {
     }
     const locals = Object.entries(JSON.parse(synthesized).locals);
     expect(locals.find(([name]) => name.startsWith("Network_public_subnet_id_"))![1]).toBe(
-      "${one(concat(openstack_networking_subnet_v2.Network_PublicSubnet_F7F151DA[*].id, data.openstack_networking_subnet_v2.Network_ExistingPublicSubnet_DBB1425F[*].id))}",
+      "${(local.Network_creates_public_network_71C2778E == 1) ? one(openstack_networking_subnet_v2.Network_PublicSubnet_F7F151DA[*].id) : one(data.openstack_networking_subnet_v2.Network_ExistingPublicSubnet_DBB1425F[*].id)}",
     );
     expect(locals.find(([name]) => name.startsWith("Network_public_network_id_"))![1]).toBe(
-      "${one(concat(openstack_networking_network_v2.Network_PublicNetwork_95DA8D1B[*].id, data.openstack_networking_subnet_v2.Network_ExistingPublicSubnet_DBB1425F[*].network_id))}",
+      "${(local.Network_creates_public_network_71C2778E == 1) ? one(openstack_networking_network_v2.Network_PublicNetwork_95DA8D1B[*].id) : one(data.openstack_networking_subnet_v2.Network_ExistingPublicSubnet_DBB1425F[*].network_id)}",
     );
   });
 
