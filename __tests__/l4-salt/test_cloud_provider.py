@@ -5,7 +5,9 @@ microk8s nodes whose kubectl keeps what it applied (__tests__/doubles/rehearsal/
 kube_objects.py, its record fake/objects.json) and each node's providerID (node_objects.py).
 Three Kubernetes nodes (the master and a voter, and a worker) and the Salt master's own minion;
 the master's pillar has openstack:cloud (pillar/_cloud.sls, which pillar/top.sls gives it alone),
-and microk8s' hostpath-storage addon made microk8s-hostpath the default StorageClass.
+and microk8s' hostpath-storage addon made microk8s-hostpath the default StorageClass. The pillar
+says microk8s:external_cloud_provider, so every node's kubelet gets --cloud-provider=external
+(microk8s.kubelet).
 
 The overlay in front of salt/ is the join protocol's, as in test_node_labels.py.
 """
@@ -115,6 +117,8 @@ def pillar() -> dict:
             ],
             "control_plane": [MASTER, VOTER],
             "join": {"attempts": 8, "interval": 1, "max_interval": 2},
+            # Terraform's side writes it with the cloud integration (microk8s.kubelet).
+            "external_cloud_provider": True,
         },
     }
 
@@ -170,8 +174,27 @@ def calls(cluster, *prefix: str) -> list[str]:
     return [line for line in log if line.split()[: len(prefix)] == list(prefix)]
 
 
+def kubelet_flags(cluster) -> dict:
+    """Each node's --cloud-provider lines in its args/kubelet, and how often its kubelite restarted."""
+    found = {}
+    for node in KUBERNETES:
+        home = cluster.fakes[node].home
+        lines = (home / "args" / "kubelet").read_text().splitlines()
+        restarts = (home / "calls.log").read_text().splitlines().count("snap restart microk8s.daemon-kubelite")
+        found[node] = ([line for line in lines if line.startswith("--cloud-provider")], restarts)
+    return found
+
+
 def test_orch_deploy_applies_the_cloud_integration_with_the_secret_in_no_output_then_changes_nothing(cluster):
     states, printed = deploy(cluster)
+    # The master's highstate wrote the flag and restarted its kubelite once; the joiners, after
+    # it, got the master's kubelet arguments with their join (join.py store_base_kubelet_args), so
+    # their own state found the flag there and restarted nothing.
+    assert kubelet_flags(cluster) == {
+        MASTER: (["--cloud-provider=external"], 1),
+        VOTER: (["--cloud-provider=external"], 0),
+        WORKER: (["--cloud-provider=external"], 0),
+    }
     assert all(state["result"] is True for state in states.values()), states
     assert states["microk8s-cloud-provider-microk8s-provider-ids-set"]["changes"] == {
         node: {"old": None, "new": f"openstack:///{INSTANCES[node]}"} for node in KUBERNETES
@@ -208,6 +231,11 @@ def test_orch_deploy_applies_the_cloud_integration_with_the_secret_in_no_output_
     ]
     assert calls(cluster, "kubectl", "patch") == patched
     assert objects(cluster) == record
+    assert kubelet_flags(cluster) == {
+        MASTER: (["--cloud-provider=external"], 1),
+        VOTER: (["--cloud-provider=external"], 0),
+        WORKER: (["--cloud-provider=external"], 0),
+    }
 
     # The credential is in no output, no log and no command line; nor its base64 nor cloud.conf's.
     encoded = base64.b64encode(CLOUD_CONF.encode()).decode()

@@ -1087,3 +1087,108 @@ def test_default_storage_class_takes_the_default_from_hostpath_once(states):
         "changes": {},
         "comment": "cinder is the only default StorageClass",
     }
+
+
+class Kubelet:
+    """A node's kubelet --cloud-provider, as the execution module reads and writes it."""
+
+    def __init__(self, current=None, fail_restart=None):
+        self.current = current
+        self.fail_restart = fail_restart
+        self.actions = []
+
+    def functions(self):
+        def set_flag(external):
+            self.actions.append(("set", external))
+            self.current = "external" if external else None
+
+        def restart(timeout):
+            self.actions.append(("restart_kubelite", timeout))
+            if self.fail_restart:
+                raise CommandExecutionError(self.fail_restart)
+            return True
+
+        return {
+            "microk8s.status": lambda: {},
+            "microk8s.kubelet_cloud_provider": lambda: self.current,
+            "microk8s.set_kubelet_external_cloud_provider": set_flag,
+            "microk8s.restart_kubelite": restart,
+        }
+
+
+def kubelet(states, node, external, test=False):
+    use(states, node, test)
+    return states.kubelet_external_cloud_provider("kubelet", external=external)
+
+
+@pytest.mark.parametrize(
+    ("current", "external", "shown"),
+    [("external", True, "--cloud-provider=external"), (None, False, "no --cloud-provider")],
+)
+def test_a_kubelet_already_right_changes_nothing_in_test_mode_too(states, current, external, shown):
+    node = Kubelet(current)
+    for test in (False, True):
+        assert kubelet(states, node, external, test) == {
+            "name": "kubelet",
+            "result": True,
+            "changes": {},
+            "comment": f"the kubelet already runs with {shown}",
+        }
+    assert node.actions == []
+
+
+def test_the_kubelet_flag_is_predicted_then_set_with_one_restart_then_left_alone(states):
+    node = Kubelet(None)
+    changes = {"cloud_provider": {"old": None, "new": "external"}}
+    assert kubelet(states, node, True, test=True) == {
+        "name": "kubelet",
+        "result": None,
+        "changes": changes,
+        "comment": "the kubelet would run with --cloud-provider=external (kubelite restarted)",
+    }
+    assert node.actions == []
+    assert kubelet(states, node, True) == {
+        "name": "kubelet",
+        "result": True,
+        "changes": changes,
+        "comment": "the kubelet runs with --cloud-provider=external (kubelite restarted)",
+    }
+    assert node.actions == [("set", True), ("restart_kubelite", 300)]
+    assert kubelet(states, node, True)["changes"] == {}
+    assert node.actions == [("set", True), ("restart_kubelite", 300)]
+
+
+def test_turning_the_cloud_integration_off_removes_the_flag_and_restarts(states):
+    node = Kubelet("external")
+    assert kubelet(states, node, False) == {
+        "name": "kubelet",
+        "result": True,
+        "changes": {"cloud_provider": {"old": "external", "new": None}},
+        "comment": "the kubelet runs with no --cloud-provider (kubelite restarted)",
+    }
+    assert node.actions == [("set", False), ("restart_kubelite", 300)]
+    assert node.current is None
+
+
+def test_a_kubelite_that_does_not_come_back_fails_the_state_with_what_changed(states):
+    node = Kubelet(None, fail_restart="microk8s status failed (exit 1): microk8s is not running")
+    assert kubelet(states, node, True) == {
+        "name": "kubelet",
+        "result": False,
+        "changes": {"cloud_provider": {"old": None, "new": "external"}},
+        "comment": (
+            "the kubelet's arguments say --cloud-provider=external, but kubelite is not back: "
+            "microk8s status failed (exit 1): microk8s is not running"
+        ),
+    }
+
+
+def test_the_kubelet_state_refuses_anything_but_a_boolean(states):
+    node = Kubelet(None)
+    assert kubelet(states, node, "true") == {
+        "name": "kubelet",
+        "result": False,
+        "changes": {},
+        "comment": "external must be true or false, not 'true'",
+    }
+    assert node.actions == []

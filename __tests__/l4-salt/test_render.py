@@ -100,11 +100,11 @@ class Minion(LocalMinion):
 ROLES = {
     "salt": {"core", "salt_master"},
     "bastion": {"core", "bastion"},
-    # microk8s.master only includes (joined, the microk8s SLS, tokens): it has no state of its own.
-    "k8s-master": {"core", "microk8s", "microk8s.joined", "microk8s.tokens"},
-    "k8s-worker-0": {"core", "microk8s", "microk8s.joined", "microk8s.tokens"},
+    # microk8s.master only includes (joined, kubelet, the microk8s SLS, tokens): no state of its own.
+    "k8s-master": {"core", "microk8s", "microk8s.joined", "microk8s.kubelet", "microk8s.tokens"},
+    "k8s-worker-0": {"core", "microk8s", "microk8s.joined", "microk8s.kubelet", "microk8s.tokens"},
     # A node pool's worker (node_pools): a worker like the default pool's.
-    "k8s-gpu-0": {"core", "microk8s", "microk8s.joined", "microk8s.tokens"},
+    "k8s-gpu-0": {"core", "microk8s", "microk8s.joined", "microk8s.kubelet", "microk8s.tokens"},
 }
 BASTION_GRAINS = {"ip4_interfaces": {"lo": ["127.0.0.1"], "ens4": ["10.1.0.1"], "ens3": ["10.0.0.10"]}}
 
@@ -465,6 +465,42 @@ def test_the_master_joins_before_its_certificate_addons_and_tokens(tmp_path, pil
     assert joined < ids.index("microk8s-certificates-microk8s-extra-sans")
     assert joined < min(i for i, state_id in enumerate(ids) if state_id.startswith("microk8s-addons-"))
     assert ids[-1] == "microk8s-tokens-microk8s-join-tokens-published"
+
+
+KUBELET = "microk8s-kubelet-microk8s-kubelet-external-cloud-provider"
+
+
+@pytest.mark.parametrize("host", ["k8s-master", "k8s-worker-0", "k8s-gpu-0"])
+@pytest.mark.parametrize(("given", "external"), [(True, True), (False, False), (None, False)])
+def test_every_kubernetes_node_keeps_its_kubelet_flag_as_the_pillar_says_after_the_join(
+    tmp_path, pillar_data, host, given, external
+):
+    # None: an older pillar without the key (Terraform's side writes it with the cloud integration).
+    microk8s = {k: v for k, v in pillar_data["microk8s"].items() if k != "external_cloud_provider"}
+    if given is not None:
+        microk8s["external_cloud_provider"] = given
+    highstate = Minion(tmp_path, f"{host}.{DOMAIN}", {**pillar_data, "microk8s": microk8s}).highstate()
+    state = args_of(highstate[KUBELET], "microk8s.kubelet_external_cloud_provider")
+    assert state["external"] is external
+    assert {"sls": "microk8s.joined"} in state["require"] and {"sls": "microk8s.install"} in state["require"]
+
+
+@pytest.mark.parametrize("host", ["k8s-master", "k8s-worker-0"])
+def test_the_kubelet_flag_runs_after_the_join_and_before_the_rest(tmp_path, pillar_data, host):
+    minion = Minion(tmp_path, f"{host}.{DOMAIN}", pillar_data)
+    minion.call("saltutil.sync_all")
+    lows = sorted(minion.call("state.show_lowstate"), key=lambda low: low["order"])
+    ids = [low["__id__"] for low in lows if low["__sls__"].startswith("microk8s")]
+    assert ids.index("microk8s-joined-microk8s-cluster-joined") < ids.index(KUBELET)
+    assert ids.index(KUBELET) < ids.index("microk8s-tokens-microk8s-join-tokens-published")
+    if host == "k8s-master":
+        assert ids.index(KUBELET) < ids.index("microk8s-certificates-microk8s-extra-sans")
+
+
+def test_no_other_minion_renders_the_kubelet_flag(tmp_path, pillar_data):
+    for host in ("salt", "bastion"):
+        grains = BASTION_GRAINS if host == "bastion" else None
+        assert KUBELET not in Minion(tmp_path / host, f"{host}.{DOMAIN}", pillar_data, grains=grains).highstate()
 
 
 @pytest.mark.parametrize("host", ["k8s-master", "k8s-worker-0", "k8s-worker-7"])

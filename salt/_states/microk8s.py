@@ -143,6 +143,51 @@ def extra_sans(name: str, addresses: list[str]) -> dict:
     return ret
 
 
+def kubelet_external_cloud_provider(name: str, external: bool = False, timeout: int = 300) -> dict:
+    """
+    Ensures the kubelet runs with ``--cloud-provider=external`` (``external``: an external cloud
+    controller manager owns the node's addresses) or without the flag, in $SNAP_DATA/args/kubelet.
+    Only a change restarts kubelite (it reads the file only when it starts), and the state waits
+    until the node is back.
+
+    .. code-block:: yaml
+
+        microk8s-kubelet-microk8s-kubelet-external-cloud-provider:
+          microk8s.kubelet_external_cloud_provider:
+            - external: true
+    """
+    ret = _ret(name)
+    if not isinstance(external, bool):
+        ret["comment"] = f"external must be true or false, not {external!r}"
+        return ret
+    wanted = "external" if external else None
+    shown = "--cloud-provider=external" if external else "no --cloud-provider"
+    try:
+        current = __salt__["microk8s.kubelet_cloud_provider"]()
+    except CommandExecutionError as error:
+        ret["comment"] = f"the kubelet's arguments cannot be read: {error}"
+        return ret
+    if current == wanted:
+        ret.update(result=True, comment=f"the kubelet already runs with {shown}")
+        return ret
+    changes = {"cloud_provider": {"old": current, "new": wanted}}
+    if __opts__["test"]:
+        ret.update(result=None, changes=changes, comment=f"the kubelet would run with {shown} (kubelite restarted)")
+        return ret
+    try:
+        __salt__["microk8s.set_kubelet_external_cloud_provider"](external)
+    except CommandExecutionError as error:
+        ret["comment"] = f"the kubelet's arguments could not be written: {error}"
+        return ret
+    try:
+        __salt__["microk8s.restart_kubelite"](timeout)
+    except CommandExecutionError as error:
+        ret.update(changes=changes, comment=f"the kubelet's arguments say {shown}, but kubelite is not back: {error}")
+        return ret
+    ret.update(result=True, changes=changes, comment=f"the kubelet runs with {shown} (kubelite restarted)")
+    return ret
+
+
 def channel_tracked(name: str) -> dict:
     """
     Ensures an installed microk8s tracks channel ``name`` (``snap refresh --channel``). Run by

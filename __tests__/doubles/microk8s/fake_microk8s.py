@@ -53,6 +53,12 @@ Two releases (canonical/microk8s branches 1.28 and 1.35). A node tracks a channe
   microk8s-kubectl.wrapper's answer on a --worker node (a message, exit 0).
 
 Also reproduced:
+- $SNAP_DATA/args/kubelet, the kubelet's arguments: the install hook's copy of default-args
+  (snap/hooks/install), replaced at a join by the arguments of the node joined
+  (join.py store_base_kubelet_args); `snap restart microk8s.daemon-kubelite`, which microk8s'
+  restart_service runs after an argument change (actions/common/utils.sh), makes the node not
+  ready for ``restart_seconds`` like a refresh (status exits 1, kubectl is refused) and prints
+  "Restarted." (snapd cmd/snap/cmd_services.go);
 - `snap refresh microk8s --channel=X` changes the release; the services restart, and for
   ``restart_seconds`` (fake/faults.json, default 2) the node is not ready: status.py prints
   print_yaml(isReady=False) (running: False, the high-availability block, the message) and exits 1
@@ -102,7 +108,7 @@ spent one use at a time, and the key is removed at 0):
   this node's agent answers the next N joins, after spending the token and checking the
   hostname, with HTTP 500 "failed to retrieve dqlite cluster nodes: <text>" (join.go), the
   prefix doubled by a 1.35 agent (MaybeUpdateDqliteBindAddress wraps it once more);
-- ``restart_seconds``: the not-ready window after a snap refresh or a boot.
+- ``restart_seconds``: the not-ready window after a snap refresh, a boot or a kubelite restart.
 
 A machine's boot, for the harness's ``systemctl reboot`` (__tests__/harness/fake_systemctl.py):
 ``microk8s fake-boot`` (no such command in microk8s) gives the node a new boot id, which kubectl
@@ -145,6 +151,19 @@ SERVER_CRT = Path("certs/server.crt")
 CA_CRT = Path("certs/ca.crt")
 CA_KEY = Path("certs/ca.key")
 REMOTE_CA = Path("certs/ca.remote.crt")
+KUBELET_ARGS = Path("args/kubelet")
+# microk8s-resources/default-args/kubelet's first lines: the install hook copies default-args to
+# $SNAP_DATA/args (snap/hooks/install); nothing here reads them, they only keep the file honest.
+DEFAULT_KUBELET_ARGS = (
+    "--kubeconfig=${SNAP_DATA}/credentials/kubelet.config\n"
+    "--cert-dir=${SNAP_DATA}/certs\n"
+    "--client-ca-file=${SNAP_DATA}/certs/ca.crt\n"
+    "--anonymous-auth=false\n"
+    "--fail-swap-on=false\n"
+)
+# The one service `snap restart` is reproduced for (snapd's app name; microk8s' restart_service
+# restarts it for any kubelet, API server, scheduler or controller-manager argument change).
+KUBELITE_APP = "microk8s.daemon-kubelite"
 # The clusters' databases, by cluster id: dqlite's copies, which no single node's rebuild loses.
 DATABASES = CLUSTER / ".dqlite"
 FAULTS = Path("fake/faults.json")
@@ -263,6 +282,9 @@ def register(state: dict) -> None:
         (HOME / CA_CRT).write_text(pem("CERTIFICATE", 800))
     if not (HOME / SERVER_CRT).exists():
         new_server_certificate(HOME)
+    if not (HOME / KUBELET_ARGS).exists():
+        (HOME / KUBELET_ARGS).parent.mkdir(parents=True, exist_ok=True)
+        (HOME / KUBELET_ARGS).write_text(DEFAULT_KUBELET_ARGS)
     # A node of its own until it joins: a cluster id no other node has.
     state["cluster"] = state["cluster"] or secrets.token_hex(8)
     state["boot_id"] = state.get("boot_id") or str(uuid.uuid4())
@@ -491,6 +513,12 @@ def admit(state: dict, master: Path, token: str, worker: bool) -> int:
     ]
     save_database(master_state, db)
     state["cluster"] = master_state["cluster"]
+    # The agent's answer carries its node's kubelet arguments (microk8s-cluster-agent
+    # pkg/api/v2 JoinResponse.KubeletArgs), which join.py writes over the joiner's own
+    # (store_base_kubelet_args, for worker and control-plane joins alike).
+    if (master / KUBELET_ARGS).exists():
+        (HOME / KUBELET_ARGS).parent.mkdir(parents=True, exist_ok=True)
+        (HOME / KUBELET_ARGS).write_text((master / KUBELET_ARGS).read_text())
     # The agent's answer carries the CA of the node it runs on (join.go: Snap.ReadCA), and its key
     # for a control-plane joiner only (ca_key is null for a worker).
     ca = (master / CA_CRT).read_text()
@@ -791,6 +819,8 @@ def snap(state: dict, args: list[str]) -> int:
         print(f"Name      Version   Rev   Tracking     Publisher   Notes\n"
               f"microk8s  v{version(state)}  7000  {state['channel']}  canonical✓  classic")  # fmt: skip
         return 0
+    if args[:1] == ["restart"]:
+        return snap_restart(state, args[1:])
     if args[:2] not in (["install", "microk8s"], ["refresh", "microk8s"]):
         print(f"fake snap: unsupported {args}", file=sys.stderr)
         return 2
@@ -817,6 +847,20 @@ def snap(state: dict, args: list[str]) -> int:
                 node["version"] = version(state)
         save_database(state, db)
     print(f"microk8s ({channel}) v{version(state)} from Canonical✓ refreshed")
+    return 0
+
+
+def snap_restart(state: dict, services: list[str]) -> int:
+    """
+    `snap restart microk8s.daemon-kubelite` (snapd cmd/snap/cmd_services.go: it waits for the
+    change, then prints "Restarted."). kubelite starts again, reading its arguments files: the
+    node is not ready for ``restart_seconds``, as after a refresh.
+    """
+    if services != [KUBELITE_APP]:
+        print(f"fake snap: restart {' '.join(services)} is not reproduced", file=sys.stderr)
+        return 2
+    state["restart_until"] = time.time() + float(setting(HOME, "restart_seconds", 2))
+    print("Restarted.")
     return 0
 
 

@@ -108,6 +108,31 @@ def disable(name: str) -> str:
     return _sub("_addons").disable(__salt__, name)
 
 
+def kubelet_cloud_provider() -> str | None:
+    """
+    The kubelet's ``--cloud-provider`` in $SNAP_DATA/args/kubelet (``external``), or None
+    without one. CLI Example: ``salt '*' microk8s.kubelet_cloud_provider``
+    """
+    return _sub("_kubelet").cloud_provider(__salt__)
+
+
+def set_kubelet_external_cloud_provider(external: bool) -> dict:
+    """
+    Writes ``--cloud-provider=external`` into the kubelet's arguments (``external``) or removes
+    the line, leaving the others; ``{"changed", "old", "new"}``. kubelite reads the file only
+    when it starts: restart it (``restart_kubelite``) after a change.
+    """
+    return _sub("_kubelet").set_external_cloud_provider(__salt__, external)
+
+
+def restart_kubelite(timeout: int = 300) -> bool:
+    """
+    ``snap restart microk8s.daemon-kubelite``, then waits for the node (``status --wait-ready``;
+    on a worker, its kubelite service). CLI Example: ``salt '*' microk8s.restart_kubelite``
+    """
+    return _sub("_kubelet").restart_kubelite(__salt__, timeout)
+
+
 def refresh_certs(cert: str = "server.crt") -> str:
     """Regenerates a certificate from csr.conf.template (after a SAN change)."""
     return _sub("_certs").refresh_certs(__salt__, cert)

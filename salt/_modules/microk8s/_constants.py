@@ -11,8 +11,19 @@ CSR_TEMPLATE = "certs/csr.conf.template"
 CLUSTER_TOKENS = "credentials/cluster-tokens.txt"
 # Created by `microk8s join --worker` (join.py mark_worker_node); status refuses to run there.
 WORKER_LOCK = "var/lock/clustered.lock"
-# A worker has no status of its own; this service tells whether it runs.
-KUBELITE_SERVICE = "snap.microk8s.daemon-kubelite"
+# kubelite (the kubelet, API server, scheduler, controller manager and proxy in one daemon) as
+# snapd names the app (`snap restart microk8s.daemon-kubelite`), and its systemd unit. A worker
+# has no status of its own; the unit tells whether it runs.
+KUBELITE_APP = "microk8s.daemon-kubelite"
+KUBELITE_SERVICE = f"snap.{KUBELITE_APP}"
+# The kubelet's arguments below $SNAP_DATA, one `--flag=value` a line, which kubelite reads when
+# it starts (microk8s-resources/default-args/kubelite: --kubelet-args-file, read only at start).
+KUBELET_ARGS = "args/kubelet"
+# The flag an external cloud controller manager needs on every kubelet, and its value.
+CLOUD_PROVIDER_FLAG = "--cloud-provider"
+EXTERNAL = "external"
+# After kubelite restarts on a worker (no status to wait on), its service is asked this often.
+KUBELITE_POLL_INTERVAL = 2
 # The marker microk8s' csr.conf.template carries where extra IP SANs may go.
 CSR_MARKER = "#MOREIPS"
 # The extra SANs this module manages: IP.99 for the first address, counting down, at most this

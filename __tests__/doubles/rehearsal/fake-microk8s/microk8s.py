@@ -155,6 +155,11 @@ the node's release:
   master.", exit 0, before its exit_if_stopped.
 
 Also:
+- $SNAP_DATA/args/kubelet: the install hook's copy of default-args (snap/hooks/install), which a
+  join replaces with the agent's node's (JoinResponse.KubeletArgs; join.py
+  store_base_kubelet_args, worker and control plane alike); `snap restart
+  microk8s.daemon-kubelite` (microk8s' restart_service after an argument change) makes the node
+  not ready for restart_seconds like a refresh, and prints "Restarted." (snapd cmd_services.go);
 - `snap refresh microk8s --channel=X` changes the node's release; the services restart, and
   for restart_seconds (faults.json, default 2) the node is not ready: status prints status.py's
   print_yaml(isReady=False) (running: False, high-availability with its nodes, the message) and
@@ -189,7 +194,7 @@ use at a time and removed at 0):
   answers its next N joins, after spending the token and checking the hostname, with HTTP 500
   "failed to retrieve dqlite cluster nodes: <text>" (join.go; a 1.35 agent wraps it twice, as
   MaybeUpdateDqliteBindAddress adds the same prefix);
-- "restart_seconds": the not-ready window after a snap refresh.
+- "restart_seconds": the not-ready window after a snap refresh or a kubelite restart.
 """
 
 from __future__ import annotations
@@ -230,6 +235,18 @@ SERVER_CRT = SNAP_DATA / "certs/server.crt"
 CA_CRT = SNAP_DATA / "certs/ca.crt"
 CA_KEY = SNAP_DATA / "certs/ca.key"
 REMOTE_CA = SNAP_DATA / "certs/ca.remote.crt"
+KUBELET_ARGS = SNAP_DATA / "args/kubelet"
+# microk8s-resources/default-args/kubelet's first lines, which the install hook copies to
+# $SNAP_DATA/args (snap/hooks/install); nothing here reads them.
+DEFAULT_KUBELET_ARGS = (
+    "--kubeconfig=${SNAP_DATA}/credentials/kubelet.config\n"
+    "--cert-dir=${SNAP_DATA}/certs\n"
+    "--client-ca-file=${SNAP_DATA}/certs/ca.crt\n"
+    "--anonymous-auth=false\n"
+    "--fail-swap-on=false\n"
+)
+# The one service `snap restart` is reproduced for (snapd's app name).
+KUBELITE_APP = "microk8s.daemon-kubelite"
 FAULTS = SNAP_DATA / "fake/faults.json"
 PORT = int(os.environ.get("FAKE_MICROK8S_PORT", "25000"))
 # Tests only: the node's one address (its agent binds it, it is the source of what the node
@@ -556,6 +573,8 @@ class Agent(http.server.BaseHTTPRequestHandler):
                 "copy": None,
                 "ca": CA_CRT.read_text(),
                 "ca_key": None,
+                # JoinResponse.KubeletArgs: this node's kubelet arguments, for the joiner.
+                "kubelet_args": kubelet_args(),
             }
 
         def add_member(db: dict) -> None:
@@ -577,7 +596,12 @@ class Agent(http.server.BaseHTTPRequestHandler):
             # join.go: the CA this node reads (Snap.ReadCA) and, for a control-plane joiner, its key.
             "ca": CA_CRT.read_text(),
             "ca_key": CA_KEY.read_text(),
+            "kubelet_args": kubelet_args(),
         }
+
+
+def kubelet_args() -> str | None:
+    return KUBELET_ARGS.read_text() if KUBELET_ARGS.exists() else None
 
 
 def register(db: dict, entry: dict) -> None:
@@ -1020,6 +1044,11 @@ def join(state: dict, args: list[str]) -> int:
     CLUSTER.unlink(missing_ok=True)
     if answer.get("copy"):
         write(CLUSTER, answer["copy"])
+    # join_dqlite_worker_node and join_dqlite_master_node alike: store_base_kubelet_args writes
+    # the agent's node's kubelet arguments over this node's own.
+    if answer.get("kubelet_args") is not None:
+        KUBELET_ARGS.parent.mkdir(parents=True, exist_ok=True)
+        KUBELET_ARGS.write_text(answer["kubelet_args"])
     if worker:
         # join_dqlite_worker_node: store_remote_ca; the worker's own ca.crt stays.
         REMOTE_CA.write_text(answer["ca"])
@@ -1390,6 +1419,9 @@ def snap(args: list[str]) -> int:
             launch=launch.read_text() if launch.exists() else None,
             cluster_id=secrets.token_hex(8),
         )
+        # The install hook copies default-args to $SNAP_DATA/args.
+        KUBELET_ARGS.parent.mkdir(parents=True, exist_ok=True)
+        KUBELET_ARGS.write_text(DEFAULT_KUBELET_ARGS)
         CSR_TEMPLATE.parent.mkdir(parents=True, exist_ok=True)
         CSR_TEMPLATE.write_text("[ alt_names ]\nDNS.1 = kubernetes\nIP.1 = 127.0.0.1\nIP.2 = 10.152.183.1\n#MOREIPS\n")
         # produce_certs: a CA of this install's own, written only when there is none; csr.conf
@@ -1403,6 +1435,17 @@ def snap(args: list[str]) -> int:
         write(NODE, state)
         start_agent()
         print(f"microk8s ({state['channel']}) v{version(state)} from Canonical✓ installed")
+        return 0
+    if args[:1] == ["restart"]:
+        # snapd cmd/snap/cmd_services.go: waits for the change, prints "Restarted.". kubelite
+        # starts again, reading its arguments files: not ready for restart_seconds, as after a
+        # refresh (microk8s' restart_service runs this after an argument change).
+        if args[1:] != [KUBELITE_APP]:
+            print(f"fake snap: restart {' '.join(args[1:])} is not reproduced", file=sys.stderr)
+            return 2
+        state.update(restart_until=time.time() + float(read(FAULTS, {}).get("restart_seconds", 2)))
+        write(NODE, state)
+        print("Restarted.")
         return 0
     if args[:2] == ["refresh", "microk8s"]:
         if not state["installed"]:
