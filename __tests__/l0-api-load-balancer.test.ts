@@ -118,7 +118,11 @@ describe("ApiLoadBalancer", () => {
 
   it("puts the VIP on the public subnet once the router reaches it, with a floating IP from the external network", () => {
     const lb = resource(synthesized, "openstack_lb_loadbalancer_v2", "");
-    expect(lb.vip_subnet_id).toMatch(/^\$\{openstack_networking_subnet_v2\.Network_PublicSubnet_\w+\.id\}$/);
+    // The public subnet id is a local choosing the created subnet or public_network_id's.
+    const [, local] = lb.vip_subnet_id.match(/^\$\{local\.(Network_public_subnet_id_\w+)\}$/) ?? [];
+    expect(synthesized.locals[local]).toMatch(
+      /^\$\{\(local\.Network_creates_public_network_\w+ == 1\) \? one\(openstack_networking_subnet_v2\.Network_PublicSubnet_\w+\[\*\]\.id\) : /,
+    );
     expect(lb.depends_on).toEqual([expect.stringMatching(/^openstack_networking_router_interface_v2\.Network_PublicRouterInterface_\w+$/)]);
     expect(resource(synthesized, "openstack_networking_floatingip_v2", "FloatingIp").pool).toMatch(
       /^\$\{data\.openstack_networking_network_v2\.Network_ExternalNetwork_\w+\.name\}$/,
