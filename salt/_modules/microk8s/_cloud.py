@@ -247,8 +247,10 @@ def provider_id_plan(salt: dict) -> dict:
         old = current.get(found["name"], "")
         # Another providerID: the machine was rebuilt under the same name, and its kubelet took over
         # the old Node object (kubelet_node_status.go tryRegisterWithAPIServer, on AlreadyExists),
-        # whose providerID the API server never changes. Reported, not an error: failing here
-        # would fail every deploy after a -replace.
+        # whose providerID the API server never changes. The cloud controller manager deletes a
+        # NotReady Node whose server is gone (k8s.io/cloud-provider controllers/nodelifecycle
+        # MonitorNodes), so this happens only where none ran between the old server's deletion
+        # and the join. Reported, not an error: failing here would fail every such deploy.
         stale = bool(old) and old != wanted
         plans[node_id] = {
             "node": found["name"],

@@ -54,7 +54,15 @@ import yaml
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 # The kinds the fakes meet that are cluster-scoped (kubectl api-resources: NAMESPACED false).
-CLUSTER_SCOPED = {"ClusterRole", "ClusterRoleBinding", "CSIDriver", "StorageClass", "Namespace", "Node"}
+CLUSTER_SCOPED = {
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "CSIDriver",
+    "CustomResourceDefinition",
+    "StorageClass",
+    "Namespace",
+    "Node",
+}
 # kubectl's names for the kinds (kubectl api-resources: NAME, SHORTNAMES, the kind lower-cased).
 RESOURCES = {
     "Secret": ("secrets",),
@@ -64,6 +72,7 @@ RESOURCES = {
     "DaemonSet": ("daemonsets", "ds"),
     "Deployment": ("deployments", "deploy"),
     "CSIDriver": ("csidrivers",),
+    "CustomResourceDefinition": ("customresourcedefinitions", "crd", "crds"),
     "StorageClass": ("storageclasses", "sc"),
 }
 # What kubectl's flags the fakes read take as a value when given apart (-n kube-system).
