@@ -166,7 +166,9 @@ describe("ApiLoadBalancer", () => {
       port_range_max: Network.KUBE_API_PORT,
       remote_ip_prefix: "10.1.0.0/16",
     });
-    expect(resource(synthesized, "openstack_networking_secgroup_rule_v2", "MemberRule").security_group_id).toMatch(/InternalSecurityGroup/);
+    expect(resource(synthesized, "openstack_networking_secgroup_rule_v2", "MemberRule").security_group_id).toMatch(
+      /KubeNodesSecurityGroup/,
+    );
   });
 
   it.each(["yes", "ON", ""])("rejects the mode %j by name", (mode) => {

@@ -84,7 +84,13 @@ describe("Network", () => {
 
   it("creates exactly the security groups of the design", () => {
     const names = resources(synthesized, NetworkingSecgroupV2.tfResourceType).map((g) => g.name);
-    expect(names.sort()).toEqual(["kube-on-os-bastion", "kube-on-os-internal", "kube-on-os-kube-api", "kube-on-os-salt-master"]);
+    expect(names.sort()).toEqual([
+      "kube-on-os-bastion",
+      "kube-on-os-internal",
+      "kube-on-os-kube-api",
+      "kube-on-os-kube-nodes",
+      "kube-on-os-salt-master",
+    ]);
   });
 
   it("opens SSH on the bastion only from the allowed networks", () => {

@@ -276,6 +276,7 @@ const ADDRESSES = [
   "openstack_networking_secgroup_v2.Network_BastionSecurityGroup_2EFEA316",
   "openstack_networking_secgroup_v2.Network_InternalSecurityGroup_A68E4A6A",
   "openstack_networking_secgroup_v2.Network_KubeApiSecurityGroup_A4073833",
+  "openstack_networking_secgroup_v2.Network_KubeNodesSecurityGroup_E7544C50",
   "openstack_networking_secgroup_v2.Network_SaltMasterSecurityGroup_4E3E921C",
   "openstack_networking_subnet_v2.Network_PrivateSubnet_43E99EF4",
   "openstack_networking_subnet_v2.Network_PublicSubnet_F7F151DA",

@@ -89,7 +89,10 @@ describe("WorkerPools", () => {
   it("gives the ports no fixed address, so Neutron picks one from the DHCP range, and lets them carry pod and service traffic", () => {
     expect(port.fixed_ip).toEqual([{ subnet_id: expect.stringMatching(/Network_PrivateSubnet_/) }]);
     expect(port.allowed_address_pairs).toEqual([{ ip_address: "10.244.0.0/16" }, { ip_address: "10.152.183.0/24" }]);
-    expect(port.security_group_ids).toEqual([expect.stringMatching(/InternalSecurityGroup/)]);
+    expect(port.security_group_ids).toEqual([
+      expect.stringMatching(/InternalSecurityGroup/),
+      expect.stringMatching(/KubeNodesSecurityGroup/),
+    ]);
   });
 
   it("gives each pool a server group named <domain>-k8s-<pool>, the place of its workers", () => {

@@ -89,7 +89,7 @@ describe("quotas", () => {
     expect(used(double.neutron.usage(), before.neutron, Object.keys(needs.network))).toEqual(needs.network);
     // The table in docs/quotas.md, column N = 3 (on a cloud with Octavia: the API load balancer).
     expect(needs.compute).toMatchObject({ instances: 5, cores: 15, ram: 30720, server_group_members: 3, key_pairs: 1 });
-    expect(needs.network).toMatchObject({ floatingip: 3, port: 11, security_group_rule: 16 });
+    expect(needs.network).toMatchObject({ floatingip: 3, port: 11, security_group: 5, security_group_rule: 18 });
     await destroyAll(ws);
   });
 

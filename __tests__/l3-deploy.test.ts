@@ -65,7 +65,7 @@ function expectedResources(nodes: number, provisioners = false): Record<string, 
     openstack_networking_subnet_v2: 2,
     openstack_networking_router_v2: 1,
     openstack_networking_router_interface_v2: 1,
-    openstack_networking_secgroup_v2: 4,
+    openstack_networking_secgroup_v2: 5,
     // and the load balancer's way in to the members, and LoadBalancer Services' to the NodePorts
     openstack_networking_secgroup_rule_v2: 8,
     // bastion 2, salt master 1, k8s master 2, one per worker

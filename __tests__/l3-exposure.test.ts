@@ -196,11 +196,11 @@ describe("Exposure with the default variables", () => {
         `k8s-worker any/all ${internal}`,
         `salt any/all ${internal}`,
         "salt tcp/4505-4506 from 10.1.0.0/16",
-        // The API load balancer reaches its members from its port on the private network; the
-        // rule is on the group every machine has, and only the control plane listens on 16443.
-        ...["bastion", "k8s-master", "k8s-worker", "salt"].map((host) => `${host} tcp/16443 from 10.1.0.0/16`),
-        // LoadBalancer Services' load balancers reach the NodePorts the same way (cloud_integration).
-        ...["bastion", "k8s-master", "k8s-worker", "salt"].map((host) => `${host} tcp/30000-32767 from 10.1.0.0/16`),
+        // The API load balancer reaches its members from its port on the private network, and
+        // LoadBalancer Services' load balancers the NodePorts (cloud_integration): on the
+        // Kubernetes nodes' group, which neither the bastion nor the Salt master has.
+        ...["k8s-master", "k8s-worker"].map((host) => `${host} tcp/16443 from 10.1.0.0/16`),
+        ...["k8s-master", "k8s-worker"].map((host) => `${host} tcp/30000-32767 from 10.1.0.0/16`),
       ].sort(),
     );
   });

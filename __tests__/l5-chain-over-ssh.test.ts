@@ -236,6 +236,14 @@ const CLOUD_INTEGRATION = [
   "openstack_networking_secgroup_rule_v2.NodePortRule[0]",
 ];
 
+/** The Kubernetes nodes' security group, new since a4e49bc, and the nodes' private ports (3 nodes) that gain it. */
+const KUBE_NODES_GROUP = [
+  "openstack_networking_secgroup_v2.KubeNodesSecurityGroup create",
+  "openstack_networking_port_v2.MasterPrivatePort update",
+  "openstack_networking_port_v2.WorkerPort[0] update",
+  "openstack_networking_port_v2.WorkerPort[1] update",
+];
+
 /** The provisioners' output lines: "<step>: <line>" (Terraform prefixes the resource address). */
 function chainOutput(stdout: string): string[] {
   return [
@@ -723,7 +731,8 @@ describeWithNamespaces("L5: the provisioning chain over SSH through the bastion"
       // image, which the machines ignore (constructs/machine.ts, KEEP_IMAGE).
       // On a cloud with Octavia (the double's catalog lists it), the API load balancer is new too
       // (docs/decisions.md, "The API behind Octavia where the cloud has it"), and so are the
-      // cluster's application credential and the NodePort rule: no machine changes.
+      // cluster's application credential and the NodePort rule: no machine changes. Their rules
+      // are on the Kubernetes nodes' group, also new, which the nodes' private ports gain in place.
       expect(await plannedChanges(after)).toEqual(
         [
           ...["AcceptMinionKeys", "Orchestrate", "SyncSaltTree"].map((step) => `null_resource.${step}[0] delete+create`),
@@ -731,6 +740,7 @@ describeWithNamespaces("L5: the provisioning chain over SSH through the bastion"
           "null_resource.Upgrade[0] create",
           ...API_LOAD_BALANCER.map((resource) => `${resource} create`),
           ...CLOUD_INTEGRATION.map((resource) => `${resource} create`),
+          ...KUBE_NODES_GROUP,
           "terraform_data.ControlPlaneFloor create",
           "terraform_data.ParameterRules create",
         ].sort(),
@@ -741,7 +751,7 @@ describeWithNamespaces("L5: the provisioning chain over SSH through the bastion"
       const upgrade = await after(["apply", "-auto-approve", "-input=false"]);
       expect(upgrade.stderr).toBe("");
       expect(upgrade.stdout).toContain(
-        `Apply complete! Resources: ${7 + API_LOAD_BALANCER.length + CLOUD_INTEGRATION.length} added, 0 changed, 3 destroyed.`,
+        `Apply complete! Resources: ${8 + API_LOAD_BALANCER.length + CLOUD_INTEGRATION.length} added, 3 changed, 3 destroyed.`,
       );
       expect(scriptLines(upgrade.stdout).filter((line) => line.startsWith("NodeMembership"))).toEqual([]);
       expect((await after(["plan", "-detailed-exitcode", "-input=false"])).status).toBe(0);

@@ -148,7 +148,7 @@ export class ApiLoadBalancer extends Construct {
     // The load balancer reaches the members (and checks them) from its port on the private network.
     new NetworkingSecgroupRuleV2(this, "MemberRule", {
       count: counted(),
-      securityGroupId: network.securityGroups.internal.id,
+      securityGroupId: network.securityGroups.kubeNodes.id,
       description: "Kubernetes API from the API load balancer on the private network",
       direction: "ingress",
       ethertype: "IPv4",

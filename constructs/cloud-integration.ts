@@ -107,7 +107,7 @@ export class CloudIntegration extends Construct {
     );
     new NetworkingSecgroupRuleV2(this, "NodePortRule", {
       count: TerraformCount.of(this.securityGroupRules),
-      securityGroupId: props.network.securityGroups.internal.id,
+      securityGroupId: props.network.securityGroups.kubeNodes.id,
       description: "Kubernetes NodePorts from LoadBalancer Services' load balancers on the private network",
       direction: "ingress",
       ethertype: "IPv4",

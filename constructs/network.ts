@@ -69,6 +69,12 @@ export interface NetworkSecurityGroups {
   readonly internal: NetworkingSecgroupV2;
   /** Salt's publish and return ports from the private network; on the Salt master. */
   readonly saltMaster: NetworkingSecgroupV2;
+  /**
+   * What load balancers on the private network reach on the Kubernetes nodes (the API
+   * load balancer's members, LoadBalancer Services' NodePorts); on every Kubernetes node's
+   * private port, and no other machine's. Its rules come with those features.
+   */
+  readonly kubeNodes: NetworkingSecgroupV2;
 }
 
 /**
@@ -314,6 +320,11 @@ export class Network extends Construct {
       kubeApi: this.securityGroup("KubeApiSecurityGroup", `${prefix}-kube-api`, "Kubernetes API and ingress on the master"),
       internal: this.securityGroup("InternalSecurityGroup", `${prefix}-internal`, "All traffic between the cluster's machines"),
       saltMaster: this.securityGroup("SaltMasterSecurityGroup", `${prefix}-salt-master`, "Salt publish and return ports"),
+      kubeNodes: this.securityGroup(
+        "KubeNodesSecurityGroup",
+        `${prefix}-kube-nodes`,
+        "Kubernetes API and NodePorts on the Kubernetes nodes from load balancers on the private network",
+      ),
     };
 
     const sshSources = TerraformIterator.fromList(sshAllowedCidrs);
