@@ -79,7 +79,7 @@ export class KubeNodePool extends Construct {
       networkId: network.privateNetwork.id,
       subnetId: network.privateSubnet.id,
       address: master.privateIp,
-      securityGroups: [network.securityGroups.internal, network.securityGroups.kubeNodes],
+      securityGroups: network.kubeNodePrivateGroups,
       allowedAddressPairs: podTraffic,
     });
     this.master = new ComputeInstanceV2(this, "Master", {
@@ -110,7 +110,7 @@ export class KubeNodePool extends Construct {
       networkId: network.privateNetwork.id,
       subnetId: network.privateSubnet.id,
       address: portWorker.privateIp,
-      securityGroups: [network.securityGroups.internal, network.securityGroups.kubeNodes],
+      securityGroups: network.kubeNodePrivateGroups,
       allowedAddressPairs: podTraffic,
     });
     const instanceCount = TerraformCount.of(layout.workerCount);

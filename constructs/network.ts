@@ -121,6 +121,8 @@ export class Network extends Construct {
   readonly privateNetwork: NetworkingNetworkV2;
   readonly privateSubnet: NetworkingSubnetV2;
   readonly securityGroups: NetworkSecurityGroups;
+  /** The groups of every Kubernetes node's private port, whatever its pool: internal and kubeNodes. */
+  readonly kubeNodePrivateGroups: NetworkingSecgroupV2[];
   /**
    * The security group rules this network creates, counting the two egress rules (IPv4, IPv6)
    * Neutron adds to every new group from its default rule template (neutron/db/securitygroups_db.py,
@@ -326,6 +328,7 @@ export class Network extends Construct {
         "Kubernetes API and NodePorts on the Kubernetes nodes from load balancers on the private network",
       ),
     };
+    this.kubeNodePrivateGroups = [this.securityGroups.internal, this.securityGroups.kubeNodes];
 
     const sshSources = TerraformIterator.fromList(sshAllowedCidrs);
     new NetworkingSecgroupRuleV2(this, "BastionSshRule", {

@@ -101,7 +101,7 @@ export class WorkerPools extends Construct {
       adminStateUp: true,
       // No address: Neutron picks one from the DHCP range, and the port keeps it.
       fixedIp: [{ subnetId: network.privateSubnet.id }],
-      securityGroupIds: [network.securityGroups.internal.id, network.securityGroups.kubeNodes.id],
+      securityGroupIds: network.kubeNodePrivateGroups.map((group) => group.id),
       allowedAddressPairs: [props.podCidr, props.serviceCidr].map((ipAddress) => ({ ipAddress })),
     });
     const portsRef = `${this.ports.terraformResourceType}.${this.ports.friendlyUniqueId}`;
