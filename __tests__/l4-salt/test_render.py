@@ -764,8 +764,9 @@ def test_the_master_renders_the_cloud_integration_in_order_with_no_secret_in_any
     assert manifests["sources"] == [f"salt://microk8s/files/cloud-provider/{name}" for name in defaults["manifests"]]
     # Every source is shipped in salt/, pinned: its header names the release and the commit.
     snapshotter = defaults["snapshotter"]
+    shipped = SALT / "microk8s" / "files" / "cloud-provider"
     for name in defaults["manifests"]:
-        header = (SALT / "microk8s" / "files" / "cloud-provider" / name).read_text().split("\n", 1)[0]
+        header = (shipped / name).read_text().split("\n", 1)[0]
         if name.startswith("snapshot-"):
             assert (
                 f"kubernetes-csi/external-snapshotter {snapshotter['version']} (commit {snapshotter['commit']})"
@@ -774,8 +775,8 @@ def test_the_master_renders_the_cloud_integration_in_order_with_no_secret_in_any
         else:
             assert f"kubernetes/cloud-provider-openstack {defaults['version']} (commit {defaults['commit']})" in header
     # The snapshot controller is the version of the Cinder controller's csi-snapshotter sidecar.
-    controller = (SALT / "microk8s" / "files" / "cloud-provider" / "snapshot-controller.yaml").read_text()
-    sidecar = (SALT / "microk8s" / "files" / "cloud-provider" / "cinder-csi-controllerplugin.yaml").read_text()
+    controller = (shipped / "snapshot-controller.yaml").read_text()
+    sidecar = (shipped / "cinder-csi-controllerplugin.yaml").read_text()
     assert f"sig-storage/snapshot-controller:{snapshotter['version']}\n" in controller
     assert f"sig-storage/csi-snapshotter:{snapshotter['version']}\n" in sidecar
     storage = args_of(shown["microk8s-cloud-provider-microk8s-default-storage-class"], "microk8s.default_storage_class")
