@@ -15,6 +15,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -93,6 +94,11 @@ class SaltCluster:
         }
         self.processes: list[subprocess.Popen] = []
         self.master_dir = root / "master"
+        # The daemons name their directories through a short link to `root`: ZeroMQ's Unix sockets
+        # (sock_dir) take paths of at most 107 bytes, which a minion's event socket under a test's
+        # temporary directory passed under pytest-xdist (its jobs could not return).
+        self.link = Path(tempfile.mkdtemp(prefix="koo-salt-")) / "root"
+        self.link.symlink_to(root)
 
     def _write(self, directory: Path, name: str, config: dict) -> Path:
         directory.mkdir(parents=True, exist_ok=True)
@@ -106,7 +112,7 @@ class SaltCluster:
     def start(self) -> None:
         master = yaml.safe_load((ROOT / "salt" / "salt_master" / "files" / "master.conf").read_text())
         master.update(
-            _daemon_paths(self.master_dir, "master"),
+            _daemon_paths(self.link / "master", "master"),
             interface="127.0.0.1",
             file_roots={"base": [str(self.overlay), str(ROOT / "salt")]},
             pillar_roots={"base": [str(self.pillar_root)]},
@@ -118,7 +124,7 @@ class SaltCluster:
         for minion_id, fake in self.fakes.items():
             directory = self.root / minion_id / "etc"
             config = {
-                **_daemon_paths(self.root / minion_id, "minion"),
+                **_daemon_paths(self.link / minion_id, "minion"),
                 "id": minion_id,
                 "master": "127.0.0.1",
                 "master_port": self.ports["ret_port"],
@@ -226,3 +232,4 @@ class SaltCluster:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
             process.wait()
+        shutil.rmtree(self.link.parent, ignore_errors=True)
