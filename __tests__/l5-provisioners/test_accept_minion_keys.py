@@ -10,6 +10,10 @@ SALT, BASTION, MASTER = f"salt.{DOMAIN}", f"bastion.{DOMAIN}", f"k8s-master.{DOM
 WORKER0, WORKER1, INTRUDER = f"k8s-worker-0.{DOMAIN}", f"k8s-worker-1.{DOMAIN}", f"intruder.{DOMAIN}"
 EXPECTED = [SALT, BASTION, MASTER, WORKER0]
 FAST = ["--timeout", "20", "--interval", "1"]
+# A deadline that the first round of fake salt-key and salt (two Python processes each) cannot
+# pass, however loaded the machine is, so a test of the timeout sees its waiting lines too: with
+# 2 s, a parallel npm test (load 13 on 2 cores) reached it before the first line.
+SHORT = "10"
 
 
 def keys(accepted=(), pending=(), rejected=(), denied=()) -> dict:
@@ -155,18 +159,18 @@ def test_a_denied_key_of_the_same_machine_still_fails(fakes, tmp_path):
 
 def test_times_out_naming_the_missing_keys(fakes):
     fakes.update(keys=keys(accepted=[SALT]), ping=everyone_answers(EXPECTED))
-    result = fakes.run("accept-minion-keys.sh", "--timeout=2", "--interval=1", SALT, WORKER0, WORKER1)
+    result = fakes.run("accept-minion-keys.sh", f"--timeout={SHORT}", "--interval=1", SALT, WORKER0, WORKER1)
     assert result.returncode == 1
-    assert result.stderr == f"timed out after 2 s waiting for minion keys: {WORKER0}, {WORKER1}\n"
+    assert result.stderr == f"timed out after {SHORT} s waiting for minion keys: {WORKER0}, {WORKER1}\n"
     assert set(lines(result.stdout)) == {f"waiting for 2 of 3 minion keys: {WORKER0}, {WORKER1} (N s left)"}
     assert fakes.calls("salt") == []
 
 
 def test_times_out_naming_the_minions_that_do_not_answer(fakes):
     fakes.update(keys=keys(accepted=[SALT, WORKER0]), ping={SALT: 1})
-    result = fakes.run("accept-minion-keys.sh", "--timeout", "2", "--interval", "1", SALT, WORKER0)
+    result = fakes.run("accept-minion-keys.sh", "--timeout", SHORT, "--interval", "1", SALT, WORKER0)
     assert result.returncode == 1
-    assert result.stderr == f"timed out after 2 s waiting for minions to answer test.ping: {WORKER0}\n"
+    assert result.stderr == f"timed out after {SHORT} s waiting for minions to answer test.ping: {WORKER0}\n"
     assert lines(result.stdout)[:2] == [
         "all 2 minion keys accepted",
         f"waiting for 1 of 2 minions to answer test.ping: {WORKER0} (N s left)",
