@@ -348,11 +348,11 @@ describe("the pipeline, run locally by gitlab-ci-local", () => {
     };
     fs.writeFileSync(path.join(project, ".gitlab-ci-local-variables.yml"), YAML.stringify(variables));
 
-    // A runner's environment: nothing of this process's toolchain, credentials or CI settings.
-    const toolchainBin = path.dirname(process.env.KOO_TOFU ?? "/nonexistent/tofu");
+    // A runner's environment: nothing of this process's toolchain, credentials or CI settings, and
+    // no OpenTofu or Terraform, which the pipeline's image (node:*-bookworm) does not have.
     const runnerPath = (process.env.PATH ?? "")
       .split(":")
-      .filter((dir) => dir !== toolchainBin)
+      .filter((dir) => !["tofu", "terraform"].some((cli) => fs.existsSync(path.join(dir, cli))))
       .join(":");
     // The machine's own network settings stay, as a runner on it would have them: the registries'
     // certificate authorities and proxies (an empty cache is filled from the package registries).

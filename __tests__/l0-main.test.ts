@@ -29,13 +29,9 @@ function npmRunSynth(outdir: string, extra: NodeJS.ProcessEnv = {}) {
   return run("node", [path.join(ROOT, "scripts", "cdktf.js"), "synth", "--output", outdir], extra);
 }
 
+/** main.ts run as cdktf.json's app command runs it, from another directory. */
 function directSynth(cwd: string, extra: NodeJS.ProcessEnv = {}) {
-  return run(
-    "node",
-    ["--require", require.resolve("ts-node/register/transpile-only"), path.join(ROOT, "main.ts")],
-    { TS_NODE_PROJECT: path.join(ROOT, "tsconfig.json"), ...extra },
-    cwd,
-  );
+  return run("node", ["--require", path.join(ROOT, "scripts", "register-ts.js"), path.join(ROOT, "main.ts")], extra, cwd);
 }
 
 function readStack(outdir: string): any {
@@ -80,6 +76,20 @@ describe("main.ts", () => {
     expect(fs.existsSync(path.join(outdir, STACK_FILE))).toBe(false);
     expect(fs.existsSync(path.join(outdir, "manifest.json"))).toBe(false);
     expect(fs.readFileSync(state, "utf8")).toBe("{}");
+  });
+
+  it("synthesizes where neither OpenTofu nor Terraform is installed, as in the pipeline's synth job", () => {
+    // This machine's PATH without the directories that hold a tofu or a terraform.
+    const withoutClis = (process.env.PATH ?? "")
+      .split(path.delimiter)
+      .filter((dir) => !["tofu", "terraform"].some((cli) => fs.existsSync(path.join(dir, cli))))
+      .join(path.delimiter);
+    const viaNpm = tempDir();
+    const npm = npmRunSynth(viaNpm, { PATH: withoutClis, CI: "1" });
+    expect({ status: npm.status, output: npm.output.replace(/\s+/g, " ").slice(-600) }).toEqual({ status: 0, output: expect.any(String) });
+    const direct = directSynth(tempDir(), { PATH: withoutClis });
+    expect({ status: direct.status, stderr: direct.stderr }).toEqual({ status: 0, stderr: "" });
+    expect(readStack(viaNpm).resource.terraform_data).toBeDefined();
   });
 
   it("prints exactly one line and no stack trace when run directly with a bad value", () => {

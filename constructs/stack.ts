@@ -32,6 +32,7 @@ import { saltPillar } from "./provisioning/pillar";
 import { Quotas } from "./quotas";
 import { RootPassword } from "./root-password";
 import { SaltMaster } from "./salt-master";
+import { withoutTerraformVersionProbes } from "./version-probes";
 import { WorkerPools } from "./worker-pools";
 
 export interface KubeOnOsStackProps {
@@ -255,5 +256,6 @@ export class KubeOnOsStack extends TerraformStack {
       quotas: this.quotas,
       user: v.deploy_user.stringValue,
     });
+    withoutTerraformVersionProbes(this);
   }
 }
