@@ -8,7 +8,7 @@ const fs = require("node:fs");
 const path = require("node:path");
 
 const root = path.resolve(__dirname, "..");
-require("ts-node").register({ transpileOnly: true, project: path.join(root, "tsconfig.json") });
+require("./register-ts");
 const { PARAMETERS_DOC, renderParametersDoc } = require(path.join(root, "config", "parameters-doc"));
 
 fs.writeFileSync(path.join(root, PARAMETERS_DOC), renderParametersDoc());

@@ -41,18 +41,14 @@ def terraform_pillar(users: list[dict]) -> str:
         "TF_VAR_deploy_domain_name": DOMAIN,
         "TF_VAR_users": as_tf_var(users),
         "TF_VAR_num_kube_nodes": "3",
-        "TS_NODE_PROJECT": str(ROOT / "tsconfig.json"),
     }
-    register = subprocess.run(
-        ["node", "-p", "require.resolve('ts-node/register/transpile-only')"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
     script = ROOT / "__tests__" / "support" / "terraform-pillar.ts"
     result = subprocess.run(
-        ["node", "--require", register, str(script)], cwd=ROOT, env=env, capture_output=True, text=True
+        ["node", "--require", str(ROOT / "scripts" / "register-ts.js"), str(script)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 0, result.stderr
     return result.stdout
