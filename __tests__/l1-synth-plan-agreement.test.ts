@@ -351,7 +351,7 @@ describe("L1: an apply with a rejected TF_VAR_ creates nothing (tofu, against th
   let ws: Workspace;
 
   beforeAll(async () => {
-    double = await startOpenStackDouble();
+    double = await startOpenStackDouble({ settled: true });
     state = await startStateServer();
     ws = await workspace(double, state, {}, WITHOUT_PROVISIONERS);
   });

@@ -14,8 +14,8 @@ let withoutOctavia: OpenStackDouble;
 let state: StateServer;
 
 beforeAll(async () => {
-  withOctavia = await startOpenStackDouble();
-  withoutOctavia = await startOpenStackDouble({ octavia: false });
+  withOctavia = await startOpenStackDouble({ settled: true });
+  withoutOctavia = await startOpenStackDouble({ octavia: false, settled: true });
   state = await startStateServer();
 });
 

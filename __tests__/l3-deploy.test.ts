@@ -17,7 +17,7 @@ let double: OpenStackDouble;
 let state: StateServer;
 
 beforeAll(async () => {
-  double = await startOpenStackDouble();
+  double = await startOpenStackDouble({ settled: true });
   state = await startStateServer({ username: "gitlab-ci-token", password: "state-password-5f1c" });
 });
 
@@ -517,7 +517,7 @@ describe("the base image, by name or by ID (issue 18)", () => {
   let cloud: OpenStackDouble;
 
   beforeAll(async () => {
-    cloud = await startOpenStackDouble({ images: [OLDER, WIKI_IMAGE, NOBLE_IMAGE, COMMUNITY] });
+    cloud = await startOpenStackDouble({ images: [OLDER, WIKI_IMAGE, NOBLE_IMAGE, COMMUNITY], settled: true });
   });
 
   afterAll(async () => {

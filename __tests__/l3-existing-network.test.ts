@@ -34,6 +34,7 @@ const ISOLATED = { name: "isolated", cidr: "10.40.0.0/24", gatewayIp: null };
 
 beforeAll(async () => {
   double = await startOpenStackDouble({
+    settled: true,
     existingRouters: [
       { name: LAB_ROUTER },
       { name: "campus-router" },

@@ -151,7 +151,7 @@ let state: StateServer;
 let ws: Workspace;
 
 beforeAll(async () => {
-  double = await startOpenStackDouble();
+  double = await startOpenStackDouble({ settled: true });
   state = await startStateServer({ username: "gitlab-ci-token", password: "state-password-5f1c" });
   ws = await workspace(double, state);
 });

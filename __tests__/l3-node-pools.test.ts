@@ -16,7 +16,7 @@ let double: OpenStackDouble;
 let state: StateServer;
 
 beforeAll(async () => {
-  double = await startOpenStackDouble({ availabilityZones: ZONES, volumeAvailabilityZones: ZONES, volumeTypes: ["ssd"] });
+  double = await startOpenStackDouble({ availabilityZones: ZONES, volumeAvailabilityZones: ZONES, volumeTypes: ["ssd"], settled: true });
   state = await startStateServer({ username: "gitlab-ci-token", password: "state-password-5f1c" });
   // Room for the pools below; the upstream defaults allow 4 nodes.
   Object.assign(double.nova.quotas, { instances: -1, cores: -1, ram: -1, server_group_members: -1 });

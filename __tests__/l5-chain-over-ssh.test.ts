@@ -290,7 +290,7 @@ const describeWithNamespaces = process.env.KOO_SKIP_NAMESPACE_TESTS === "1" ? de
 describeWithNamespaces("L5: the provisioning chain over SSH through the bastion", () => {
   beforeAll(async () => {
     scratch = fs.mkdtempSync(path.join(os.tmpdir(), "kube-on-os-l5-"));
-    double = await startOpenStackDouble({ externalNetwork: { name: "vlan1066", cidr: EXTERNAL_CIDR } });
+    double = await startOpenStackDouble({ externalNetwork: { name: "vlan1066", cidr: EXTERNAL_CIDR }, settled: true });
     stateServer = await startStateServer({ username: "gitlab-ci-token", password: "state-password-l5" });
     files = new HostFiles();
     hosts = await startSshHosts({ publicCidrs: [EXTERNAL_CIDR], privateCidrs: [PRIVATE_CIDR], env: files.env });

@@ -5,7 +5,7 @@
  * evaluated from the state by `tofu console`, and everything is destroyed again. The Salt render
  * tests build their minions' pillar from it, so they test the pillar Terraform really writes.
  *
- *   node --require ts-node/register/transpile-only __tests__/support/terraform-pillar.ts
+ *   node --require ./scripts/register-ts.js __tests__/support/terraform-pillar.ts
  */
 import { startStateServer } from "../doubles/http-state/server";
 import { startOpenStackDouble } from "../doubles/openstack/server";
@@ -13,7 +13,7 @@ import { workspace } from "./workspace";
 
 async function main(): Promise<void> {
   const synthEnv = Object.fromEntries(Object.entries(process.env).filter(([name]) => name.startsWith("TF_VAR_")));
-  const double = await startOpenStackDouble();
+  const double = await startOpenStackDouble({ settled: true });
   const state = await startStateServer({ username: "pillar", password: "pillar-password" });
   try {
     const ws = await workspace(double, state, synthEnv);

@@ -59,6 +59,14 @@ export interface OpenStackDoubleOptions {
    * never sends it). @default true
    */
   readonly octavia?: boolean;
+  /**
+   * Whether objects settle at once: a new server ACTIVE, a deleted one gone, a new volume
+   * available and a load balancer's change done on their first read, so that the provider's
+   * waiters return without their 1-3 s sleeps. For suites where the waiting is not what they
+   * test (docs/decisions.md names them, and those that keep it). @default false: each shows its
+   * transitional status for one read, as a real cloud does for a while
+   */
+  readonly settled?: boolean;
 }
 
 export interface SeededImage {
@@ -188,6 +196,7 @@ export async function startOpenStackDouble(options: OpenStackDoubleOptions = {})
     availabilityZones: options.loadBalancerAvailabilityZones,
     enforceNewDefaults: options.loadBalancerEnforceNewDefaults,
   });
+  if (options.settled) [nova.buildReads, nova.deleteReads, cinder.creatingReads, octavia.pendingReads] = [0, 0, 0, 0];
   if (withOctavia) octavia.register(app, (request) => keystone.tokenRoleNames(request));
 
   const holds: { matches: (method: string, url: string) => boolean; gate: Promise<void>; arrived: () => void }[] = [];
