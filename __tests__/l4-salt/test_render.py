@@ -5,6 +5,7 @@ Terraform's data produced, in a masterless minion confined to a temporary direct
 
 from __future__ import annotations
 
+import copy
 import itertools
 import json
 import os
@@ -12,6 +13,7 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 import yaml
@@ -70,6 +72,11 @@ class Minion(LocalMinion):
     text Terraform wrote, or a test's own values written the way Terraform writes them.
     """
 
+    # A highstate is a function of the minion's id, pillar and grains alone (salt/ and pillar/
+    # do not change while the tests run): the tests that render the same minion share one
+    # rendering, two salt-call runs, and each gets its own copy.
+    _highstates: ClassVar[dict[str, dict]] = {}
+
     def __init__(
         self,
         root: Path,
@@ -87,10 +94,13 @@ class Minion(LocalMinion):
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(f"#!yaml\n{yaml.safe_dump(content)}")
         super().__init__(root, minion_id, file_root=ROOT / "salt", pillar_root=pillar_root, grains=grains)
+        self.inputs = json.dumps([minion_id, text, grains, extra_pillar], sort_keys=True)
 
     def highstate(self) -> dict:
-        self.call("saltutil.sync_all")
-        return self.call("state.show_highstate")
+        if self.inputs not in Minion._highstates:
+            self.call("saltutil.sync_all")
+            Minion._highstates[self.inputs] = self.call("state.show_highstate")
+        return copy.deepcopy(Minion._highstates[self.inputs])
 
 
 ROLES = {
