@@ -7,6 +7,9 @@ module.exports = {
     // tsconfig's isolatedModules makes ts-jest transpile only; `tsc --noEmit` type-checks.
     "^.+\\.ts$": "ts-jest",
   },
-  setupFilesAfterEnv: ["<rootDir>/__tests__/setup.js"],
+  setupFilesAfterEnv: ["<rootDir>/__tests__/setup.js", "<rootDir>/scripts/test/jest-timing-setup.js"],
+  // Each suite's wall and CPU time for npm test's time report (scripts/test/cpu-meter.js).
+  reporters: ["default", "<rootDir>/scripts/test/jest-timing-reporter.js"],
+  testSequencer: "<rootDir>/scripts/test/jest-sequencer.js",
   testTimeout: 120000,
 };

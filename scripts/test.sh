@@ -1,49 +1,128 @@
 #!/usr/bin/env bash
 # `npm test`: installs the verification toolchain (cached), lints, type-checks, then runs every
-# suite (jest: unit + L1 against real OpenTofu; pytest under the Salt venv) and prints totals.
+# suite, jest's and pytest's side by side, and ends with one report (scripts/test/report.js): the
+# time report, the check that every test of __tests__/test-names/passing.txt passed, and the totals.
+#
+#   npm test              everything (.ci/run runs this)
+#   npm run test:quick    the inner loop (--quick): lint and the type check, L0, the L1 checks that
+#                         need no double, the Salt module and state unit tests
+#
+# Both runners run several suites at once (docs/development.md, "Where the time goes"):
+# KOO_JEST_WORKERS and KOO_PYTEST_WORKERS change how many. KOO_TEST_RESULTS names a directory
+# to keep the results and timings in (npm run bench:tests reads them); a temporary one otherwise.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/toolchain/lib.sh"
 
-bash "$KOO_ROOT/scripts/toolchain.sh"
-# The Debian root the rehearsal's hosts boot from; it skips itself where namespaces are not allowed.
-bash "$KOO_ROOT/scripts/toolchain/debian-root.sh"
+quick=false
+case "${1:-}" in
+  "") ;;
+  --quick) quick=true ;;
+  *) die "usage: scripts/test.sh [--quick] (got '$1')" ;;
+esac
+
+results=${KOO_TEST_RESULTS:-}
+if [[ -z $results ]]; then
+  results=$(mktemp -d)
+  keep_results=false
+else
+  rm -rf "$results"
+  mkdir -p "$results"
+  keep_results=true
+fi
+export KOO_TIMING_DIR="$results"
+cgroup=""
+# shellcheck disable=SC2317 # run by the EXIT trap
+cleanup() {
+  if [[ -n $cgroup ]]; then
+    # A suite's cgroup that still holds a process cannot be removed: that suite left it running.
+    local left=() dir
+    for dir in "$cgroup"/*/; do
+      [[ -d $dir ]] || continue
+      if [[ -n $(cat "$dir/cgroup.procs" 2>/dev/null) ]]; then left+=("$(basename "$dir")"); else rmdir "$dir"; fi
+    done
+    if ((${#left[@]} == 0)); then
+      rmdir "$cgroup"
+    else
+      log "processes outlived their suites: ${left[*]} (in $cgroup)"
+    fi
+  fi
+  $keep_results || rm -rf "$results"
+}
+trap cleanup EXIT
+
+# mark NAME: the run's next step starts now (the time report reads the steps from these marks).
+mark() {
+  echo "$1 $(date +%s%3N)" >>"$results/steps"
+}
+
+mark toolchain
+# The Debian root (the rehearsal's hosts; it skips itself where namespaces are not allowed)
+# downloads while the rest of the toolchain builds.
+bash "$KOO_ROOT/scripts/toolchain/debian-root.sh" &
+debian_root=$!
+bash "$KOO_ROOT/scripts/toolchain.sh" || { wait "$debian_root" || true; exit 1; }
+wait "$debian_root"
 source "$KOO_ROOT/scripts/toolchain/env.sh"
 cd "$KOO_ROOT"
 # npm ci generated the bindings already; this is a no-op then, and a repair if .gen/ was removed.
 node scripts/generate-bindings.js
 
+mark lint
 bash "$KOO_ROOT/scripts/lint.sh"
 
-results=$(mktemp -d)
-trap 'rm -rf "$results"' EXIT
+# Each suite's CPU time is counted in a cgroup of its own, where this machine allows one
+# (scripts/test/cpu-meter.js); the run's cgroup is removed at the end.
+for hierarchy in /sys/fs/cgroup/cpuacct /sys/fs/cgroup/unified /sys/fs/cgroup; do
+  if [[ -w $hierarchy && (-f $hierarchy/cpuacct.usage || -f $hierarchy/cgroup.procs) ]] &&
+    mkdir "$hierarchy/kube-on-os-test-$$" 2>/dev/null; then
+    cgroup="$hierarchy/kube-on-os-test-$$"
+    break
+  fi
+done
+export KOO_TIMING_CGROUP="$cgroup"
+
+if $quick; then
+  jest_files=(__tests__/l0- __tests__/l1-cloud-init __tests__/l1-cluster-layout __tests__/l1-provisioning-chain __tests__/l1-validate)
+  pytest_files=(__tests__/l4-salt/test_microk8s_module.py __tests__/l4-salt/test_microk8s_states.py
+    __tests__/l4-salt/test_kube_on_os_module.py __tests__/l4-salt/test_cloud_module.py)
+  report_args=(--subset)
+else
+  jest_files=()
+  pytest_files=(__tests__/l4-salt __tests__/l5-provisioners __tests__/double-microk8s)
+  report_args=()
+fi
+
+run_jest() {
+  npx --no-install jest --ci --json --outputFile="$results/jest.json" "$@" "${jest_files[@]}"
+}
+run_pytest() {
+  "$KOO_VENV/bin/pytest" -q -p no:cacheprovider "$@" "${pytest_files[@]}"
+}
+
+tests() {
+  local status=0 pytest_pid
+  if [[ ${KOO_TEST_SERIAL:-} == 1 ]]; then
+    # One suite at a time (npm run bench:tests -- --serial): each suite's own cost.
+    log "jest: one suite at a time"
+    run_jest --runInBand || status=1
+    log "pytest: one file at a time"
+    run_pytest -n 0 || status=1
+    return "$status"
+  fi
+  # pytest in the background, its output kept for after jest's, so that neither interleaves.
+  log "pytest: ${KOO_PYTEST_WORKERS:-2} workers, in the background (its output follows jest's)"
+  run_pytest -n "${KOO_PYTEST_WORKERS:-2}" --dist loadfile >"$results/pytest.log" 2>&1 &
+  pytest_pid=$!
+  log "jest: ${KOO_JEST_WORKERS:-3} workers"
+  run_jest --maxWorkers="${KOO_JEST_WORKERS:-3}" || status=1
+  wait "$pytest_pid" || status=1
+  log "pytest"
+  cat "$results/pytest.log"
+  return "$status"
+}
 status=0
-log "jest"
-npx --no-install jest --ci --json --outputFile="$results/jest.json" || status=1
-log "pytest"
-"$KOO_VENV/bin/pytest" -q -p no:cacheprovider --junitxml="$results/pytest.xml" __tests__/l4-salt __tests__/l5-provisioners __tests__/double-microk8s || status=1
-
-# One closing line for both runners, read by people and by CI alike.
-"$KOO_VENV/bin/python" - "$results" <<'PY'
-import json, sys, xml.etree.ElementTree as ET
-from pathlib import Path
-
-results = Path(sys.argv[1])
-passed = failed = skipped = 0
-if (results / "jest.json").exists():
-    jest = json.loads((results / "jest.json").read_text())
-    passed += jest["numPassedTests"]
-    failed += jest["numFailedTests"] + jest["numRuntimeErrorTestSuites"]
-    skipped += jest["numPendingTests"] + jest["numTodoTests"]
-else:
-    failed += 1
-if (results / "pytest.xml").exists():
-    for suite in ET.parse(results / "pytest.xml").getroot().iter("testsuite"):
-        total, errors, failures, skips = (int(suite.get(k, 0)) for k in ("tests", "errors", "failures", "skipped"))
-        passed += total - errors - failures - skips
-        failed += errors + failures
-        skipped += skips
-else:
-    failed += 1
-print(f"totals: {passed} passed, {failed} failed, {skipped} skipped")
-PY
+mark tests
+tests || status=1
+mark end
+node scripts/test/report.js "$results" "${report_args[@]}" || status=1
 exit "$status"
