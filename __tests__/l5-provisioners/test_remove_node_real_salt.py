@@ -187,3 +187,23 @@ def test_a_node_that_does_not_answer_is_removed_without_leaving(fresh):
     assert calls(cluster, MASTER, "remove-node") == ["remove-node 10.1.0.100 --force"]
     assert members(cluster) == [("10.1.0.10:19001", "voter")]
     assert kubernetes_nodes(cluster) == {"k8s-master": True}
+
+
+def test_the_harness_waits_out_a_master_that_answers_late(cluster, monkeypatch):
+    """
+    On a loaded machine the master can miss salt's publish timeout ("Salt request timed out"):
+    accepting keys retries until its own deadline instead of failing the module's first test.
+    """
+    group = cluster.processes[0].pid
+    answering = cluster.salt
+
+    def salt_to_a_stopped_master(*args, **kwargs):
+        monkeypatch.setattr(cluster, "salt", answering)
+        os.killpg(group, signal.SIGSTOP)
+        try:
+            return answering(*args, **kwargs)
+        finally:
+            os.killpg(group, signal.SIGCONT)
+
+    monkeypatch.setattr(cluster, "salt", salt_to_a_stopped_master)
+    cluster._accept(list(NODES), timeout=60)
