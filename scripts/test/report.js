@@ -169,7 +169,7 @@ function timeReport(results, { table }) {
     lines.push("", "| suite | wall | CPU | waiting |", "|---|---:|---:|---:|");
     for (const s of shown) {
       const waiting = s.cpuMs === undefined ? undefined : Math.max(0, s.wallMs - s.cpuMs);
-      lines.push(`| ${s.suite} | ${seconds(s.wallMs)} | ${seconds(s.cpuMs)} | ${seconds(waiting)} |`);
+      lines.push(`| \`${s.suite}\` | ${seconds(s.wallMs)} | ${seconds(s.cpuMs)} | ${seconds(waiting)} |`);
     }
     return lines;
   }
