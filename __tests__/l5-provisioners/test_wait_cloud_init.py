@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 import time
 
 import pytest
@@ -60,3 +62,23 @@ def test_rejects_a_bad_timeout_with_usage(fakes, args, message):
     assert result.returncode == 2
     assert result.stderr == f"{message}\nusage: wait-cloud-init.sh TIMEOUT_SECONDS\n"
     assert fakes.calls("cloud-init") == []
+
+
+def test_the_fake_state_stays_whole_when_a_fake_is_killed_while_it_saves_it(fakes):
+    """
+    The timeout above kills the fake cloud-init whenever it is slow, on a loaded machine while it
+    saves the fake state: the next fake must still read that state (CI failed the test above so).
+    """
+    fakes.update(padding="x" * 20_000_000)  # a save that takes a few milliseconds
+    for _ in range(3):
+        before = os.stat(fakes.state_file)
+        command = [fakes.bin / "cloud-init", "status", "--long"]
+        fake = subprocess.Popen(command, env=fakes.env, stdout=subprocess.DEVNULL)
+        # Killed at the first sign of the save: the file truncated, or replaced.
+        while fake.poll() is None:
+            now = os.stat(fakes.state_file)
+            if (now.st_ino, now.st_size, now.st_mtime_ns) != (before.st_ino, before.st_size, before.st_mtime_ns):
+                fake.kill()
+                break
+        fake.wait()
+        assert len(fakes.read()["padding"]) == 20_000_000

@@ -34,7 +34,11 @@ def state() -> Iterator[dict]:
         try:
             yield data
         finally:
-            path.write_text(json.dumps(data, indent=2))
+            # Written beside it and renamed over it: a fake killed mid-save (a script's `timeout`
+            # on a loaded machine) leaves the old state or the new one, never a truncated file.
+            saving = path.with_name(f".{path.name}.{os.getpid()}")
+            saving.write_text(json.dumps(data, indent=2))
+            saving.replace(path)
 
 
 def log_invocation(program: str) -> None:
