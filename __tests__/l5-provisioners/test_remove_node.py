@@ -160,6 +160,25 @@ def test_a_pending_key_is_deleted_too(fakes):
     assert fakes.read()["keys"]["minions_pre"] == []
 
 
+def test_a_departing_minion_that_asks_again_at_once_leaves_a_pending_key(fakes):
+    """
+    The node's machine runs until Terraform deletes it after this script, so its minion may ask
+    the master again as soon as its key is gone: pending, never accepted, and the removal is done.
+    """
+    fakes.update(**state(vacate=ABSENT), arrivals={"2": {"minions_pre": [NODE]}})
+    result = fakes.run("remove-node.sh", MASTER, NODE, ADDRESS)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == f"deleted minion key: {NODE}"
+    assert fakes.read()["keys"]["minions_pre"] == [NODE]
+
+
+def test_a_key_still_accepted_after_the_delete_is_a_failure(fakes):
+    fakes.update(**state(vacate=ABSENT), arrivals={"2": {"minions": [NODE]}})
+    result = fakes.run("remove-node.sh", MASTER, NODE, ADDRESS)
+    assert result.returncode == 1
+    assert result.stderr == f"salt-key --delete={NODE} left the key accepted on {HOST}\n"
+
+
 @pytest.mark.parametrize(
     ("forget", "detail"),
     [
