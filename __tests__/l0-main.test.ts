@@ -102,6 +102,22 @@ describe("main.ts", () => {
     expect(fs.readdirSync(cwd)).toEqual([]);
   });
 
+  it("names the TypeScript file and line in the app's stack traces (scripts/register-ts.js)", () => {
+    // Inside the project, as constructs/ is, so that tsconfig's rootDir applies; not in the work tree.
+    const cache = path.join(ROOT, "node_modules", ".cache");
+    fs.mkdirSync(cache, { recursive: true });
+    const dir = fs.mkdtempSync(path.join(cache, "kube-on-os-trace-"));
+    try {
+      const file = path.join(dir, "boom.ts");
+      fs.writeFileSync(file, "const n: number = 1;\n\nfunction boom(): never {\n  throw new Error(`boom ${n}`);\n}\nboom();\n");
+      const result = run("node", ["--require", path.join(ROOT, "scripts", "register-ts.js"), file], {});
+      expect(result.status).toBe(1);
+      expect(result.stderr).toContain(`at boom (${file}:4:9)`);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it("synthesizes the same JSON from the compiled JavaScript (npm run build), as npm run bench uses it", () => {
     expect(run(path.join(ROOT, "node_modules", ".bin", "tsc"), [], {}).status).toBe(0);
     const compiled = tempDir();
