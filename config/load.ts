@@ -1,4 +1,3 @@
-import { parse as parseHcl } from "@cdktf/hcl2json";
 import { ConfigError } from "./config-error";
 import { withForwardedTfVars } from "./forward";
 import { convertNodePools, NODE_POOLS_TYPE } from "./node-pools";
@@ -141,6 +140,17 @@ function conformed(type: ComplexType, value: unknown): unknown {
 }
 
 /** Converts a TF_VAR_ string the way Terraform does for the variable's type. */
+/**
+ * @cdktf/hcl2json starts its Go parser (WebAssembly) as soon as it is loaded, a quarter of a
+ * synth's time: it is loaded when a complex TF_VAR_ value first needs it.
+ */
+let hcl2json: Promise<typeof import("@cdktf/hcl2json")> | undefined;
+
+async function parseHcl(filename: string, contents: string): Promise<Record<string, unknown>> {
+  hcl2json ??= import("@cdktf/hcl2json");
+  return (await hcl2json).parse(filename, contents);
+}
+
 async function convert(name: VariableName, spec: VariableSpec<unknown>, raw: string): Promise<unknown> {
   const bad = (why: string) => new ConfigError(`Invalid TF_VAR_${name}=${shown(spec, raw, undefined)}: ${why}.`);
   switch (spec.type) {
