@@ -19,6 +19,7 @@ const { spawnSync } = require("node:child_process");
 const fs = require("node:fs");
 const os = require("node:os");
 const path = require("node:path");
+const { suites } = require("./test/report");
 
 const root = path.resolve(__dirname, "..");
 const args = process.argv.slice(2);
@@ -40,10 +41,7 @@ spawnSync("node", [path.join(root, "scripts", "test", "report.js"), results, "--
 
 if (args.includes("--write")) {
   const seconds = {};
-  for (const file of fs.readdirSync(path.join(results, "suites"))) {
-    const record = JSON.parse(fs.readFileSync(path.join(results, "suites", file), "utf8"));
-    if (record.runner === "jest") seconds[record.suite] = Math.round(record.wallMs / 1000);
-  }
+  for (const record of suites(results)) if (record.runner === "jest") seconds[record.suite] = Math.round(record.wallMs / 1000);
   const sorted = Object.fromEntries(Object.entries(seconds).sort(([a, x], [b, y]) => y - x || a.localeCompare(b)));
   fs.writeFileSync(path.join(root, "scripts", "test", "suite-seconds.json"), `${JSON.stringify(sorted, null, 2)}\n`);
   console.log(`\nwrote scripts/test/suite-seconds.json (${Object.keys(sorted).length} suites)`);

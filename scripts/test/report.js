@@ -214,4 +214,4 @@ function main() {
 
 if (require.main === module) main();
 
-module.exports = { jestName, checkNames, outcomes, fileOf };
+module.exports = { jestName, checkNames, outcomes, fileOf, suites };
