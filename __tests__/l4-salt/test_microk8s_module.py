@@ -1479,13 +1479,10 @@ def schedulable(master, address: str) -> list[bool]:
 def test_a_departing_worker_is_drained_leaves_and_is_removed_and_a_second_run_finds_it_absent(microk8s, tmp_path):
     cluster = joined_cluster(microk8s, tmp_path)
     master = cluster.as_master()
-    assert master.vacate_node("10.1.0.101", 60) == {
-        "outcome": "drained",
-        "node": "k8s-worker-1",
-        "member": None,
-        "seconds": 0,
-        "reason": None,
-    }
+    vacated = master.vacate_node("10.1.0.101", 60)
+    # How long the drain took, by the clock: 0 on an idle machine, more under load.
+    assert vacated.pop("seconds") in range(0, 61)
+    assert vacated == {"outcome": "drained", "node": "k8s-worker-1", "member": None, "reason": None}
     assert schedulable(master, "10.1.0.101") == [False]
     assert calls_of(cluster.master, "kubectl drain") == [
         "kubectl drain k8s-worker-1 --ignore-daemonsets --delete-emptydir-data --timeout=60s"
@@ -1586,13 +1583,9 @@ def test_a_drain_that_does_not_finish_in_its_bound_is_reported_not_raised(microk
         return stuck if cmd[1:3] == ["kubectl", "drain"] else fake_run_all(cmd, **kwargs)
 
     master.__salt__["cmd.run_all"] = run_all
-    assert master.vacate_node("10.1.0.101", 5) == {
-        "outcome": "gave-up",
-        "node": "k8s-worker-1",
-        "member": None,
-        "seconds": 0,
-        "reason": eviction,
-    }
+    vacated = master.vacate_node("10.1.0.101", 5)
+    assert vacated.pop("seconds") in range(0, 6)
+    assert vacated == {"outcome": "gave-up", "node": "k8s-worker-1", "member": None, "reason": eviction}
 
 
 @pytest.mark.parametrize(
