@@ -84,6 +84,15 @@ orch-test-salt-function-cluster-check:
     - require:
       - salt: orch-test-salt-state-workers
 """,
+    # orch.deploy's control-plane step: batched, on one minion (test_real_salt pauses it).
+    "orch/koo_test_busy_minion.sls": """
+orch-test-salt-state-control-plane:
+  salt.state:
+    - tgt: "k8s-worker-0.lab.example"
+    - tgt_type: list
+    - sls: koo_test.ok
+    - batch: 1
+""",
     # What orchestrate.sh applies masterless before orchestrating (the real one configures the
     # machine's own salt-master); the salt-call wrapper's file root is this overlay.
     "salt_master/init.sls": """

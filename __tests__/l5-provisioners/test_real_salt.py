@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import time
 
@@ -122,4 +123,36 @@ def test_a_batched_step_that_targets_no_minion_fails_the_orchestration(cluster, 
     assert result.stderr == (
         "orchestration orch.koo_test_no_workers failed: orch-test-salt-state-workers: No minions returned; "
         "not run because a requisite failed: orch-test-salt-function-cluster-check\n"
+    )
+
+
+def test_a_batched_step_waits_for_a_minion_too_busy_to_answer_for_25_s(cluster, accepted):
+    """
+    A loaded node answers Salt's find_job late. With Salt's default gather_job_timeout (10 s) the
+    step gives up on it ("Run failed on minions", as a CI rehearsal did on a busy voter); with
+    master.conf's it waits. The minion's processes are stopped before the step publishes and go on
+    25 s after orchestrate.sh starts its salt-run: past the default's 5 + 10 s, within
+    master.conf's 5 + 30 s.
+    """
+    group = os.getpgid(int((cluster.root / WORKER / "minion.pid").read_text()))
+    os.killpg(group, signal.SIGSTOP)
+    try:
+        orchestration = subprocess.Popen(
+            ["bash", str(PROVISIONERS / "orchestrate.sh"), "orch.koo_test_busy_minion"],
+            env={**os.environ, "PATH": f"{cluster.bin}:{os.environ['PATH']}"},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        started = orchestration.stdout.readline()
+        assert started.startswith("orchestration orch.koo_test_busy_minion started on "), started
+        time.sleep(25)
+    finally:
+        os.killpg(group, signal.SIGCONT)
+    stdout, stderr = orchestration.communicate(timeout=300)
+    stdout = started + stdout
+    assert orchestration.returncode == 0, stderr
+    assert re.fullmatch(
+        r"orchestration orch\.koo_test_busy_minion succeeded in \d+ s: 1 step, 1 state changed on 1 minion",
+        stdout.splitlines()[-1],
     )

@@ -3,7 +3,8 @@ remove-node.sh (scale-down) against a real Salt 3007 master and real minions on 
 (SaltCluster from __tests__/harness), each minion running the real microk8s module over its own
 fake microk8s node: the real ``salt --static`` JSON of vacate_node, leave and forget_node, the
 real salt-key, and clusters of fake nodes formed with the fake's own add-node and join.
-About 2 to 3 minutes (a minion that does not answer costs salt its 30 s ping).
+About 2 to 3 minutes (a minion that does not answer costs salt its 30 s wait, then
+master.conf's 30 s gather_job_timeout).
 """
 
 from __future__ import annotations
