@@ -201,6 +201,24 @@ const available = rehearsalAvailable();
       expect(result.stdout).toMatch(/"kube-on-os\/microk8s\/join-token\/renew": \[\s*"salt:\/\/reactor\/microk8s-renew-join-token\.sls"/);
     });
 
+    it("runs every minion with the options core.minion wrote: no socket monitor, no status.master every second", async () => {
+      // orch.deploy restarted the master after the minions had connected: with Salt's default
+      // zmq_monitor, each rebuilt its channels and kept running status.master every second after.
+      const hosts = [BASTION, MASTER, ...workers(3), SALT].sort();
+      const written = fs.readFileSync(path.join(ROOT, "salt", "core", "files", "minion.conf"), "utf8");
+      for (const host of hosts) {
+        const file = path.join(`/proc/${rehearsal.cloud.host(host).pid}/root`, "etc", "salt", "minion.d", "kube-on-os.conf");
+        expect([host, fs.readFileSync(file, "utf8")]).toEqual([host, written]);
+      }
+      const result = await rehearsal.cloud.host(SALT).exec("salt --out=json --static '*' schedule.list show_all=True return_yaml=False");
+      const schedules = JSON.parse(result.stdout) as Record<string, Record<string, unknown>>;
+      const alive = Object.entries(schedules).map(([minion, jobs]) => [
+        minion,
+        Object.keys(jobs).filter((name) => name.startsWith("__master_alive")),
+      ]);
+      expect(alive.sort()).toEqual(hosts.map((host) => [host, []]));
+    });
+
     it("installs exactly salt/ and pillar/ on the Salt master, with the pillar Terraform wrote, readable by root only", async () => {
       const srv = path.join(`/proc/${rehearsal.cloud.host(SALT).pid}/root`, "srv");
       expect(cleanCopy(path.join(srv, "salt")).hash).toBe(cleanCopy(SALT_TREE ?? path.join(ROOT, "salt")).hash);

@@ -58,6 +58,10 @@ KEY_STATUSES = (
 # `salt --static` pings its targets before every job (it runs as a 100% batch) and LocalClient
 # polls running jobs with saltutil.find_job: neither is progress worth a line.
 HOUSEKEEPING_FUNCTIONS = {"test.ping", "saltutil.find_job"}
+# Checks an orchestration step retries until they hold (orch/deploy.sls, the step's retry:): one
+# that does not hold yet is no failure of the run.
+RETRIED_CHECKS = {"kube_on_os.minion_options"}
+ERROR_PREFIX = "ERROR: "
 
 JOB_RETURN_TAG = re.compile(r"^salt/job/[0-9]+/ret/(?P<minion>[^/]+)$")
 FAILED_MINIONS = re.compile(r"failed on minions: (?P<minions>[^\s,]+(?:, [^\s,]+)*)")
@@ -270,6 +274,10 @@ def job_return_line(tag: str, data: dict) -> str | None:
         # state.sls returns a list of errors when the SLS or the pillar fails to render.
         return f"[{minion}] {function}: failed: {one_line(result)}"
     if data.get("success") is False or data.get("retcode"):
+        if function in RETRIED_CHECKS:
+            reason = one_line(result)
+            reason = reason[len(ERROR_PREFIX) :] if reason.startswith(ERROR_PREFIX) else reason
+            return f"[{minion}] {function}: not yet, asked again: {reason}"
         return f"[{minion}] {function}: failed (retcode {data.get('retcode', '?')}): {one_line(result)}"
     return f"[{minion}] {function}: ok"
 

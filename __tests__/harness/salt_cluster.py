@@ -32,8 +32,11 @@ FAKE_SYSTEMCTL = Path(__file__).with_name("fake_systemctl.py")
 # (joiners include only the latter), core/hosts.sls would write this machine's /etc/hosts; the
 # overlay writes the same kube_on_os.hosts_file into the fake node's stand-in for it, which the
 # fake's agent reads when it checks a joiner's name. The master's certificate and addons are not
-# part of the protocol: only the install remains.
+# part of the protocol: only the install remains. core/minion.sls would write this machine's
+# /etc/salt/minion.d and restart its salt-minion service: these minions start with its options
+# instead (SaltCluster.start), which orch.deploy checks.
 PROTOCOL_OVERLAY = {
+    "core/minion.sls": "core-minion-test-succeed_without_changes:\n  test.succeed_without_changes: []\n",
     "microk8s/init.sls": "include:\n  - microk8s.install\n",
     "microk8s/install.sls": "microk8s-test-installed:\n  test.succeed_without_changes: []\n",
     "core/hosts.sls": (
@@ -44,6 +47,9 @@ PROTOCOL_OVERLAY = {
         '    - contents: {{ salt["kube_on_os.hosts_file"]() | json }}\n'
     ),
 }
+
+
+MINION_OPTIONS = yaml.safe_load((ROOT / "salt" / "core" / "files" / "minion.conf").read_text())
 
 
 def from_terraform_sls(pillar: dict) -> str:
@@ -128,6 +134,8 @@ class SaltCluster:
         for minion_id, fake in self.fakes.items():
             directory = self.root / minion_id / "etc"
             config = {
+                # What core.minion gives every real minion (core/files/minion.conf).
+                **MINION_OPTIONS,
                 **_daemon_paths(self.link / minion_id, "minion"),
                 "id": minion_id,
                 "master": "127.0.0.1",
@@ -153,6 +161,20 @@ class SaltCluster:
             }
             self._spawn("salt-minion", directory, env)
         self._accept(list(self.fakes))
+
+    def restart_master(self) -> None:
+        """salt-master stopped (its process group, SIGTERM, then SIGKILL after 10 s) and started again."""
+        master = self.processes[0]
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(master.pid, signal.SIGTERM)
+        try:
+            master.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(master.pid, signal.SIGKILL)
+            master.wait()
+        self._spawn("salt-master", self.master_dir, None)
+        self.processes.insert(0, self.processes.pop())
 
     @staticmethod
     def _command(daemon: str, config_dir: Path) -> list[str]:

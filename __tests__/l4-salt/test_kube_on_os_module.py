@@ -90,3 +90,27 @@ def test_reboot_answers_first_and_reboots_in_the_background(kube_on_os):
     with pytest.raises(CommandExecutionError, match=r"^reboot needs a delay of 1 s or more, got 0$"):
         kube_on_os.reboot(0)
     assert len(started) == 2
+
+
+def test_minion_options_holds_when_the_running_minion_has_every_option(kube_on_os):
+    kube_on_os.__opts__ = {"master_alive_interval": 60, "id": "k8s-master.lab.example"}
+    assert kube_on_os.minion_options({"master_alive_interval": 60}) == {"options": {"master_alive_interval": 60}}
+
+
+def test_minion_options_names_every_option_a_minion_that_did_not_restart_runs_with(kube_on_os):
+    kube_on_os.__opts__ = {"master_alive_interval": 0}
+    with pytest.raises(
+        CommandExecutionError,
+        match=(
+            r"^salt-minion runs with master_alive_interval 0 \(core\.minion wrote 60\), "
+            r"zmq_monitor None \(core\.minion wrote False\): it has not restarted since core\.minion wrote them$"
+        ),
+    ):
+        kube_on_os.minion_options({"zmq_monitor": False, "master_alive_interval": 60})
+
+
+@pytest.mark.parametrize("expected", [{}, None, "master_alive_interval: 60"])
+def test_minion_options_refuses_what_is_not_a_mapping_of_options(kube_on_os, expected):
+    kube_on_os.__opts__ = {"master_alive_interval": 60}
+    with pytest.raises(CommandExecutionError, match=r"^minion_options needs a mapping of options, got "):
+        kube_on_os.minion_options(expected)

@@ -164,6 +164,45 @@ def test_a_watching_service_is_enabled_by_a_state_of_its_own(tmp_path, pillar_da
         assert watching != []
 
 
+@pytest.mark.parametrize("host", sorted(ROLES))
+def test_core_minion_writes_the_minion_options_and_restarts_the_minion_only_when_they_change(
+    tmp_path, pillar_data, host
+):
+    minion = Minion(tmp_path, f"{host}.{DOMAIN}", pillar_data, grains=BASTION_GRAINS if host == "bastion" else None)
+    highstate = minion.highstate()
+    config = args_of(highstate["core-minion-config-file-managed"], "file.managed")
+    assert (config["name"], config["source"], config["makedirs"]) == (
+        "/etc/salt/minion.d/kube-on-os.conf",
+        "salt://core/files/minion.conf",
+        True,
+    )
+    # The every-second status.master a master restart left behind goes, with its saved copy.
+    assert args_of(highstate["core-minion-master-alive-schedule-absent"], "schedule.absent")["name"] == (
+        "__master_alive_salt"
+    )
+    # salt-minion reads its options when it starts: it restarts, in the background, after the job
+    # has answered, and only when the file changed.
+    restart = args_of(highstate["core-minion-restarted"], "cmd.run")
+    assert (restart["name"], restart["bg"], restart["onchanges"]) == (
+        "sleep 5 && salt-call --local service.restart salt-minion",
+        True,
+        [{"file": "core-minion-config-file-managed"}],
+    )
+
+
+def test_orchestration_gives_every_minion_its_options_and_waits_until_each_runs_with_them(tmp_path, pillar_data):
+    orch = Minion(tmp_path, f"salt.{DOMAIN}", pillar_data).call("state.show_sls", "orch.deploy")
+    config = args_of(orch["orch-deploy-salt-state-minion-config"], "salt.state")
+    assert (config["tgt"], config["sls"]) == ("*", "core.minion")
+    # The options are core/files/minion.conf's, read once, so the check cannot drift from the file.
+    options = yaml.safe_load((ROOT / "salt" / "core" / "files" / "minion.conf").read_text())
+    assert options == {"zmq_monitor": False}
+    check = args_of(orch["orch-deploy-salt-function-minion-options"], "salt.function")
+    assert (check["name"], check["tgt"], check["arg"]) == ("kube_on_os.minion_options", "*", [options])
+    # A restarting minion does not answer: the check is tried again, 20 times 5 s apart at most.
+    assert check["retry"] == {"attempts": 20, "interval": 5}
+
+
 def with_nodes(pillar_data: dict, count: int) -> dict:
     """The pillar as Terraform writes it for ``count`` Kubernetes nodes: the first three are voters."""
     ids = [f"k8s-master.{DOMAIN}", *(f"k8s-worker-{i}.{DOMAIN}" for i in range(count - 1))]
@@ -189,6 +228,9 @@ def test_orchestration_joins_voters_one_at_a_time_then_workers_in_batches(tmp_pa
     order = [
         "orch-deploy-salt-state-salt-master",
         "orch-deploy-salt-function-sync-all",
+        # Every minion takes core.minion's options, and each runs with them before the rest.
+        "orch-deploy-salt-state-minion-config",
+        "orch-deploy-salt-function-minion-options",
         "orch-deploy-salt-function-refresh-pillar",
         "orch-deploy-salt-function-mine-update",
         "orch-deploy-salt-state-bastion-and-master",

@@ -202,6 +202,28 @@ def test_job_return_lines_skip_housekeeping_and_report_render_errors():
     )
 
 
+def test_a_check_that_orch_deploy_asks_again_reads_not_yet_instead_of_failed():
+    """kube_on_os.minion_options fails until a minion restarted with its new options: not a failure."""
+    tag = "salt/job/20260101000000000000/ret/k8s-worker-0.lab.example"
+    waiting = {
+        "id": "k8s-worker-0.lab.example",
+        "fun": "kube_on_os.minion_options",
+        "return": (
+            "ERROR: salt-minion runs with master_alive_interval 0 (core.minion wrote 60): "
+            "it has not restarted since core.minion wrote them"
+        ),
+        "retcode": 1,
+        "success": False,
+    }
+    assert salt_output.job_return_line(tag, waiting) == (
+        "[k8s-worker-0.lab.example] kube_on_os.minion_options: not yet, asked again: "
+        "salt-minion runs with master_alive_interval 0 (core.minion wrote 60): "
+        "it has not restarted since core.minion wrote them"
+    )
+    running = {**waiting, "return": {"options": {"master_alive_interval": 60}}, "retcode": 0, "success": True}
+    assert salt_output.job_return_line(tag, running) == "[k8s-worker-0.lab.example] kube_on_os.minion_options: ok"
+
+
 def test_orchestration_summaries_from_real_salt_run_output():
     succeeded = (FIXTURES / "orchestrate-succeeded.out").read_text()
     failed = (FIXTURES / "orchestrate-failed.out").read_text()

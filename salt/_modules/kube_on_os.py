@@ -4,6 +4,7 @@ Lookups the kube-on-os states need that would otherwise be logic in Jinja.
 - ``hosts_file``: /etc/hosts content naming every minion at its private address (from the mine).
 - ``interface_in``: the name of the local interface whose IPv4 address lies in a network.
 - ``reboot_required``, ``reboot``: the node's side of the rolling reboot (orch.reboot).
+- ``minion_options``: whether salt-minion runs with the options core.minion wrote (orch.deploy).
 """
 
 from __future__ import annotations
@@ -105,3 +106,27 @@ def reboot(delay: int = REBOOT_DELAY) -> dict:
         raise CommandExecutionError(f"reboot needs a delay of 1 s or more, got {delay!r}")
     __salt__["cmd.run_bg"](f"sleep {seconds} && systemctl reboot", python_shell=True)
     return {"in": seconds}
+
+
+def minion_options(expected: dict) -> dict:
+    """
+    Whether this salt-minion runs with ``expected`` (the options of core/files/minion.conf, which
+    core.minion writes and then restarts the minion for): ``{"options": expected}`` when it does;
+    raises, naming every option that differs, while the minion still runs with the options it
+    started with. A job runs in a process forked from the minion, so ``__opts__`` holds the
+    options the running minion read when it started, not the file's.
+
+    CLI Example: ``salt '*' kube_on_os.minion_options '{"zmq_monitor": false}'``
+    """
+    if not isinstance(expected, dict) or not expected:
+        raise CommandExecutionError(f"minion_options needs a mapping of options, got {expected!r}")
+    differ = [
+        f"{name} {__opts__.get(name)!r} (core.minion wrote {value!r})"
+        for name, value in sorted(expected.items())
+        if __opts__.get(name) != value
+    ]
+    if differ:
+        raise CommandExecutionError(
+            f"salt-minion runs with {', '.join(differ)}: it has not restarted since core.minion wrote them"
+        )
+    return {"options": expected}

@@ -1,6 +1,8 @@
 {#-
   salt-run state.orchestrate orch.deploy: the Salt master first; then every minion syncs the
-  custom modules, reads the fresh pillar and publishes its addresses to the mine, so core.hosts
+  custom modules and takes the minion options of core.minion (restarting once when they change,
+  and the next step waits until each runs with them), reads the fresh pillar and publishes its
+  addresses to the mine, so core.hosts
   on the Kubernetes master names every joiner; then the bastion and the Kubernetes master
   (which issues and publishes the join tokens) together; then the other control-plane nodes one
   at a time (dqlite takes one new voter at a time: microk8s#4696, #2348); then the workers in
@@ -12,6 +14,7 @@
 #}
 {%- from "orch/map.jinja" import orchestration with context %}
 {%- from "microk8s/map.jinja" import microk8s with context %}
+{%- import_yaml "core/files/minion.conf" as minion_options %}
 {#- Who is who, looked up from the pillar (microk8s.node_roles checks it on the minions). Salt
     fails a batched salt.state that targets no minion ("No minions returned"), so a step with
     nobody to target is left out. #}
@@ -34,6 +37,28 @@ orch-deploy-salt-function-sync-all:
     - require:
       - salt: orch-deploy-salt-state-salt-master
 
+orch-deploy-salt-state-minion-config:
+  salt.state:
+    - tgt: "*"
+    - sls: core.minion
+    - require:
+      - salt: orch-deploy-salt-function-sync-all
+
+{#- A minion whose options changed restarts a few seconds after it answered: until it runs with
+    them (and while it restarts, when it does not answer), the check fails and is tried again.
+    Every minion is checked, since any may have restarted. #}
+orch-deploy-salt-function-minion-options:
+  salt.function:
+    - name: kube_on_os.minion_options
+    - tgt: "*"
+    - arg:
+      - {{ minion_options | json }}
+    - retry:
+        attempts: 20
+        interval: 5
+    - require:
+      - salt: orch-deploy-salt-state-minion-config
+
 orch-deploy-salt-function-refresh-pillar:
   salt.function:
     - name: saltutil.refresh_pillar
@@ -41,7 +66,7 @@ orch-deploy-salt-function-refresh-pillar:
     - kwarg:
         wait: true
     - require:
-      - salt: orch-deploy-salt-function-sync-all
+      - salt: orch-deploy-salt-function-minion-options
 
 orch-deploy-salt-function-mine-update:
   salt.function:
