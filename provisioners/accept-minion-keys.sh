@@ -168,6 +168,7 @@ restarted=$SECONDS
 targets=$(koo_join , "${ids[@]}")
 deadline=$((SECONDS + timeout))
 while :; do
+  asked=$SECONDS
   # salt exits non-zero when a minion does not answer; its JSON still holds those that did.
   salt --out=json --static --timeout=10 --list "$targets" test.ping >"$work/ping.json" 2>"$work/ping.err" || true
   silent=()
@@ -177,12 +178,16 @@ while :; do
   if ((SECONDS >= deadline)); then
     koo_die 1 "timed out after $timeout s waiting for minions to answer test.ping: $(koo_join ", " "${silent[@]}")${reason:+ (salt: $reason)}"
   fi
-  # A replaced machine's minion may have missed the first restart (not yet authenticated).
+  # A replaced machine's minion may have missed the first restart (not yet authenticated). It is
+  # restarted again only when it missed a ping sent 30 s or more after its last restart: a ping
+  # that a minion misses lasts salt's --timeout and the master's gather_job_timeout (40 s with
+  # master.conf), so counting from when the ping ended would restart the minion again each time,
+  # before it ever got to answer (the rehearsal's replaced worker did so until the deadline).
   again=()
   for id in "${silent[@]}"; do
     [[ " ${replaced[*]} " != *" $id "* ]] || again+=("$id")
   done
-  if ((${#again[@]} > 0 && SECONDS - restarted >= 30)); then
+  if ((${#again[@]} > 0 && asked - restarted >= 30)); then
     restart_replaced "${again[@]}"
     restarted=$SECONDS
   fi
