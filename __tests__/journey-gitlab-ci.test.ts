@@ -37,9 +37,15 @@ function venvTool(name: string): string {
 }
 
 /** Whether a process runs; an exited one that nobody reaped (a zombie) does not. */
-function running(pid: number): boolean {
+/** Whether `pid` is a live process running `command`; a later process given the same pid is not it. */
+function running(pid: number, command: string): boolean {
   const stat = path.join("/proc", String(pid), "stat");
-  return fs.existsSync(stat) && fs.readFileSync(stat, "utf8").split(") ")[1]?.[0] !== "Z";
+  try {
+    const cmdline = fs.readFileSync(path.join("/proc", String(pid), "cmdline"), "utf8").split("\0")[0];
+    return path.basename(cmdline) === command && fs.readFileSync(stat, "utf8").split(") ")[1]?.[0] !== "Z";
+  } catch {
+    return false;
+  }
 }
 
 const tempDirs: string[] = [];
@@ -495,7 +501,7 @@ describe("the pipeline, run locally by gitlab-ci-local", () => {
       apply.output,
     );
     expect(agent?.[1]).toBe(deployKeyFingerprint);
-    expect(running(Number(agent?.[2]))).toBe(false);
+    expect(running(Number(agent?.[2]), "ssh-agent")).toBe(false);
     expect(
       double.nova.servers
         .all()

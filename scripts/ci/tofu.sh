@@ -83,6 +83,18 @@ openstack_env() {
     ci_die "no OpenStack credentials: set OS_CLOUD with a clouds.yaml file variable OS_CLIENT_CONFIG_FILE, or OS_AUTH_URL with OS_USERNAME/OS_PASSWORD or OS_APPLICATION_CREDENTIAL_ID/_SECRET (CI/CD variables)"
 }
 
+# ssh-agent -k only signals the agent: the job ends once the agent has (up to 5 s), so that no
+# later job of the runner meets it, even on a machine too busy to run it at once.
+stop_ssh_agent() {
+  local pid=${SSH_AGENT_PID:-} tries=50
+  [[ -n $pid ]] || return 0
+  ssh-agent -k >/dev/null 2>&1 || true
+  # Gone, or a zombie its parent has not reaped yet: /proc/PID/stat's state after the name.
+  while [[ -r /proc/$pid/stat && $(cut -d')' -f2 "/proc/$pid/stat" 2>/dev/null) != " Z"* ]] && ((tries-- > 0)); do
+    sleep 0.1
+  done
+}
+
 # The provisioning chain logs in through ssh-agent. KUBE_ON_OS_SSH_PRIVATE_KEY, a file variable,
 # is loaded into an agent of this job's own, which ends with the job.
 ssh_agent() {
@@ -90,7 +102,7 @@ ssh_agent() {
   [[ -f $KUBE_ON_OS_SSH_PRIVATE_KEY ]] || ci_die "KUBE_ON_OS_SSH_PRIVATE_KEY must be a file variable (its value is the key's path)"
   need ssh-agent "install an OpenSSH client (Debian: apt-get install openssh-client)"
   eval "$(ssh-agent -s)" >/dev/null
-  trap 'ssh-agent -k >/dev/null 2>&1' EXIT
+  trap stop_ssh_agent EXIT
   # A file variable may lack the final newline OpenSSH requires.
   ssh-add - <<<"$(cat "$KUBE_ON_OS_SSH_PRIVATE_KEY")" 2>/dev/null || ci_die "ssh-add refused KUBE_ON_OS_SSH_PRIVATE_KEY (not an unencrypted OpenSSH private key?)"
   log "ssh-agent: $(ssh-add -l | awk '{ print $2 }') loaded for the provisioning chain (agent pid $SSH_AGENT_PID, ends with this job)"
