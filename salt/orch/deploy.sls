@@ -2,15 +2,15 @@
   salt-run state.orchestrate orch.deploy: the Salt master first; then every minion syncs the
   custom modules and takes the minion options of core.minion (restarting once when they change,
   and the next step waits until each runs with them), reads the fresh pillar and publishes its
-  addresses to the mine, so core.hosts
-  on the Kubernetes master names every joiner; then the bastion and the Kubernetes master
-  (which issues and publishes the join tokens) together; then the other control-plane nodes one
-  at a time (dqlite takes one new voter at a time: microk8s#4696, #2348); then the workers in
-  batches; then the master retracts the tokens spent; then a cluster check against
-  microk8s:nodes; then the master gives every node its labels and taints from microk8s:nodes;
-  then, where the master's pillar has openstack:cloud, the master applies the OpenStack cloud
-  integration (providerIDs, the cloud-config Secret, the cloud controller manager, the Cinder CSI
-  driver, the default StorageClass). The chain has the same length at any number of nodes.
+  addresses to the mine, so core.hosts on the Kubernetes master names every joiner; then the
+  bastion and the Kubernetes master (which issues and publishes the join tokens) together; then
+  the other control-plane nodes one at a time (dqlite takes one new voter at a time:
+  microk8s#4696, #2348); then the workers in batches; then the master retracts the tokens spent;
+  then a cluster check against microk8s:nodes; then the master gives every node its labels and
+  taints from microk8s:nodes; then, where the master's pillar has openstack:cloud, the master
+  applies the OpenStack cloud integration (providerIDs, the cloud-config Secret, the cloud
+  controller manager, the Cinder CSI driver, the default StorageClass). The chain has the same
+  length at any number of nodes.
 #}
 {%- from "orch/map.jinja" import orchestration with context %}
 {%- from "microk8s/map.jinja" import microk8s with context %}
