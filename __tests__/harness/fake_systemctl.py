@@ -1,9 +1,18 @@
 #!/usr/bin/env python3
 """
-``systemctl reboot`` on a fake node of the real-Salt harness (harness.salt_cluster.SaltCluster),
-first on its minion's PATH: what a reboot does to what the tests can see, on this machine,
-which is never rebooted. It returns at once, as systemctl does once systemd has the job; then,
-apart from its caller (its own session, since the minion that ran it goes down):
+``systemctl reboot`` and ``systemctl restart salt-minion`` on a fake node of the real-Salt harness
+(harness.salt_cluster.SaltCluster), first on its minion's PATH.
+
+``restart salt-minion`` is what systemd does with the Salt Project's salt-minion.service
+(KillMode=process): SIGTERM to the service's main process alone, the salt-minion that was started
+(the leader of the group of the process its pidfile names; it passes the signal on to the minion it
+keeps alive: salt/scripts.py), SIGKILL to both if they are still there after 30 s, then the
+minion starts again ($FAKE_MINION_COMMAND). The caller waits, as ``systemctl restart`` without
+--no-block does; a process the minion started is not killed, as KillMode=process leaves it.
+
+``reboot`` is what a reboot does to what the tests can see, on this machine, which is never
+rebooted. It returns at once, as systemctl does once systemd has the job; then, apart from its
+caller (its own session, since the minion that ran it goes down):
 
 - the machine goes down: the minion's whole process group is killed, as a power-off ends every
   process (the group of the process the minion's pidfile names, $FAKE_MINION_PIDFILE);
@@ -61,15 +70,55 @@ def power_cycle() -> None:
         subprocess.run(["microk8s", "stop"], check=False, capture_output=True)
         return
     subprocess.run(["microk8s", "fake-boot"], check=True, capture_output=True)
-    log = pidfile.with_name("salt-minion.out").open("a")
+    start_minion()
+
+
+def start_minion() -> None:
+    log = Path(os.environ["FAKE_MINION_PIDFILE"]).with_name("salt-minion.out").open("a")
     command = json.loads(os.environ["FAKE_MINION_COMMAND"])
     subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def running(pid: int) -> bool:
+    """Whether ``pid`` is a live process: not gone, and not a zombie its parent has yet to reap."""
+    with contextlib.suppress(OSError, IndexError):
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    return False
+
+
+def restart_minion() -> None:
+    pid = int(Path(os.environ["FAKE_MINION_PIDFILE"]).read_text().strip())
+    main = os.getpgid(pid)
+
+    # systemd reaps the main process; the minion it kept alive must be gone from /proc, since a new
+    # minion takes its zombie for a live instance and exits (psutil, in salt/utils/process.py
+    # claim_mantle_of_responsibility). A zombie main process is the harness's, which never reaps.
+    def stopped() -> bool:
+        return not running(main) and not Path(f"/proc/{pid}").exists()
+
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(main, signal.SIGTERM)
+    deadline = time.monotonic() + 30
+    while not stopped() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for process in (main, pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(process, signal.SIGKILL)
+    while not stopped():
+        time.sleep(0.1)
+    start_minion()
 
 
 def main(argv: list[str]) -> int:
     if argv[1:] == ["--version"]:
         # Salt's core grains ask at every module load (salt/grains/core.py _systemd).
         print("systemd 252 (252.31-1~deb12u1)\n+PAM +AUDIT +SELINUX")
+        return 0
+    if [arg for arg in argv[1:] if arg != "--no-block"] in (
+        ["restart", "salt-minion"],
+        ["restart", "salt-minion.service"],
+    ):
+        restart_minion()
         return 0
     if argv[1:] != ["reboot"]:
         print(f"fake systemctl: unsupported {argv[1:]}", file=sys.stderr)

@@ -106,6 +106,18 @@ koo-test-ok-test-succeed_with_changes:
 koo-test-ok-test-succeed_without_changes:
   test.succeed_without_changes: []
 """,
+    # core.minion's restart, then a state that outlasts the fixed delay it once had (test_real_salt).
+    "koo_test/restart_then_slow.sls": """
+koo-test-restart:
+  module.run:
+    - kube_on_os.restart_minion: []
+
+koo-test-slow-cmd-run:
+  cmd.run:
+    - name: sleep 15
+    - require:
+      - module: koo-test-restart
+""",
     "koo_test/join.sls": """
 koo-test-join-test-succeed_with_changes:
   test.succeed_with_changes: []

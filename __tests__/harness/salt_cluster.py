@@ -147,6 +147,8 @@ class SaltCluster:
                 "microk8s.snap_data": str(fake.home),
                 "fake_ip_addrs": [fake.address],
                 "kube_on_os.reboot_required": str(self.reboot_required(minion_id)),
+                # No service manager runs these minions: fake_systemctl.py restarts them as systemd would.
+                "kube_on_os.minion_restart": "systemctl restart salt-minion",
             }
             self._write(directory, "minion", config)
             self.reboot_required(minion_id).parent.mkdir(parents=True, exist_ok=True)

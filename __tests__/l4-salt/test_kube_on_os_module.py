@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -79,6 +82,16 @@ def test_reboot_required_looks_at_run_reboot_required_by_default(kube_on_os):
     assert kube_on_os.REBOOT_REQUIRED == "/run/reboot-required"
 
 
+def run_bg(started: list):
+    """cmd.run_bg as Salt runs it: the shell line in the background, not waited for."""
+
+    def run(cmd, python_shell=False):
+        started.append(cmd)
+        return {"pid": subprocess.Popen(cmd, shell=python_shell, start_new_session=True).pid}
+
+    return run
+
+
 def test_reboot_answers_first_and_reboots_in_the_background(kube_on_os):
     started = []
     kube_on_os.__salt__ = {
@@ -90,6 +103,51 @@ def test_reboot_answers_first_and_reboots_in_the_background(kube_on_os):
     with pytest.raises(CommandExecutionError, match=r"^reboot needs a delay of 1 s or more, got 0$"):
         kube_on_os.reboot(0)
     assert len(started) == 2
+
+
+def test_restart_minion_restarts_only_once_the_process_of_its_job_has_ended(kube_on_os, tmp_path):
+    """
+    A job is a process forked from the minion, which ends once its return has gone out: the
+    restart command runs after it, however long the job still takes.
+    """
+    restarted = tmp_path / "restarted"
+    started = []
+    kube_on_os.__opts__ = {"multiprocessing": True}
+    kube_on_os.__salt__ = {
+        "config.get": lambda key, default=None: f"touch {restarted}" if key == "kube_on_os.minion_restart" else default,
+        "cmd.run_bg": run_bg(started),
+    }
+    job = os.fork()
+    if job == 0:
+        try:
+            kube_on_os.restart_minion()
+            time.sleep(3)
+        finally:
+            os._exit(0)
+    time.sleep(2)
+    assert not restarted.exists()
+    os.waitpid(job, 0)
+    deadline = time.monotonic() + 10
+    while not restarted.exists():
+        assert time.monotonic() < deadline, "the restart command did not run once the job had ended"
+        time.sleep(0.2)
+
+
+def test_restart_minion_uses_salts_service_module_and_refuses_a_minion_without_job_processes(kube_on_os):
+    started = []
+    kube_on_os.__opts__ = {"multiprocessing": True}
+    kube_on_os.__salt__ = {
+        "config.get": lambda key, default=None: default,
+        "cmd.run_bg": lambda cmd, python_shell=False: started.append((cmd, python_shell)) or {"pid": 1},
+    }
+    assert kube_on_os.restart_minion() == {"command": "salt-call --local service.restart salt-minion"}
+    assert [(cmd.split("; done; ", 1)[1], shell) for cmd, shell in started] == [
+        ("salt-call --local service.restart salt-minion", True)
+    ]
+    kube_on_os.__opts__ = {"multiprocessing": False}
+    with pytest.raises(CommandExecutionError, match=r"multiprocessing: False"):
+        kube_on_os.restart_minion()
+    assert len(started) == 1
 
 
 def test_minion_options_holds_when_the_running_minion_has_every_option(kube_on_os):

@@ -180,12 +180,12 @@ def test_core_minion_writes_the_minion_options_and_restarts_the_minion_only_when
     assert args_of(highstate["core-minion-master-alive-schedule-absent"], "schedule.absent")["name"] == (
         "__master_alive_salt"
     )
-    # salt-minion reads its options when it starts: it restarts, in the background, after the job
-    # has answered, and only when the file changed.
-    restart = args_of(highstate["core-minion-restarted"], "cmd.run")
-    assert (restart["name"], restart["bg"], restart["onchanges"]) == (
-        "sleep 5 && salt-call --local service.restart salt-minion",
-        True,
+    # salt-minion reads its options when it starts: it restarts, in the background, once the job
+    # has returned (kube_on_os.restart_minion), and only when the file changed.
+    restart = args_of(highstate["core-minion-restarted"], "module.run")
+    assert "run" in highstate["core-minion-restarted"]["module"]
+    assert (restart["kube_on_os.restart_minion"], restart["onchanges"]) == (
+        [],
         [{"file": "core-minion-config-file-managed"}],
     )
 
@@ -199,8 +199,8 @@ def test_orchestration_gives_every_minion_its_options_and_waits_until_each_runs_
     assert options == {"zmq_monitor": False}
     check = args_of(orch["orch-deploy-salt-function-minion-options"], "salt.function")
     assert (check["name"], check["tgt"], check["arg"]) == ("kube_on_os.minion_options", "*", [options])
-    # A restarting minion does not answer: the check is tried again, 20 times 5 s apart at most.
-    assert check["retry"] == {"attempts": 20, "interval": 5}
+    # A restarting minion does not answer: the check is tried again, 40 times 5 s apart at most.
+    assert check["retry"] == {"attempts": 40, "interval": 5}
 
 
 def with_nodes(pillar_data: dict, count: int) -> dict:
@@ -226,11 +226,12 @@ def requires(step: dict) -> list:
 def test_orchestration_joins_voters_one_at_a_time_then_workers_in_batches(tmp_path, pillar_data, count, steps):
     orch = Minion(tmp_path, f"salt.{DOMAIN}", with_nodes(pillar_data, count)).call("state.show_sls", "orch.deploy")
     order = [
-        "orch-deploy-salt-state-salt-master",
         "orch-deploy-salt-function-sync-all",
-        # Every minion takes core.minion's options, and each runs with them before the rest.
+        # Every minion takes core.minion's options, and each runs with them before the rest: no
+        # restart ends another step's job.
         "orch-deploy-salt-state-minion-config",
         "orch-deploy-salt-function-minion-options",
+        "orch-deploy-salt-state-salt-master",
         "orch-deploy-salt-function-refresh-pillar",
         "orch-deploy-salt-function-mine-update",
         "orch-deploy-salt-state-bastion-and-master",

@@ -186,3 +186,34 @@ def test_a_restarted_master_leaves_its_minions_answering_and_without_a_status_ma
         for minion, jobs in schedules.items()
     }
     assert alive == {MASTER: [], WORKER: []}
+
+
+def test_a_minion_restarted_by_its_own_job_restarts_once_the_job_has_returned(cluster, accepted):
+    """
+    core.minion restarts the minion from inside a job (kube_on_os.restart_minion). A job hands its
+    return to the minion's main process, so a restart before the job has returned loses the return,
+    and the orchestration step fails ("Minion did not return"). Here a state after the restart
+    outlasts the fixed 5 s delay core.minion once waited; the job still returns, and then the minion
+    runs again, a new process.
+    """
+    pidfile = cluster.root / WORKER / "minion.pid"
+    before = pidfile.read_text().strip()
+    # As orch.deploy syncs the modules before core.minion (state.sls alone does not).
+    assert cluster.salt(WORKER, "saltutil.sync_modules", tgt_type="list").keys() == {WORKER}
+    returns = cluster.state(WORKER, "koo_test.restart_then_slow")
+    assert isinstance(returns.get(WORKER), dict), f"{returns}\n{cluster.logs()}"
+    assert {name: state["result"] for name, state in returns[WORKER].items()} == {
+        "koo-test-restart": True,
+        "koo-test-slow-cmd-run": True,
+    }
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            pinged = cluster.salt(WORKER, "test.ping", tgt_type="list", timeout=10)
+        except AssertionError:
+            pinged = {}
+        restarted = pidfile.exists() and pidfile.read_text().strip() not in ("", before)
+        if restarted and pinged == {WORKER: True}:
+            break
+        assert time.monotonic() < deadline, f"the minion did not restart: {pinged}\n{cluster.logs()}"
+        time.sleep(1)

@@ -5,6 +5,7 @@ Lookups the kube-on-os states need that would otherwise be logic in Jinja.
 - ``interface_in``: the name of the local interface whose IPv4 address lies in a network.
 - ``reboot_required``, ``reboot``: the node's side of the rolling reboot (orch.reboot).
 - ``minion_options``: whether salt-minion runs with the options core.minion wrote (orch.deploy).
+- ``restart_minion``: restarts salt-minion once the job that asked has returned (core.minion).
 """
 
 from __future__ import annotations
@@ -24,6 +25,11 @@ REBOOT_REQUIRED = "/run/reboot-required"
 REBOOT_REQUIRED_OPTION = "kube_on_os.reboot_required"
 # Seconds between ``reboot`` returning its answer and the reboot: the minion must answer first.
 REBOOT_DELAY = 5
+# How ``restart_minion`` restarts salt-minion: Salt's service module, which uses systemctl (and
+# --no-block for salt-minion) where systemd runs the machine. The minion option names another
+# command (the tests' minions, which no service manager runs).
+MINION_RESTART = "salt-call --local service.restart salt-minion"
+MINION_RESTART_OPTION = "kube_on_os.minion_restart"
 
 
 def __virtual__():
@@ -95,17 +101,54 @@ def reboot_required() -> dict:
     return {"required": True, "packages": packages}
 
 
+def _after_this_job(command: str) -> None:
+    """
+    Runs the shell line ``command`` in the background once the job calling this has returned.
+
+    A job runs in a process of its own, forked from the minion (``multiprocessing``, Salt's
+    default). It hands its return to the minion's main process, which sends it to the master, and
+    ends only after that (salt/minion.py: ``_return_pub``, ``_send_req_sync``, and the main
+    process's ``__master_req_channel_payload`` handler). A minion stopped before then loses the
+    return, and the master reports the minion as not returning: a fixed delay did that on a loaded
+    machine. So the line waits for the job's process to be gone (or a zombie) first. Salt 3007.15's
+    main process never answers the job (``SaltEvent.fire_event_async`` does not await its publish),
+    so each job process lingers about 30 s after its return and logs "The minion failed to return
+    the job information": the line runs that much later.
+    """
+    if not __opts__.get("multiprocessing", True):
+        raise CommandExecutionError("a job runs in the minion's own process (multiprocessing: False): it never ends")
+    job = os.getpid()
+    waiting = f"while grep -qs '^State:[[:space:]]*[^Z[:space:]]' /proc/{job}/status; do sleep 1; done"
+    __salt__["cmd.run_bg"](f"{waiting}; {command}", python_shell=True)
+
+
 def reboot(delay: int = REBOOT_DELAY) -> dict:
     """
     Reboots this machine ``delay`` seconds from now (``systemctl reboot`` in the background), so
     that this call returns to the orchestration before the minion goes down; Salt's
-    system.reboot reboots at once, and its caller may never hear back. ``{"in": delay}``.
+    system.reboot reboots at once, and its caller may never hear back. ``{"in": delay}``. (A
+    fixed delay, unlike restart_minion's wait: waiting for the job's process would add Salt
+    3007.15's 30 s to every node of a roll; a lost return here fails the roll, which the next
+    apply takes up again.)
     """
     seconds = int(delay)
     if seconds < 1:
         raise CommandExecutionError(f"reboot needs a delay of 1 s or more, got {delay!r}")
     __salt__["cmd.run_bg"](f"sleep {seconds} && systemctl reboot", python_shell=True)
     return {"in": seconds}
+
+
+def restart_minion() -> dict:
+    """
+    Restarts salt-minion once this call has returned (Salt's FAQ, "restart the Salt minion using
+    Salt", in the background), so that the minion reads its configuration again.
+    ``{"command": the command that restarts it}``.
+
+    CLI Example: ``salt '*' kube_on_os.restart_minion``
+    """
+    command = __salt__["config.get"](MINION_RESTART_OPTION) or MINION_RESTART
+    _after_this_job(command)
+    return {"command": command}
 
 
 def minion_options(expected: dict) -> dict:

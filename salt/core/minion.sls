@@ -21,11 +21,10 @@ core-minion-service-running:
     - enable: true
 
 {#- salt-minion reads its options only when it starts, and a restart from inside the job would end
-    the job before it returns: the restart runs in the background, after the job has answered (as
-    kube_on_os.reboot does). Salt's FAQ, "restart the Salt minion using Salt". #}
+    the job before it returns: kube_on_os.restart_minion restarts it in the background, once the
+    job has returned. #}
 core-minion-restarted:
-  cmd.run:
-    - name: sleep 5 && salt-call --local service.restart salt-minion
-    - bg: true
+  module.run:
+    - kube_on_os.restart_minion: []
     - onchanges:
       - file: core-minion-config-file-managed

@@ -1,14 +1,14 @@
 {#-
-  salt-run state.orchestrate orch.deploy: the Salt master first; then every minion syncs the
-  custom modules and takes the minion options of core.minion (restarting once when they change,
-  and the next step waits until each runs with them), reads the fresh pillar and publishes its
-  addresses to the mine, so core.hosts on the Kubernetes master names every joiner; then the
-  bastion and the Kubernetes master (which issues and publishes the join tokens) together; then
-  the other control-plane nodes one at a time (dqlite takes one new voter at a time:
-  microk8s#4696, #2348); then the workers in batches; then the master retracts the tokens spent;
-  then a cluster check against microk8s:nodes; then the master gives every node its labels and
-  taints from microk8s:nodes; then, where the master's pillar has openstack:cloud, the master
-  applies the OpenStack cloud integration (providerIDs, the cloud-config Secret, the cloud
+  salt-run state.orchestrate orch.deploy: every minion first syncs the custom modules and takes
+  the minion options of core.minion (restarting once when they change, and the next step waits
+  until each runs with them); then the Salt master's highstate; then every minion reads the fresh
+  pillar and publishes its addresses to the mine, so core.hosts on the Kubernetes master names
+  every joiner; then the bastion and the Kubernetes master (which issues and publishes the join
+  tokens) together; then the other control-plane nodes one at a time (dqlite takes one new voter
+  at a time: microk8s#4696, #2348); then the workers in batches; then the master retracts the
+  tokens spent; then a cluster check against microk8s:nodes; then the master gives every node its
+  labels and taints from microk8s:nodes; then, where the master's pillar has openstack:cloud, the
+  master applies the OpenStack cloud integration (providerIDs, the cloud-config Secret, the cloud
   controller manager, the Cinder CSI driver, the default StorageClass). The chain has the same
   length at any number of nodes.
 #}
@@ -25,17 +25,10 @@
 {%- set workers = ids | reject("in", voters) | reject("equalto", master) | list %}
 {%- set joined_before_workers = "orch-deploy-salt-state-control-plane" if cp_joiners else "orch-deploy-salt-function-release-check" %}
 
-orch-deploy-salt-state-salt-master:
-  salt.state:
-    - tgt: "salt.*"
-    - highstate: true
-
 orch-deploy-salt-function-sync-all:
   salt.function:
     - name: saltutil.sync_all
     - tgt: "*"
-    - require:
-      - salt: orch-deploy-salt-state-salt-master
 
 orch-deploy-salt-state-minion-config:
   salt.state:
@@ -44,9 +37,10 @@ orch-deploy-salt-state-minion-config:
     - require:
       - salt: orch-deploy-salt-function-sync-all
 
-{#- A minion whose options changed restarts a few seconds after it answered: until it runs with
-    them (and while it restarts, when it does not answer), the check fails and is tried again.
-    Every minion is checked, since any may have restarted. #}
+{#- A minion whose options changed restarts once the job has returned (kube_on_os.restart_minion):
+    until it runs with them (and while it restarts, when it does not answer), the check fails and
+    is tried again. Every minion is checked, since any may have restarted. Nothing else runs before
+    the check passes, so no restart cuts off another step's job. #}
 orch-deploy-salt-function-minion-options:
   salt.function:
     - name: kube_on_os.minion_options
@@ -54,10 +48,18 @@ orch-deploy-salt-function-minion-options:
     - arg:
       - {{ minion_options | json }}
     - retry:
-        attempts: 20
+        attempts: 40
         interval: 5
     - require:
       - salt: orch-deploy-salt-state-minion-config
+
+{#- core.minion is part of every highstate: from here on it finds its file as the step above left it. #}
+orch-deploy-salt-state-salt-master:
+  salt.state:
+    - tgt: "salt.*"
+    - highstate: true
+    - require:
+      - salt: orch-deploy-salt-function-minion-options
 
 orch-deploy-salt-function-refresh-pillar:
   salt.function:
@@ -66,7 +68,7 @@ orch-deploy-salt-function-refresh-pillar:
     - kwarg:
         wait: true
     - require:
-      - salt: orch-deploy-salt-function-minion-options
+      - salt: orch-deploy-salt-state-salt-master
 
 orch-deploy-salt-function-mine-update:
   salt.function:
