@@ -2,7 +2,7 @@
 accept-minion-keys.sh and orchestrate.sh against a real Salt 3007 master and real minions on
 127.0.0.1 (SaltCluster from __tests__/harness), through wrappers that point salt, salt-key and
 salt-run at that master: the real key lists, the real test.ping output, the real state.event
-stream and the real orchestrate runner's JSON. About 40 s.
+stream and the real orchestrate runner's JSON; and a minion that restarts itself. About 3 minutes.
 """
 
 from __future__ import annotations
