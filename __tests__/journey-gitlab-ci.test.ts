@@ -36,8 +36,10 @@ function venvTool(name: string): string {
   return path.join(process.env.KOO_VENV, "bin", name);
 }
 
-/** Whether a process runs; an exited one that nobody reaped (a zombie) does not. */
-/** Whether `pid` is a live process running `command`; a later process given the same pid is not it. */
+/**
+ * Whether `pid` is a live process running `command`: an exited one that nobody reaped (a zombie)
+ * is not, nor is a later process given the same pid.
+ */
 function running(pid: number, command: string): boolean {
   const stat = path.join("/proc", String(pid), "stat");
   try {

@@ -37,15 +37,27 @@ import time
 from pathlib import Path
 
 
+def stat_fields(pid: int | str) -> list[str]:
+    """/proc/PID/stat after the name: state ppid pgrp ...; [] for a process that is gone."""
+    with contextlib.suppress(OSError, IndexError):
+        # pid (comm) state ppid pgrp ...: comm may hold spaces, so split after its ")".
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return []
+
+
+def running(pid: int | str) -> bool:
+    """Whether ``pid`` is a live process: not gone, and not a zombie its parent has yet to reap."""
+    fields = stat_fields(pid)
+    return bool(fields) and fields[0] != "Z"
+
+
 def members(group: int) -> list[int]:
     """The live (not zombie) processes of process group ``group``."""
     found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        with contextlib.suppress(OSError, IndexError, ValueError):
-            # pid (comm) state ppid pgrp ...: comm may hold spaces, so split after its ")".
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            if int(fields[2]) == group and fields[0] != "Z":
-                found.append(int(stat.parent.name))
+    for proc in Path("/proc").glob("[0-9]*"):
+        fields = stat_fields(proc.name)
+        if fields and fields[2] == str(group) and fields[0] != "Z":
+            found.append(int(proc.name))
     return found
 
 
@@ -77,13 +89,6 @@ def start_minion() -> None:
     log = Path(os.environ["FAKE_MINION_PIDFILE"]).with_name("salt-minion.out").open("a")
     command = json.loads(os.environ["FAKE_MINION_COMMAND"])
     subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-
-
-def running(pid: int) -> bool:
-    """Whether ``pid`` is a live process: not gone, and not a zombie its parent has yet to reap."""
-    with contextlib.suppress(OSError, IndexError):
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    return False
 
 
 def restart_minion() -> None:

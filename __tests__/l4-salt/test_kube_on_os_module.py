@@ -82,14 +82,9 @@ def test_reboot_required_looks_at_run_reboot_required_by_default(kube_on_os):
     assert kube_on_os.REBOOT_REQUIRED == "/run/reboot-required"
 
 
-def run_bg(started: list):
+def run_bg(cmd, python_shell=False):
     """cmd.run_bg as Salt runs it: the shell line in the background, not waited for."""
-
-    def run(cmd, python_shell=False):
-        started.append(cmd)
-        return {"pid": subprocess.Popen(cmd, shell=python_shell, start_new_session=True).pid}
-
-    return run
+    return {"pid": subprocess.Popen(cmd, shell=python_shell, start_new_session=True).pid}
 
 
 def test_reboot_answers_first_and_reboots_in_the_background(kube_on_os):
@@ -111,11 +106,10 @@ def test_restart_minion_restarts_only_once_the_process_of_its_job_has_ended(kube
     restart command runs after it, however long the job still takes.
     """
     restarted = tmp_path / "restarted"
-    started = []
     kube_on_os.__opts__ = {"multiprocessing": True}
     kube_on_os.__salt__ = {
         "config.get": lambda key, default=None: f"touch {restarted}" if key == "kube_on_os.minion_restart" else default,
-        "cmd.run_bg": run_bg(started),
+        "cmd.run_bg": run_bg,
     }
     job = os.fork()
     if job == 0:
