@@ -6,6 +6,9 @@ scripts/test.sh sets KOO_TIMING_DIR:
   process running the file moves into a cgroup of its own under KOO_TIMING_CGROUP, so that the
   Salt masters and minions a file starts are counted with it; without cgroups, the process's own
   CPU time and its reaped children's;
+- where KOO_SCHED_CGROUP names a cgroup v1 cpu hierarchy, the process also moves into a cgroup of
+  its own there, weighted as cpu-meter.js's ``weigh`` does (the critical suite, a jest one today,
+  gets CRITICAL_WEIGHT times the others' CPU weight);
 - every test's outcome by node id (the run's controller writes it), for the check that no test
   that passed before has disappeared (scripts/test/report.js).
 """
@@ -21,6 +24,7 @@ from pathlib import Path
 import pytest
 
 TICKS = os.sysconf("SC_CLK_TCK")
+CRITICAL_WEIGHT = 8  # as scripts/test/cpu-meter.js
 
 
 def _dir() -> Path | None:
@@ -54,6 +58,21 @@ def _key(suite: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", suite)
 
 
+def _weigh(suite: str, key: str) -> None:
+    """Moves this process into the scheduler's cgroup ``key``, as cpu-meter.js's ``weigh``."""
+    root = os.environ.get("KOO_SCHED_CGROUP")
+    if not root:
+        return
+    try:
+        cgroup = Path(root) / key
+        cgroup.mkdir(exist_ok=True)
+        critical = suite == os.environ.get("KOO_CRITICAL_SUITE")
+        (cgroup / "cpu.shares").write_text(f"{1024 * CRITICAL_WEIGHT if critical else 1024}\n")
+        (cgroup / "cgroup.procs").write_text(f"{os.getpid()}\n")
+    except OSError:
+        pass  # unweighted
+
+
 class _Suite:
     """The test file this process is running now."""
 
@@ -69,6 +88,7 @@ class _Suite:
                 self.cgroup = cgroup
             except OSError:
                 self.cgroup = None
+        _weigh(suite, f"pytest-{_key(suite)}-{os.getpid()}")
         self.started = time.time()
         self.process_cpu = _process_cpu_ms()
 

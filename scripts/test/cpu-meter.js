@@ -5,11 +5,21 @@
 // cgroups (an unprivileged runner) a suite counts its worker's own CPU time and that of the
 // children it reaped, which misses daemons: the report says which one it measured.
 //
+// Where the machine also has cgroup v1's cpu controller (KOO_SCHED_CGROUP), each suite's worker
+// moves into a cgroup of its own there too, for the scheduler: the run's critical path (the suite
+// that takes longest, KOO_CRITICAL_SUITE) gets CRITICAL_WEIGHT times the CPU weight of the others,
+// so that it runs as if alone and the others fill the cores it leaves (docs/decisions.md, "The
+// longest suite comes first on the cores"). Without it, Linux shares the CPU per session
+// (autogroups), and each Salt daemon's session weighs as much as a whole jest worker.
+//
 // The pytest side (__tests__/harness/timing.py) writes the same records in the same way.
 "use strict";
 
 const fs = require("node:fs");
 const path = require("node:path");
+
+/** How many times the others' CPU weight the critical suite gets. */
+const CRITICAL_WEIGHT = 8;
 
 /** Clock ticks per second of /proc/<pid>/stat (USER_HZ), 100 on every Linux this runs on. */
 const TICKS = 100;
@@ -47,6 +57,23 @@ function cgroupCpuMs(dir) {
 }
 
 /**
+ * Moves `pid` into the scheduler's cgroup `key` under env.KOO_SCHED_CGROUP, weighted for `suite`:
+ * cpu.shares 1024 (the default) or CRITICAL_WEIGHT times that for env.KOO_CRITICAL_SUITE. Nothing
+ * happens without KOO_SCHED_CGROUP or when the cgroup cannot be made; the suite runs unweighted.
+ */
+function weigh(suite, key, pid, env = process.env) {
+  if (!env.KOO_SCHED_CGROUP) return;
+  try {
+    const cgroup = path.join(env.KOO_SCHED_CGROUP, key);
+    fs.mkdirSync(cgroup, { recursive: true });
+    fs.writeFileSync(path.join(cgroup, "cpu.shares"), `${suite === env.KOO_CRITICAL_SUITE ? 1024 * CRITICAL_WEIGHT : 1024}\n`);
+    fs.writeFileSync(path.join(cgroup, "cgroup.procs"), `${pid}\n`);
+  } catch {
+    // unweighted
+  }
+}
+
+/**
  * Called in the process that runs `suite` before its first test: moves it into the suite's
  * cgroup, when there is one, and notes where the suite started. `runner` is jest or pytest.
  */
@@ -64,6 +91,7 @@ function enter(runner, suite, env = process.env) {
       cgroup = undefined;
     }
   }
+  weigh(suite, key, process.pid, env);
   const start = { runner, suite, pid: process.pid, cgroup, startedAt: Date.now(), processCpuMs: processCpuMs(process.pid) };
   fs.mkdirSync(path.join(dir, "open"), { recursive: true });
   fs.writeFileSync(path.join(dir, "open", `${runner}-${suiteKey(suite)}.json`), JSON.stringify(start));
@@ -97,4 +125,4 @@ function leave(runner, suite, env = process.env) {
   fs.rmSync(open, { force: true });
 }
 
-module.exports = { enter, leave, cgroupCpuMs, processCpuMs, suiteKey };
+module.exports = { enter, leave, weigh, cgroupCpuMs, processCpuMs, suiteKey, CRITICAL_WEIGHT };
