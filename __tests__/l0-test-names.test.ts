@@ -4,7 +4,7 @@
  * and scripts/test/report.js fails the run when one of them did not pass. These tests hold the two
  * lists to each other and the report to its rule.
  */
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -152,5 +152,66 @@ describe("scripts/test/report.js", () => {
       "   300 s    240 s  __tests__/a.test.ts",
       "    60 s     61 s  __tests__/l4-salt/test_b.py",
     ]);
+  });
+});
+
+describe("scripts/test/cpu-meter.js", () => {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { weigh } = require("../scripts/test/cpu-meter");
+  const CPU = "/sys/fs/cgroup/cpu";
+
+  /** The cgroup v1 cpu controller's cgroup of `pid`, from /proc/<pid>/cgroup. */
+  function cpuCgroup(pid: number): string | undefined {
+    const line = fs
+      .readFileSync(`/proc/${pid}/cgroup`, "utf8")
+      .split("\n")
+      .find((l) => l.split(":")[1]?.split(",").includes("cpu"));
+    return line?.split(":")[2];
+  }
+
+  function writable(dir: string): boolean {
+    try {
+      fs.accessSync(path.join(dir, "cpu.shares"));
+      fs.accessSync(dir, fs.constants.W_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  it("weighs the critical suite 8 times each other suite where cgroup v1's cpu controller allows it, and leaves a suite unweighted elsewhere", () => {
+    const sleeper = spawn("sleep", ["60"], { stdio: "ignore" });
+    const pid = sleeper.pid!;
+    const before = cpuCgroup(pid);
+    const scratch = fs.mkdtempSync(path.join(os.tmpdir(), "kube-on-os-weigh-"));
+    try {
+      // Without a cgroup to move into, nothing moves and nothing throws.
+      const notADirectory = path.join(scratch, "file");
+      fs.writeFileSync(notADirectory, "");
+      weigh("a.test.ts", "jest-a", pid, { KOO_CRITICAL_SUITE: "a.test.ts" });
+      weigh("a.test.ts", "jest-a", pid, { KOO_SCHED_CGROUP: notADirectory, KOO_CRITICAL_SUITE: "a.test.ts" });
+      expect(cpuCgroup(pid)).toBe(before);
+      if (!writable(CPU)) return;
+
+      const run = fs.mkdtempSync(path.join(CPU, "kube-on-os-weigh-"));
+      try {
+        const env = { KOO_SCHED_CGROUP: run, KOO_CRITICAL_SUITE: "__tests__/l5-rehearsal.test.ts" };
+        weigh("__tests__/l5-rehearsal.test.ts", "jest-critical", pid, env);
+        expect(fs.readFileSync(path.join(run, "jest-critical", "cpu.shares"), "utf8").trim()).toBe("8192");
+        expect(cpuCgroup(pid)).toBe(`/${path.basename(run)}/jest-critical`);
+        weigh("__tests__/l0-config.test.ts", "jest-other", pid, env);
+        expect(fs.readFileSync(path.join(run, "jest-other", "cpu.shares"), "utf8").trim()).toBe("1024");
+        expect(cpuCgroup(pid)).toBe(`/${path.basename(run)}/jest-other`);
+      } finally {
+        // Back where it was, so that the run's cgroups can go.
+        fs.writeFileSync(path.join(CPU, before ?? "/", "cgroup.procs"), `${pid}\n`);
+        for (const child of fs.readdirSync(run, { withFileTypes: true }).filter((d) => d.isDirectory()))
+          fs.rmdirSync(path.join(run, child.name));
+        fs.rmdirSync(run);
+      }
+    } finally {
+      sleeper.kill();
+      fs.rmSync(scratch, { recursive: true, force: true });
+    }
   });
 });
