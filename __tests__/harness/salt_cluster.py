@@ -130,6 +130,11 @@ class SaltCluster:
             **self.ports,
         )
         self._write(self.master_dir, "master", master)
+        # Salt's roots fileserver makes this directory on the first file list request, with a check
+        # then os.makedirs (fileserver/roots.py _file_lists): when every minion syncs at once, a
+        # request that loses the race answers an empty list and its minion syncs nothing. On a
+        # real master the orchestrate runner lists the states alone first; here it is made now.
+        (Path(master["cachedir"]) / "file_lists" / "roots").mkdir(parents=True, exist_ok=True)
         self._spawn("salt-master", self.master_dir, None)
         for minion_id, fake in self.fakes.items():
             directory = self.root / minion_id / "etc"

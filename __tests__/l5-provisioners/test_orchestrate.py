@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import subprocess
 import time
 
 import pytest
@@ -151,7 +152,15 @@ def test_interrupting_the_script_stops_the_event_reader(fakes, tmp_path):
         assert time.monotonic() < deadline, fakes.leftover_processes(timeout=0)
         time.sleep(0.1)
     os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C does
-    assert process.wait(timeout=10) != 0
+    # The reader may take 10 s by design (salt_output.py stop: SIGTERM, 5 s, SIGKILL, 5 s); a
+    # loaded machine's interpreters start and end slowly on top. What still runs is the report.
+    try:
+        status = process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        running = fakes.leftover_processes(timeout=0)
+        os.killpg(process.pid, signal.SIGKILL)
+        raise AssertionError(f"orchestrate.sh still ran 30 s after SIGINT: {running}") from None
+    assert status != 0
     assert fakes.leftover_processes() == []
 
 

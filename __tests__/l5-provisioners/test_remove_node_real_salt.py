@@ -15,8 +15,10 @@ import re
 import shutil
 import signal
 import subprocess
+from pathlib import Path
 
 import pytest
+import yaml
 from harness.provisioners import PROVISIONERS
 from harness.real_salt import write_wrappers
 from harness.salt_cluster import SaltCluster
@@ -99,6 +101,18 @@ def members(cluster) -> list[tuple[str, str]]:
 def key_status(cluster, minion: str) -> str:
     keys = json.loads(cluster._run("salt-key", "--list=all", "--out=json").stdout)
     return next((name for name, ids in keys.items() if minion in ids), "absent")
+
+
+def test_a_started_cluster_can_serve_its_first_file_lists_to_every_minion_at_once(cluster):
+    """
+    The first test of this file (pytest-xdist's loadfile keeps the order): before any request.
+    Salt 3007's roots fileserver (fileserver/roots.py ``_file_lists``) makes its list cache
+    directory with a check, then ``os.makedirs``; a request that loses that race to another logs
+    "Unable to make cachedir" and answers an empty file list, so its minion syncs no module at all
+    ("'microk8s.leave' is not available" in a cold run). The harness makes the directory first.
+    """
+    master = yaml.safe_load((cluster.master_dir / "master").read_text())
+    assert (Path(master["cachedir"]) / "file_lists" / "roots").is_dir()
 
 
 def test_a_departing_worker_is_drained_leaves_and_is_removed_and_a_second_run_is_harmless(fresh):
