@@ -82,7 +82,14 @@ def _daemon_paths(root: Path, name: str) -> dict:
 
 
 class MasterBusy(AssertionError):
-    """The salt CLI gave up on the master's request server ("Salt request timed out")."""
+    """
+    The master did not answer the salt CLI: its request server timed out ("Salt request timed
+    out"), or its publisher does not listen yet, as while it starts ("could not be contacted").
+    """
+
+
+# What the salt CLI says when the master did not answer (client/__init__.py).
+_NO_ANSWER = ("Salt request timed out", "The salt master could not be contacted")
 
 
 class SaltCluster:
@@ -119,7 +126,8 @@ class SaltCluster:
         """The node's stand-in for /run/reboot-required (the minion option kube_on_os.reboot_required)."""
         return self.root / minion_id / "run" / "reboot-required"
 
-    def start(self) -> None:
+    def master_config(self) -> dict:
+        """The project's master.conf, confined to this cluster's directory and ports."""
         master = yaml.safe_load((ROOT / "salt" / "salt_master" / "files" / "master.conf").read_text())
         master.update(
             _daemon_paths(self.link / "master", "master"),
@@ -129,6 +137,10 @@ class SaltCluster:
             worker_threads=3,
             **self.ports,
         )
+        return master
+
+    def start(self) -> None:
+        master = self.master_config()
         self._write(self.master_dir, "master", master)
         # Salt's roots fileserver makes this directory on the first file list request, with a check
         # then os.makedirs (fileserver/roots.py _file_lists): when every minion syncs at once, a
@@ -210,7 +222,8 @@ class SaltCluster:
             try:
                 pinged = self.salt("*", "test.ping", timeout=5)
             except MasterBusy:
-                # A loaded machine's master missed salt's publish timeout: ask again until the deadline.
+                # A loaded machine's master is still starting, or missed salt's publish timeout: ask
+                # again until the deadline.
                 pinged = {}
             if all(pinged.get(minion_id) is True for minion_id in minion_ids):
                 return
@@ -231,7 +244,7 @@ class SaltCluster:
         flags = {"glob": [], "list": ["--list"]}[tgt_type]
         result = self._run("salt", f"--timeout={timeout}", "--out=json", "--static", *flags, target, function, *args)
         if result.stderr.strip() and not result.stdout.strip():
-            failure = MasterBusy if "Salt request timed out" in result.stderr else AssertionError
+            failure = MasterBusy if any(text in result.stderr for text in _NO_ANSWER) else AssertionError
             raise failure(f"salt {target} {function} failed: {result.stderr}")
         # Before any key is accepted, salt says "No minions matched" ahead of its JSON.
         document = result.stdout[result.stdout.find("{") :] if "{" in result.stdout else "{}"
