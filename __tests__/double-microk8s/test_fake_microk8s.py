@@ -20,7 +20,6 @@ import hashlib
 import json
 import os
 import shutil
-import socket
 import ssl
 import subprocess
 import sys
@@ -32,6 +31,7 @@ from pathlib import Path
 import pytest
 import yaml
 from harness.microk8s_node import FakeMicrok8s
+from harness.ports import ephemeral_range, free_port
 from harness.salt_minion import ROOT, load_module
 
 FAKE = ROOT / "__tests__" / "doubles" / "rehearsal" / "fake-microk8s" / "microk8s.py"
@@ -42,6 +42,9 @@ _status = load_module("_status", ROOT / "salt" / "_modules" / "microk8s" / "_sta
 # GitLab's node image may not.
 pytestmark = pytest.mark.skipif(shutil.which("ip") is None, reason="the fake microk8s needs iproute2's ip")
 
+# How long an agent may take to answer: systemd's DefaultTimeoutStartSec, which bounds the start
+# of snap.microk8s.daemon-cluster-agent; on a loaded machine a Python process may start slowly.
+AGENT_START = 90
 WORKER_STATUS = "This MicroK8s deployment is acting as a node in a cluster.\nPlease use the control plane node.\n"
 WORKER_LOCKED = "This MicroK8s deployment is acting as a node in a cluster.\nPlease use the master node.\n"
 STOPPED = "microk8s is not running, try microk8s start\n"
@@ -73,12 +76,6 @@ ONLY_COPY = (
 )
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 class Node:
     """
     One fake microk8s node: `snap` and `microk8s` as the programs' names, and its agent; at
@@ -102,10 +99,14 @@ class Node:
     def start_agent(self) -> None:
         """Started here rather than by the install, so that the test can stop it."""
         (self.snap_data / "fake").mkdir(parents=True, exist_ok=True)
-        self.agent = subprocess.Popen([sys.executable, str(FAKE), "agent"], env=self.env, stderr=subprocess.DEVNULL)
-        for _ in range(50):
-            if self.agent_answers():
-                break
+        log = self.snap_data / "fake" / "harness-agent.log"
+        with log.open("a") as output:
+            self.agent = subprocess.Popen([sys.executable, str(FAKE), "agent"], env=self.env, stderr=output)
+        deadline = time.monotonic() + AGENT_START
+        while not self.agent_answers():
+            if self.agent.poll() is not None or time.monotonic() > deadline:
+                self.close()
+                raise AssertionError(f"the agent on {self.address}:{self.port} did not answer:\n{log.read_text()}")
             time.sleep(0.1)
 
     def rebuild(self) -> None:
@@ -156,6 +157,16 @@ def node(tmp_path):
 def installed(node):
     assert node.run("snap", "install", "microk8s", "--classic", "--channel=1.28/stable").returncode == 0
     return node
+
+
+def test_a_node_listens_on_a_port_the_kernel_never_hands_to_another_program(node):
+    """
+    The harness chooses a node's port before its agent, a Python process, binds it: a port from
+    the kernel's ephemeral range could meanwhile be bound by any other program, and neither the
+    agent nor the install's restart of it could listen.
+    """
+    assert node.port < ephemeral_range()[0]
+    assert node.agent_answers()
 
 
 def test_microk8s_is_a_command_only_once_the_snap_is_installed(node):
@@ -652,9 +663,16 @@ def cluster_of(tmp_path: Path, size: int) -> list[Node]:
     port = free_port()
     specs = [("master", "127.0.0.2", "127.0.0.2"), ("first", "127.0.0.1", "localhost")]
     specs += [(f"n{n}", f"127.0.0.{n}", f"127.0.0.{n}") for n in range(3, size + 1)]
-    nodes = [Node(tmp_path / name, port, address, hostname) for name, address, hostname in specs]
-    for each in nodes:
-        install(each, "1.28/stable")
+    nodes: list[Node] = []
+    try:
+        for name, address, hostname in specs:
+            nodes.append(Node(tmp_path / name, port, address, hostname))
+        for each in nodes:
+            install(each, "1.28/stable")
+    except BaseException:
+        for each in nodes:
+            each.close()
+        raise
     return nodes
 
 

@@ -13,7 +13,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -22,6 +21,7 @@ from pathlib import Path
 import yaml
 
 from harness.microk8s_node import FakeMicrok8s
+from harness.ports import free_port
 from harness.salt_minion import ROOT, VENV_BIN
 
 # Each fake node's `systemctl reboot`: the node goes down and boots again (its minion too).
@@ -62,12 +62,6 @@ def from_terraform_sls(pillar: dict) -> str:
     return f"#!yaml\n{yaml.safe_dump(pillar, allow_unicode=True)}"
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def _daemon_paths(root: Path, name: str) -> dict:
     return {
         "root_dir": str(root),
@@ -97,7 +91,7 @@ class SaltCluster:
 
     def __init__(self, root: Path, nodes: dict[str, tuple[str, str]], pillar: dict, overlay: dict[str, str]):
         self.root = root
-        self.ports = {"publish_port": _free_port(), "ret_port": _free_port()}
+        self.ports = {"publish_port": free_port(), "ret_port": free_port()}
         self.overlay = root / "overlay"
         for relative, text in overlay.items():
             (self.overlay / relative).parent.mkdir(parents=True, exist_ok=True)

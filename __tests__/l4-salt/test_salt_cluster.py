@@ -1,11 +1,12 @@
 """
-The harness's SaltCluster (__tests__/harness/salt_cluster.py) on its own: what its salt CLI
-calls make of a master that does not answer yet.
+The harness's SaltCluster (__tests__/harness/salt_cluster.py) on its own: the ports its master
+takes, what its salt CLI calls make of a master that does not answer yet.
 """
 
 from __future__ import annotations
 
 import pytest
+from harness.ports import ephemeral_range
 from harness.salt_cluster import MasterBusy, SaltCluster
 
 
@@ -19,3 +20,14 @@ def test_a_master_not_listening_yet_is_busy_so_a_starting_cluster_asks_again(tmp
     cluster._write(cluster.master_dir, "master", cluster.master_config())
     with pytest.raises(MasterBusy, match="could not be contacted"):
         cluster.salt("*", "test.ping", timeout=5)
+
+
+def test_a_cluster_listens_on_ports_the_kernel_never_hands_to_another_program(tmp_path):
+    """
+    The master binds its ports when it starts, a while after the cluster chose them: a port the
+    kernel's bind(0) had handed out (the ephemeral range) could meanwhile be another program's,
+    and the master would not start. Ports below the range are only ever taken on purpose.
+    """
+    low, _ = ephemeral_range()
+    ports = [SaltCluster(tmp_path / str(n), {}, {}, {}).ports for n in range(20)]
+    assert [p for each in ports for p in each.values() if p >= low] == []

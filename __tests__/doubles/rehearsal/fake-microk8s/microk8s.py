@@ -632,13 +632,17 @@ def start_agent() -> None:
         return
     AGENT_LOG.parent.mkdir(parents=True, exist_ok=True)
     with AGENT_LOG.open("a") as log:
-        subprocess.Popen([sys.executable, os.path.realpath(__file__), "agent"], stdin=subprocess.DEVNULL,
-                         stdout=log, stderr=log, start_new_session=True)  # fmt: skip
-    for _ in range(50):
-        if agent_up(SELF):
-            return
+        agent = subprocess.Popen([sys.executable, os.path.realpath(__file__), "agent"], stdin=subprocess.DEVNULL,
+                                 stdout=log, stderr=log, start_new_session=True)  # fmt: skip
+    # systemd fails a unit that has not started within DefaultTimeoutStartSec (90 s), or whose
+    # process exits (the port taken, say): the log says why, as journalctl would.
+    deadline = time.monotonic() + 90
+    while not agent_up(SELF):
+        if agent.poll() is not None or time.monotonic() > deadline:
+            agent.kill()
+            tail = "".join(AGENT_LOG.read_text().splitlines(keepends=True)[-10:])
+            raise SystemExit(f"fake microk8s: the cluster agent did not start\n{tail}")
         time.sleep(0.1)
-    raise SystemExit("fake microk8s: the cluster agent did not start")
 
 
 def agent_up(address: str) -> bool:
