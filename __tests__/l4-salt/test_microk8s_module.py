@@ -58,6 +58,9 @@ def fixture(name: str) -> str:
 
 
 STATUS = ("status", "--format", "yaml")
+# The not-ready window after a restart, for a test that looks inside it: long enough for the next
+# command to start within it on a loaded machine (1 s was not, with the suites side by side).
+RESTARTING = 8
 NO_LOCK = {"config.get": lambda key, default=None: default, "file.file_exists": lambda path: False}
 
 
@@ -1970,7 +1973,7 @@ def test_without_the_arguments_file_the_kubelet_flag_is_an_error(microk8s, tmp_p
 def test_a_kubelite_restart_makes_the_node_not_ready_until_status_waits_it_out(microk8s, tmp_path):
     node = FakeMicrok8s(tmp_path, tmp_path / "cluster")
     (node.home / "fake" / "faults.json").parent.mkdir(parents=True, exist_ok=True)
-    (node.home / "fake" / "faults.json").write_text(json.dumps({"restart_seconds": 1}))
+    (node.home / "fake" / "faults.json").write_text(json.dumps({"restart_seconds": RESTARTING}))
     microk8s.__salt__ = node.salt_functions()
     # The fake's restart, alone: status fails until the services are back.
     restarted = node.run_all(["snap", "restart", "microk8s.daemon-kubelite"], python_shell=False, timeout=60)
