@@ -17,9 +17,12 @@ def test_a_master_not_listening_yet_is_busy_so_a_starting_cluster_asks_again(tmp
     contacted"), which, like a request that timed out, is asked again until the deadline.
     """
     cluster = SaltCluster(tmp_path, {}, {}, {})
-    cluster._write(cluster.master_dir, "master", cluster.master_config())
-    with pytest.raises(MasterBusy, match="could not be contacted"):
-        cluster.salt("*", "test.ping", timeout=5)
+    try:
+        cluster._write(cluster.master_dir, "master", cluster.master_config())
+        with pytest.raises(MasterBusy, match="could not be contacted"):
+            cluster.salt("*", "test.ping", timeout=5)
+    finally:
+        cluster.stop()  # its link directory under /tmp
 
 
 def test_a_cluster_listens_on_ports_the_kernel_never_hands_to_another_program(tmp_path):
@@ -29,5 +32,7 @@ def test_a_cluster_listens_on_ports_the_kernel_never_hands_to_another_program(tm
     and the master would not start. Ports below the range are only ever taken on purpose.
     """
     low, _ = ephemeral_range()
-    ports = [SaltCluster(tmp_path / str(n), {}, {}, {}).ports for n in range(20)]
-    assert [p for each in ports for p in each.values() if p >= low] == []
+    clusters = [SaltCluster(tmp_path / str(n), {}, {}, {}) for n in range(20)]
+    for cluster in clusters:
+        cluster.stop()  # its link directory under /tmp
+    assert [p for cluster in clusters for p in cluster.ports.values() if p >= low] == []
