@@ -131,9 +131,12 @@ describe("KubeOnOsStack", () => {
   });
 
   it("keeps every machine on the image it was created with: a newer image (or another default) replaces none", async () => {
+    // And on the rest it was built with (constructs/machine.ts, BUILT_ONCE): boot volume, cloud-init, keypair.
     const json = await synthStack({});
     for (const instance of Object.values(json.resource.openstack_compute_instance_v2)) {
-      expect(instance.lifecycle).toMatchObject({ ignore_changes: ["image_id", "image_name"] });
+      expect(instance.lifecycle).toMatchObject({
+        ignore_changes: ["image_id", "image_name", "block_device", "user_data", "config_drive", "key_pair"],
+      });
     }
   });
 

@@ -23,6 +23,7 @@ import { StateServer, startStateServer } from "./doubles/http-state/server";
 import { SshHosts, startSshHosts } from "./doubles/ssh-hosts/server";
 import { synthToDir } from "./support/synth";
 import { RunResult, runTofuAsync } from "./support/tofu";
+import { ADDED_SINCE_A4E49BC, API_LOAD_BALANCER, CLOUD_INTEGRATION, plannedChanges } from "./support/upgrade";
 
 const ROOT = path.resolve(__dirname, "..");
 const DOMAIN = "lab.example";
@@ -216,34 +217,6 @@ function asOfA4e49bc(json: any): any {
   return { ...fixtureWithTodaysHashes(json, "stack@a4e49bc.json"), "//": json["//"], terraform: json.terraform, variable };
 }
 
-/** The API load balancer's resources at 3 nodes, as plannedChanges() names them. */
-const API_LOAD_BALANCER = [
-  "openstack_lb_listener_v2.Listener[0]",
-  "openstack_lb_loadbalancer_v2.ApiLoadBalancer[0]",
-  "openstack_lb_member_v2.Member[0]",
-  "openstack_lb_member_v2.Member[1]",
-  "openstack_lb_member_v2.Member[2]",
-  "openstack_lb_monitor_v2.Monitor[0]",
-  "openstack_lb_pool_v2.Pool[0]",
-  "openstack_networking_floatingip_associate_v2.FloatingIpAssociation[0]",
-  "openstack_networking_floatingip_v2.FloatingIp[0]",
-  "openstack_networking_secgroup_rule_v2.MemberRule[0]",
-];
-
-/** The cloud integration's resources on a cloud with Octavia, as plannedChanges() names them. */
-const CLOUD_INTEGRATION = [
-  "openstack_identity_application_credential_v3.Credential[0]",
-  "openstack_networking_secgroup_rule_v2.NodePortRule[0]",
-];
-
-/** The Kubernetes nodes' security group, new since a4e49bc, and the nodes' private ports (3 nodes) that gain it. */
-const KUBE_NODES_GROUP = [
-  "openstack_networking_secgroup_v2.KubeNodesSecurityGroup create",
-  "openstack_networking_port_v2.MasterPrivatePort update",
-  "openstack_networking_port_v2.WorkerPort[0] update",
-  "openstack_networking_port_v2.WorkerPort[1] update",
-];
-
 /** The provisioners' output lines: "<step>: <line>" (Terraform prefixes the resource address). */
 function chainOutput(stdout: string): string[] {
   return [
@@ -264,18 +237,6 @@ function stepsRun(stdout: string): string[] {
 }
 
 /** Resource addresses of the plan's changes that are not no-ops, with their actions. */
-async function plannedChanges(tofu: (args: string[]) => Promise<RunResult>): Promise<string[]> {
-  const plan = await tofu(["plan", "-input=false", "-out=plan.cache"]);
-  if (plan.status !== 0) throw new Error(`tofu plan failed:\n${plan.stderr}`);
-  const json = JSON.parse((await tofu(["show", "-json", "plan.cache"])).stdout);
-  return json.resource_changes
-    .filter((change: any) => change.change.actions.join() !== "no-op" && change.change.actions.join() !== "read")
-    .map(
-      (change: any) =>
-        `${change.address.replace(/^(null_resource|terraform_data|openstack_[a-z0-9_]+)\.([A-Za-z]+_)?([A-Za-z]+)_[0-9A-F]{8}/, "$1.$3")} ${change.change.actions.join("+")}`,
-    )
-    .sort();
-}
 
 // What microk8s.vacate_node returns for a node drained in 4 s, and microk8s leave prints on a
 // worker (scripts/wrappers/leave.py).
@@ -738,11 +699,7 @@ describeWithNamespaces("L5: the provisioning chain over SSH through the bastion"
           ...["AcceptMinionKeys", "Orchestrate", "SyncSaltTree"].map((step) => `null_resource.${step}[0] delete+create`),
           "null_resource.RebootForUpdates[0] create",
           "null_resource.Upgrade[0] create",
-          ...API_LOAD_BALANCER.map((resource) => `${resource} create`),
-          ...CLOUD_INTEGRATION.map((resource) => `${resource} create`),
-          ...KUBE_NODES_GROUP,
-          "terraform_data.ControlPlaneFloor create",
-          "terraform_data.ParameterRules create",
+          ...ADDED_SINCE_A4E49BC,
         ].sort(),
       );
     });

@@ -3,7 +3,7 @@ import { ComputeInstanceV2 } from "../.gen/providers/openstack/compute-instance-
 import { NetworkingFloatingipAssociateV2 } from "../.gen/providers/openstack/networking-floatingip-associate-v2";
 import { NetworkingFloatingipV2 } from "../.gen/providers/openstack/networking-floatingip-v2";
 import { NetworkingPortV2 } from "../.gen/providers/openstack/networking-port-v2";
-import { CONFIG_DRIVE, fixedPort, floatingIpFor, KEEP_IMAGE, MachineProps, userDataFor } from "./machine";
+import { BUILT_ONCE, CONFIG_DRIVE, fixedPort, floatingIpFor, MachineProps, userDataFor } from "./machine";
 
 export interface BastionProps extends MachineProps {
   /** @default Bastion.DEFAULT_FLAVOR */
@@ -54,7 +54,7 @@ export class Bastion extends Construct {
     this.instance = new ComputeInstanceV2(this, "Instance", {
       name: this.fqdn,
       imageId: props.imageId,
-      lifecycle: KEEP_IMAGE,
+      lifecycle: BUILT_ONCE,
       configDrive: CONFIG_DRIVE,
       flavorName: flavor,
       keyPair: props.keyPair,

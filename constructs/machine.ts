@@ -22,11 +22,18 @@ import { ClusterLayout } from "./cluster-layout";
 import { Network } from "./network";
 
 /**
- * The servers never follow a change of image: a name is looked up at every plan and may resolve
- * to a newer build, and a changed default would rebuild existing clusters on upgrade. A new image
- * applies to new machines (a scale-up) and to replaced ones (`-replace`).
+ * What a server is built from, which it keeps for life: its image, its boot volume, the keypair
+ * and the cloud-init Nova hands it at first boot (user_data on a config drive). Each is ForceNew
+ * in the provider, so a change would replace the machine, and a change made for all of them (a
+ * newer image of the name, a new default, an edited cloud-init template in a new version of
+ * kube-on-os) would replace every machine in one plan: all the dqlite voters and the Salt master
+ * at once. Cloud-init runs once; a machine's later life belongs to Salt, which every apply runs.
+ * New values reach new machines (a scale-up) and replaced ones (`-replace`, the roll), never a
+ * running one (docs/provisioning.md, "Upgrading a running cluster").
  */
-export const KEEP_IMAGE: TerraformResourceLifecycle = { ignoreChanges: ["image_id", "image_name"] };
+export const BUILT_ONCE: TerraformResourceLifecycle = {
+  ignoreChanges: ["image_id", "image_name", "block_device", "user_data", "config_drive", "key_pair"],
+};
 
 /**
  * The Glance image ID for `image`, an ID or a name: an ID (a lower-case UUID) is used as is, and a

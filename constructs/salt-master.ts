@@ -4,7 +4,7 @@ import { BlockstorageVolumeV3 } from "../.gen/providers/openstack/blockstorage-v
 import { ComputeInstanceV2 } from "../.gen/providers/openstack/compute-instance-v2";
 import { ComputeVolumeAttachV2 } from "../.gen/providers/openstack/compute-volume-attach-v2";
 import { NetworkingPortV2 } from "../.gen/providers/openstack/networking-port-v2";
-import { CONFIG_DRIVE, fixedPort, KEEP_IMAGE, MachineProps, userDataFor } from "./machine";
+import { BUILT_ONCE, CONFIG_DRIVE, fixedPort, MachineProps, userDataFor } from "./machine";
 
 export interface SaltMasterProps extends MachineProps {
   /** @default SaltMaster.DEFAULT_FLAVOR */
@@ -56,7 +56,7 @@ export class SaltMaster extends Construct {
     this.instance = new ComputeInstanceV2(this, "Instance", {
       name: this.fqdn,
       imageId: props.imageId,
-      lifecycle: KEEP_IMAGE,
+      lifecycle: BUILT_ONCE,
       configDrive: CONFIG_DRIVE,
       flavorName: flavor,
       keyPair: props.keyPair,

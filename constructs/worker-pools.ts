@@ -7,7 +7,7 @@ import { NetworkingPortV2 } from "../.gen/providers/openstack/networking-port-v2
 import { UUID_PATTERN } from "../config/rules";
 import { hclOf } from "./hcl";
 import { KubeNodePool } from "./kube-node-pool";
-import { bootFromVolume, CONFIG_DRIVE, KEEP_IMAGE, MachineProps, userDataFor } from "./machine";
+import { bootFromVolume, BUILT_ONCE, CONFIG_DRIVE, MachineProps, userDataFor } from "./machine";
 
 export interface WorkerPoolsProps extends MachineProps {
   /**
@@ -116,7 +116,7 @@ export class WorkerPools extends Construct {
       forEach: nodes,
       name: "${each.value.fqdn}",
       imageId,
-      lifecycle: KEEP_IMAGE,
+      lifecycle: BUILT_ONCE,
       configDrive: CONFIG_DRIVE,
       flavorName: `\${${pool("flavor")}}`,
       keyPair: props.keyPair,

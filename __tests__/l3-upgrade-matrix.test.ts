@@ -1,0 +1,212 @@
+/**
+ * L3: the upgrade matrix. Each earlier version's stack, exactly as that version's own code
+ * synthesized it (__tests__/fixtures/upgrade/<commit>.json, made by scripts/upgrade-fixtures.sh),
+ * is applied once against one OpenStack API double; today's stack is then planned from the same
+ * state on OpenTofu and on Terraform, as a user who pulls main and runs `npm run diff` would. No
+ * instance, volume or volume attachment may be replaced or destroyed (docs/provisioning.md,
+ * "Upgrading a running cluster").
+ */
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { NOBLE_IMAGE, OpenStackDouble, startOpenStackDouble } from "./doubles/openstack/server";
+import { StateServer, startStateServer } from "./doubles/http-state/server";
+import { synthToDir } from "./support/synth";
+import { RunResult, runTfAsync, TfCli, tfClis } from "./support/tofu";
+import { ADDED_SINCE_A4E49BC, plannedChanges } from "./support/upgrade";
+
+const FIXTURES = path.join(__dirname, "fixtures", "upgrade");
+
+/** The earlier versions, oldest first (versions.txt: "<commit> <date>"). */
+const VERSIONS = fs
+  .readFileSync(path.join(FIXTURES, "versions.txt"), "utf8")
+  .trim()
+  .split("\n")
+  .map((line) => line.split(" ")[0]);
+
+/** Newer builds of the default image, under its name, as clouds publish them: one per CLI's test. */
+const NEWER_NOBLE = {
+  tofu: { id: "9a4c6e1f-2b3d-4f5a-8c7e-1d2f3a4b5c6d", name: NOBLE_IMAGE.name },
+  terraform: { id: "3e5b7d9f-4a6c-4e8b-9d1f-5c7e9a1b3d5f", name: NOBLE_IMAGE.name },
+};
+
+/** The resources a cluster lives on: replacing or destroying one loses a machine or its data. */
+const MACHINE_TYPES = ["openstack_compute_instance_v2", "openstack_blockstorage_volume_v3", "openstack_compute_volume_attach_v2"];
+
+let double: OpenStackDouble;
+let state: StateServer;
+/** Every directory the suite makes, removed at its end. */
+const scratch: string[] = [];
+
+function scratchDir(prefix: string): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  scratch.push(dir);
+  return dir;
+}
+
+beforeAll(async () => {
+  double = await startOpenStackDouble({ settled: true });
+  state = await startStateServer({ username: "gitlab-ci-token", password: "state-password-7c2e" });
+  // One project holds a deployment of every version side by side.
+  Object.assign(double.nova.quotas, { instances: -1, cores: -1, ram: -1, server_groups: -1, server_group_members: -1 });
+  for (const quotas of [double.neutron.quotas, double.cinder.quotas, double.octavia.quotas] as Record<string, number>[]) {
+    for (const quota of Object.keys(quotas)) quotas[quota] = -1;
+  }
+});
+
+afterAll(async () => {
+  await double?.close();
+  await state?.close();
+  for (const dir of scratch) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+afterEach(() => {
+  expect(double.unhandled).toEqual([]);
+});
+
+/** A deployment of its own in the shared double: its domain names every machine and resource. */
+function deploymentEnv(deployment: string): NodeJS.ProcessEnv {
+  return { TF_VAR_deploy_domain_name: `${deployment}.kube-on-os`, TF_VAR_run_provisioners: "false" };
+}
+
+/** Runs `cli` in `dir` against the double and the version's state. */
+function runner(cli: TfCli, dir: string, deployment: string) {
+  const env = { ...double.passwordEnv(), ...state.backendEnv(`upgrade-${deployment}`), ...deploymentEnv(deployment) };
+  return (args: string[]): Promise<RunResult> => runTfAsync(cli, args, dir, env);
+}
+
+async function mustRun(run: (args: string[]) => Promise<RunResult>, args: string[]): Promise<RunResult> {
+  const result = await run(args);
+  if (result.status !== 0) throw new Error(`${args.join(" ")} failed (${result.status}):\n${result.stderr}${result.stdout}`);
+  return result;
+}
+
+/** The fixture in a directory of its own, its state in the state server like the pipeline's. */
+function oldStackDir(version: string): string {
+  const json = JSON.parse(fs.readFileSync(path.join(FIXTURES, `${version}.json`), "utf8"));
+  json.terraform.backend = { http: { lock_method: "POST", unlock_method: "DELETE" } };
+  const dir = scratchDir(`kube-on-os-upgrade-${version}-`);
+  fs.writeFileSync(path.join(dir, "cdk.tf.json"), JSON.stringify(json, null, 2));
+  return dir;
+}
+
+/**
+ * What today's stack plans for a deployment of each version: every version's fixture comes with
+ * it, and CHANGELOG.md says the same to users.
+ */
+const PLANNED: Record<string, string[]> = {
+  dc03610: ADDED_SINCE_A4E49BC,
+  aa9f996: ADDED_SINCE_A4E49BC,
+  "5d1b2ac": ADDED_SINCE_A4E49BC,
+  d16dae6: ADDED_SINCE_A4E49BC,
+  a4e49bc: ADDED_SINCE_A4E49BC,
+  // The last landing before the machines kept their cloud-init, keypair and boot volume.
+  "52e716f": [],
+};
+
+it("keeps one fixture per version listed, and says what today's stack plans for each", () => {
+  const fixtures = fs.readdirSync(FIXTURES).filter((file) => file.endsWith(".json"));
+  expect(fixtures.sort()).toEqual(VERSIONS.map((version) => `${version}.json`).sort());
+  expect(Object.keys(PLANNED).sort()).toEqual([...VERSIONS].sort());
+});
+
+/**
+ * Versions that some CLI could never apply, so no deployment of theirs exists to upgrade on it,
+ * with the line the apply fails with.
+ */
+const NEVER_APPLIED: Record<string, string> = {
+  // Terraform evaluates both sides of || (fixed by 4793aa9, before aa9f996).
+  "dc03610 terraform": 'Call to function "coalesce" failed: no non-null, non-empty-string arguments.',
+};
+
+describe.each(VERSIONS)("upgrading a deployment made by %s", (version) => {
+  describe.each(tfClis())("on $name", (cli) => {
+    const deployment = `${version}-${cli.name}`;
+    const neverApplied = NEVER_APPLIED[`${version} ${cli.name}`];
+    let installed: RunResult;
+    let today: (args: string[]) => Promise<RunResult>;
+    let planned: string[];
+
+    beforeAll(async () => {
+      // Each CLI has its deployment: a state written by OpenTofu names its providers on
+      // registry.opentofu.org, which Terraform does not take as its own.
+      const old = runner(cli, oldStackDir(version), deployment);
+      await mustRun(old, ["init", "-input=false"]);
+      installed = await old(["apply", "-auto-approve", "-input=false"]);
+      if (neverApplied) return;
+      const dir = await synthToDir(scratchDir("kube-on-os-upgrade-today-"), deploymentEnv(deployment));
+      today = runner(cli, dir, deployment);
+      await mustRun(today, ["init", "-input=false"]);
+      planned = await plannedChanges(today);
+    }, 600_000);
+
+    if (neverApplied) {
+      it("could not be applied on this CLI: no deployment of it exists to upgrade", () => {
+        expect(installed.status).toBe(1);
+        expect(installed.stderr.replace(/\s+/g, " ")).toContain(neverApplied);
+      });
+      return;
+    }
+
+    it("starts from a deployment of that version", () => {
+      expect(installed.stderr).toBe("");
+      expect(installed.status).toBe(0);
+    });
+
+    it("replaces and destroys no instance, volume or volume attachment", () => {
+      const lost = planned.filter(
+        (change) => MACHINE_TYPES.some((type) => change.startsWith(`${type}.`)) && / (delete|create\+delete|delete\+create)$/.test(change),
+      );
+      expect(lost).toEqual([]);
+    });
+
+    it("plans what today's version adds and nothing else (CHANGELOG.md)", () => {
+      expect(planned).toEqual(PLANNED[version]);
+    });
+
+    if (version === VERSIONS[0] || (cli.name === "terraform" && version === VERSIONS[1])) {
+      // The oldest deployment each CLI has.
+      it("applies the upgrade, and then plans no changes", async () => {
+        const upgrade = await today(["apply", "-auto-approve", "-input=false"]);
+        expect(upgrade.stderr).toBe("");
+        expect(upgrade.stdout).toContain(`Resources: ${PLANNED[version].length - 3} added, 3 changed, 0 destroyed.`);
+        const replan = await today(["plan", "-detailed-exitcode", "-input=false"]);
+        expect(replan.stderr).toBe("");
+        expect(replan.status).toBe(0);
+      });
+    }
+  });
+});
+
+describe.each(tfClis())("a running cluster with boot volumes, on $name", (cli) => {
+  const deployment = `boot-volumes-${cli.name}`;
+  const env = { ...deploymentEnv(deployment), TF_VAR_kube_node_boot_volume_size: "20" };
+  let run: (args: string[]) => Promise<RunResult>;
+
+  beforeAll(async () => {
+    const dir = await synthToDir(scratchDir("kube-on-os-upgrade-volumes-"), env);
+    run = (args) => runTfAsync(cli, args, dir, { ...double.passwordEnv(), ...state.backendEnv(`upgrade-${deployment}`), ...env });
+    await mustRun(run, ["init", "-input=false"]);
+    await mustRun(run, ["apply", "-auto-approve", "-input=false"]);
+  }, 600_000);
+
+  it("replaces no node when the cloud publishes a newer build of its image: the image is in the boot volume", async () => {
+    // Every Kubernetes node boots from a volume of its own (its /dev/vda), made from the image.
+    const nodes = double.nova.servers
+      .all()
+      .filter((s) => /^k8s-.*\./.test(String(s.name)) && String(s.name).endsWith(`.${deployment}.kube-on-os`));
+    const bootVolumes = double.cinder.volumes
+      .all()
+      .filter((v) =>
+        (v.attachments as { device: string; server_id: string }[]).some(
+          (a) => a.device === "/dev/vda" && nodes.some((n) => n.id === a.server_id),
+        ),
+      );
+    expect(bootVolumes).toHaveLength(3);
+    // A build newer than the one the cluster's volumes were made from, under the name base_image looks up.
+    const newer = NEWER_NOBLE[cli.name];
+    double.glance.seedImage(newer.id, newer.name);
+    const planned = await plannedChanges(run);
+    expect(planned).toEqual([]);
+  });
+});
