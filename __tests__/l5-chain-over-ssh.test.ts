@@ -175,16 +175,32 @@ function editedSaltTree(line: string): string {
   return tree;
 }
 
-/** A committed fixture with today's content hashes of salt/, pillar/ and provisioners/ (from `json`) for its placeholders. */
+/** The content hashes of salt/, pillar/ and provisioners/ that a stack's chain steps name. */
+function treeHashes(steps: any[]): Record<"salt_tree" | "pillar_tree" | "scripts", string> {
+  const hash = (key: string) => steps.find((step) => step.triggers?.[key]).triggers[key];
+  return { salt_tree: hash("salt_tree"), pillar_tree: hash("pillar_tree"), scripts: hash("scripts") };
+}
+
+/**
+ * A committed fixture with today's content hashes of salt/, pillar/ and provisioners/ (from
+ * `json`), in its triggers and asset paths: for placeholders, or for the hashes of the trees of
+ * the version that synthesized it (fixtures/upgrade/).
+ */
 function fixtureWithTodaysHashes(json: any, fixture: string): any {
-  const steps = Object.values<any>(json.resource.null_resource);
-  const hashes: Record<string, string> = {
-    "<sha256 of salt/>": steps.find((step) => step.triggers.salt_tree).triggers.salt_tree,
-    "<sha256 of pillar/>": steps.find((step) => step.triggers.pillar_tree).triggers.pillar_tree,
-    "<sha256 of provisioners/>": steps.find((step) => step.triggers.scripts).triggers.scripts,
+  const today = treeHashes(Object.values<any>(json.resource.null_resource));
+  const placeholders: Record<string, string> = {
+    "<sha256 of salt/>": today.salt_tree,
+    "<sha256 of pillar/>": today.pillar_tree,
+    "<sha256 of provisioners/>": today.scripts,
   };
-  const text = fs.readFileSync(path.join(__dirname, "fixtures", fixture), "utf8");
-  return JSON.parse(text.replace(/<sha256 of [a-z]+\/>/g, (placeholder) => hashes[placeholder]));
+  let text = fs.readFileSync(path.join(__dirname, "fixtures", fixture), "utf8");
+  text = text.replace(/<sha256 of [a-z]+\/>/g, (placeholder) => placeholders[placeholder]);
+  const steps = Object.values<any>(JSON.parse(text).resource?.null_resource ?? {});
+  if (steps.some((step) => step.triggers?.salt_tree)) {
+    const theirs = treeHashes(steps);
+    for (const tree of ["salt_tree", "pillar_tree", "scripts"] as const) text = text.replaceAll(theirs[tree], today[tree]);
+  }
+  return JSON.parse(text);
 }
 
 /**
@@ -207,14 +223,14 @@ function asOfEb9d706(json: any): any {
 }
 
 /**
- * The whole stack as commit a4e49bc synthesized it, before the cluster layout module: its
- * resources, locals and outputs, with today's variables (this test's TF_VAR_ values), backend and
- * content hashes.
+ * The whole stack as commit a4e49bc synthesized it (the upgrade matrix's fixture), before the
+ * cluster layout module: its resources, locals and outputs, with today's variables (this test's
+ * TF_VAR_ values), backend and content hashes.
  */
 function asOfA4e49bc(json: any): any {
   // base_image was an ID then, and its default the wiki's: the machines boot from it as is.
   const variable = { ...json.variable, base_image: { ...json.variable.base_image, default: WIKI_IMAGE.id } };
-  return { ...fixtureWithTodaysHashes(json, "stack@a4e49bc.json"), "//": json["//"], terraform: json.terraform, variable };
+  return { ...fixtureWithTodaysHashes(json, "upgrade/a4e49bc.json"), "//": json["//"], terraform: json.terraform, variable };
 }
 
 /** The provisioners' output lines: "<step>: <line>" (Terraform prefixes the resource address). */
