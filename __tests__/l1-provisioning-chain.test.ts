@@ -218,10 +218,15 @@ describe("SaltProvisioner", () => {
     expect(file).toEqual([
       "file",
       expect.objectContaining({
-        content: '${var.set_root_password && var.root_password != null ? var.root_password : ""}',
+        content:
+          '${var.set_root_password && var.root_password != null ? format("plaintext\\n%s", var.root_password) : var.set_root_password && var.root_password_hash != null ? format("hash\\n%s", var.root_password_hash) : ""}',
         destination: ".kube-on-os/secrets/root-password",
       }),
     ]);
+    // A changed root_password_hash sets it again on running machines, whose cloud-init ran once.
+    expect(step(json, "Orchestrate").triggers.root_password_hash).toBe(
+      '${var.set_root_password && var.root_password_hash != null ? nonsensitive(sha256(var.root_password_hash == null ? "" : var.root_password_hash)) : ""}',
+    );
     expect(set[1].inline).toEqual([
       "set -eu",
       '${format("sudo bash .kube-on-os/bin/set-root-password.sh .kube-on-os/secrets/root-password %s", join(" ", local.salt_minion_ids))}',

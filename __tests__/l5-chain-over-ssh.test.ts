@@ -428,6 +428,14 @@ describeWithNamespaces("L5: the provisioning chain over SSH through the bastion"
     ]);
   });
 
+  it("plans to set root's password again when root_password_hash changes (cloud-init set it once): the orchestration re-runs, and nothing else", async () => {
+    const hash = `$6$saltsalt$${"x".repeat(86)}`;
+    expect(await plannedChanges((args) => tofu(args, { TF_VAR_root_password_hash: hash }))).toEqual([
+      "null_resource.Orchestrate[0] delete+create",
+      "null_resource.RebootForUpdates[0] delete+create",
+    ]);
+  });
+
   describe("after one SLS file is edited", () => {
     let edited: Tofu;
     let tree: string;

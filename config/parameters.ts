@@ -385,7 +385,7 @@ export const VARIABLES = {
   set_root_password: {
     type: "bool",
     description:
-      "Set root's console password on every machine, from root_password_hash (by cloud-init, at creation) or root_password (by the provisioning chain, through Salt); for debugging only, SSH root login stays disabled.",
+      "Set root's console password on every machine, from root_password_hash (by cloud-init at creation, and by the provisioning chain through Salt whenever it changes) or root_password (by the provisioning chain, through Salt); for debugging only, SSH root login stays disabled.",
     default: false,
     rules: [],
     planTimeRules: [
@@ -407,7 +407,7 @@ export const VARIABLES = {
   root_password_hash: {
     type: "string",
     description:
-      "Recommended form of the root console password: a crypt(3) hash (e.g. from `openssl passwd -6`), set through cloud-init when set_root_password is true.",
+      "Recommended form of the root console password: a crypt(3) hash (e.g. from `openssl passwd -6`), set when set_root_password is true: through cloud-init on a new machine, and through Salt on every machine each time it changes (root_password, when given too, wins).",
     default: undefined,
     sensitive: true,
     rules: [

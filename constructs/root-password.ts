@@ -13,10 +13,19 @@ export class RootPassword {
    */
   readonly cloudInitUsers: string;
   /**
-   * The ephemeral plaintext for the chain to set through Salt, or "" when it is not to be set.
-   * cdktf renders a null literal on the right of Op.neq as undefined, so the test is written out.
+   * What the chain sets through Salt each time the orchestration runs (provisioners/
+   * set-root-password.sh): `plaintext` and the ephemeral root_password on the next line, else
+   * `hash` and root_password_hash, which would otherwise reach machines at their creation only
+   * (cloud-init runs once); "" when root's password is not to be set. cdktf renders a null
+   * literal on the right of Op.neq as undefined, so the tests are written out.
    */
-  readonly plaintext: string;
+  readonly secret: string;
+  /**
+   * Changes when root_password_hash does, for the chain to set it again: a SHA-256 of the crypt
+   * hash, from which neither the hash nor its salt can be had (so, not sensitive); "" when it is
+   * not to be set.
+   */
+  readonly hashVersion: string;
 
   constructor(scope: Construct) {
     this.cloudInitUsers = new TerraformLocal(
@@ -24,6 +33,12 @@ export class RootPassword {
       "root_password_users",
       '${var.set_root_password && var.root_password_hash != null ? [{ name = "root", password = var.root_password_hash, type = "hash" }] : []}',
     ).asString;
-    this.plaintext = `\${var.set_root_password && var.root_password != null ? var.root_password : ""}`;
+    this.secret =
+      '${var.set_root_password && var.root_password != null ? format("plaintext\\n%s", var.root_password) : ' +
+      'var.set_root_password && var.root_password_hash != null ? format("hash\\n%s", var.root_password_hash) : ""}';
+    // Both results are evaluated, so sha256 never sees a null.
+    this.hashVersion =
+      "${var.set_root_password && var.root_password_hash != null ? " +
+      'nonsensitive(sha256(var.root_password_hash == null ? "" : var.root_password_hash)) : ""}';
   }
 }

@@ -212,7 +212,7 @@ export class KubeOnOsStack extends TerraformStack {
       saltMasterHostKey: hostKey("salt_master"),
       layout: this.layout,
       enabled: v.run_provisioners.booleanValue,
-      rootPassword: rootPassword.plaintext,
+      rootPassword: { secret: rootPassword.secret, version: rootPassword.hashVersion },
       saltTree: props.saltTree,
       pillarTree: props.pillarTree,
       microk8sChannel: v.microk8s_channel.stringValue,

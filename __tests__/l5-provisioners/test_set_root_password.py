@@ -8,6 +8,8 @@ import pytest
 
 MINIONS = ["salt.lab.example.org", "bastion.lab.example.org", "k8s-master.lab.example.org"]
 PASSWORD = "correct horse battery staple"
+# `openssl passwd -6 -salt saltsalt 'correct horse battery staple'`: root_password_hash's form.
+HASH = "$6$saltsalt$" + "x" * 86
 
 
 def state(returns: dict | None = None, **extra) -> dict:
@@ -23,7 +25,7 @@ def state(returns: dict | None = None, **extra) -> dict:
 def secret(tmp_path):
     path = tmp_path / "secret" / "root-password"
     path.parent.mkdir(mode=0o700)
-    path.write_text(PASSWORD)
+    path.write_text(f"plaintext\n{PASSWORD}")
     return path
 
 
@@ -54,6 +56,38 @@ def test_sets_a_hash_of_the_password_on_every_minion_and_removes_the_plaintext(f
     assert call[-1].startswith("$6$") and verifies(PASSWORD, call[-1])
     assert not secret.exists()
     assert PASSWORD not in result.stdout + result.stderr + fakes.log_file.read_text() + fakes.state_file.read_text()
+
+
+def test_sets_a_given_hash_as_it_is_on_every_minion(fakes, secret):
+    fakes.update(**state())
+    secret.write_text(f"hash\n{HASH}")
+    result = fakes.run("set-root-password.sh", str(secret), *MINIONS)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "root password: set on 3 machines\n"
+    [call] = fakes.calls("salt")
+    assert call[-3:] == ["shadow.set_password", "root", HASH]
+    assert not secret.exists()
+
+
+def test_a_hash_that_is_not_a_crypt_hash_fails_without_showing_it(fakes, secret):
+    fakes.update(**state())
+    secret.write_text("hash\nnot-a-crypt-hash")
+    result = fakes.run("set-root-password.sh", str(secret), *MINIONS)
+    message = "root password: the hash is not a crypt(3) SHA-512, SHA-256, yescrypt or bcrypt hash"
+    assert (result.returncode, result.stdout, result.stderr) == (1, "", f"{message}\n")
+    assert fakes.calls("salt") == []
+    assert not secret.exists()
+
+
+def test_a_plaintext_alone_is_the_earlier_chains_form_and_is_hashed(fakes, secret):
+    # As the chain wrote it before the kind line: the upgrade tests run earlier steps with today's scripts.
+    fakes.update(**state())
+    secret.write_text(PASSWORD)
+    result = fakes.run("set-root-password.sh", str(secret), *MINIONS)
+    assert result.returncode == 0, result.stderr
+    [call] = fakes.calls("salt")
+    assert verifies(PASSWORD, call[-1])
+    assert not secret.exists()
 
 
 def test_an_empty_secret_leaves_the_password_alone(fakes, secret):

@@ -51,12 +51,13 @@ export interface SaltProvisionerProps {
    */
   readonly rebootForUpdates: boolean | IResolvable;
   /**
-   * Root's console password, set on every minion through Salt (as a SHA-512 crypt hash) before
-   * the orchestration: an expression that is "" when the password is not to be set, meant for
-   * the ephemeral root_password, which Terraform keeps out of plans and state.
+   * Root's console password, set on every minion through Salt (as a crypt hash) before the
+   * orchestration: `secret` is what set-root-password.sh reads ("" when the password is not to
+   * be set), meant for the ephemeral root_password, which Terraform keeps out of plans and state;
+   * a change of `version` sets it again.
    * @default - root's password is not managed by the chain
    */
-  readonly rootPassword?: string;
+  readonly rootPassword?: { readonly secret: string; readonly version: string };
   /** Whether the chain exists at all (a bool token, from run_provisioners). */
   readonly enabled: boolean | IResolvable;
   /** @default the repository's salt/ */
@@ -223,13 +224,14 @@ export class SaltProvisioner extends Construct {
       ],
     });
 
-    // An ephemeral value cannot be a trigger: the password is set again whenever the orchestration runs.
+    // An ephemeral value cannot be a trigger: the password is set again whenever the orchestration
+    // runs, and when root_password_hash changes.
     const setRootPassword: (RemoteExecProvisioner | FileProvisioner)[] =
       props.rootPassword === undefined
         ? []
         : [
             remoteExec(toSaltMaster, `install -d -m 0700 ${REMOTE_SECRETS}`),
-            { type: "file", content: props.rootPassword, destination: `${REMOTE_SECRETS}/root-password`, connection: toSaltMaster },
+            { type: "file", content: props.rootPassword.secret, destination: `${REMOTE_SECRETS}/root-password`, connection: toSaltMaster },
             remoteExec(
               toSaltMaster,
               Fn.format(`sudo bash ${REMOTE_BIN}/set-root-password.sh ${REMOTE_SECRETS}/root-password %s`, [Fn.join(" ", minionIds)]),
@@ -250,7 +252,10 @@ export class SaltProvisioner extends Construct {
 
     this.orchestrate = new NullResource(this, "Orchestrate", {
       count: count(),
-      triggers: { after: idOf(this.upgrade) },
+      triggers: {
+        after: idOf(this.upgrade),
+        ...(props.rootPassword === undefined ? {} : { root_password_hash: props.rootPassword.version }),
+      },
       provisioners: [...setRootPassword, remoteExec(toSaltMaster, `sudo bash ${REMOTE_BIN}/orchestrate.sh orch.deploy`)],
     });
 
