@@ -20,7 +20,8 @@ JSON. Every subcommand reads what one Salt command printed:
   forget-node MINION    stdin: salt --out=json --static MINION microk8s.forget_node ADDRESS.
                         Prints "removed", "absent", "no-answer" or "error <first line>".
   upgrade-plan MINION   stdin: salt --out=json --static MINION microk8s.upgrade_plan CHANNEL.
-                        Prints "roll <nodes in the cluster> <id to roll>...", "no-answer" or
+                        Prints "roll <nodes in the cluster> <id to roll>...", "absent" (no
+                        microk8s module: the snap is not installed), "no-answer" or
                         "error <first line>".
   reboot-plan ID...      stdin: salt --out=json --static --list IDS kube_on_os.reboot_required.
                         Prints "needs <id>..." (the IDs whose updates need a reboot, in the
@@ -228,10 +229,16 @@ def forget_node(minion: str, text: str) -> str:
 
 
 def upgrade_plan(minion: str, text: str) -> str:
-    """The roll microk8s.upgrade_plan returned ({"roll": [ids], "current": {id: version}})."""
+    """
+    The roll microk8s.upgrade_plan returned ({"roll": [ids], "current": {id: version}}), or
+    "absent" when the minion has no such function: the microk8s module loads only once the snap is
+    installed (its __virtual__ looks for the binary), so a master before its first orch.deploy.
+    """
     answered, value = minion_return(minion, text)
     if not answered:
         return "no-answer"
+    if value == "'microk8s.upgrade_plan' is not available.":
+        return "absent"
     if isinstance(value, dict) and isinstance(value.get("roll"), list) and isinstance(value.get("current"), dict):
         return " ".join(["roll", str(len(value["current"])), *map(str, value["roll"])])
     return f"error {one_line(value)}"

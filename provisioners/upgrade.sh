@@ -34,6 +34,11 @@ call plan microk8s.upgrade_plan "$channel"
 read -r verdict nodes roll <<<"$("${KOO_SALT_OUTPUT[@]}" upgrade-plan "$master" <"$work/plan.json")" || true
 case $verdict in
   roll) ;;
+  absent)
+    # Salt loads the microk8s module only once the snap is there: orch.deploy installs it.
+    echo "microk8s_channel $channel: microk8s is not installed on $master yet; orch.deploy installs it"
+    exit 0
+    ;;
   no-answer)
     reason=$(koo_last_line "$(cat "$work/plan.err")")
     koo_die 1 "cannot plan the upgrade to microk8s_channel $channel: $master did not answer microk8s.upgrade_plan${reason:+ (salt: $reason)}"

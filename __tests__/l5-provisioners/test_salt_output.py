@@ -169,6 +169,29 @@ def test_reboot_plan_results_in_the_order_of_the_nodes_given(text, result):
     assert salt_output.reboot_plan(["a.example", "b.example"], text) == result
 
 
+@pytest.mark.parametrize(
+    ("text", "result"),
+    [
+        (
+            '{"m.example": {"roll": ["m.example"], "current": {"m.example": "v1.34.0", "w.example": "v1.35.0"}}}',
+            "roll 2 m.example",
+        ),
+        ('{"m.example": {"roll": [], "current": {}}}', "roll 0"),
+        # The microk8s module loads only once the snap is installed.
+        ('{"m.example": "\'microk8s.upgrade_plan\' is not available."}', "absent"),
+        (
+            '{"m.example": "\'microk8s.release_check\' is not available."}',
+            "error 'microk8s.release_check' is not available.",
+        ),
+        ('{"m.example": {"failed": true}}', "no-answer"),
+        ('{"m.example": "ERROR: m.example runs v1.33.0: no"}', "error ERROR: m.example runs v1.33.0: no"),
+    ],
+    ids=["roll", "nothing to roll", "no module", "another function", "no answer", "refused"],
+)
+def test_upgrade_plan_results(text, result):
+    assert salt_output.upgrade_plan("m.example", text) == result
+
+
 def test_one_line_takes_a_tracebacks_last_line_and_caps_the_length():
     traceback = "The minion function caused an exception: Traceback (most recent call last):\n  File x\nKeyError: 'a'\n"
     assert salt_output.one_line(traceback) == "KeyError: 'a'"

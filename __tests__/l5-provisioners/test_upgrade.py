@@ -45,6 +45,19 @@ def test_a_first_deployment_is_left_to_orch_deploy(fakes):
     assert fakes.calls("salt-run") == []
 
 
+def test_a_master_without_microk8s_yet_is_left_to_orch_deploy(fakes):
+    # On a real host the microk8s module loads only once the snap put /snap/bin/microk8s there
+    # (its __virtual__): before the first orch.deploy, Salt answers that the function is missing.
+    fakes.update(**state(plan="'microk8s.upgrade_plan' is not available."))
+    result = fakes.run("upgrade.sh", MASTER, CHANNEL)
+    assert (result.returncode, result.stderr) == (0, "")
+    assert (
+        result.stdout
+        == f"microk8s_channel {CHANNEL}: microk8s is not installed on {MASTER} yet; orch.deploy installs it\n"
+    )
+    assert fakes.calls("salt-run") == []
+
+
 def test_a_refused_plan_fails_with_the_reason_and_rolls_nothing(fakes):
     reason = (
         f"{MASTER} runs v1.33.2: microk8s_channel {CHANNEL} skips a minor release; "

@@ -28,9 +28,12 @@ export interface ExecResult {
   readonly stderr: string;
 }
 
-/** The environment a login shell on Debian would have; nothing of this machine's leaks in. */
+/**
+ * The environment a login shell on the hosts would have; nothing of this machine's leaks in. PATH
+ * ends in /snap/bin, as Ubuntu's /etc/environment has it.
+ */
 export const HOST_ENV = {
-  PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+  PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/snap/bin",
   HOME: "/root",
   LANG: "C.UTF-8",
   TERM: "dumb",
