@@ -28,8 +28,8 @@ import { Network } from "./network";
  * newer image of the name, a new default, an edited cloud-init template in a new version of
  * kube-on-os) would replace every machine in one plan: all the dqlite voters and the Salt master
  * at once. Cloud-init runs once; a machine's later life belongs to Salt, which every apply runs.
- * New values reach new machines (a scale-up) and replaced ones (`-replace`, the roll), never a
- * running one (docs/provisioning.md, "Upgrading a running cluster").
+ * New values reach new machines (a scale-up) and replaced ones (`-replace`), never a running
+ * one (docs/provisioning.md, "Upgrading a running cluster").
  */
 export const BUILT_ONCE: TerraformResourceLifecycle = {
   ignoreChanges: ["image_id", "image_name", "block_device", "user_data", "config_drive", "key_pair"],
