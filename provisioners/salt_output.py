@@ -231,13 +231,14 @@ def forget_node(minion: str, text: str) -> str:
 def upgrade_plan(minion: str, text: str) -> str:
     """
     The roll microk8s.upgrade_plan returned ({"roll": [ids], "current": {id: version}}), or
-    "absent" when the minion has no such function: the microk8s module loads only once the snap is
-    installed (its __virtual__ looks for the binary), so a master before its first orch.deploy.
+    "absent" when the minion's microk8s module did not load: its __virtual__ looks for the
+    binary, which the snap installs, so a master before its first orch.deploy. Salt 3007 answers
+    that with the module's reason (salt/loader/lazy.py, missing_fun_string).
     """
     answered, value = minion_return(minion, text)
     if not answered:
         return "no-answer"
-    if value == "'microk8s.upgrade_plan' is not available.":
+    if isinstance(value, str) and value.startswith("'microk8s' __virtual__ returned False"):
         return "absent"
     if isinstance(value, dict) and isinstance(value.get("roll"), list) and isinstance(value.get("current"), dict):
         return " ".join(["roll", str(len(value["current"])), *map(str, value["roll"])])

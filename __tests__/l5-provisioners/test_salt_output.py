@@ -177,16 +177,21 @@ def test_reboot_plan_results_in_the_order_of_the_nodes_given(text, result):
             "roll 2 m.example",
         ),
         ('{"m.example": {"roll": [], "current": {}}}', "roll 0"),
-        # The microk8s module loads only once the snap is installed.
-        ('{"m.example": "\'microk8s.upgrade_plan\' is not available."}', "absent"),
+        # The microk8s module loads only once the snap is installed: Salt 3007 answers with its reason.
         (
-            '{"m.example": "\'microk8s.release_check\' is not available."}',
-            "error 'microk8s.release_check' is not available.",
+            '{"m.example": "\'microk8s\' __virtual__ returned False: the microk8s execution module needs '
+            'the microk8s binary on PATH"}',
+            "absent",
+        ),
+        # A module that was never synced is another matter.
+        (
+            '{"m.example": "\'microk8s.upgrade_plan\' is not available."}',
+            "error 'microk8s.upgrade_plan' is not available.",
         ),
         ('{"m.example": {"failed": true}}', "no-answer"),
         ('{"m.example": "ERROR: m.example runs v1.33.0: no"}', "error ERROR: m.example runs v1.33.0: no"),
     ],
-    ids=["roll", "nothing to roll", "no module", "another function", "no answer", "refused"],
+    ids=["roll", "nothing to roll", "no snap", "not synced", "no answer", "refused"],
 )
 def test_upgrade_plan_results(text, result):
     assert salt_output.upgrade_plan("m.example", text) == result

@@ -47,8 +47,9 @@ def test_a_first_deployment_is_left_to_orch_deploy(fakes):
 
 def test_a_master_without_microk8s_yet_is_left_to_orch_deploy(fakes):
     # On a real host the microk8s module loads only once the snap put /snap/bin/microk8s there
-    # (its __virtual__): before the first orch.deploy, Salt answers that the function is missing.
-    fakes.update(**state(plan="'microk8s.upgrade_plan' is not available."))
+    # (its __virtual__): before the first orch.deploy, Salt 3007 answers with the module's reason.
+    reason = "the microk8s execution module needs the microk8s binary on PATH"
+    fakes.update(**state(plan=f"'microk8s' __virtual__ returned False: {reason}"))
     result = fakes.run("upgrade.sh", MASTER, CHANNEL)
     assert (result.returncode, result.stderr) == (0, "")
     assert (
