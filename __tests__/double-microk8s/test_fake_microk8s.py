@@ -159,18 +159,6 @@ def installed(node):
     return node
 
 
-def test_the_snap_puts_microk8s_on_snap_bin_when_it_installs_it_and_not_before(node):
-    """
-    snapd writes a snap's command wrappers into /snap/bin at install (wrappers/binaries.go,
-    dirs.SnapBinariesDir): before it there is no microk8s command, so Salt's microk8s module
-    (whose __virtual__ looks for the binary) is not there either.
-    """
-    command = node.root / "snap/bin/microk8s"
-    assert not command.exists()
-    assert node.run("snap", "install", "microk8s", "--classic", "--channel=1.35/stable").returncode == 0
-    assert command.is_symlink() and command.resolve() == FAKE.resolve()
-
-
 def test_a_node_listens_on_a_port_the_kernel_never_hands_to_another_program(node):
     """
     The harness chooses a node's port before its agent, a Python process, binds it: a port from

@@ -28,12 +28,9 @@ export interface ExecResult {
   readonly stderr: string;
 }
 
-/**
- * The environment a login shell on the hosts would have; nothing of this machine's leaks in. PATH
- * ends in /snap/bin, as Ubuntu's /etc/environment has it.
- */
+/** The environment a login shell on Debian would have; nothing of this machine's leaks in. */
 export const HOST_ENV = {
-  PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/snap/bin",
+  PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
   HOME: "/root",
   LANG: "C.UTF-8",
   TERM: "dumb",

@@ -1,9 +1,7 @@
 #!/usr/bin/env bash
 # Installs the fake microk8s and snap into the root directory given (a host's image): the program
-# in /usr/local/lib/fake-microk8s, snap on PATH as Ubuntu's image has it, and an init script for
-# kubelite, whose status Salt asks on a worker through debian_service. /snap/bin/microk8s is not
-# there: `snap install microk8s` puts it there, as snapd does, so Salt's microk8s module loads only
-# once microk8s is installed, as on a real host.
+# in /usr/local/lib/fake-microk8s, snap and microk8s on PATH as the real snaps put them, and an
+# init script for kubelite, whose status Salt asks on a worker through debian_service.
 set -euo pipefail
 root=${1:?usage: install.sh ROOT}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -13,6 +11,8 @@ install -D -m 0644 "$here/kube_objects.py" "$root/usr/local/lib/fake-microk8s/ku
 install -D -m 0644 "$here/server_cert.py" "$root/usr/local/lib/fake-microk8s/server_cert.py"
 mkdir -p "$root/usr/bin" "$root/snap/bin" "$root/etc/init.d"
 ln -sfn /usr/local/lib/fake-microk8s/microk8s.py "$root/usr/bin/snap"
+ln -sfn /usr/local/lib/fake-microk8s/microk8s.py "$root/usr/bin/microk8s"
+ln -sfn /usr/local/lib/fake-microk8s/microk8s.py "$root/snap/bin/microk8s"
 cat >"$root/etc/init.d/snap.microk8s.daemon-kubelite" <<'SCRIPT'
 #!/bin/sh
 # The fake microk8s' kubelite: running while its cluster agent answers and microk8s is started (and

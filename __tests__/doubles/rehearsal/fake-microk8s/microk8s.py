@@ -2,10 +2,8 @@
 """
 The rehearsal's microk8s and snap: a fake that keeps state like the real one and talks between
 hosts only over the network, through a cluster agent on port 25000, as microk8s does since 1.25
-(canonical/microk8s-cluster-agent). Installed into every host's image as /usr/bin/snap
-(install.sh); `snap install microk8s` links /snap/bin/microk8s to it, as snapd writes a snap's
-command wrappers into /snap/bin when it installs the snap (snapd wrappers/binaries.go), and only
-then (Salt's microk8s module, which looks for the binary, loads only from there on).
+(canonical/microk8s-cluster-agent). Installed into every host's image as /usr/bin/snap,
+/usr/bin/microk8s and /snap/bin/microk8s (install.sh).
 
 State, under the real paths:
 - $SNAP_DATA (/var/snap/microk8s/current): fake/node.json (installed, running, the channel, the
@@ -226,8 +224,6 @@ import server_cert
 
 ROOT = Path(os.environ.get("FAKE_MICROK8S_ROOT", "/"))
 SNAP_DATA = ROOT / "var/snap/microk8s/current"
-# Where snapd puts a snap's commands (dirs.SnapBinariesDir), on the services' PATH.
-SNAP_BIN = ROOT / "snap/bin"
 SNAP_COMMON = ROOT / "var/snap/microk8s/common"
 NODE = SNAP_DATA / "fake/node.json"
 CLUSTER = SNAP_DATA / "fake/cluster.json"
@@ -1442,9 +1438,6 @@ def snap(args: list[str]) -> int:
         start_own_cluster(state)
         write(NODE, state)
         start_agent()
-        SNAP_BIN.mkdir(parents=True, exist_ok=True)
-        (SNAP_BIN / "microk8s").unlink(missing_ok=True)
-        (SNAP_BIN / "microk8s").symlink_to(Path(__file__).resolve())
         print(f"microk8s ({state['channel']}) v{version(state)} from Canonical✓ installed")
         return 0
     if args[:1] == ["restart"]:
