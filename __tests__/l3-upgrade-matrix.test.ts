@@ -12,9 +12,10 @@ import * as path from "node:path";
 import { isDeepStrictEqual } from "node:util";
 import { NOBLE_IMAGE, OpenStackDouble, startOpenStackDouble } from "./doubles/openstack/server";
 import { StateServer, startStateServer } from "./doubles/http-state/server";
-import { synthStack, synthToDir } from "./support/synth";
+import { synthStack } from "./support/synth";
 import { RunResult, runTfAsync, TfCli, tfClis } from "./support/tofu";
 import { ADDED_SINCE_A4E49BC, plannedChanges } from "./support/upgrade";
+import { Workspace, workspace } from "./support/workspace";
 
 const FIXTURES = path.join(__dirname, "fixtures", "upgrade");
 
@@ -70,10 +71,10 @@ function deploymentEnv(deployment: string): NodeJS.ProcessEnv {
   return { TF_VAR_deploy_domain_name: `${deployment}.kube-on-os`, TF_VAR_run_provisioners: "false" };
 }
 
-/** Runs `cli` in `dir` against the double and the version's state. */
-function runner(cli: TfCli, dir: string, deployment: string) {
-  const env = { ...double.passwordEnv(), ...state.backendEnv(`upgrade-${deployment}`), ...deploymentEnv(deployment) };
-  return (args: string[]): Promise<RunResult> => runTfAsync(cli, args, dir, env);
+/** Today's stack for `deployment`, synthesized and initialised against a fresh state (support/workspace.ts). */
+function todaysWorkspace(cli: TfCli, deployment: string, extra: NodeJS.ProcessEnv = {}): Promise<Workspace> {
+  const env = { ...deploymentEnv(deployment), ...extra };
+  return workspace(double, state, env, env, cli);
 }
 
 async function mustRun(run: (args: string[]) => Promise<RunResult>, args: string[]): Promise<RunResult> {
@@ -82,9 +83,14 @@ async function mustRun(run: (args: string[]) => Promise<RunResult>, args: string
   return result;
 }
 
+/** The stack `version` synthesized (its fixture). */
+function fixture(version: string): any {
+  return JSON.parse(fs.readFileSync(path.join(FIXTURES, `${version}.json`), "utf8"));
+}
+
 /** The fixture in a directory of its own, its state in the state server like the pipeline's. */
 function oldStackDir(version: string): string {
-  const json = JSON.parse(fs.readFileSync(path.join(FIXTURES, `${version}.json`), "utf8"));
+  const json = fixture(version);
   json.terraform.backend = { http: { lock_method: "POST", unlock_method: "DELETE" } };
   const dir = scratchDir(`kube-on-os-upgrade-${version}-`);
   fs.writeFileSync(path.join(dir, "cdk.tf.json"), JSON.stringify(json, null, 2));
@@ -123,7 +129,7 @@ const CHANGED_DEFAULTS: Record<string, string> = {
 it("keeps every variable an earlier version had, with its default, but those CHANGED_DEFAULTS explains", async () => {
   const today = (await synthStack({})).variable;
   for (const version of VERSIONS) {
-    const old = JSON.parse(fs.readFileSync(path.join(FIXTURES, `${version}.json`), "utf8")).variable;
+    const old = fixture(version).variable;
     expect({ version, gone: Object.keys(old).filter((name) => !(name in today)) }).toEqual({ version, gone: [] });
     const changed = Object.keys(old).filter((name) => !isDeepStrictEqual(old[name].default, today[name].default));
     expect({ version, changed: changed.filter((name) => !(name in CHANGED_DEFAULTS)) }).toEqual({ version, changed: [] });
@@ -144,20 +150,20 @@ describe.each(VERSIONS)("upgrading a deployment made by %s", (version) => {
     const deployment = `${version}-${cli.name}`;
     const neverApplied = NEVER_APPLIED[`${version} ${cli.name}`];
     let installed: RunResult;
-    let today: (args: string[]) => Promise<RunResult>;
+    let today: Workspace;
     let planned: string[];
 
     beforeAll(async () => {
       // Each CLI has its deployment: a state written by OpenTofu names its providers on
       // registry.opentofu.org, which Terraform does not take as its own.
-      const old = runner(cli, oldStackDir(version), deployment);
+      today = await todaysWorkspace(cli, deployment);
+      // The old stack in a directory of its own, on today's state and environment.
+      const dir = oldStackDir(version);
+      const old = (args: string[]) => runTfAsync(cli, args, dir, today.env);
       await mustRun(old, ["init", "-input=false"]);
       installed = await old(["apply", "-auto-approve", "-input=false"]);
       if (neverApplied) return;
-      const dir = await synthToDir(scratchDir("kube-on-os-upgrade-today-"), deploymentEnv(deployment));
-      today = runner(cli, dir, deployment);
-      await mustRun(today, ["init", "-input=false"]);
-      planned = await plannedChanges(today);
+      planned = await plannedChanges((args) => today.tofu(args));
     }, 600_000);
 
     if (neverApplied) {
@@ -187,10 +193,10 @@ describe.each(VERSIONS)("upgrading a deployment made by %s", (version) => {
     if (version === VERSIONS[0] || (cli.name === "terraform" && version === VERSIONS[1])) {
       // The oldest deployment each CLI has.
       it("applies the upgrade, and then plans no changes", async () => {
-        const upgrade = await today(["apply", "-auto-approve", "-input=false"]);
+        const upgrade = await today.tofu(["apply", "-auto-approve", "-input=false"]);
         expect(upgrade.stderr).toBe("");
         expect(upgrade.stdout).toContain(`Resources: ${PLANNED[version].length - 3} added, 3 changed, 0 destroyed.`);
-        const replan = await today(["plan", "-detailed-exitcode", "-input=false"]);
+        const replan = await today.tofu(["plan", "-detailed-exitcode", "-input=false"]);
         expect(replan.stderr).toBe("");
         expect(replan.status).toBe(0);
       });
@@ -200,14 +206,11 @@ describe.each(VERSIONS)("upgrading a deployment made by %s", (version) => {
 
 describe.each(tfClis())("a running cluster with boot volumes, on $name", (cli) => {
   const deployment = `boot-volumes-${cli.name}`;
-  const env = { ...deploymentEnv(deployment), TF_VAR_kube_node_boot_volume_size: "20" };
-  let run: (args: string[]) => Promise<RunResult>;
+  let ws: Workspace;
 
   beforeAll(async () => {
-    const dir = await synthToDir(scratchDir("kube-on-os-upgrade-volumes-"), env);
-    run = (args) => runTfAsync(cli, args, dir, { ...double.passwordEnv(), ...state.backendEnv(`upgrade-${deployment}`), ...env });
-    await mustRun(run, ["init", "-input=false"]);
-    await mustRun(run, ["apply", "-auto-approve", "-input=false"]);
+    ws = await todaysWorkspace(cli, deployment, { TF_VAR_kube_node_boot_volume_size: "20" });
+    await mustRun((args) => ws.tofu(args), ["apply", "-auto-approve", "-input=false"]);
   }, 600_000);
 
   it("replaces no node when the cloud publishes a newer build of its image: the image is in the boot volume", async () => {
@@ -226,7 +229,7 @@ describe.each(tfClis())("a running cluster with boot volumes, on $name", (cli) =
     // A build newer than the one the cluster's volumes were made from, under the name base_image looks up.
     const newer = NEWER_NOBLE[cli.name];
     double.glance.seedImage(newer.id, newer.name);
-    const planned = await plannedChanges(run);
+    const planned = await plannedChanges((args) => ws.tofu(args));
     expect(planned).toEqual([]);
   });
 });
