@@ -1,6 +1,9 @@
+import * as fs from "node:fs";
+import * as path from "node:path";
+import YAML from "yaml";
 import { ConfigError } from "../config/config-error";
 import { loadBackend, loadConfig } from "../config/load";
-import { VARIABLES } from "../config/parameters";
+import { NEW_CLUSTER_CHANNEL, VARIABLES } from "../config/parameters";
 
 const KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHhU0xQm2c2RZkzC9M7tRrFSe0Q5sQm8l8S3ZzQxYw1a waldorf@example";
 
@@ -25,7 +28,6 @@ describe("loadConfig", () => {
       external_network_name: "vlan1066",
       // The wiki's image ID is one cloud's Ubuntu 20.04, past its end of life: a name, looked up.
       base_image: "Ubuntu 24.04",
-      microk8s_channel: "1.35/stable",
       deploy_domain_name: "kube-on-os",
       deploy_user: "ubuntu",
       set_root_password: false,
@@ -33,6 +35,13 @@ describe("loadConfig", () => {
       public_network_cidr: "10.0.0.0/16",
       private_network_cidr: "10.1.0.0/16",
     });
+    // Unset: a running cluster keeps the channel its nodes track, a new one installs NEW_CLUSTER_CHANNEL (issue 33).
+    expect(config.microk8s_channel).toBeUndefined();
+  });
+
+  it("names the channel a new cluster installs as Salt does (the plan says it, Salt installs it)", () => {
+    const defaults = YAML.parse(fs.readFileSync(path.join(__dirname, "..", "salt", "microk8s", "defaults.yaml"), "utf8"));
+    expect(defaults.microk8s).toMatchObject({ channel: null, new_cluster_channel: NEW_CLUSTER_CHANNEL });
   });
 
   it("never carries root_password, even when it is set", async () => {
@@ -102,7 +111,7 @@ describe("loadConfig", () => {
       [{ TF_VAR_base_image: "x".repeat(256) }, "or an image name of 1 to 255 characters without leading or trailing spaces"],
       [
         { TF_VAR_microk8s_channel: "1.27/stable" },
-        'Invalid TF_VAR_microk8s_channel="1.27/stable": microk8s_channel must be a classic microk8s channel <track>/<risk>: track 1.28 or later (1.<minor>), risk stable, candidate, beta, edge, such as 1.35/stable.',
+        'Invalid TF_VAR_microk8s_channel="1.27/stable": microk8s_channel must be a classic microk8s channel <track>/<risk>: track 1.28 or later (1.<minor>), risk stable, candidate, beta, edge, such as 1.35/stable (or unset).',
       ],
       [{ TF_VAR_microk8s_channel: "latest/stable" }, "microk8s_channel must be a classic microk8s channel"],
       [{ TF_VAR_microk8s_channel: "1.35-strict/stable" }, "microk8s_channel must be a classic microk8s channel"],

@@ -3,6 +3,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { Testing } from "cdktf";
 import { loadConfig } from "../config/load";
+import { NEW_CLUSTER_CHANNEL } from "../config/parameters";
 import { cleanCopy } from "../constructs/provisioning/tree-hash";
 import { KubeOnOsStack } from "../constructs/stack";
 import { resourceById, synthStack, TerraformJson } from "./support/synth";
@@ -188,15 +189,18 @@ describe("SaltProvisioner", () => {
     );
   });
 
-  it("rolls microk8s_channel to the nodes that run an older one before orch.deploy, and shows the channel in the plan", () => {
+  it("rolls microk8s_channel to the nodes that run an older one before orch.deploy, and says in the plan what it will do", () => {
     const upgrade = step(json, "Upgrade");
+    // Unset, upgrade.sh gets "" and keeps the nodes' channel (L5 chain-over-SSH runs both on both CLIs).
     expect(upgrade.provisioner.map((p: any) => p["remote-exec"].inline)).toEqual([
       [
         "set -eu",
-        '${format("sudo bash .kube-on-os/bin/upgrade.sh %s %s", format("%s.%s", "k8s-master", var.deploy_domain_name), var.microk8s_channel)}',
+        `\${format("sudo bash .kube-on-os/bin/upgrade.sh %s '%s'", format("%s.%s", "k8s-master", var.deploy_domain_name), (var.microk8s_channel == null) ? "" : var.microk8s_channel)}`,
       ],
     ]);
-    expect(upgrade.triggers.channel).toBe("${var.microk8s_channel}");
+    expect(upgrade.triggers.channel).toBe(
+      `\${(var.microk8s_channel == null) ? "unset: every node keeps the channel the cluster's nodes track (a new cluster installs ${NEW_CLUSTER_CHANNEL})" : format("%s: the nodes below it roll up one minor at a time, one node at a time", var.microk8s_channel)}`,
+    );
     expect(step(json, "Orchestrate").triggers.after).toBe(`\${one(${address(json, "Upgrade")}[*].id)}`);
   });
 

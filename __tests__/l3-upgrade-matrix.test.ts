@@ -124,6 +124,8 @@ it("keeps one fixture per version listed, and says what today's stack plans for 
  */
 const CHANGED_DEFAULTS: Record<string, string> = {
   base_image: "machines keep the image they were built with (constructs/machine.ts, BUILT_ONCE)",
+  microk8s_channel:
+    "null keeps the channel the nodes track (kube_on_os.microk8s_channel, upgrade.sh); a new cluster's is Salt's new_cluster_channel",
 };
 
 it("keeps every variable an earlier version had, with its default, but those CHANGED_DEFAULTS explains", async () => {

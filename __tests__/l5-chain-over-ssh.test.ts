@@ -295,7 +295,8 @@ describeWithNamespaces("L5: the provisioning chain over SSH through the bastion"
         // on the master: nothing to roll); the roll itself is L4's and the rehearsal's.
         "saltutil.sync_all": { [MASTER]: {} },
         "saltutil.refresh_pillar wait=True": { [MASTER]: true },
-        "microk8s.upgrade_plan 1.35/stable": { [MASTER]: { channel: "1.35/stable", minor: 35, roll: [], current: {} } },
+        // microk8s_channel unset: no channel given, the module plans with the master's, which has none yet.
+        "microk8s.upgrade_plan": { [MASTER]: { channel: null, minor: null, roll: [], current: {}, steps: [] } },
         // reboot.sh's calls, on every Kubernetes node there may be: no update needs a reboot
         // (the roll itself is L4's, test_reboot_roll.py).
         "saltutil.sync_modules": Object.fromEntries([MASTER, WORKER_0, WORKER_1, WORKER_2].map((minion) => [minion, []])),
@@ -402,7 +403,7 @@ describeWithNamespaces("L5: the provisioning chain over SSH through the bastion"
       `AcceptMinionKeys: accepted minion key: ${WORKER_1}`,
       "AcceptMinionKeys: all 5 minion keys accepted",
       "AcceptMinionKeys: all 5 minions answer test.ping",
-      "Upgrade: microk8s_channel 1.35/stable: no node runs microk8s yet; orch.deploy installs it",
+      "Upgrade: microk8s_channel unset: no node runs microk8s yet; orch.deploy installs it",
       "Orchestrate: root password: set on 5 machines",
       `Orchestrate: orchestration orch.deploy started on ${SALT}`,
       "Orchestrate: [k8s-worker-0.lab.example] saltutil.sync_all: ok",
@@ -460,9 +461,7 @@ describeWithNamespaces("L5: the provisioning chain over SSH through the bastion"
       expect(apply.stderr).toBe("");
       expect(apply.stdout).toContain("Apply complete! Resources: 5 added, 0 changed, 5 destroyed.");
       expect(stepsRun(apply.stdout)).toEqual(["SyncSaltTree", "AcceptMinionKeys", "Upgrade", "Orchestrate", "RebootForUpdates"]);
-      expect(scriptLines(apply.stdout)).toContain(
-        "Upgrade: microk8s_channel 1.35/stable: no node runs microk8s yet; orch.deploy installs it",
-      );
+      expect(scriptLines(apply.stdout)).toContain("Upgrade: microk8s_channel unset: no node runs microk8s yet; orch.deploy installs it");
       expect(fs.readFileSync(path.join(files.saltRoot, "core", "motd.sls"), "utf8")).toMatch(/# edited by the L5 test\n$/);
       expect((await edited(["plan", "-detailed-exitcode", "-input=false"])).status).toBe(0);
     });

@@ -27,9 +27,15 @@ const workers = (n: number) => Array.from({ length: n - 1 }, (_, i) => id(`k8s-w
 const STEPS = ["WaitForBastion", "WaitForSaltMaster", "SyncSaltTree", "AcceptMinionKeys", "Upgrade", "Orchestrate", "RebootForUpdates"];
 /** The chain's last line when it ran to the end and no node's updates need a reboot (the rehearsal's hosts have none). */
 const NO_REBOOT = "RebootForUpdates: reboot_for_updates: no Kubernetes node needs a reboot for its updates";
-/** The channel the rehearsal deploys, one minor below the default it rolls to on 5 nodes. */
-const FIRST_CHANNEL = "1.34/stable";
+/**
+ * The channel the rehearsal deploys with, as every deployment made before 1.35 became the default
+ * did (Salt's default until 1f28b16); it then unsets microk8s_channel, which keeps it, and later
+ * asks for NEXT_CHANNEL on 5 nodes, a roll of one minor at a time.
+ */
+const FIRST_CHANNEL = "1.28/stable";
 const NEXT_CHANNEL = "1.35/stable";
+/** The minors the roll goes through, in order. */
+const ROLL_STEPS = Array.from({ length: 35 - 28 }, (_, i) => `1.${29 + i}/stable`);
 /** Where `npm run rehearse` wants the measurements. */
 const REPORT = process.env.KOO_REHEARSAL_REPORT;
 /** root's console password: ephemeral, given at plan and apply time only, as docs/provisioning.md says. */
@@ -81,7 +87,10 @@ const available = rehearsalAvailable();
 (available.ok ? describe : describe.skip)(`L5: the deployment rehearsal${available.ok ? "" : ` (skipped: ${available.reason})`}`, () => {
   let rehearsal: Rehearsal;
   let synthEnv: NodeJS.ProcessEnv;
-  const measured: Record<string, unknown> = {};
+  const timeline: { tofu: string; atSeconds: number; seconds: number }[] = [];
+  /** The apply that rolled the channel on 5 nodes, then ran orch.deploy. */
+  let rolled: RunResult;
+  const measured: Record<string, unknown> = { timeline };
   /** Everything tofu printed, for the check that the root password never shows. */
   const printed: string[] = [];
   const started = Date.now();
@@ -105,8 +114,15 @@ const available = rehearsalAvailable();
       TF_VAR_root_password: ROOT_PASSWORD,
     };
     const tofu: Tofu = async (args, more = {}) => {
+      const t0 = Date.now();
       const result = await runTofuAsync(args, dir, { ...env, ...extra, ...more });
       printed.push(result.stdout, result.stderr);
+      // The timeline of every tofu run, for `npm run rehearse` to show where the time goes.
+      timeline.push({
+        tofu: args.filter((arg) => !arg.startsWith("-")).join(" "),
+        atSeconds: Math.round((t0 - started) / 1000),
+        seconds: Math.round((Date.now() - t0) / 1000),
+      });
       return result;
     };
     const init = await tofu(["init", "-input=false"]);
@@ -398,6 +414,9 @@ const available = rehearsalAvailable();
           "printf '*** System restart required ***\\n' > /run/reboot-required && echo linux-image-6.8.0-51-generic > /run/reboot-required.pkgs",
         );
       if (flagged.status !== 0) throw new Error(`/run/reboot-required: ${flagged.stderr}`);
+      // microk8s_channel unset from here on, as a deployment left with no value of its own: the
+      // cluster keeps the channel its nodes track.
+      delete synthEnv.TF_VAR_microk8s_channel;
       const tofu = await workspace({}, editedSaltTree("# edited by the rehearsal"));
       apply = await tofu(["apply", "-auto-approve", "-input=false"]);
       measured.secondRun = highstates(apply.stdout);
@@ -416,7 +435,7 @@ const available = rehearsalAvailable();
       expect(apply.stdout).toContain("Apply complete! Resources: 5 added, 0 changed, 5 destroyed.");
       expect(stepsRun(apply.stdout)).toEqual(["SyncSaltTree", "AcceptMinionKeys", "Upgrade", "Orchestrate", "RebootForUpdates"]);
       expect(scriptLines(apply.stdout)).toContain(
-        `Upgrade: microk8s_channel ${FIRST_CHANNEL}: all 3 nodes in the cluster run 1.34; nothing to roll`,
+        `Upgrade: microk8s_channel unset: the cluster keeps ${FIRST_CHANNEL}, the channel its nodes track; nothing to roll`,
       );
     });
 
@@ -456,15 +475,30 @@ const available = rehearsalAvailable();
       for (const worker of workers(5).slice(2)) expect(await isWorker(worker)).toBe(true);
       for (const voter of workers(5).slice(0, 2)) expect(await isWorker(voter)).toBe(false);
     });
+
+    it("installs the channel the cluster tracks on the new nodes, microk8s_channel being unset", async () => {
+      for (const worker of workers(5).slice(2)) {
+        const snap = await rehearsal.cloud.host(worker).exec("snap list microk8s");
+        expect(snap.stdout.split("\n")[1].split(/\s+/)[3]).toBe(FIRST_CHANNEL);
+      }
+    });
   });
 
-  describe(`rolling microk8s_channel from ${FIRST_CHANNEL} to ${NEXT_CHANNEL} on 5 nodes`, () => {
+  describe(`rolling microk8s_channel from ${FIRST_CHANNEL} to ${NEXT_CHANNEL} on 5 nodes, one minor at a time`, () => {
     let apply: RunResult;
 
     beforeAll(async () => {
+      // A voter's status lists no dqlite member twice (microk8s#2190), as a transient dqlite
+      // failure does: its highstate in the orchestration after the roll reads it again, and
+      // nothing leaves or rejoins.
+      const faulted = await rehearsal.cloud
+        .host(id("k8s-worker-0"))
+        .exec(`echo '{"status_dqlite_empty": 2}' > /var/snap/microk8s/current/fake/faults.json`);
+      if (faulted.status !== 0) throw new Error(`injecting the fault: ${faulted.stderr}`);
       const tofu = await workspace({ TF_VAR_num_kube_nodes: "5", TF_VAR_microk8s_channel: NEXT_CHANNEL });
       const t0 = Date.now();
       apply = await tofu(["apply", "-auto-approve", "-input=false"]);
+      rolled = apply;
       measured.upgradeApplySeconds = Math.round((Date.now() - t0) / 1000);
       measured.upgrade = scriptLines(apply.stdout).filter((line) => line.startsWith("Upgrade: "));
       // From here on the cluster runs the new channel: going back would be refused as a downgrade.
@@ -475,16 +509,22 @@ const available = rehearsalAvailable();
       expect(outcome(apply)).toEqual(SUCCEEDED);
       const lines = scriptLines(apply.stdout);
       const order = [MASTER, ...workers(5)];
-      expect(lines).toContain(
-        `Upgrade: microk8s_channel ${NEXT_CHANNEL}: rolling 5 of 5 nodes to 1.35, one at a time: ${order.join(", ")}`,
-      );
-      expect(lines.filter((line) => line.startsWith("Upgrade: ")).at(-1)).toMatch(
-        /^Upgrade: orchestration orch\.upgrade succeeded in \d+ s/,
-      );
-      // Each node's snap refresh (microk8s.upgrade) returns before the next node is drained: its
-      // per-host lines come in the roll's order, one per node, none failed.
+      const steps = lines.filter((line) => / nodes to 1\.\d+ /.test(line));
+      expect(steps).toEqual([
+        `Upgrade: microk8s_channel ${NEXT_CHANNEL}: rolling 5 of 5 nodes to 1.35 one minor at a time, in 7 steps: ${ROLL_STEPS.join(", ")}`,
+        ...ROLL_STEPS.map(
+          (step, i) =>
+            `Upgrade: microk8s_channel ${NEXT_CHANNEL}: rolling 5 of 5 nodes to ${step.split("/")[0]} (step ${i + 1} of 7), one at a time: ${order.join(", ")}`,
+        ),
+      ]);
+      const rolls = lines.filter((line) => /^Upgrade: orchestration orch\.upgrade (succeeded|failed)/.test(line));
+      expect(rolls).toHaveLength(ROLL_STEPS.length);
+      for (const roll of rolls) expect(roll).toMatch(/^Upgrade: orchestration orch\.upgrade succeeded in \d+ s/);
+      // Each node's snap refresh (microk8s.upgrade) returns before the next node is drained, and
+      // every node reaches a minor before any goes on: per-host lines in the roll's order, one
+      // per node and minor, none failed.
       const refreshes = lines.flatMap((line) => /^Upgrade: \[([^\]]+)\] state\.sls: .*, 0 failed/.exec(line)?.[1] ?? []);
-      expect(refreshes).toEqual(order);
+      expect(refreshes).toEqual(ROLL_STEPS.flatMap(() => order));
     });
 
     it("leaves every node Ready and schedulable at 1.35, with its 3 voters", async () => {
@@ -503,19 +543,13 @@ const available = rehearsalAvailable();
     });
   });
 
-  describe("re-applying with 5 nodes (another SLS edit)", () => {
+  describe("the orchestration after the roll, on 5 nodes", () => {
     let apply: RunResult;
 
-    beforeAll(async () => {
-      // A voter's status lists no dqlite member twice (microk8s#2190), as a transient dqlite
-      // failure does: its highstate reads it again, and nothing leaves or rejoins.
-      const faulted = await rehearsal.cloud
-        .host(id("k8s-worker-0"))
-        .exec(`echo '{"status_dqlite_empty": 2}' > /var/snap/microk8s/current/fake/faults.json`);
-      if (faulted.status !== 0) throw new Error(`injecting the fault: ${faulted.stderr}`);
-      const tofu = await workspace({ TF_VAR_num_kube_nodes: "5" }, editedSaltTree("# edited again by the rehearsal"));
-      apply = await tofu(["apply", "-auto-approve", "-input=false"]);
-    }, 1_500_000);
+    beforeAll(() => {
+      // The roll's apply went on to orch.deploy, a re-apply of every highstate.
+      apply = rolled;
+    });
 
     it("fails and changes nothing on any host, the --worker nodes included", () => {
       expect(outcome(apply)).toEqual(SUCCEEDED);

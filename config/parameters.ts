@@ -173,6 +173,13 @@ const IMAGE_NAME = all(NOT_BLANK, TRIMMED, characters({ max: IMAGE_NAME_MAX }));
  */
 export const MICROK8S_MIN_MINOR = 28;
 
+/**
+ * The channel a new cluster installs while microk8s_channel is unset: Salt's
+ * microk8s:new_cluster_channel (salt/microk8s/defaults.yaml, which a test keeps equal). A running
+ * cluster keeps the channel its nodes track, whatever this becomes (docs/decisions.md).
+ */
+export const NEW_CLUSTER_CHANNEL = "1.35/stable";
+
 /** The risk levels of a snap channel (snapcraft.io/docs/channels). */
 export const MICROK8S_RISKS = ["stable", "candidate", "beta", "edge"] as const;
 
@@ -500,13 +507,13 @@ export const VARIABLES = {
   } satisfies VariableSpec<string>,
   microk8s_channel: {
     type: "string",
-    description: `Snap channel microk8s is installed from on every Kubernetes node: <track>/<risk>, the track a Kubernetes minor release (1.${MICROK8S_MIN_MINOR} or later).`,
-    default: "1.35/stable",
+    description: `Snap channel microk8s runs from on every Kubernetes node: <track>/<risk>, the track a Kubernetes minor release (1.${MICROK8S_MIN_MINOR} or later). Unset (null), every node keeps the channel the cluster's nodes track, and a new cluster installs ${NEW_CLUSTER_CHANNEL}. Set above the nodes' minor, the next deploy rolls them up one minor at a time, one node at a time.`,
+    default: undefined,
     rules: [
       rule(
         "microk8s_channel",
-        MICROK8S_CHANNEL,
-        `a classic microk8s channel <track>/<risk>: track 1.${MICROK8S_MIN_MINOR} or later (1.<minor>), risk ${MICROK8S_RISKS.join(", ")}, such as 1.35/stable`,
+        allowing(null, MICROK8S_CHANNEL),
+        `a classic microk8s channel <track>/<risk>: track 1.${MICROK8S_MIN_MINOR} or later (1.<minor>), risk ${MICROK8S_RISKS.join(", ")}, such as 1.35/stable (or unset)`,
       ),
     ],
   } satisfies VariableSpec<string>,

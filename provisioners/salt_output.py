@@ -19,9 +19,10 @@ JSON. Every subcommand reads what one Salt command printed:
                         "no-answer" or "error <first line>".
   forget-node MINION    stdin: salt --out=json --static MINION microk8s.forget_node ADDRESS.
                         Prints "removed", "absent", "no-answer" or "error <first line>".
-  upgrade-plan MINION   stdin: salt --out=json --static MINION microk8s.upgrade_plan CHANNEL.
-                        Prints "roll <nodes in the cluster> <id to roll>...", "absent" (no
-                        microk8s module: the snap is not installed), "no-answer" or
+  upgrade-plan MINION   stdin: salt --out=json --static MINION microk8s.upgrade_plan [CHANNEL].
+                        Prints "roll <nodes in the cluster> <channel|-> <id to roll>..." and a
+                        line "step <channel> <id>..." per minor the roll goes through, "absent"
+                        (no microk8s module: the snap is not installed), "no-answer" or
                         "error <first line>".
   reboot-plan ID...      stdin: salt --out=json --static --list IDS kube_on_os.reboot_required.
                         Prints "needs <id>..." (the IDs whose updates need a reboot, in the
@@ -230,19 +231,32 @@ def forget_node(minion: str, text: str) -> str:
 
 def upgrade_plan(minion: str, text: str) -> str:
     """
-    The roll microk8s.upgrade_plan returned ({"roll": [ids], "current": {id: version}}), or
-    "absent" when the minion's microk8s module did not load: its __virtual__ looks for the
-    binary, which the snap installs, so a master before its first orch.deploy. Salt 3007 answers
-    that with the module's reason (salt/loader/lazy.py, missing_fun_string).
+    The roll microk8s.upgrade_plan returned ({"channel", "roll": [ids], "current": {id: version},
+    "steps": [{"channel", "roll": [ids]}]}), as "roll <nodes in the cluster> <channel, or - when
+    none is installed> <id to roll>..." and then a line "step <channel> <id>..." per minor
+    release the roll goes through; or "absent" when the minion's microk8s module did not load:
+    its __virtual__ looks for the binary, which the snap installs, so a master before its first
+    orch.deploy. Salt 3007 answers that with the module's reason (salt/loader/lazy.py,
+    missing_fun_string).
     """
     answered, value = minion_return(minion, text)
     if not answered:
         return "no-answer"
     if isinstance(value, str) and value.startswith("'microk8s' __virtual__ returned False"):
         return "absent"
-    if isinstance(value, dict) and isinstance(value.get("roll"), list) and isinstance(value.get("current"), dict):
-        return " ".join(["roll", str(len(value["current"])), *map(str, value["roll"])])
-    return f"error {one_line(value)}"
+    if not (isinstance(value, dict) and isinstance(value.get("roll"), list) and isinstance(value.get("current"), dict)):
+        return f"error {one_line(value)}"
+    steps = value.get("steps")
+    if not (
+        isinstance(steps, list)
+        and all(
+            isinstance(s, dict) and isinstance(s.get("channel"), str) and isinstance(s.get("roll"), list) for s in steps
+        )
+    ):
+        return f"error {one_line(value)}"
+    lines = [" ".join(["roll", str(len(value["current"])), str(value.get("channel") or "-"), *map(str, value["roll"])])]
+    lines += [" ".join(["step", step["channel"], *map(str, step["roll"])]) for step in steps]
+    return "\n".join(lines)
 
 
 def reboot_plan(minions: list[str], text: str) -> str:

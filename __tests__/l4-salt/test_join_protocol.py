@@ -334,6 +334,31 @@ def test_the_chain_rolls_only_the_nodes_in_the_cluster_and_leaves_a_new_one_to_o
     assert drains(cluster) == ["k8s-master", "k8s-worker-0"]
 
 
+def test_a_channel_several_minors_ahead_rolls_every_node_through_each_minor_in_turn(joined):
+    cluster = joined
+    # Unset, the channel stays the one the nodes track.
+    kept = upgrade_sh(cluster, "")
+    assert (kept.returncode, kept.stdout) == (
+        0,
+        "microk8s_channel unset: the cluster keeps 1.28/stable, the channel its nodes track; nothing to roll\n",
+    ), kept.stderr
+    result = upgrade_sh(cluster, "1.30/stable")
+    assert result.returncode == 0, result.stderr + cluster.logs()
+    everyone = f"{MASTER}, {VOTER}, {WORKER}"
+    assert [line for line in result.stdout.splitlines() if line.startswith("microk8s_channel")] == [
+        "microk8s_channel 1.30/stable: rolling 3 of 3 nodes to 1.30 one minor at a time, in 2 steps: "
+        "1.29/stable, 1.30/stable",
+        f"microk8s_channel 1.30/stable: rolling 3 of 3 nodes to 1.29 (step 1 of 2), one at a time: {everyone}",
+        f"microk8s_channel 1.30/stable: rolling 3 of 3 nodes to 1.30 (step 2 of 2), one at a time: {everyone}",
+    ]
+    # Every node reaches 1.29 before any goes on to 1.30.
+    assert drains(cluster) == ["k8s-master", "k8s-worker-0", "k8s-worker-1"] * 2
+    assert kubelets(cluster) == {name: ("v1.30.0", False) for name in ("k8s-master", "k8s-worker-0", "k8s-worker-1")}
+    # Unset again, the cluster keeps 1.30.
+    kept = upgrade_sh(cluster, "")
+    assert kept.stdout.endswith("the cluster keeps 1.30/stable, the channel its nodes track; nothing to roll\n")
+
+
 def test_a_channel_that_skips_a_minor_touches_no_node(joined):
     cluster = joined
     status, result = orchestrate(cluster, "orch.upgrade", "1.30/stable")

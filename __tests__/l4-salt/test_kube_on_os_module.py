@@ -166,3 +166,36 @@ def test_minion_options_refuses_what_is_not_a_mapping_of_options(kube_on_os, exp
     kube_on_os.__opts__ = {"master_alive_interval": 60}
     with pytest.raises(CommandExecutionError, match=r"^minion_options needs a mapping of options, got "):
         kube_on_os.minion_options(expected)
+
+
+@pytest.mark.parametrize(
+    ("reports", "channel"),
+    [
+        # A new cluster: no node has the snap, so none reports.
+        ({}, "1.35/stable"),
+        ({"k8s-worker-0.lab.example": "'microk8s.installed' is not available."}, "1.35/stable"),
+        # The Kubernetes master's channel, which a roll reaches first.
+        (
+            {
+                "k8s-master.lab.example": {"version": "v1.29.0", "tracking": "1.29/stable"},
+                "k8s-worker-0.lab.example": {"version": "v1.28.15", "tracking": "1.28/stable"},
+            },
+            "1.29/stable",
+        ),
+        # A rebuilt master has none yet: the newest any node tracks.
+        (
+            {
+                "k8s-worker-0.lab.example": {"version": "v1.28.15", "tracking": "1.28/stable"},
+                "k8s-worker-1.lab.example": {"version": "v1.30.1", "tracking": "1.30/candidate"},
+                "k8s-worker-2.lab.example": None,
+            },
+            "1.30/candidate",
+        ),
+    ],
+    ids=["new cluster", "module not loaded", "the master's", "the newest"],
+)
+def test_an_unset_channel_is_the_one_the_cluster_tracks(kube_on_os, reports, channel):
+    asked = []
+    kube_on_os.__salt__ = {"mine.get": lambda target, function: asked.append((target, function)) or reports}
+    assert kube_on_os.microk8s_channel("k8s-master.lab.example", "1.35/stable") == channel
+    assert asked == [("k8s-*", "microk8s.installed")]

@@ -1125,8 +1125,9 @@ PUBLIC = {
     "classify_error": "(message: str)",
     "published_token": "(master: str, master_address: str | None = None)",
     "request_token_renewal": "(master: str, reason: str, serial: int)",
-    "upgrade_plan": "(channel: str)",
-    "release_check": "(channel: str)",
+    # upgrade.sh calls it with microk8s_channel, or with none when it is unset; orch.upgrade one minor at a time.
+    "upgrade_plan": "(channel: str | None = None, one_minor: bool = False)",
+    "release_check": "(channel: str | None = None)",
     "installed": "()",
     "refresh": "(channel: str)",
     "drain_node": "(address: str, channel: str, timeout: int = 300)",
@@ -1342,25 +1343,66 @@ def joined_cluster(microk8s, tmp_path, master_address: str = "10.1.0.10") -> Clu
 
 def test_the_upgrade_plan_rolls_the_control_plane_first_one_minor_at_a_time(microk8s, tmp_path):
     master = joined_cluster(microk8s, tmp_path).as_master()
+    everyone = [MASTER, CP_JOINER, WORKER]
     assert master.upgrade_plan("1.29/stable") == {
         "channel": "1.29/stable",
         "minor": 29,
-        "roll": [MASTER, CP_JOINER, WORKER],
+        "roll": everyone,
         "current": {MASTER: "v1.28.15", CP_JOINER: "v1.28.15", WORKER: "v1.28.15"},
+        "steps": [{"channel": "1.29/stable", "roll": everyone}],
     }
     assert master.upgrade_plan("1.28/candidate")["roll"] == []
+    assert master.upgrade_plan("1.28/candidate")["steps"] == []
+    # Several minors ahead: a step per minor, on the channel's risk.
+    assert master.upgrade_plan("1.31/candidate")["steps"] == [
+        {"channel": f"1.{minor}/candidate", "roll": everyone} for minor in (29, 30, 31)
+    ]
+    # orch.upgrade, run by hand, rolls one step: it refuses more.
     with pytest.raises(
         CommandExecutionError,
         match=rf"^{MASTER} runs v1\.28\.15: microk8s_channel 1\.35/stable skips a minor release; "
         r"upgrade one at a time \(1\.29/stable next\)$",
     ):
-        master.upgrade_plan("1.35/stable")
+        master.upgrade_plan("1.35/stable", one_minor=True)
     with pytest.raises(
         CommandExecutionError, match=rf"^{MASTER} runs v1\.28\.15: microk8s_channel 1\.27/stable would downgrade it"
     ):
         master.upgrade_plan("1.27/stable")
     with pytest.raises(CommandExecutionError, match=r"microk8s channel 'latest/edge' is not 1\.<minor>/"):
         master.upgrade_plan("latest/edge")
+
+
+def test_an_unset_channel_keeps_the_one_the_master_tracks_and_rolls_only_the_nodes_left_behind(
+    microk8s, tmp_path, monkeypatch
+):
+    cluster = joined_cluster(microk8s, tmp_path)
+    master = cluster.as_master()
+    assert master.upgrade_plan() == {
+        "channel": "1.28/stable",
+        "minor": 28,
+        "roll": [],
+        "current": {MASTER: "v1.28.15", CP_JOINER: "v1.28.15", WORKER: "v1.28.15"},
+        "steps": [],
+    }
+    assert master.release_check()["channel"] == "1.28/stable"
+    # A roll to 1.30 that stopped after the master: unset, the others follow it one minor at a time.
+    monkeypatch.setattr(importlib.import_module("microk8s._scale").time, "sleep", lambda _s: None)
+    for channel in ("1.29/stable", "1.30/stable"):
+        assert master.refresh(channel)["new"] == channel
+        master.wait_node_ready("10.1.0.10", channel, 30, 0)
+    assert master.upgrade_plan()["steps"] == [
+        {"channel": "1.29/stable", "roll": [CP_JOINER, WORKER]},
+        {"channel": "1.30/stable", "roll": [CP_JOINER, WORKER]},
+    ]
+    with pytest.raises(CommandExecutionError) as raised:
+        master.release_check()
+    assert str(raised.value) == (
+        f"2 node(s) run 1.28 ({CP_JOINER}, {WORKER}), below the 1.30/stable this node tracks: roll them first "
+        "(set microk8s_channel to 1.30/stable and deploy)"
+    )
+    # A node newer than the master's channel is never rolled back.
+    with pytest.raises(CommandExecutionError, match=r"microk8s_channel 1\.29/stable would downgrade it"):
+        master.upgrade_plan("1.29/stable")
 
 
 def test_the_dual_homed_master_is_known_by_its_host_name_where_its_private_address_is_not_its_node_address(
@@ -1419,7 +1461,8 @@ def test_new_nodes_join_only_a_cluster_that_runs_the_channels_release(microk8s, 
         f"3 node(s) run 1.28 ({MASTER}, {CP_JOINER}, {WORKER}) and microk8s_channel is 1.29/stable: roll them first "
         "(salt-run state.orchestrate orch.upgrade on the Salt master), or keep microk8s_channel at 1.28/stable"
     )
-    with pytest.raises(CommandExecutionError, match="skips a minor release"):
+    # Several minors ahead: the roll comes first all the same.
+    with pytest.raises(CommandExecutionError, match=r"^3 node\(s\) run 1\.28 .* microk8s_channel is 1\.30/stable"):
         master.release_check("1.30/stable")
 
 

@@ -266,12 +266,22 @@ def test_orchestration_joins_voters_one_at_a_time_then_workers_in_batches(tmp_pa
         )
     # The check counts microk8s:nodes itself, so the orchestration passes no number to drift.
     assert "arg" not in args_of(orch["orch-deploy-salt-function-cluster-check"], "salt.function")
+    # microk8s_channel unset (its default): the master checks against the channel it tracks.
+    assert pillar_data["microk8s"]["channel"] is None
     release = args_of(orch["orch-deploy-salt-function-release-check"], "salt.function")
-    assert (release["name"], release["tgt"], release["arg"]) == (
+    assert (release["name"], release["tgt"], release.get("arg")) == (
         "microk8s.release_check",
         f"k8s-master.{DOMAIN}",
-        [pillar_data["microk8s"]["channel"]],
+        None,
     )
+
+
+def test_with_a_channel_set_new_nodes_join_only_a_cluster_at_its_release(tmp_path, pillar_data):
+    pillar = with_nodes(pillar_data, 3)
+    pillar["microk8s"]["channel"] = "1.29/stable"
+    orch = Minion(tmp_path, f"salt.{DOMAIN}", pillar).call("state.show_sls", "orch.deploy")
+    release = args_of(orch["orch-deploy-salt-function-release-check"], "salt.function")
+    assert release["arg"] == ["1.29/stable"]
 
 
 def without_order(args: dict) -> dict:
@@ -355,6 +365,46 @@ def test_the_upgrade_rolls_one_node_at_a_time_master_voters_workers(tmp_path, pi
     assert (refresh["tgt"], refresh["sls"]) == (f"k8s-worker-2.{DOMAIN}", "microk8s.upgrade")
     ready = args_of(orch["orch-upgrade-salt-function-ready-k8s-worker-2"], "salt.function")
     assert ready["arg"] == ["10.1.0.102", "1.29/stable", 600]
+    # Run by hand it rolls one minor: the plan refuses more.
+    assert plan["kwarg"] == {"one_minor": True}
+    assert refresh["pillar"] == {"microk8s": {"channel": "1.29/stable"}}
+
+
+def test_a_step_of_the_chains_roll_takes_its_channel_and_skips_the_sync_once_done(tmp_path, pillar_data):
+    # upgrade.sh's second step of 1.28 -> 1.30 on two nodes, microk8s_channel 1.30/stable.
+    pillar = with_nodes(pillar_data, 3)
+    pillar["microk8s"]["channel"] = "1.30/stable"
+    pillar["orchestration"] = {
+        "roll": [f"k8s-master.{DOMAIN}", f"k8s-worker-1.{DOMAIN}"],
+        "channel": "1.29/stable",
+        "synced": True,
+    }
+    orch = Minion(tmp_path, f"salt.{DOMAIN}", pillar).call("state.show_sls", "orch.upgrade")
+    chain = [
+        "orch-upgrade-salt-function-plan",
+        *(
+            f"orch-upgrade-salt-{step}-{host}"
+            for host in ("k8s-master", "k8s-worker-1")
+            for step in ("function-drain", "state-refresh", "function-ready", "function-uncordon")
+        ),
+    ]
+    assert sorted(orch) == sorted(chain)
+    assert "require" not in args_of(orch[chain[0]], "salt.function")
+    assert args_of(orch["orch-upgrade-salt-function-plan"], "salt.function")["arg"] == ["1.29/stable"]
+    refresh = args_of(orch["orch-upgrade-salt-state-refresh-k8s-worker-1"], "salt.state")
+    assert refresh["pillar"] == {"microk8s": {"channel": "1.29/stable"}}
+    ready = args_of(orch["orch-upgrade-salt-function-ready-k8s-worker-1"], "salt.function")
+    assert ready["arg"] == ["10.1.0.101", "1.29/stable", 600]
+
+
+def test_the_upgrade_without_a_channel_fails_and_touches_no_node(tmp_path, pillar_data):
+    assert pillar_data["microk8s"]["channel"] is None
+    orch = Minion(tmp_path, f"salt.{DOMAIN}", with_nodes(pillar_data, 3)).call("state.show_sls", "orch.upgrade")
+    assert list(orch) == ["orch-upgrade-test-fail-without-changes-no-channel"]
+    refusal = args_of(orch["orch-upgrade-test-fail-without-changes-no-channel"], "test.fail_without_changes")
+    assert refusal["name"] == (
+        "orch.upgrade needs a channel: pillar orchestration:channel, or microk8s:channel (microk8s_channel)"
+    )
 
 
 def test_the_reboot_rolls_one_node_at_a_time_and_a_voter_waits_for_the_master(tmp_path, pillar_data):
@@ -572,10 +622,14 @@ def test_the_snap_install_reloads_modules_so_the_microk8s_module_appears(tmp_pat
 
 
 def test_the_snap_installs_from_the_channel_terraform_writes(tmp_path, pillar_data):
-    # microk8s_channel's default arrives as microk8s:channel; another value overrides Salt's default.
-    assert pillar_data["microk8s"]["channel"] == "1.35/stable"
+    # microk8s_channel unset arrives as a null microk8s:channel: with no node in the mine yet (a
+    # new cluster), the new cluster's channel; kube_on_os.microk8s_channel picks the nodes' otherwise.
+    assert pillar_data["microk8s"]["channel"] is None
+    highstate = Minion(tmp_path, f"k8s-worker-0.{DOMAIN}", pillar_data).highstate()
+    snap = args_of(highstate["microk8s-install-cmd-run-snap"], "cmd.run")
+    assert snap["name"] == "snap install microk8s --classic --channel=1.35/stable"
     pillar = {**pillar_data, "microk8s": {**pillar_data["microk8s"], "channel": "1.34/edge"}}
-    highstate = Minion(tmp_path, f"k8s-worker-0.{DOMAIN}", pillar).highstate()
+    highstate = Minion(tmp_path / "set", f"k8s-worker-0.{DOMAIN}", pillar).highstate()
     snap = args_of(highstate["microk8s-install-cmd-run-snap"], "cmd.run")
     assert snap["name"] == "snap install microk8s --classic --channel=1.34/edge"
 

@@ -173,10 +173,21 @@ def test_reboot_plan_results_in_the_order_of_the_nodes_given(text, result):
     ("text", "result"),
     [
         (
-            '{"m.example": {"roll": ["m.example"], "current": {"m.example": "v1.34.0", "w.example": "v1.35.0"}}}',
-            "roll 2 m.example",
+            '{"m.example": {"channel": "1.35/stable", "roll": ["m.example"], "current": {"m.example": "v1.34.0", '
+            '"w.example": "v1.35.0"}, "steps": [{"channel": "1.35/stable", "roll": ["m.example"]}]}}',
+            "roll 2 1.35/stable m.example\nstep 1.35/stable m.example",
         ),
-        ('{"m.example": {"roll": [], "current": {}}}', "roll 0"),
+        (
+            '{"m.example": {"channel": "1.30/beta", "roll": ["m.example", "w.example"], "current": {"m.example": '
+            '"v1.29.1", "w.example": "v1.28.15"}, "steps": [{"channel": "1.29/beta", "roll": ["w.example"]}, '
+            '{"channel": "1.30/beta", "roll": ["m.example", "w.example"]}]}}',
+            "roll 2 1.30/beta m.example w.example\nstep 1.29/beta w.example\nstep 1.30/beta m.example w.example",
+        ),
+        (
+            '{"m.example": {"channel": "1.28/stable", "roll": [], "current": {"m.example": "v1.28.15"}, "steps": []}}',
+            "roll 1 1.28/stable",
+        ),
+        ('{"m.example": {"channel": null, "roll": [], "current": {}, "steps": []}}', "roll 0 -"),
         # The microk8s module loads only once the snap is installed: Salt 3007 answers with its reason.
         (
             '{"m.example": "\'microk8s\' __virtual__ returned False: the microk8s execution module needs '
@@ -190,8 +201,20 @@ def test_reboot_plan_results_in_the_order_of_the_nodes_given(text, result):
         ),
         ('{"m.example": {"failed": true}}', "no-answer"),
         ('{"m.example": "ERROR: m.example runs v1.33.0: no"}', "error ERROR: m.example runs v1.33.0: no"),
+        # A plan without its steps (a module older than the chain's) is not guessed at.
+        ('{"m.example": {"roll": [], "current": {}}}', 'error {"roll": [], "current": {}}'),
     ],
-    ids=["roll", "nothing to roll", "no snap", "not synced", "no answer", "refused"],
+    ids=[
+        "roll",
+        "roll two minors",
+        "nothing to roll",
+        "nothing installed",
+        "no snap",
+        "not synced",
+        "no answer",
+        "refused",
+        "no steps",
+    ],
 )
 def test_upgrade_plan_results(text, result):
     assert salt_output.upgrade_plan("m.example", text) == result

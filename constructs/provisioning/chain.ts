@@ -5,12 +5,14 @@ import {
   FileProvisioner,
   Fn,
   IResolvable,
+  Op,
   RemoteExecProvisioner,
   SSHProvisionerConnection,
   TerraformCount,
   Token,
 } from "cdktf";
 import { Construct } from "constructs";
+import { NEW_CLUSTER_CHANNEL } from "../../config/parameters";
 import { Bastion } from "../bastion";
 import { ClusterLayout } from "../cluster-layout";
 import { KubeNodePool } from "../kube-node-pool";
@@ -43,7 +45,7 @@ export interface SaltProvisionerProps {
    * @default - no _cloud.sls is written
    */
   readonly cloudPillar?: { readonly content: string; readonly version: string };
-  /** The microk8s channel the cluster runs (microk8s_channel, validated at plan time): the upgrade step rolls it. */
+  /** The microk8s channel the cluster runs (microk8s_channel, validated at plan time; null keeps the nodes'): the upgrade step rolls it. */
   readonly microk8sChannel: string;
   /**
    * Whether the last step reboots the Kubernetes nodes whose package updates need it (a bool
@@ -237,15 +239,28 @@ export class SaltProvisioner extends Construct {
               Fn.format(`sudo bash ${REMOTE_BIN}/set-root-password.sh ${REMOTE_SECRETS}/root-password %s`, [Fn.join(" ", minionIds)]),
             ),
           ];
-    // Before orch.deploy, whose release check stops while the cluster runs another minor. The
-    // channel is in the triggers for the plan to show; its change re-runs the sync anyway.
+    // Before orch.deploy, whose release check stops while the cluster runs another minor. What
+    // the step will do is in the triggers, one line for the plan to show; a changed channel
+    // re-runs the sync anyway (the pillar holds it). Unset, upgrade.sh gets "" and keeps the
+    // channel the nodes track.
+    const unset = Op.eq(props.microk8sChannel, Token.nullValue());
     this.upgrade = new NullResource(this, "Upgrade", {
       count: count(),
-      triggers: { after: idOf(this.acceptMinionKeys), channel: props.microk8sChannel },
+      triggers: {
+        after: idOf(this.acceptMinionKeys),
+        channel: Fn.conditional(
+          unset,
+          `unset: every node keeps the channel the cluster's nodes track (a new cluster installs ${NEW_CLUSTER_CHANNEL})`,
+          Fn.format("%s: the nodes below it roll up one minor at a time, one node at a time", [props.microk8sChannel]),
+        ),
+      },
       provisioners: [
         remoteExec(
           toSaltMaster,
-          Fn.format(`sudo bash ${REMOTE_BIN}/upgrade.sh %s %s`, [props.layout.kubeMaster.fqdn, props.microk8sChannel]),
+          Fn.format(`sudo bash ${REMOTE_BIN}/upgrade.sh %s '%s'`, [
+            props.layout.kubeMaster.fqdn,
+            Fn.conditional(unset, "", props.microk8sChannel),
+          ]),
         ),
       ],
     });

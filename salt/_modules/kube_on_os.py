@@ -3,6 +3,7 @@ Lookups the kube-on-os states need that would otherwise be logic in Jinja.
 
 - ``hosts_file``: /etc/hosts content naming every minion at its private address (from the mine).
 - ``interface_in``: the name of the local interface whose IPv4 address lies in a network.
+- ``microk8s_channel``: the channel a new node installs when microk8s_channel is unset (the mine).
 - ``reboot_required``, ``reboot``: the node's side of the rolling reboot (orch.reboot).
 - ``minion_options``: whether salt-minion runs with the options core.minion wrote (orch.deploy).
 - ``restart_minion``: restarts salt-minion once the job that asked has returned (core.minion).
@@ -81,6 +82,30 @@ def interface_in(cidr: str) -> str:
         if any(ipaddress.ip_address(address) in network for address in addresses):
             return name
     raise CommandExecutionError(f"no interface has an address in {cidr}")
+
+
+def microk8s_channel(master: str, new_cluster: str) -> str:
+    """
+    The channel a node installs microk8s from when microk8s_channel is unset: the one the
+    cluster's nodes track, from the mine's ``microk8s.installed`` (pillar/roles/kubernetes.sls),
+    the Kubernetes ``master``'s first (a roll starts with it), else the newest any node tracks;
+    ``new_cluster`` where no node has microk8s yet (a first deployment). A node's entry is its
+    snap's ``{"version", "tracking"}``; one without the snap has none (the module loads with it).
+    """
+    reports = __salt__["mine.get"]("k8s-*", "microk8s.installed")
+    tracked = {
+        minion: report["tracking"]
+        for minion, report in (reports or {}).items()
+        if isinstance(report, dict) and isinstance(report.get("tracking"), str)
+    }
+    if master in tracked:
+        return tracked[master]
+
+    def minor(channel: str) -> int:
+        track = channel.split("/")[0]
+        return int(track.split(".")[1]) if track.startswith("1.") and track[2:].isdigit() else -1
+
+    return max(tracked.values(), key=minor, default=new_cluster)
 
 
 def reboot_required() -> dict:

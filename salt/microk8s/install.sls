@@ -1,4 +1,6 @@
 {%- from "microk8s/map.jinja" import microk8s with context %}
+{#- microk8s_channel unset: the channel the cluster's nodes track, or a new cluster's. #}
+{%- set channel = microk8s.channel or salt["kube_on_os.microk8s_channel"](microk8s.master or "", microk8s.new_cluster_channel) %}
 
 # The launch configuration is read when the snap installs: pod and service networks must not
 # be microk8s' own default (10.1.0.0/16 collides with the private network).
@@ -14,7 +16,7 @@ microk8s-install-file-managed-launch-config:
 
 microk8s-install-cmd-run-snap:
   cmd.run:
-    - name: {{ ("snap install microk8s --classic --channel=" ~ microk8s.channel | quote) | yaml_encode }}
+    - name: {{ ("snap install microk8s --classic --channel=" ~ channel | quote) | yaml_encode }}
     - unless: snap list microk8s
     # The microk8s execution and state modules load only once the binary exists.
     - reload_modules: true

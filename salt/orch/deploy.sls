@@ -85,14 +85,17 @@ orch-deploy-salt-state-bastion-and-master:
     - require:
       - salt: orch-deploy-salt-function-mine-update
 
-{#- New nodes install microk8s:channel: the cluster must already run that release (the roll,
-    orch.upgrade, moves it), or they would join it at another minor. #}
+{#- New nodes install microk8s:channel (unset: the channel the nodes track): the cluster must
+    already run that release (the roll, orch.upgrade, moves it), or they would join it at
+    another minor. #}
 orch-deploy-salt-function-release-check:
   salt.function:
     - name: microk8s.release_check
     - tgt: {{ master | yaml_encode }}
+{%- if microk8s.channel %}
     - arg:
       - {{ microk8s.channel | yaml_encode }}
+{%- endif %}
     - require:
       - salt: orch-deploy-salt-state-bastion-and-master
 {%- if cp_joiners %}

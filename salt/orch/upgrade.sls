@@ -1,10 +1,12 @@
 {#-
-  salt-run state.orchestrate orch.upgrade: rolls microk8s:channel through the cluster, one node
-  at a time, the master first, then the other voters, then the workers, so that never two
-  voters are out at once: drain (on the master) -> snap refresh (on the node) -> wait until
-  Kubernetes reports it Ready at the new release -> uncordon. The plan refuses a downgrade or a
-  skipped minor before anything is touched; a node already at the release is passed over; the
-  first failure stops the roll, and its step names the node.
+  salt-run state.orchestrate orch.upgrade: rolls a channel one minor up through the cluster (pillar
+  orchestration:channel, which provisioners/upgrade.sh passes for each step of a roll several
+  minors long, or else microk8s:channel), one node at a time, the master first, then the other
+  voters, then the workers, so that never two voters are out at once: drain (on the master) ->
+  snap refresh (on the node) -> wait until Kubernetes reports it Ready at the new release ->
+  uncordon. The plan refuses a downgrade or a skipped minor before anything is touched; a node
+  already at the release is passed over; the first failure stops the roll, and its step names
+  the node.
   The chain (provisioners/upgrade.sh) passes the plan's nodes as pillar orchestration:roll: only they
   are rolled (orch/roll.jinja), so a node not in the cluster yet (a scale-up with the new channel) is left to
   orch.deploy. Without it, every node in microk8s:nodes is.
@@ -12,6 +14,15 @@
 {%- from "orch/map.jinja" import orchestration with context %}
 {%- from "microk8s/map.jinja" import microk8s with context %}
 {%- from "orch/roll.jinja" import ids, addresses, master, order with context %}
+{%- set channel = orchestration.channel or microk8s.channel %}
+{%- if not channel %}
+
+orch-upgrade-test-fail-without-changes-no-channel:
+  test.fail_without_changes:
+    - name: "orch.upgrade needs a channel: pillar orchestration:channel, or microk8s:channel (microk8s_channel)"
+{%- else %}
+
+{%- if not orchestration.synced %}
 
 orch-upgrade-salt-function-sync-all:
   salt.function:
@@ -28,15 +39,20 @@ orch-upgrade-salt-function-refresh-pillar:
         wait: true
     - require:
       - salt: orch-upgrade-salt-function-sync-all
+{%- endif %}
 
 orch-upgrade-salt-function-plan:
   salt.function:
     - name: microk8s.upgrade_plan
     - tgt: {{ master | yaml_encode }}
     - arg:
-      - {{ microk8s.channel | yaml_encode }}
+      - {{ channel | yaml_encode }}
+    - kwarg:
+        one_minor: true
+{%- if not orchestration.synced %}
     - require:
       - salt: orch-upgrade-salt-function-refresh-pillar
+{%- endif %}
 {%- set previous = namespace(step="orch-upgrade-salt-function-plan") %}
 {%- for node in order %}
 {%-   set host = node.split(".") | first %}
@@ -47,7 +63,7 @@ orch-upgrade-salt-function-plan:
     - tgt: {{ master | yaml_encode }}
     - arg:
       - {{ addresses[node] | yaml_encode }}
-      - {{ microk8s.channel | yaml_encode }}
+      - {{ channel | yaml_encode }}
       - {{ orchestration.drain_timeout | yaml_encode }}
     - require:
       - salt: {{ previous.step | yaml_encode }}
@@ -56,6 +72,9 @@ orch-upgrade-salt-function-plan:
   salt.state:
     - tgt: {{ node | yaml_encode }}
     - sls: microk8s.upgrade
+    - pillar:
+        microk8s:
+          channel: {{ channel | yaml_encode }}
     - require:
       - salt: {{ ("orch-upgrade-salt-function-drain-" ~ host) | yaml_encode }}
 
@@ -65,7 +84,7 @@ orch-upgrade-salt-function-plan:
     - tgt: {{ master | yaml_encode }}
     - arg:
       - {{ addresses[node] | yaml_encode }}
-      - {{ microk8s.channel | yaml_encode }}
+      - {{ channel | yaml_encode }}
       - {{ orchestration.ready_timeout | yaml_encode }}
     - require:
       - salt: {{ ("orch-upgrade-salt-state-refresh-" ~ host) | yaml_encode }}
@@ -80,3 +99,4 @@ orch-upgrade-salt-function-plan:
       - salt: {{ ("orch-upgrade-salt-function-ready-" ~ host) | yaml_encode }}
 {%-   set previous.step = "orch-upgrade-salt-function-uncordon-" ~ host %}
 {%- endfor %}
+{%- endif %}

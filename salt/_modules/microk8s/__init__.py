@@ -463,20 +463,23 @@ def join_cluster(
 # Rolling upgrades: orch.upgrade runs these one node at a time.
 
 
-def upgrade_plan(channel: str) -> dict:
+def upgrade_plan(channel: str | None = None, one_minor: bool = False) -> dict:
     """
     The roll ``channel`` needs, run on a control-plane node: ``{"channel", "minor", "roll":
-    [ids, control plane first], "current": {id: kubelet version}}``. Raises naming the node when
-    ``channel`` would downgrade one or skip a minor release. CLI Example:
+    [ids, control plane first], "current": {id: kubelet version}, "steps": [{"channel", "roll"}]}``,
+    a step per minor release from the oldest node's up. No ``channel`` (microk8s_channel unset)
+    keeps the channel this node tracks. Raises naming the node when ``channel`` would downgrade
+    one, or with ``one_minor`` when it would skip a minor release. CLI Example:
     ``salt k8s-master.* microk8s.upgrade_plan 1.35/stable``
     """
-    return _sub("_upgrade").plan(__salt__, channel)
+    return _sub("_upgrade").plan(__salt__, channel, one_minor)
 
 
-def release_check(channel: str) -> dict:
+def release_check(channel: str | None = None) -> dict:
     """
-    Fails (naming the nodes) while the cluster runs a minor other than ``channel``'s: orch.deploy
-    checks it before new nodes install ``channel``; the roll (orch.upgrade) comes first.
+    Fails (naming the nodes) while the cluster runs a minor other than ``channel``'s (unset: the
+    channel this node tracks): orch.deploy checks it before new nodes install it; the roll
+    (the chain's Upgrade step, or orch.upgrade) comes first.
     """
     return _sub("_upgrade").release_check(__salt__, channel)
 

@@ -6,8 +6,9 @@ runs these one node at a time.
 
 Kubernetes upgrades one minor release at a time (its version skew policy: kube-apiserver
 instances within one minor of each other, kubelets never newer than the API server), and
-microk8s documents its upgrades the same way (a track at a time), so a plan that skips a minor
-or goes back is refused before anything is touched.
+microk8s documents its upgrades the same way (a track at a time), so a plan several minors
+ahead is a series of steps, one minor each (the chain, provisioners/upgrade.sh, rolls them in
+turn), and a plan that goes back is refused before anything is touched.
 """
 
 from __future__ import annotations
@@ -75,21 +76,36 @@ def refresh(salt: dict, channel: str) -> dict:
     return {"old": current["tracking"], "new": channel}
 
 
-def plan(salt: dict, channel: str) -> dict:
+def plan(salt: dict, channel: str | None = None, one_minor: bool = False) -> dict:
     """
-    ``{"channel", "minor", "roll": [ids], "current": {id: kubelet version}}``: the nodes of the
-    pillar that Kubernetes runs below ``channel``'s minor, control plane first (pillar order),
-    then the workers. Nodes not in the cluster yet are left to orch.deploy, which installs the
-    channel; so is everything when this node has no microk8s yet (a first deployment: the chain
-    asks before orch.deploy has installed anything). Raises naming the node when one runs a
-    newer minor (no downgrades) or two or more minors older (one minor at a time).
+    ``{"channel", "minor", "roll": [ids], "current": {id: kubelet version}, "steps": [{"channel",
+    "roll": [ids]}]}``: the nodes of the pillar that Kubernetes runs below ``channel``'s minor,
+    control plane first (pillar order), then the workers, and the steps that take them there one
+    minor at a time (Kubernetes' version skew policy): a step per minor from the oldest node's
+    next one up to ``channel``'s, each rolling the nodes still below it, on ``channel``'s risk.
+
+    ``channel`` None (microk8s_channel unset) keeps the channel this node tracks: the cluster's,
+    since the Kubernetes master is rolled first; only nodes a failed roll left behind are rolled.
+    Nodes not in the cluster yet are left to orch.deploy, which installs the channel; so is
+    everything when this node has no microk8s yet (a first deployment: the chain asks before
+    orch.deploy has installed anything). Raises naming the node when one runs a newer minor (no
+    downgrades), and with ``one_minor`` (orch.upgrade run by hand rolls one step) when the nodes
+    are two or more minors older.
     """
+    here = installed(salt)
+    if not channel:
+        if here is None:
+            return {"channel": None, "minor": None, "roll": [], "current": {}, "steps": []}
+        channel = here["tracking"]
+        asked = f"microk8s_channel unset (keep {channel}, which this node tracks)"
+    else:
+        asked = f"microk8s_channel {channel}"
     target = channel_minor(channel)
-    if installed(salt) is None:
-        return {"channel": channel, "minor": target, "roll": [], "current": {}}
+    if here is None:
+        return {"channel": channel, "minor": target, "roll": [], "current": {}, "steps": []}
     roles = _membership.node_roles(salt)
     known = _membership.nodes(salt)
-    current, roll = {}, []
+    current, minors = {}, {}
     for node_id in [*roles["control_plane"], *roles["workers"]]:
         node = _membership.node_of(known, node_id, roles["addresses"][node_id])
         if node is None:
@@ -100,33 +116,44 @@ def plan(salt: dict, channel: str) -> dict:
             raise CommandExecutionError(f"{node_id} reports no kubelet version; its release is unknown")
         if minor > target:
             raise CommandExecutionError(
-                f"{node_id} runs {node['version']}: microk8s_channel {channel} would downgrade it; "
+                f"{node_id} runs {node['version']}: {asked} would downgrade it; "
                 "Kubernetes cannot go back a minor release"
             )
-        if minor < target - 1:
+        if one_minor and minor < target - 1:
             raise CommandExecutionError(
-                f"{node_id} runs {node['version']}: microk8s_channel {channel} skips a minor release; "
+                f"{node_id} runs {node['version']}: {asked} skips a minor release; "
                 f"upgrade one at a time (1.{minor + 1}/stable next)"
             )
-        if minor < target:
-            roll.append(node_id)
-    return {"channel": channel, "minor": target, "roll": roll, "current": current}
+        minors[node_id] = minor
+    roll = [node_id for node_id, minor in minors.items() if minor < target]
+    risk = channel.split("/")[1]
+    steps = [
+        {"channel": f"1.{step}/{risk}", "roll": [node_id for node_id in roll if minors[node_id] < step]}
+        for step in range(min((minors[node_id] for node_id in roll), default=target) + 1, target + 1)
+    ]
+    return {"channel": channel, "minor": target, "roll": roll, "current": current, "steps": steps}
 
 
-def release_check(salt: dict, channel: str) -> dict:
+def release_check(salt: dict, channel: str | None = None) -> dict:
     """
     Before orch.deploy joins new nodes: ``plan(channel)`` must have nothing to roll, since a
-    node that installs ``channel`` into a cluster running another minor breaks the version skew
-    policy. Raises naming the nodes and the way on: the roll (orch.upgrade), or the channel the
-    cluster runs. Returns the plan.
+    node that installs ``channel`` (unset: the channel this node tracks) into a cluster running
+    another minor breaks the version skew policy. Raises naming the nodes and the way on: the
+    roll (the chain's Upgrade step, or orch.upgrade), or the channel the cluster runs. Returns
+    the plan.
     """
     result = plan(salt, channel)
     if result["roll"]:
         minor = version_minor(result["current"][result["roll"][0]])
+        nodes = f"{len(result['roll'])} node(s) run 1.{minor} ({', '.join(result['roll'])})"
+        if channel:
+            raise CommandExecutionError(
+                f"{nodes} and microk8s_channel is {channel}: roll them first (salt-run state.orchestrate "
+                f"orch.upgrade on the Salt master), or keep microk8s_channel at 1.{minor}/stable"
+            )
         raise CommandExecutionError(
-            f"{len(result['roll'])} node(s) run 1.{minor} ({', '.join(result['roll'])}) and microk8s_channel is "
-            f"{channel}: roll them first (salt-run state.orchestrate orch.upgrade on the Salt master), "
-            f"or keep microk8s_channel at 1.{minor}/stable"
+            f"{nodes}, below the {result['channel']} this node tracks: roll them first (set microk8s_channel to "
+            f"{result['channel']} and deploy)"
         )
     return result
 
