@@ -189,7 +189,7 @@ describe("SaltProvisioner", () => {
     );
   });
 
-  it("rolls microk8s_channel to the nodes that run an older one before orch.deploy, and says in the plan what it will do", () => {
+  it("rolls microk8s_channel to the nodes that run an older one before orch.deploy, and shows the channel in the plan", () => {
     const upgrade = step(json, "Upgrade");
     // Unset, upgrade.sh gets "" and keeps the nodes' channel (L5 chain-over-SSH runs both on both CLIs).
     expect(upgrade.provisioner.map((p: any) => p["remote-exec"].inline)).toEqual([
