@@ -413,12 +413,19 @@ describe("the pipeline, run locally by gitlab-ci-local", () => {
     const statePath = `/api/v4/projects/${PROJECT_ID}/terraform/state/${DOMAIN}`;
     expect(api.requests.map((r) => `${r.method} ${r.path} ${r.status}`)).toEqual([
       `GET ${statePath} 204`,
+      // scripts/quota-usage.js: its init, and the quota_needs output of a state not there yet
+      `GET ${statePath} 204`,
+      `GET ${statePath} 204`,
       `POST ${statePath}/lock 200`,
       `GET ${statePath} 204`,
       `DELETE ${statePath}/lock 200`,
     ]);
     expect(pipeline.output).toContain(
       `state: ${DOMAIN} at ${api.serverUrl}${statePath} (lock ${api.serverUrl}${statePath}/lock, user gitlab-ci-token)`,
+    );
+    // Before the plan, what the project uses of its quotas, through the clouds.yaml entry.
+    expect(pipeline.output).toMatch(
+      /^plan +> kube-on-os: quotas: the plan compares what this deployment needs with what the project has free$/m,
     );
   });
 

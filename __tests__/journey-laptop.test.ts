@@ -140,7 +140,15 @@ describeEachCli("the README's laptop commands against the OpenStack API double",
       const name = cli.name === "tofu" ? "OpenTofu" : "Terraform";
       expect(deployed.text).toMatch(new RegExp(`kube-on-os: using ${name} \\d+\\.\\d+\\.\\d+ \\(${cli.path}, ${cli.name} on PATH;`));
       expect(deployed.text).toContain("--skip-provider-lock");
-      expect(deployed.text).toContain('Successfully configured the backend "local"');
+      // Before each plan, what the project uses of its quotas (docs/quotas.md).
+      expect(deployed.text).toMatch(
+        /^kube-on-os: quotas: the plan compares what this deployment needs with what the project has free\r?$/m,
+      );
+      // The stack's directory is initialised with the local backend.
+      const backend = JSON.parse(
+        fs.readFileSync(path.join(project, "cdktf.out", "stacks", "kube-on-os", ".terraform", "terraform.tfstate"), "utf8"),
+      );
+      expect(backend.backend.type).toBe("local");
       expect(deployed.text).toMatch(/Apply complete! Resources: \d+ added, 0 changed, 0 destroyed\./);
       expect(stderrFree(deployed.stderr)).toBe("");
       // The state is local, beside the project; the double holds the cluster; Nova has the key.
@@ -163,6 +171,9 @@ describeEachCli("the README's laptop commands against the OpenStack API double",
       const diff = await atTerminal("npm run diff\n");
       expect({ status: diff.status, tail: diff.text.slice(-3000) }).toMatchObject({ status: 0 });
       expect(diff.text).toContain("No changes. Your infrastructure matches the configuration.");
+      expect(diff.text).toContain(
+        "kube-on-os: quotas: the plan compares what this deployment needs beyond what it already holds with what the project has free",
+      );
     },
     LAPTOP_TIMEOUT_MS,
   );

@@ -9,7 +9,10 @@ import { NEUTRON_DEFAULT_QUOTAS } from "./doubles/openstack/neutron";
 import { NOVA_DEFAULT_QUOTAS } from "./doubles/openstack/nova";
 import { StateServer, startStateServer } from "./doubles/http-state/server";
 import { OpenStackDouble, startOpenStackDouble } from "./doubles/openstack/server";
-import { RunResult } from "./support/tofu";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { RunResult, runAsync, tfClis } from "./support/tofu";
 import { workspace, Workspace } from "./support/workspace";
 
 let double: OpenStackDouble;
@@ -115,6 +118,84 @@ describe("quotas", () => {
     expect(replan.status).toBe(0);
     double.neutron.floatingips.delete(other.id);
     await destroyAll(ws);
+  });
+});
+
+/** TF_VAR_quota_usage as npm run diff|deploy and the pipeline's plan read it before a plan. */
+async function quotaUsage(ws: Workspace, env: NodeJS.ProcessEnv = {}): Promise<{ env: NodeJS.ProcessEnv; said: string }> {
+  const script = path.join(__dirname, "..", "scripts", "quota-usage.js");
+  const read = await runAsync("node", [script, ws.dir, ws.cli.path], { env: { ...process.env, ...ws.env, ...env } });
+  expect({ status: read.status, lines: read.stderr.trim().split("\n").length }).toEqual({ status: 0, lines: 1 });
+  return { env: read.stdout.trim() ? { TF_VAR_quota_usage: read.stdout.trim() } : {}, said: read.stderr.trim() };
+}
+
+describe("quotas with what the project already uses", () => {
+  it("refuses a second cluster in the project at plan time, naming security groups, and creates nothing", async () => {
+    const first = await workspace(double, state, { TF_VAR_deploy_domain_name: "first.example" });
+    const applied = await apply(first);
+    expect({ status: applied.status, stderr: applied.stderr }).toEqual({ status: 0, stderr: "" });
+    const resources = double.resourceCount();
+    // The first cluster's 5 groups and the project's default: 6 of Neutron's default 10.
+    for (const cli of tfClis()) {
+      const second = await workspace(double, state, { TF_VAR_deploy_domain_name: "second.example" }, undefined, cli);
+      const usage = await quotaUsage(second);
+      expect(usage.said).toBe("kube-on-os: quotas: the plan compares what this deployment needs with what the project has free");
+      const refused = await second.tofu(["plan", "-input=false"], usage.env);
+      expect(refused.status).toBe(1);
+      expect(oneLine(refused)).toContain(
+        "Quota too small: this deployment needs Neutron quota security_group = 5, 4 free (10 allowed, 6 in use; " +
+          "openstack quota show --usage); raise the quota, or deploy fewer or smaller machines.",
+      );
+      // Limits alone, as before, would let it through to a 409 halfway through the apply.
+      const limitsOnly = await second.tofu(["plan", "-input=false"]);
+      expect({ cli: cli.name, status: limitsOnly.status, stderr: limitsOnly.stderr }).toEqual({ cli: cli.name, status: 0, stderr: "" });
+    }
+    expect(double.resourceCount()).toBe(resources);
+    await destroyAll(first);
+  });
+
+  it("counts only what an update adds to what the deployment already holds", async () => {
+    const ws = await workspace(double, state);
+    // An application credential reads the usage as well as a password does.
+    const unset = Object.fromEntries(Object.keys(double.passwordEnv()).map((k) => [k, ""]));
+    const none = await quotaUsage(ws, { ...unset, ...double.applicationCredentialEnv() });
+    expect(JSON.parse(String(none.env.TF_VAR_quota_usage))["compute.cores"]).toEqual({ used: 0, own: 0 });
+    const applied = await apply(ws, none.env);
+    expect({ status: applied.status, stderr: applied.stderr }).toEqual({ status: 0, stderr: "" });
+    // 3 nodes hold 15 of the 20 cores; a 4th needs 4 more of the 5 free.
+    const held = await quotaUsage(ws);
+    expect(held.said).toBe(
+      "kube-on-os: quotas: the plan compares what this deployment needs beyond what it already holds with what the project has free",
+    );
+    expect(JSON.parse(String(held.env.TF_VAR_quota_usage))["compute.cores"]).toEqual({ used: 15, own: 15 });
+    const replan = await ws.tofu(["plan", "-detailed-exitcode", "-input=false"], held.env);
+    expect({ status: replan.status, stderr: replan.stderr }).toEqual({ status: 0, stderr: "" });
+    const four = await ws.tofu(["plan", "-input=false"], { ...held.env, TF_VAR_num_kube_nodes: "4" });
+    expect({ status: four.status, stderr: four.stderr }).toEqual({ status: 0, stderr: "" });
+    const five = await ws.tofu(["plan", "-input=false"], { ...held.env, TF_VAR_num_kube_nodes: "5" });
+    expect(five.status).toBe(1);
+    expect(oneLine(five)).toContain(
+      "this deployment needs Nova quota cores = 23 (8 more than the 15 it holds), 5 free (20 allowed, 15 in use; openstack quota show --usage)",
+    );
+    await destroyAll(ws);
+  });
+
+  it("says in one line why it could not read the usage, and the plan compares the limits alone", async () => {
+    const ws = await workspace(double, state);
+    const unread = await quotaUsage(ws, { OS_PASSWORD: "wrong" });
+    expect(unread).toEqual({
+      env: {},
+      said: "kube-on-os: quotas: the project's usage could not be read (POST /identity/v3/auth/tokens answered 401); the plan compares the limits only",
+    });
+    // A clouds.yaml the parser refuses: the line it quotes would show the password.
+    const clouds = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "kube-on-os-clouds-")), "clouds.yaml");
+    fs.writeFileSync(clouds, "clouds:\n  double:\n    auth:\n      password: s3cret: oops\n");
+    const unset = Object.fromEntries(Object.keys(double.passwordEnv()).map((k) => [k, ""]));
+    const broken = await quotaUsage(ws, { ...unset, OS_CLOUD: "double", OS_CLIENT_CONFIG_FILE: clouds });
+    expect(broken.said).toBe(
+      `kube-on-os: quotas: the project's usage could not be read (${clouds} cannot be read as YAML (BLOCK_AS_IMPLICIT_KEY)); the plan compares the limits only`,
+    );
+    expect(await quotaUsage(ws, { TF_VAR_check_quotas: "false" })).toEqual({ env: {}, said: "" });
   });
 });
 

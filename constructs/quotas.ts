@@ -1,4 +1,15 @@
-import { Fn, IResolvable, Op, ref, TerraformCount, TerraformIterator, TerraformLocal, TerraformStack, Token } from "cdktf";
+import {
+  Fn,
+  IResolvable,
+  Op,
+  ref,
+  TerraformCount,
+  TerraformIterator,
+  TerraformLocal,
+  TerraformStack,
+  TerraformVariable,
+  Token,
+} from "cdktf";
 import { Construct } from "constructs";
 import { DataOpenstackBlockstorageQuotasetV3 } from "../.gen/providers/openstack/data-openstack-blockstorage-quotaset-v3";
 import { DataOpenstackComputeFlavorV2 } from "../.gen/providers/openstack/data-openstack-compute-flavor-v2";
@@ -33,7 +44,16 @@ export interface QuotasProps {
   readonly apiLoadBalancers?: number;
   /** The node pools, whose workers count too. @default - none */
   readonly workerPools?: WorkerPools;
+  /**
+   * The `quota_usage` variable: by "<service>.<quota>", what the project uses and what this
+   * deployment holds of it (scripts/quota-usage.js writes it before a plan). Null, or a quota
+   * it lacks, compares the limit alone.
+   */
+  readonly usage: TerraformVariable;
 }
+
+/** The Terraform variable the wrappers write before a plan (scripts/quota-usage.js); not a parameter. */
+export const QUOTA_USAGE_VARIABLE = "quota_usage";
 
 /** The project quotas a deployment uses, by quota name; `docs/quotas.md` explains each. */
 export interface QuotaNeeds {
@@ -44,10 +64,11 @@ export interface QuotaNeeds {
 
 /**
  * The machines, their ports, networks, floating IPs and volume, counted against the project's
- * Nova, Cinder and Neutron quotas at plan time. A limit smaller than what the deployment needs
- * fails the plan with one line naming the quota, before anything is created. Only limits are
- * compared: what other deployments in the project already use can still exhaust a quota at
- * apply time, and the cloud then answers with its own error (409, 403 or 413).
+ * Nova, Cinder and Neutron quotas at plan time. When what the deployment needs exceeds what is
+ * free (the limit, less what the project uses, plus what this deployment already holds), the
+ * plan fails with one line naming the quota, before anything is created. With a null
+ * `quota_usage` only the limits are compared; either way, what others create after the plan can still exhaust a
+ * quota at apply time, and the cloud then answers with its own error (409, 403 or 413).
  */
 export class Quotas extends Construct {
   /** The machines' ports besides one per worker: bastion 2, Salt master 1, Kubernetes master 2. */
@@ -105,6 +126,9 @@ export class Quotas extends Construct {
     this.needsLocal = new TerraformLocal(this, "needs", this.needs);
     const needs = this.needsLocal;
     const need = (service: keyof QuotaNeeds, quota: string) => `local.${needs.friendlyUniqueId}.${service}.${quota}`;
+    const usage = `var.${props.usage.friendlyUniqueId}`;
+    const check = (service: keyof QuotaNeeds, quota: string) =>
+      checkQuota(SERVICE_NAMES[service], service, quota, need(service, quota), usage);
 
     // The project the credentials are scoped to, from the token itself.
     const authScope = new DataOpenstackIdentityAuthScopeV3(this, "Scope", { count: count(), name: "kube-on-os" });
@@ -112,30 +136,46 @@ export class Quotas extends Construct {
     new DataOpenstackComputeQuotasetV2(this, "Compute", {
       count: count(),
       projectId,
-      lifecycle: { postcondition: Object.keys(this.needs.compute).map((quota) => check("Nova", quota, need("compute", quota))) },
+      lifecycle: { postcondition: Object.keys(this.needs.compute).map((quota) => check("compute", quota)) },
     });
     new DataOpenstackBlockstorageQuotasetV3(this, "BlockStorage", {
       count: count(),
       projectId,
       lifecycle: {
-        postcondition: Object.keys(this.needs.blockStorage).map((quota) => check("Cinder", quota, need("blockStorage", quota))),
+        postcondition: Object.keys(this.needs.blockStorage).map((quota) => check("blockStorage", quota)),
       },
     });
     new DataOpenstackNetworkingQuotaV2(this, "Network", {
       count: count(),
       projectId,
-      lifecycle: { postcondition: Object.keys(this.needs.network).map((quota) => check("Neutron", quota, need("network", quota))) },
+      lifecycle: { postcondition: Object.keys(this.needs.network).map((quota) => check("network", quota)) },
     });
   }
 }
 
-/** One quota: -1 is unlimited. Terraform does not short-circuit `||`; both sides are always valid here. */
-function check(service: string, quota: string, need: string) {
+const SERVICE_NAMES: Record<keyof QuotaNeeds, string> = { compute: "Nova", blockStorage: "Cinder", network: "Neutron" };
+
+/**
+ * One quota: -1 is unlimited. With the quota's usage, what is free to this deployment is the
+ * limit, less what the project uses, plus what the deployment already holds (at most what is
+ * used); without it (a null `usage`, or a quota the read did not report), the limit. Terraform
+ * does not short-circuit `||`; both sides are always valid here.
+ */
+function checkQuota(service: string, group: keyof QuotaNeeds, quota: string, need: string, usage: string) {
+  const limit = `self.${quota}`;
+  // try(): a null variable, or a quota it lacks.
+  const entry = `${usage}["${group}.${quota}"]`;
+  const used = `try(${entry}.used, 0)`;
+  const own = `min(try(${entry}.own, 0), ${used})`;
+  const held = `${own} > 0 ? format(" (%d more than the %d it holds)", ${need} - ${own}, ${own}) : ""`;
+  const free =
+    `can(${entry}.used) ? format("%d free (%d allowed, %d in use; openstack quota show --usage)", ${limit} - ${used}, ${limit}, ${used}) ` +
+    `: format("but the project allows %d (openstack quota show)", ${limit})`;
   return {
-    condition: `\${self.${quota} < 0 || self.${quota} >= ${need}}`,
+    condition: `\${${limit} < 0 || ${limit} - ${used} + ${own} >= ${need}}`,
     errorMessage:
-      `Quota too small: this deployment needs ${service} quota ${quota} = \${${need}}, but the project allows \${self.${quota}} ` +
-      `(openstack quota show); raise the quota, or deploy fewer or smaller machines.`,
+      `Quota too small: this deployment needs ${service} quota ${quota} = \${${need}}\${${held}}, \${${free}}; ` +
+      `raise the quota, or deploy fewer or smaller machines.`,
   };
 }
 

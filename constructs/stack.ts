@@ -29,7 +29,7 @@ import { Network } from "./network";
 import { stackOutputs } from "./outputs";
 import { SaltProvisioner } from "./provisioning/chain";
 import { saltPillar } from "./provisioning/pillar";
-import { Quotas } from "./quotas";
+import { QUOTA_USAGE_VARIABLE, Quotas } from "./quotas";
 import { RootPassword } from "./root-password";
 import { SaltMaster } from "./salt-master";
 import { withoutTerraformVersionProbes } from "./version-probes";
@@ -180,6 +180,16 @@ export class KubeOnOsStack extends TerraformStack {
     });
     controlPlaneFloor(this, "ControlPlaneFloor", this.layout, this.kubeNodes.master);
 
+    // Not a parameter: scripts/quota-usage.js reads it from the cloud and the state before each
+    // plan (npm run diff|deploy, the pipeline's plan job), and hands it over as TF_VAR_quota_usage.
+    const quotaUsage = new TerraformVariable(this, QUOTA_USAGE_VARIABLE, {
+      type: "map(object({ used = number, own = number }))",
+      description:
+        'What the project uses of each quota, and what this deployment holds of it, by "<service>.<quota>" of quota_needs; written before each plan by scripts/quota-usage.js. null compares the limits alone.',
+      nullable: true,
+    });
+    // cdktf drops a null default, which would make the variable required.
+    quotaUsage.addOverride("default", null);
     this.quotas = new Quotas(this, "Quotas", {
       enabled: v.check_quotas.booleanValue,
       nodeCount: v.num_kube_nodes.numberValue,
@@ -197,6 +207,7 @@ export class KubeOnOsStack extends TerraformStack {
       kubeNodeBootVolumeSize: v.kube_node_boot_volume_size.numberValue,
       apiLoadBalancers: this.apiLoadBalancer.count,
       workerPools: this.workerPools,
+      usage: quotaUsage,
     });
 
     // lookup() with a null default: a role without a key is not checked.

@@ -15,12 +15,16 @@
 //   always asks the origin registry, whatever the CLI configuration says. When that configuration
 //   installs providers from a mirror, the lock step would fail offline, so it is skipped
 //   (`--skip-provider-lock`): `init` has written the lock file from the mirror already.
+// - Quotas: `diff` and `deploy` synthesize first, then read what the project already uses of its
+//   quotas and what this deployment holds (scripts/quota-usage.js), and plan with it as
+//   TF_VAR_quota_usage, so that the plan compares the deployment's needs with what is free.
 "use strict";
 
 const { spawnSync } = require("node:child_process");
 const fs = require("node:fs");
 const os = require("node:os");
 const path = require("node:path");
+const { quotaUsage } = require("./quota-usage");
 
 const ROOT = path.join(__dirname, "..");
 // Must match FORWARDED_TF_VARS in config/forward.ts (__tests__/l0-main.test.ts runs both ends).
@@ -29,6 +33,8 @@ const FORWARDED_TF_VARS = "KUBE_ON_OS_FORWARDED_TF_VARS";
 const MIN_VERSION = { terraform: "1.10.0", tofu: "1.11.0" };
 // The commands that run Terraform; synth and get do not.
 const RUNS_TERRAFORM = new Set(["diff", "plan", "deploy", "apply", "destroy"]);
+// The commands that plan a change to the cluster, whose quotas are checked against what is free.
+const PLANS = new Set(["diff", "deploy"]);
 
 function fail(message) {
   console.error(`kube-on-os: ${message}`);
@@ -155,6 +161,25 @@ if (RUNS_TERRAFORM.has(args[0])) {
   }
 }
 
-const result = spawnSync(path.join(ROOT, "node_modules", ".bin", "cdktf"), args, { stdio: "inherit", env });
-if (result.error) fail(`could not run cdktf (${result.error.message}); run \`npm ci\` first`);
-process.exit(result.status ?? 1);
+function cdktf(cdktfArgs) {
+  const result = spawnSync(path.join(ROOT, "node_modules", ".bin", "cdktf"), cdktfArgs, { stdio: "inherit", env });
+  if (result.error) fail(`could not run cdktf (${result.error.message}); run \`npm ci\` first`);
+  return result.status ?? 1;
+}
+
+async function main() {
+  if (PLANS.has(args[0]) && !args.includes("--skip-synth")) {
+    // Synthesize first, so that what the project uses of its quotas can be read before the plan
+    // (scripts/quota-usage.js), against the synthesized stack's state.
+    const synth = cdktf(["synth"]);
+    if (synth !== 0) process.exit(synth);
+    // At a terminal, cdktf leaves its last line open.
+    if (process.stdout.isTTY) process.stdout.write("\n");
+    const usage = await quotaUsage(stackDir(), env.TERRAFORM_BINARY_NAME, env);
+    if (usage) env.TF_VAR_quota_usage = usage;
+    args.push("--skip-synth");
+  }
+  process.exit(cdktf(args));
+}
+
+main();

@@ -14,6 +14,8 @@ export interface Workspace {
   readonly dir: string;
   readonly env: NodeJS.ProcessEnv;
   readonly stateName: string;
+  /** The CLI it runs. */
+  readonly cli: TfCli;
   /** Runs the workspace's CLI (OpenTofu unless given). */
   tofu(args: string[], extra?: NodeJS.ProcessEnv, input?: string): Promise<RunResult>;
 }
@@ -43,5 +45,5 @@ export async function workspace(
   const tofu = (args: string[], extra: NodeJS.ProcessEnv = {}, input = "") => runTfAsync(cli, args, dir, { ...env, ...extra }, input);
   const init = await tofu(["init", "-input=false"]);
   if (init.status !== 0 || init.stderr !== "") throw new Error(`init failed (${init.status}):\n${init.stderr}${init.stdout}`);
-  return { dir, env, stateName: name, tofu };
+  return { dir, env, stateName: name, cli, tofu };
 }

@@ -121,6 +121,10 @@ case $command in
     backend_env
     openstack_env
     init
+    # What the project already uses of its quotas, and what this cluster holds: the plan compares
+    # the cluster's needs with what is free (scripts/quota-usage.js; nothing when unreadable).
+    usage=$(node scripts/quota-usage.js "$root" "$(command -v tofu)")
+    [[ -z $usage ]] || export TF_VAR_quota_usage=$usage
     plan_args=()
     # Developers may read but not lock GitLab-managed state (GitLab's state docs; gitlab-tofu).
     [[ ${GITLAB_TOFU_ALLOW_DEVELOPER_ROLE:-false} != true ]] || plan_args+=(-lock=false)
