@@ -196,6 +196,20 @@ describe("quotas with what the project already uses", () => {
       `kube-on-os: quotas: the project's usage could not be read (${clouds} cannot be read as YAML (BLOCK_AS_IMPLICIT_KEY)); the plan compares the limits only`,
     );
     expect(await quotaUsage(ws, { TF_VAR_check_quotas: "false" })).toEqual({ env: {}, said: "" });
+    // A cloud whose catalog lists no Cinder: Nova's and Neutron's usage still count.
+    const noCinder = await startOpenStackDouble({ cinderInCatalog: false });
+    try {
+      const partly = await quotaUsage(ws, noCinder.passwordEnv());
+      expect(partly.said).toBe(
+        "kube-on-os: quotas: the plan compares what this deployment needs with what the project has free " +
+          "(but the limits alone where the usage could not be read: Cinder: the catalog has no volumev3 endpoint (public, RegionOne))",
+      );
+      const usage = JSON.parse(String(partly.env.TF_VAR_quota_usage));
+      expect(Object.keys(usage).filter((key) => key.startsWith("blockStorage."))).toEqual([]);
+      expect(usage["network.security_group"]).toEqual({ used: 1, own: 0 });
+    } finally {
+      await noCinder.close();
+    }
   });
 });
 

@@ -16,7 +16,7 @@
 // It authenticates as the provider does, from OS_CLOUD (clouds.yaml and secure.yaml) and the
 // OS_* variables: a password, an application credential or a token. When it cannot read the
 // usage (an unsupported setting, a cloud that hides it), one line on stderr says why and it
-// prints nothing: the plan then compares limits alone, as with check_quotas it always could.
+// prints nothing: the plan then compares the limits alone, as it did before this read.
 // It never prints a credential or a token.
 "use strict";
 
@@ -214,26 +214,47 @@ function endpoint(config, catalog, types) {
   throw new UsageError(`the catalog has no ${types[0]} endpoint (${config.interface}${config.region ? `, ${config.region}` : ""})`);
 }
 
-/** `{ "<service>.<quota>": used }` from the three services. */
+/**
+ * `{ used: { "<service>.<quota>": used }, unread: [why] }` from the three services. A service
+ * that does not answer is left out (its quotas compare the limits alone), unless none does.
+ */
 async function usedByProject(config) {
   const { token, project, catalog } = await authenticate(config);
-  const get = async (url) => (await request(config, "GET", url, { token })).body;
-  const nova = (await get(`${endpoint(config, catalog, ["compute"])}/os-quota-sets/${project}/detail`)).quota_set ?? {};
-  const neutron =
-    (await get(`${endpoint(config, catalog, ["network"]).replace(/\/v2\.0$/, "")}/v2.0/quotas/${project}/details`)).quota ?? {};
-  const cinder =
-    (await get(`${endpoint(config, catalog, ["volumev3", "block-storage"])}/os-quota-sets/${project}?usage=true`)).quota_set ?? {};
+  const reads = [
+    ["Nova", "compute", "in_use", () => `${endpoint(config, catalog, ["compute"])}/os-quota-sets/${project}/detail`, "quota_set"],
+    [
+      "Neutron",
+      "network",
+      "used",
+      () => `${endpoint(config, catalog, ["network"]).replace(/\/v2\.0$/, "")}/v2.0/quotas/${project}/details`,
+      "quota",
+    ],
+    [
+      "Cinder",
+      "blockStorage",
+      "in_use",
+      () => `${endpoint(config, catalog, ["volumev3", "block-storage"])}/os-quota-sets/${project}?usage=true`,
+      "quota_set",
+    ],
+  ];
   const used = {};
-  const take = (service, quotas, reported, field) => {
-    for (const quota of quotas) {
+  const unread = [];
+  for (const [name, service, field, url, key] of reads) {
+    let reported;
+    try {
+      reported = (await request(config, "GET", url(), { token })).body[key] ?? {};
+    } catch (error) {
+      if (!(error instanceof UsageError)) throw error;
+      unread.push(`${name}: ${error.message}`);
+      continue;
+    }
+    for (const quota of QUOTAS[service]) {
       const value = reported[quota]?.[field];
       if (Number.isFinite(value)) used[`${service}.${quota}`] = value;
     }
-  };
-  take("compute", QUOTAS.compute, nova, "in_use");
-  take("network", QUOTAS.network, neutron, "used");
-  take("blockStorage", QUOTAS.blockStorage, cinder, "in_use");
-  return used;
+  }
+  if (unread.length === reads.length) throw new UsageError(unread.join("; "));
+  return { used, unread };
 }
 
 /** The last apply's quota_needs, from the stack's state; {} when there is none yet. */
@@ -272,10 +293,11 @@ async function quotaUsage(stackDir, cli, env = process.env) {
   try {
     const config = settings(env);
     const own = ownNeeds(stackDir, cli, env);
-    const used = await usedByProject(config);
+    const { used, unread } = await usedByProject(config);
     const usage = Object.fromEntries(Object.entries(used).map(([key, value]) => [key, { used: value, own: own[key] ?? 0 }]));
     const held = Object.values(own).some((n) => n > 0) ? " beyond what it already holds" : "";
-    console.error(`kube-on-os: quotas: the plan compares what this deployment needs${held} with what the project has free`);
+    const partly = unread.length > 0 ? ` (but the limits alone where the usage could not be read: ${unread.join("; ")})` : "";
+    console.error(`kube-on-os: quotas: the plan compares what this deployment needs${held} with what the project has free${partly}`);
     return JSON.stringify(usage);
   } catch (error) {
     // Whatever went wrong, the plan still runs, on the limits: the read only adds to it.

@@ -60,6 +60,11 @@ export interface OpenStackDoubleOptions {
    */
   readonly octavia?: boolean;
   /**
+   * Whether the catalog lists Cinder (block-storage, volumev3): false, as a cloud without it, for
+   * clients that look it up there first. Its routes are served either way. @default true
+   */
+  readonly cinderInCatalog?: boolean;
+  /**
    * Whether objects settle at once: a new server ACTIVE, a deleted one gone, a new volume
    * available and a load balancer's change done on their first read, so that the provider's
    * waiters return without their 1-3 s sleeps. For suites where the waiting is not what they
@@ -157,7 +162,10 @@ export async function startOpenStackDouble(options: OpenStackDoubleOptions = {})
   });
 
   const withOctavia = options.octavia ?? true;
-  const services = Object.keys(SERVICE_PATHS).filter((type) => withOctavia || type !== "load-balancer");
+  const withCinder = options.cinderInCatalog ?? true;
+  const services = Object.keys(SERVICE_PATHS).filter(
+    (type) => (withOctavia || type !== "load-balancer") && (withCinder || !["block-storage", "volumev3"].includes(type)),
+  );
   const keystone = new Keystone(identity, () => baseUrl, services);
   keystone.register(app);
   const neutron = new Neutron(identity.project.id);
