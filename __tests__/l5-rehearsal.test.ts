@@ -115,9 +115,11 @@ const available = rehearsalAvailable();
     };
     const tofu: Tofu = async (args, more = {}) => {
       const t0 = Date.now();
-      const result = await runTofuAsync(args, dir, { ...env, ...extra, ...more });
+      const result = await runTofuAsync(args, dir, { ...env, ...extra, ...more }, "", Boolean(REPORT));
       printed.push(result.stdout, result.stderr);
-      // The timeline of every tofu run, for `npm run rehearse` to show where the time goes.
+      // The timeline of every tofu run, for `npm run rehearse` to show where the time goes, and
+      // beside the report each run's output, every line stamped with the second it came.
+      if (REPORT) fs.writeFileSync(`${REPORT}.${timeline.length}-${args[0]}.txt`, `${result.stamped}${result.stderr}`);
       timeline.push({
         tofu: args.filter((arg) => !arg.startsWith("-")).join(" "),
         atSeconds: Math.round((t0 - started) / 1000),

@@ -27,6 +27,7 @@ if (fs.existsSync(report)) {
   const measured = JSON.parse(fs.readFileSync(report, "utf8"));
   console.log(`rehearsal: ${seconds} s in all (target: under 900 s on 2 cores)`);
   for (const [key, value] of Object.entries(measured)) console.log(`  ${key}: ${JSON.stringify(value)}`);
+  console.log(`  each tofu run's output: ${path.dirname(report)}`);
 } else {
   console.log(`rehearsal: ${seconds} s; no measurements (skipped, or it failed before its first apply)`);
 }

@@ -1132,7 +1132,7 @@ PUBLIC = {
     "refresh": "(channel: str)",
     "drain_node": "(address: str, channel: str, timeout: int = 300)",
     "uncordon_node": "(address: str)",
-    "wait_node_ready": "(address: str, channel: str, timeout: int = 600, interval: float = 5)",
+    "wait_node_ready": "(address: str, channel: str, timeout: int = 600, interval: float = 2)",
     # microk8s.nodes_labelled (orch.deploy's last step) calls them.
     "node_metadata": "(address: str)",
     "label_plan": "()",
@@ -1147,7 +1147,7 @@ PUBLIC = {
     "default_storage_class": "(name: str)",
     # orch.reboot calls them.
     "drain_for_reboot": "(address: str, timeout: int = 300)",
-    "wait_node_rebooted": "(address: str, timeout: int = 600, interval: float = 5)",
+    "wait_node_rebooted": "(address: str, timeout: int = 600, interval: float = 2)",
     "join_cluster": (
         "(master: str, master_address: str | None, worker: bool, attempts: int, interval: float, max_interval: float)"
     ),

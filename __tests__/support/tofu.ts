@@ -70,29 +70,48 @@ export function runTofu(args: string[], cwd: string, env: NodeJS.ProcessEnv = {}
 export function runAsync(
   command: string,
   args: string[],
-  options: { cwd?: string; env?: NodeJS.ProcessEnv; input?: string },
-): Promise<RunResult> {
+  options: { cwd?: string; env?: NodeJS.ProcessEnv; input?: string; stamp?: boolean },
+): Promise<RunResult & { stamped?: string }> {
   return new Promise((resolve, reject) => {
     const stdin = options.input === undefined ? "ignore" : "pipe";
     const child = spawn(command, args, { cwd: options.cwd, env: options.env, stdio: [stdin, "pipe", "pipe"] });
     if (options.input !== undefined) child.stdin?.end(options.input);
+    const started = Date.now();
     let stdout = "";
     let stderr = "";
-    child.stdout?.on("data", (chunk) => (stdout += chunk));
+    // With `stamp`, stdout again with the second each line arrived at, for a benchmark's log.
+    let stamped = "";
+    child.stdout?.on("data", (chunk) => {
+      stdout += chunk;
+      if (options.stamp) stamped += String(chunk).replace(/^(?=.)/gm, `[${((Date.now() - started) / 1000).toFixed(1)} s] `);
+    });
     child.stderr?.on("data", (chunk) => (stderr += chunk));
     child.on("error", reject);
-    child.on("close", (status) => resolve({ status, stdout, stderr }));
+    child.on("close", (status) => resolve({ status, stdout, stderr, ...(options.stamp ? { stamped } : {}) }));
   });
 }
 
 /** runTf without blocking the event loop (see runAsync). */
-export function runTfAsync(cli: TfCli, args: string[], cwd: string, env: NodeJS.ProcessEnv = {}, input = ""): Promise<RunResult> {
-  return runAsync(cli.path, [...args, "-no-color"], { cwd, env: { ...process.env, TF_IN_AUTOMATION: "1", ...env }, input });
+export function runTfAsync(
+  cli: TfCli,
+  args: string[],
+  cwd: string,
+  env: NodeJS.ProcessEnv = {},
+  input = "",
+  stamp = false,
+): Promise<RunResult & { stamped?: string }> {
+  return runAsync(cli.path, [...args, "-no-color"], { cwd, env: { ...process.env, TF_IN_AUTOMATION: "1", ...env }, input, stamp });
 }
 
 /** runTofu without blocking the event loop (see runAsync). */
-export function runTofuAsync(args: string[], cwd: string, env: NodeJS.ProcessEnv = {}, input = ""): Promise<RunResult> {
-  return runTfAsync({ name: "tofu", path: tofuBinary() }, args, cwd, env, input);
+export function runTofuAsync(
+  args: string[],
+  cwd: string,
+  env: NodeJS.ProcessEnv = {},
+  input = "",
+  stamp = false,
+): Promise<RunResult & { stamped?: string }> {
+  return runTfAsync({ name: "tofu", path: tofuBinary() }, args, cwd, env, input, stamp);
 }
 
 /** `init` without a backend: offline, from the mirror, needing no state server. */

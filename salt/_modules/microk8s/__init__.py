@@ -507,7 +507,7 @@ def uncordon_node(address: str) -> str:
     return _sub("_upgrade").uncordon(__salt__, address)
 
 
-def wait_node_ready(address: str, channel: str, timeout: int = 600, interval: float = 5) -> dict:
+def wait_node_ready(address: str, channel: str, timeout: int = 600, interval: float = 2) -> dict:
     """On a control-plane node: waits until the node at ``address`` is Ready at ``channel``'s minor."""
     return _sub("_upgrade").wait_node(__salt__, address, channel, timeout, interval)
 
@@ -521,7 +521,7 @@ def drain_for_reboot(address: str, timeout: int = 300) -> dict:
     return _sub("_reboot").drain(__salt__, __opts__, address, timeout)
 
 
-def wait_node_rebooted(address: str, timeout: int = 600, interval: float = 5) -> dict:
+def wait_node_rebooted(address: str, timeout: int = 600, interval: float = 2) -> dict:
     """
     On the control-plane node that drained it: waits until the node at ``address`` is Ready with
     a boot id other than the one ``drain_for_reboot`` noted. ``{"node", "boot_id"}``.
