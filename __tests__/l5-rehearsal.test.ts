@@ -17,7 +17,7 @@ import YAML from "yaml";
 import { cleanCopy } from "../constructs/provisioning/tree-hash";
 import { rehearsalAvailable, Rehearsal, startRehearsal } from "./doubles/rehearsal/rehearsal";
 import { synthToDir } from "./support/synth";
-import { RunResult, runTofuAsync } from "./support/tofu";
+import { RunResult, runTfAsync, tofuBinary } from "./support/tofu";
 
 const ROOT = path.resolve(__dirname, "..");
 const DOMAIN = "lab.example";
@@ -115,7 +115,7 @@ const available = rehearsalAvailable();
     };
     const tofu: Tofu = async (args, more = {}) => {
       const t0 = Date.now();
-      const result = await runTofuAsync(args, dir, { ...env, ...extra, ...more }, "", Boolean(REPORT));
+      const result = await runTfAsync({ name: "tofu", path: tofuBinary() }, args, dir, { ...env, ...extra, ...more }, "", Boolean(REPORT));
       printed.push(result.stdout, result.stderr);
       // The timeline of every tofu run, for `npm run rehearse` to show where the time goes, and
       // beside the report each run's output, every line stamped with the second it came.

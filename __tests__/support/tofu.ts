@@ -104,14 +104,8 @@ export function runTfAsync(
 }
 
 /** runTofu without blocking the event loop (see runAsync). */
-export function runTofuAsync(
-  args: string[],
-  cwd: string,
-  env: NodeJS.ProcessEnv = {},
-  input = "",
-  stamp = false,
-): Promise<RunResult & { stamped?: string }> {
-  return runTfAsync({ name: "tofu", path: tofuBinary() }, args, cwd, env, input, stamp);
+export function runTofuAsync(args: string[], cwd: string, env: NodeJS.ProcessEnv = {}, input = ""): Promise<RunResult> {
+  return runTfAsync({ name: "tofu", path: tofuBinary() }, args, cwd, env, input);
 }
 
 /** `init` without a backend: offline, from the mirror, needing no state server. */
