@@ -179,6 +179,37 @@ describeEachCli("the README's laptop commands against the OpenStack API double",
   );
 
   it(
+    "rolls the Kubernetes nodes onto new machines, one apply each: the voters one by one, the master last",
+    async () => {
+      expect(deployed.status).toBe(0);
+      const servers = () => new Map(double.nova.servers.all().map((server) => [String(server.name), String(server.id)]));
+      const before = servers();
+      const rolled = await atTerminal("npm run roll -- --auto-approve\n");
+      expect({ status: rolled.status, tail: rolled.text.slice(-3000) }).toMatchObject({ status: 0 });
+      const nodes = ["k8s-worker-0", "k8s-worker-1", "k8s-master"];
+      expect(rolled.text).toContain(`kube-on-os: roll: 3 Kubernetes nodes, one at a time: ${nodes.join(", ")}`);
+      // One apply per node, each replacing that node's machine and nothing else, in this order.
+      const steps = [...rolled.text.matchAll(/^kube-on-os: roll (\d)\/3: ([a-z0-9-]+) \(a dqlite voter\): drained/gm)];
+      expect(steps.map(([, step, host]) => `${step} ${host}`)).toEqual(nodes.map((host, i) => `${i + 1} ${host}`));
+      expect(rolled.text.match(/Apply complete! Resources: .*/g)).toEqual(
+        Array(3).fill("Apply complete! Resources: 1 added, 0 changed, 1 destroyed."),
+      );
+      expect(rolled.text).toContain("kube-on-os: roll: 3 nodes on new machines");
+      const after = servers();
+      for (const host of nodes) expect(after.get(`${host}.lab.example.org`)).not.toBe(before.get(`${host}.lab.example.org`));
+      for (const host of ["bastion", "salt"]) expect(after.get(`${host}.lab.example.org`)).toBe(before.get(`${host}.lab.example.org`));
+      // A node that is not the deployment's is refused before any apply.
+      const refused = await atTerminal("npm run roll -- --nodes k8s-worker-7 || echo status=$?\n");
+      expect(refused.text).toContain(
+        "kube-on-os: roll: k8s-worker-7 is not a Kubernetes node of this deployment (its nodes: k8s-master, k8s-worker-0, k8s-worker-1)",
+      );
+      expect(refused.text).toContain("status=1");
+      expect(servers()).toEqual(after);
+    },
+    LAPTOP_TIMEOUT_MS,
+  );
+
+  it(
     "prints the kubeconfig command, pointed at the API load balancer's floating IP (the double's cloud has Octavia)",
     async () => {
       const output = await atTerminal("npm run --silent output -- -raw kubeconfig_command\n");

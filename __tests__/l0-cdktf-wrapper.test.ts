@@ -97,3 +97,48 @@ describe("scripts/cdktf.js chooses the CLI", () => {
     ]);
   });
 });
+
+describe("npm run roll (scripts/roll.js) chooses the nodes and their order", () => {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { rollOrder, parseArgs } = require("../scripts/roll.js");
+  const node = (host: string, voter: boolean, address: string) => ({ host, fqdn: `${host}.lab.example`, voter, address });
+  // kube_node_machines as the stack outputs it: the master, the default pool's workers, the pools'.
+  const machines = [
+    node("k8s-master", true, "M"),
+    node("k8s-worker-0", true, "W[0]"),
+    node("k8s-worker-1", true, "W[1]"),
+    node("k8s-worker-2", false, "W[2]"),
+    node("pool-gpu-0", false, 'P["pool-gpu-0"]'),
+  ];
+  const hosts = (nodes: { host: string }[]) => nodes.map((n) => n.host);
+
+  it("rolls the workers first, then the other voters one by one, the master last", () => {
+    expect(hosts(rollOrder(machines))).toEqual(["k8s-worker-2", "pool-gpu-0", "k8s-worker-0", "k8s-worker-1", "k8s-master"]);
+  });
+
+  it("keeps that order for the nodes asked for, and starts again where it stopped", () => {
+    expect(hosts(rollOrder(machines, { nodes: ["k8s-master", "pool-gpu-0"] }))).toEqual(["pool-gpu-0", "k8s-master"]);
+    expect(hosts(rollOrder(machines, { from: "k8s-worker-1" }))).toEqual(["k8s-worker-1", "k8s-master"]);
+    expect(() => rollOrder(machines, { nodes: ["k8s-worker-2"], from: "k8s-master" })).toThrow(
+      "--from k8s-master: not among the nodes to roll",
+    );
+  });
+
+  it("refuses, in one line naming the node, a node the deployment does not have and a voter of fewer than 3", () => {
+    expect(() => rollOrder(machines, { nodes: ["k8s-worker-9"] })).toThrow(
+      "k8s-worker-9 is not a Kubernetes node of this deployment (its nodes: k8s-master, k8s-worker-0, k8s-worker-1, k8s-worker-2, pool-gpu-0)",
+    );
+    const small = [node("k8s-master", true, "M"), node("k8s-worker-0", true, "W[0]"), node("pool-gpu-0", false, "P")];
+    expect(() => rollOrder(small)).toThrow(
+      "k8s-worker-0 is one of 2 dqlite voters: below 3 its replacement could lose the cluster's database; " +
+        "roll the workers only (--nodes), or raise num_kube_nodes to 3 first",
+    );
+    expect(hosts(rollOrder(small, { nodes: ["pool-gpu-0"] }))).toEqual(["pool-gpu-0"]);
+  });
+
+  it("takes --nodes, --from and --auto-approve, and refuses anything else", () => {
+    expect(parseArgs(["--nodes", "a,b", "--from=b", "--auto-approve"])).toEqual({ nodes: ["a", "b"], from: "b", autoApprove: true });
+    expect(() => parseArgs(["--nodes"])).toThrow("--nodes needs a value");
+    expect(() => parseArgs(["-replace=x"])).toThrow('unknown argument "-replace=x" (use --nodes HOST,..., --from HOST, --auto-approve)');
+  });
+});

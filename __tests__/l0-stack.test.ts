@@ -187,6 +187,7 @@ describe("KubeOnOsStack", () => {
       "api_address",
       "bastion_floating_ip",
       "external_network_id",
+      "kube_node_machines",
       "kubeconfig_command",
       "master_floating_ip",
       "minion_ids",
@@ -287,7 +288,10 @@ const ADDRESSES = [
   "openstack_networking_subnet_v2.Network_PublicSubnet_F7F151DA",
   "terraform_data.ControlPlaneFloor",
   "terraform_data.ParameterRules",
+  "terraform_data.SaltProvisioner_MasterDrain_11C86A1E",
+  "terraform_data.SaltProvisioner_NodeDrain_E9F0136D",
   "terraform_data.SaltProvisioner_NodeMembership_FE0F49D1",
+  "terraform_data.SaltProvisioner_PoolNodeDrain_56B3128F",
   "terraform_data.SaltProvisioner_PoolNodeMembership_3B79CA21",
 ];
 

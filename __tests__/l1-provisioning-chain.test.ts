@@ -28,7 +28,7 @@ const EB9D706: Record<string, any> = JSON.parse(
 
 /** The chain's steps are null_resources; the per-worker membership records are terraform_data. */
 function typeOf(id: string): string {
-  return id === "NodeMembership" || id === "PoolNodeMembership" ? "terraform_data" : "null_resource";
+  return /^(Pool)?Node(Membership|Drain)$|^MasterDrain$/.test(id) ? "terraform_data" : "null_resource";
 }
 
 function step(json: TerraformJson, id: string): Record<string, any> {
@@ -242,7 +242,10 @@ describe("SaltProvisioner", () => {
     const membership = step(json, "NodeMembership");
     // A terraform_data, whose input is updated in place: see the comment in the construct.
     const chainData = Object.keys(json.resource.terraform_data).filter((key) => key.startsWith("SaltProvisioner_"));
-    expect(chainData).toEqual([address(json, "NodeMembership").split(".")[1], address(json, "PoolNodeMembership").split(".")[1]]);
+    expect(chainData.filter((key) => key.includes("Membership"))).toEqual([
+      address(json, "NodeMembership").split(".")[1],
+      address(json, "PoolNodeMembership").split(".")[1],
+    ]);
     expect(membership.depends_on).toContain(address(json, "Orchestrate"));
     expect(membership.input).toMatchObject({
       node_id: expect.stringMatching(/^\$\{openstack_compute_instance_v2\.KubeNodes_Worker_[0-9A-F]{8}\[count\.index\]\.name\}$/),
@@ -264,6 +267,49 @@ describe("SaltProvisioner", () => {
     });
     expect(poolMembership.provisioner).toEqual(membership.provisioner);
     expect(poolMembership.depends_on).toEqual(membership.depends_on);
+  });
+
+  it("drains a Kubernetes node before its machine is replaced: a record per node that the machine's replacement replaces", () => {
+    const [master, workers, pools] = ["MasterDrain", "NodeDrain", "PoolNodeDrain"].map((id) => step(json, id));
+    const fqdn = '${format("%s.%s", "k8s-master", var.deploy_domain_name)}';
+    // Its machine's id: a new machine (-replace, npm run roll) replaces the record, whose destroy
+    // comes first, since the record refers to the machine.
+    expect(master.triggers_replace).toEqual({
+      machine: expect.stringMatching(/^\$\{openstack_compute_instance_v2\.KubeNodes_Master_[0-9A-F]{8}\.id\}$/),
+    });
+    expect(workers.triggers_replace).toEqual({
+      machine: expect.stringMatching(/^\$\{openstack_compute_instance_v2\.KubeNodes_Worker_[0-9A-F]{8}\[count\.index\]\.id\}$/),
+    });
+    expect(pools.triggers_replace).toEqual({
+      machine: expect.stringMatching(/^\$\{openstack_compute_instance_v2\.WorkerPools_Worker_[0-9A-F]{8}\[each\.key\]\.id\}$/),
+    });
+    expect([master.count, workers.count, pools.for_each]).toEqual([
+      "${var.run_provisioners ? 1 : 0}",
+      "${var.run_provisioners ? (var.num_kube_nodes - 1) : 0}",
+      "${var.run_provisioners ? local.kube_pool_nodes_by_host : {}}",
+    ]);
+    // The master drains the workers; the next voter drains the master (a master alone, itself).
+    expect(workers.input.operator_id).toBe(fqdn);
+    expect(master.input).toMatchObject({
+      node_id: expect.stringMatching(/^\$\{openstack_compute_instance_v2\.KubeNodes_Master_[0-9A-F]{8}\.name\}$/),
+      address: "${cidrhost(var.private_network_cidr, 10)}",
+      operator_id: `\${(length(local.kube_control_plane) > 1) ? element(local.kube_control_plane, 1) : ${fqdn.slice(2, -1)}}`,
+    });
+    const membership = step(json, "NodeMembership");
+    // A scale-down drains a worker before its NodeMembership record removes it.
+    expect(master.depends_on).toEqual(membership.depends_on);
+    expect(workers.depends_on).toEqual([...membership.depends_on, address(json, "NodeMembership")]);
+    expect(pools.depends_on).toEqual([...membership.depends_on, address(json, "PoolNodeMembership")]);
+    for (const drain of [master, workers, pools]) {
+      const [{ "remote-exec": destroy }] = drain.provisioner;
+      expect(destroy).toEqual({
+        ...membership.provisioner[0]["remote-exec"],
+        inline: [
+          "set -eu",
+          "sudo bash .kube-on-os/bin/drain-node.sh ${self.input.operator_id} ${self.input.node_id} ${self.input.address}",
+        ],
+      });
+    }
   });
 
   it("writes the pillar with yamlencode() from Terraform values, in the shape of _from_terraform.sls.example", () => {

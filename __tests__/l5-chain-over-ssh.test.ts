@@ -55,6 +55,8 @@ const STEPS = ["WaitForBastion", "WaitForSaltMaster", "SyncSaltTree", "AcceptMin
 /** The steps of the chains before the Upgrade and RebootForUpdates steps (eb9d706's, a4e49bc's). */
 const OLD_STEPS = STEPS.filter((step) => step !== "Upgrade" && step !== "RebootForUpdates");
 const ROOT_PASSWORD = "l5 console password 7c1d";
+/** A drain record per Kubernetes node of 3 (constructs/provisioning/node-drain.ts), new to an older deployment: created, running nothing. */
+const DRAIN_RECORDS = ["terraform_data.MasterDrain[0] create", "terraform_data.NodeDrain[0] create", "terraform_data.NodeDrain[1] create"];
 
 /** What the hosts share with the test: the fakes' state and call log, the Salt and pillar roots. */
 class HostFiles {
@@ -237,7 +239,7 @@ function asOfA4e49bc(json: any): any {
 function chainOutput(stdout: string): string[] {
   return [
     ...stdout.matchAll(/^(?:null_resource|terraform_data)\.SaltProvisioner_([A-Za-z]+)_[0-9A-F]{8}\[(\d+)\] \((?:remote-exec)\): (.*)$/gm),
-  ].map(([, step, index, line]) => `${step === "NodeMembership" ? `${step}[${index}]` : step}: ${line.trim()}`);
+  ].map(([, step, index, line]) => `${/^Node(Membership|Drain)$/.test(step) ? `${step}[${index}]` : step}: ${line.trim()}`);
 }
 
 /** The lines the project's scripts print (Terraform's own connection lines left out). */
@@ -290,6 +292,19 @@ describeWithNamespaces("L5: the provisioning chain over SSH through the bastion"
         "microk8s.vacate_node 10.1.0.101 300": { [MASTER]: drained("k8s-worker-1") },
         "microk8s.vacate_node 10.1.0.102 300": { [MASTER]: drained("k8s-worker-2") },
         "microk8s.leave": { [WORKER_0]: LEFT, [WORKER_1]: LEFT, [WORKER_2]: LEFT },
+        // drain-node.sh's call when a node's machine goes (its drain record): the master drains the
+        // workers, the next voter the master (_reboot.drain's return).
+        ...Object.fromEntries(
+          [
+            ["10.1.0.10", WORKER_0, "k8s-master"],
+            ["10.1.0.100", MASTER, "k8s-worker-0"],
+            ["10.1.0.101", MASTER, "k8s-worker-1"],
+            ["10.1.0.102", MASTER, "k8s-worker-2"],
+          ].map(([address, operator, node]) => [
+            `microk8s.drain_for_replacement ${address} 300`,
+            { [operator]: { node, boot_id: `boot-of-${node}` } },
+          ]),
+        ),
         "microk8s.forget_node": { [MASTER]: true },
         // upgrade.sh's calls, answered as the module does before microk8s is installed (no snap
         // on the master: nothing to roll); the roll itself is L4's and the rehearsal's.
@@ -585,12 +600,14 @@ describeWithNamespaces("L5: the provisioning chain over SSH through the bastion"
               [WORKER_1, "10.1.0.101"],
             ][index];
             return [
+              `NodeDrain[${index}]: drained node ${worker.split(".")[0]} (${address}) on ${MASTER} before its machine is deleted`,
               `NodeMembership[${index}]: drained node ${worker.split(".")[0]} (${address}) on ${MASTER} in 4 s`,
               `NodeMembership[${index}]: node ${worker} left the microk8s cluster`,
               `NodeMembership[${index}]: removed node ${worker} (${address}) from the microk8s cluster on ${MASTER}`,
               `NodeMembership[${index}]: deleted minion key: ${worker}`,
             ];
           })
+          .concat([`MasterDrain: drained node k8s-master (10.1.0.10) on ${WORKER_0} before its machine is deleted`])
           .sort(),
       );
       expect(double.resourceCount()).toBe(0);
@@ -631,6 +648,7 @@ describeWithNamespaces("L5: the provisioning chain over SSH through the bastion"
           ...OLD_STEPS.map((step) => `terraform_data.${step}[0] forget`),
           "terraform_data.ControlPlaneFloor create",
           "terraform_data.ParameterRules create",
+          ...DRAIN_RECORDS,
         ].sort(),
       );
     });
@@ -638,7 +656,8 @@ describeWithNamespaces("L5: the provisioning chain over SSH through the bastion"
     it("applies it destroying nothing and removing no node: the chain runs once more and succeeds", () => {
       expect(upgrade.stderr).toBe("");
       expect(upgrade.status).toBe(0);
-      expect(upgrade.stdout).toContain("Apply complete! Resources: 9 added, 0 changed, 0 destroyed, 5 forgotten.");
+      // The seven steps, the parameters' rules, the voters' floor, and a drain record per Kubernetes node.
+      expect(upgrade.stdout).toContain("Apply complete! Resources: 12 added, 0 changed, 0 destroyed, 5 forgotten.");
       expect(stepsRun(upgrade.stdout)).toEqual(STEPS);
       expect(upgrade.stdout).toMatch(
         /^null_resource\.SaltProvisioner_Orchestrate_[0-9A-F]{8}\[0\] \(remote-exec\): orchestration orch\.deploy succeeded/m,
@@ -723,6 +742,7 @@ describeWithNamespaces("L5: the provisioning chain over SSH through the bastion"
           "null_resource.RebootForUpdates[0] create",
           "null_resource.Upgrade[0] create",
           ...ADDED_SINCE_A4E49BC,
+          ...DRAIN_RECORDS,
         ].sort(),
       );
     });
@@ -731,7 +751,7 @@ describeWithNamespaces("L5: the provisioning chain over SSH through the bastion"
       const upgrade = await after(["apply", "-auto-approve", "-input=false"]);
       expect(upgrade.stderr).toBe("");
       expect(upgrade.stdout).toContain(
-        `Apply complete! Resources: ${8 + API_LOAD_BALANCER.length + CLOUD_INTEGRATION.length} added, 3 changed, 3 destroyed.`,
+        `Apply complete! Resources: ${8 + DRAIN_RECORDS.length + API_LOAD_BALANCER.length + CLOUD_INTEGRATION.length} added, 3 changed, 3 destroyed.`,
       );
       expect(scriptLines(upgrade.stdout).filter((line) => line.startsWith("NodeMembership"))).toEqual([]);
       expect((await after(["plan", "-detailed-exitcode", "-input=false"])).status).toBe(0);

@@ -55,7 +55,7 @@ export function scriptLines(stdout: string): string[] {
   return [
     ...stdout.matchAll(/^(?:null_resource|terraform_data)\.SaltProvisioner_([A-Za-z]+)_[0-9A-F]{8}\[(\d+)\] \(remote-exec\): (.*)$/gm),
   ]
-    .map(([, step, index, line]) => [step === "NodeMembership" ? `${step}[${index}]` : step, line.trim()])
+    .map(([, step, index, line]) => [/^Node(Membership|Drain)$/.test(step) ? `${step}[${index}]` : step, line.trim()])
     .filter(([, line]) => !terraform.test(line))
     .map(([step, line]) => `${step}: ${line}`);
 }
@@ -155,6 +155,15 @@ const available = rehearsalAvailable();
     const result = await rehearsal.cloud.host(MASTER).exec("microk8s status --format yaml");
     const status = YAML.parse(result.stdout);
     return (status["high-availability"]?.nodes ?? []).filter((node: any) => node.role === "voter").length;
+  }
+
+  /** The Kubernetes nodes cordoned (spec.unschedulable), by name. */
+  async function cordoned(): Promise<string[]> {
+    const result = await rehearsal.cloud.host(MASTER).exec("microk8s kubectl get nodes -o json");
+    if (result.status !== 0) throw new Error(`kubectl get nodes failed: ${result.stderr}`);
+    return JSON.parse(result.stdout)
+      .items.filter((node: any) => node.spec?.unschedulable === true)
+      .map((node: any) => node.metadata.name);
   }
 
   /** True on a node joined with --worker (microk8s' var/lock/clustered.lock). */
@@ -642,6 +651,17 @@ const available = rehearsalAvailable();
       expect(await voters()).toBe(3);
       expect(await isWorker(id("k8s-worker-1"))).toBe(false);
     });
+
+    it("drains the node before its machine goes, and puts it back in service once the new one is Ready", async () => {
+      const lines = apply.stdout.split("\n");
+      const drained = lines.findIndex((line) =>
+        line.endsWith(`(remote-exec): drained node k8s-worker-1 (10.1.0.101) on ${MASTER} before its machine is deleted`),
+      );
+      const destroyed = lines.findIndex((line) => /KubeNodes_Worker_[0-9A-F]{8}\[1\]: Destruction complete/.test(line));
+      expect(drained).toBeGreaterThan(-1);
+      expect(drained).toBeLessThan(destroyed);
+      expect(await cordoned()).toEqual([]);
+    });
   });
 
   describe("rebuilding the Kubernetes master (-replace)", () => {
@@ -669,6 +689,13 @@ const available = rehearsalAvailable();
       expect(await ca(MASTER)).toMatch(/^[0-9a-f]{64}$/);
       expect(await ca(MASTER)).toBe(await ca(id("k8s-worker-0")));
       expect(await ca(id("k8s-worker-1"))).toBe(await ca(id("k8s-worker-0")));
+    });
+
+    it("was drained by the next voter before its machine went, and is back in service", async () => {
+      expect(scriptLines(apply.stdout)).toContain(
+        `MasterDrain: drained node k8s-master (10.1.0.10) on ${id("k8s-worker-0")} before its machine is deleted`,
+      );
+      expect(await cordoned()).toEqual([]);
     });
 
     it("issues the join tokens again once it is back", async () => {

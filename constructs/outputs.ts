@@ -3,10 +3,12 @@ import { Construct } from "constructs";
 import { ApiLoadBalancer } from "./api-load-balancer";
 import { Bastion } from "./bastion";
 import { ClusterLayout } from "./cluster-layout";
+import { hclOf } from "./hcl";
 import { KubeNodePool } from "./kube-node-pool";
 import { Network } from "./network";
 import { Quotas } from "./quotas";
 import { SaltMaster } from "./salt-master";
+import { WorkerPools } from "./worker-pools";
 
 export interface StackOutputsProps {
   readonly layout: ClusterLayout;
@@ -14,6 +16,7 @@ export interface StackOutputsProps {
   readonly bastion: Bastion;
   readonly saltMaster: SaltMaster;
   readonly kubeNodes: KubeNodePool;
+  readonly workerPools: WorkerPools;
   readonly apiLoadBalancer: ApiLoadBalancer;
   readonly quotas: Quotas;
   /** The login user on every machine. */
@@ -84,6 +87,21 @@ export function stackOutputs(scope: Construct, props: StackOutputsProps): void {
     value:
       `ssh -J ${jump} ${user}@${layout.kubeMaster.privateIp} sudo microk8s config` +
       ` | sed 's#server: https://[^:]*:#server: https://${apiAddress(props)}:#' > kubeconfig`,
+  });
+  // What npm run roll replaces, one at a time (scripts/roll.js): each Kubernetes node's machine by
+  // its Terraform address. Literal for-expressions: cdktf has none.
+  const server = (machines: { terraformResourceType: string; friendlyUniqueId: string }) =>
+    `${machines.terraformResourceType}.${machines.friendlyUniqueId}`;
+  const { master, workers } = props.kubeNodes;
+  new TerraformOutput(scope, "kube_node_machines", {
+    description:
+      "Each Kubernetes node (the master, the default pool's workers, the pools'): its host name, its minion id, whether it is a dqlite voter, and its machine's Terraform address (npm run roll).",
+    value:
+      `\${[for node in concat(` +
+      `[{ host = ${hclOf(layout.kubeMaster.host)}, fqdn = ${hclOf(layout.kubeMaster.fqdn)}, address = ${JSON.stringify(server(master))} }], ` +
+      `[for i, host in local.kube_worker_hosts : { host = host, fqdn = local.kube_worker_fqdns[i], address = format("${server(workers)}[%d]", i) }], ` +
+      `[for pool_node in local.kube_pool_nodes : { host = pool_node.host, fqdn = pool_node.fqdn, address = format("${server(props.workerPools.workers)}[%q]", pool_node.host) }]` +
+      `) : merge(node, { voter = contains(local.kube_control_plane, node.fqdn) })]}`,
   });
   new TerraformOutput(scope, "minion_ids", {
     description: "Salt minion ids (= FQDNs) of every machine: Salt master, bastion, Kubernetes master, workers.",

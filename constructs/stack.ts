@@ -263,6 +263,7 @@ export class KubeOnOsStack extends TerraformStack {
       bastion: this.bastion,
       saltMaster: this.saltMaster,
       kubeNodes: this.kubeNodes,
+      workerPools: this.workerPools,
       apiLoadBalancer: this.apiLoadBalancer,
       quotas: this.quotas,
       user: v.deploy_user.stringValue,

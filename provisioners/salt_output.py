@@ -15,6 +15,8 @@ JSON. Every subcommand reads what one Salt command printed:
   vacate-node MINION    stdin: salt --out=json --static MINION microk8s.vacate_node ADDRESS SECONDS.
                         Prints "drained NAME SECONDS", "gave-up NAME SECONDS REASON", "no-node",
                         "absent", "refused REASON", "no-answer" or "error <first line>".
+  drained MINION        stdin: salt --out=json --static MINION microk8s.drain_for_replacement
+                        ADDRESS SECONDS. Prints "drained NAME", "no-answer" or "error <first line>".
   leave MINION          stdin: salt --out=json --static MINION microk8s.leave. Prints "left",
                         "no-answer" or "error <first line>".
   forget-node MINION    stdin: salt --out=json --static MINION microk8s.forget_node ADDRESS.
@@ -195,6 +197,16 @@ def vacate_node(minion: str, text: str) -> str:
         return outcome
     if outcome == "refused":
         return f"refused {one_line(value.get('reason') or 'no reason given')}"
+    return f"error {one_line(value)}"
+
+
+def drained(minion: str, text: str) -> str:
+    """microk8s.drain_for_replacement's ``{"node", "boot_id"}``: "drained <node>", "no-answer" or "error <line>"."""
+    answered, value = minion_return(minion, text)
+    if not answered:
+        return "no-answer"
+    if isinstance(value, dict) and value.get("node"):
+        return f"drained {value['node']}"
     return f"error {one_line(value)}"
 
 
@@ -476,6 +488,9 @@ def main(argv: list[str]) -> int:
         return 0
     if command == "vacate-node" and len(arguments) == 1:
         print(vacate_node(arguments[0], sys.stdin.read()))
+        return 0
+    if command == "drained" and len(arguments) == 1:
+        print(drained(arguments[0], sys.stdin.read()))
         return 0
     if command == "leave" and len(arguments) == 1:
         print(leave(arguments[0], sys.stdin.read()))

@@ -18,6 +18,8 @@
 // - Quotas: `diff` and `deploy` synthesize first, then read what the project already uses of its
 //   quotas and what this deployment holds (scripts/quota-usage.js), and plan with it as
 //   TF_VAR_quota_usage, so that the plan compares the deployment's needs with what is free.
+// - `roll`: synthesizes, then replaces the Kubernetes nodes' machines one apply at a time with the
+//   chosen CLI (scripts/roll.js).
 "use strict";
 
 const { spawnSync } = require("node:child_process");
@@ -25,6 +27,7 @@ const fs = require("node:fs");
 const os = require("node:os");
 const path = require("node:path");
 const { quotaUsage } = require("./quota-usage");
+const { parseArgs, roll, RollError } = require("./roll");
 
 const ROOT = path.join(__dirname, "..");
 // Must match FORWARDED_TF_VARS in config/forward.ts (__tests__/l0-main.test.ts runs both ends).
@@ -168,6 +171,25 @@ function cdktf(cdktfArgs) {
 }
 
 async function main() {
+  if (args[0] === "roll") {
+    try {
+      parseArgs(args.slice(1));
+    } catch (error) {
+      if (error instanceof RollError) fail(`roll: ${error.message}`);
+      throw error;
+    }
+    const cli = chooseCli();
+    env.TERRAFORM_BINARY_NAME = cli.binary;
+    const synth = cdktf(["synth"]);
+    if (synth !== 0) process.exit(synth);
+    if (process.stdout.isTTY) process.stdout.write("\n");
+    try {
+      process.exit(roll({ cli: cli.binary, stackDir: stackDir(), env, args: args.slice(1) }));
+    } catch (error) {
+      if (error instanceof RollError) fail(`roll: ${error.message}`);
+      throw error;
+    }
+  }
   if (PLANS.has(args[0]) && !args.includes("--skip-synth")) {
     // Synthesize first, so that what the project uses of its quotas can be read before the plan
     // (scripts/quota-usage.js), against the synthesized stack's state.

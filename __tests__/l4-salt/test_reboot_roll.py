@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 
 import pytest
 from harness.provisioners import PROVISIONERS
@@ -89,12 +90,17 @@ def needs_reboot(cluster, minion: str, *packages: str) -> None:
 
 def reboot_sh(cluster, roll: str) -> subprocess.CompletedProcess:
     """provisioners/reboot.sh as the chain runs it, with salt, salt-run and salt-call pointed at this cluster."""
+    return provisioner(cluster, "reboot.sh", roll, MASTER, VOTER, WORKER)
+
+
+def provisioner(cluster, script: str, *args: str) -> subprocess.CompletedProcess:
+    """A script of provisioners/ as the chain runs it, with salt, salt-run and salt-call pointed at this cluster."""
     wrappers = cluster.root / "wrappers"
     write_wrappers(
         wrappers, cluster.master_dir, cluster.root / "calls.log", cluster.root / MASTER / "etc", cluster.overlay
     )
     return subprocess.run(
-        ["bash", str(PROVISIONERS / "reboot.sh"), roll, MASTER, VOTER, WORKER],
+        ["bash", str(PROVISIONERS / script), *args],
         env={**os.environ, "PATH": f"{wrappers}:{os.environ['PATH']}"},
         capture_output=True,
         text=True,
@@ -147,6 +153,41 @@ def test_the_nodes_that_need_a_reboot_reboot_one_at_a_time_and_come_back_ready(c
         0,
         "reboot_for_updates: no Kubernetes node needs a reboot for its updates\n",
     ), again.stderr
+
+
+def test_a_node_drained_before_its_machine_is_replaced_is_uncordoned_once_ready_on_the_new_one(cluster):
+    """
+    The drain record's destroy-time hook (drain-node.sh) and orch.deploy's step after the cluster
+    check (microk8s.uncordon_replaced). The new machine is the harness's reboot of the old one:
+    what the step goes by, the Node Ready under the same name with another boot id, is the same.
+    """
+    address, name = NODES[WORKER]
+    result = provisioner(cluster, "drain-node.sh", MASTER, WORKER, address)
+    assert (result.returncode, result.stdout) == (
+        0,
+        f"drained node {name} ({address}) on {MASTER} before its machine is deleted\n",
+    ), result.stderr + cluster.logs()
+    assert drains(cluster, MASTER)[-1] == name
+    before = kubelets(cluster)
+    assert before[name][1:] == (True, True)
+    # Still the old machine (the apply failed before deleting it): it stays cordoned, and noted.
+    waiting = {"uncordoned": [], "waiting": [name], "dropped": []}
+    assert cluster.salt(MASTER, "microk8s.uncordon_replaced") == {MASTER: waiting}
+    assert kubelets(cluster)[name] == before[name]
+    # Another machine under its name: the voter has no note of it, the master uncordons it once.
+    assert cluster.salt(WORKER, "kube_on_os.reboot")[WORKER]
+    deadline = time.monotonic() + 60
+    while not (kubelets(cluster)[name][0] != before[name][0] and kubelets(cluster)[name][1]):
+        assert time.monotonic() < deadline, kubelets(cluster)
+        time.sleep(1)
+    while cluster.salt(WORKER, "test.ping") != {WORKER: True}:
+        assert time.monotonic() < deadline, cluster.logs()
+        time.sleep(1)
+    empty = {"uncordoned": [], "waiting": [], "dropped": []}
+    assert cluster.salt(VOTER, "microk8s.uncordon_replaced") == {VOTER: empty}
+    assert cluster.salt(MASTER, "microk8s.uncordon_replaced") == {MASTER: {**empty, "uncordoned": [name]}}
+    assert kubelets(cluster)[name][1:] == (True, False)
+    assert cluster.salt(MASTER, "microk8s.uncordon_replaced") == {MASTER: empty}
 
 
 # Last: the voter's machine stays down.

@@ -240,6 +240,8 @@ def test_orchestration_joins_voters_one_at_a_time_then_workers_in_batches(tmp_pa
         *(f"orch-deploy-salt-state-{step}" for step in steps),
         "orch-deploy-salt-state-spent-tokens",
         "orch-deploy-salt-function-cluster-check",
+        # A node drained before its machine was replaced is back in service once Ready.
+        "orch-deploy-salt-function-uncordon-replaced",
         # Once every node is Ready, the master labels and taints them all.
         "orch-deploy-salt-state-node-labels",
         # Then it applies the cloud integration (a no-op where its pillar has no openstack:cloud).
@@ -266,6 +268,13 @@ def test_orchestration_joins_voters_one_at_a_time_then_workers_in_batches(tmp_pa
         )
     # The check counts microk8s:nodes itself, so the orchestration passes no number to drift.
     assert "arg" not in args_of(orch["orch-deploy-salt-function-cluster-check"], "salt.function")
+    # Each drainer puts back its own: the master, and the next voter, which drains the master.
+    uncordon = args_of(orch["orch-deploy-salt-function-uncordon-replaced"], "salt.function")
+    assert (uncordon["name"], uncordon["tgt"], uncordon["tgt_type"]) == (
+        "microk8s.uncordon_replaced",
+        f"k8s-master.{DOMAIN}" + (f",k8s-worker-0.{DOMAIN}" if count > 1 else ""),
+        "list",
+    )
     # microk8s_channel unset (its default): the master checks against the channel it tracks.
     assert pillar_data["microk8s"]["channel"] is None
     release = args_of(orch["orch-deploy-salt-function-release-check"], "salt.function")
@@ -315,7 +324,7 @@ def test_orchestration_labels_and_taints_every_node_from_the_master_after_the_cl
     assert without_order(step) == {
         "tgt": f"k8s-master.{DOMAIN}",
         "sls": "microk8s.labels",
-        "require": [{"salt": "orch-deploy-salt-function-cluster-check"}],
+        "require": [{"salt": "orch-deploy-salt-function-uncordon-replaced"}],
     }
     shown = Minion(tmp_path / "master", f"k8s-master.{DOMAIN}", pillar).call("state.show_sls", "microk8s.labels")
     assert list(shown) == ["microk8s-labels-microk8s-nodes-labelled"]

@@ -19,6 +19,7 @@ import { KubeNodePool } from "../kube-node-pool";
 import { splat } from "../machine";
 import { SaltMaster } from "../salt-master";
 import { WorkerPools } from "../worker-pools";
+import { NodeDrains, nodeDrains } from "./node-drain";
 import { nodeMembership } from "./node-membership";
 import { REMOTE_BIN, REMOTE_SECRETS, REMOTE_STAGE, remoteExec, sshConnection, throughBastion } from "./ssh";
 import { REPO_ROOT, uploadedTree } from "./tree-hash";
@@ -86,7 +87,9 @@ export interface SaltProvisionerProps {
  * sets root's console password first, when asked to.
  *
  * Each worker also gets a NodeMembership record (./node-membership.ts) whose destroy-time
- * provisioner removes the node from the microk8s cluster before Terraform deletes the machine.
+ * provisioner removes the node from the microk8s cluster before Terraform deletes the machine,
+ * and each Kubernetes node a drain record (./node-drain.ts) that its machine's replacement
+ * replaces, draining the node first.
  *
  * The steps' Terraform addresses are a contract (the README quotes them, and state refers to
  * them): the construct ids here and the stack's "SaltProvisioner" stay as they are.
@@ -111,6 +114,8 @@ export class SaltProvisioner extends Construct {
   readonly nodeMembership: DataResource;
   /** The same for the node pools' workers, by host name. */
   readonly poolNodeMembership: DataResource;
+  /** One per Kubernetes node, replaced with its machine: the old node is drained first. */
+  readonly nodeDrains: NodeDrains;
 
   constructor(scope: Construct, id: string, props: SaltProvisionerProps) {
     super(scope, id);
@@ -304,5 +309,11 @@ export class SaltProvisioner extends Construct {
     };
     this.nodeMembership = nodeMembership(this, "NodeMembership", { ...membership, workers: kubeNodes });
     this.poolNodeMembership = nodeMembership(this, "PoolNodeMembership", { ...membership, workers: props.workerPools });
+    this.nodeDrains = nodeDrains(this, {
+      ...membership,
+      kubeNodes,
+      workerPools: props.workerPools,
+      memberships: { workers: this.nodeMembership, poolWorkers: this.poolNodeMembership },
+    });
   }
 }

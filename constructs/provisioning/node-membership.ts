@@ -41,17 +41,7 @@ export interface NodeMembershipProps {
  * one record stays built in.
  */
 export function nodeMembership(scope: Construct, id: string, props: NodeMembershipProps): DataResource {
-  const { bastion, saltMaster, workers } = props;
-  // The default pool's workers by count, the pools' by host name, as their machines are.
-  let iteration: { count?: TerraformCount; forEach?: ITerraformIterator };
-  let worker: (attribute: string) => string;
-  if (workers instanceof KubeNodePool) {
-    iteration = { count: TerraformCount.of(Token.asNumber(Fn.conditional(props.enabled, props.layout.workerCount, 0))) };
-    worker = (attribute) => atCountIndex(workers.workers, attribute);
-  } else {
-    iteration = { forEach: TerraformIterator.fromMap(Token.asAnyMap(Fn.conditional(props.enabled, props.layout.poolNodesByHost, {}))) };
-    worker = (attribute) => `\${${workers.workers.terraformResourceType}.${workers.workers.friendlyUniqueId}[each.key].${attribute}}`;
-  }
+  const { iteration, worker } = perWorker(props.workers, props.layout, props.enabled);
   // Destroy-time provisioners may only read `self`, so the record keeps its connection in input.
   const membership = new DataResource(scope, id, {
     ...iteration,
@@ -59,27 +49,60 @@ export function nodeMembership(scope: Construct, id: string, props: NodeMembersh
       node_id: worker("name"),
       address: worker("access_ip_v4"),
       master_id: props.layout.kubeMaster.fqdn,
-      user: props.user,
-      host: saltMaster.privateIp,
-      host_key: props.saltMasterHostKey ?? null,
-      bastion_host: bastion.publicIp,
-      bastion_host_key: props.bastionHostKey ?? null,
+      ...connectionInput(props),
     },
     // Created after the orchestration, so on a scale-down it is destroyed (the node leaves)
     // before the orchestration re-runs, and before its machine is deleted.
     dependsOn: props.after,
   });
-  // cdktf's RemoteExecProvisioner has no `when`/`on_failure`. A failed removal must not block
-  // destroying a broken cluster, so it continues (and says so in the log).
-  membership.addOverride("provisioner", [
+  onDestroy(membership, `sudo bash ${REMOTE_BIN}/remove-node.sh \${self.input.master_id} \${self.input.node_id} \${self.input.address}`);
+  return membership;
+}
+
+/** A record per worker of the default pool (by count) or of the node pools (by host name), as their machines are. */
+export function perWorker(
+  workers: KubeNodePool | WorkerPools,
+  layout: ClusterLayout,
+  enabled: boolean | IResolvable,
+): { iteration: { count?: TerraformCount; forEach?: ITerraformIterator }; worker: (attribute: string) => string } {
+  if (workers instanceof KubeNodePool) {
+    return {
+      iteration: { count: TerraformCount.of(Token.asNumber(Fn.conditional(enabled, layout.workerCount, 0))) },
+      worker: (attribute) => atCountIndex(workers.workers, attribute),
+    };
+  }
+  return {
+    iteration: { forEach: TerraformIterator.fromMap(Token.asAnyMap(Fn.conditional(enabled, layout.poolNodesByHost, {}))) },
+    worker: (attribute) => `\${${workers.workers.terraformResourceType}.${workers.workers.friendlyUniqueId}[each.key].${attribute}}`,
+  };
+}
+
+/** What a destroy-time provisioner reads of its connection from `self.input` (onDestroy). */
+export function connectionInput(
+  props: Pick<NodeMembershipProps, "bastion" | "saltMaster" | "user" | "bastionHostKey" | "saltMasterHostKey">,
+) {
+  return {
+    user: props.user,
+    host: props.saltMaster.privateIp,
+    host_key: props.saltMasterHostKey ?? null,
+    bastion_host: props.bastion.publicIp,
+    bastion_host_key: props.bastionHostKey ?? null,
+  };
+}
+
+/**
+ * Runs `command` on the Salt master, through the bastion, when `record` is destroyed, with the
+ * connection its input keeps (connectionInput). cdktf's RemoteExecProvisioner has no
+ * `when`/`on_failure`. A failure must not block destroying a broken cluster, so it continues
+ * (and says so in the log).
+ */
+export function onDestroy(record: DataResource, command: string): void {
+  record.addOverride("provisioner", [
     {
       "remote-exec": {
         when: "destroy",
         on_failure: "continue",
-        inline: [
-          "set -eu",
-          `sudo bash ${REMOTE_BIN}/remove-node.sh \${self.input.master_id} \${self.input.node_id} \${self.input.address}`,
-        ],
+        inline: ["set -eu", command],
         connection: {
           type: "ssh",
           host: "${self.input.host}",
@@ -94,5 +117,4 @@ export function nodeMembership(scope: Construct, id: string, props: NodeMembersh
       },
     },
   ]);
-  return membership;
 }

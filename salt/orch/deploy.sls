@@ -6,7 +6,8 @@
   every joiner; then the bastion and the Kubernetes master (which issues and publishes the join
   tokens) together; then the other control-plane nodes one at a time (dqlite takes one new voter
   at a time: microk8s#4696, #2348); then the workers in batches; then the master retracts the
-  tokens spent; then a cluster check against microk8s:nodes; then the master gives every node its
+  tokens spent; then a cluster check against microk8s:nodes; then a node drained before its
+  machine was replaced is uncordoned; then the master gives every node its
   labels and taints from microk8s:nodes; then, where the master's pillar has openstack:cloud, the
   master applies the OpenStack cloud integration (providerIDs, the cloud-config Secret, the cloud
   controller manager, the Cinder CSI driver, the default StorageClass). The chain has the same
@@ -139,6 +140,16 @@ orch-deploy-salt-function-cluster-check:
     - require:
       - salt: orch-deploy-salt-state-spent-tokens
 
+{#- A node drained before its machine was replaced (provisioners/drain-node.sh: by the master, or
+    for the master itself by the next voter) is back in service once its new machine is Ready. #}
+orch-deploy-salt-function-uncordon-replaced:
+  salt.function:
+    - name: microk8s.uncordon_replaced
+    - tgt: {{ ([master] + cp_joiners[:1]) | join(",") | yaml_encode }}
+    - tgt_type: list
+    - require:
+      - salt: orch-deploy-salt-function-cluster-check
+
 {#- Once every node is Ready (a new one included), the master's kubectl gives each node the labels
     and taints of its microk8s:nodes entry, on every run, so a changed pool applies at the next
     one. Workers cannot run kubectl. #}
@@ -147,7 +158,7 @@ orch-deploy-salt-state-node-labels:
     - tgt: {{ master | yaml_encode }}
     - sls: microk8s.labels
     - require:
-      - salt: orch-deploy-salt-function-cluster-check
+      - salt: orch-deploy-salt-function-uncordon-replaced
 
 {#- Every node is in the cluster and labelled: the master gives each its providerID, then the
     cloud-config Secret, the cloud controller manager and the Cinder CSI driver, and the default

@@ -521,6 +521,26 @@ def drain_for_reboot(address: str, timeout: int = 300) -> dict:
     return _sub("_reboot").drain(__salt__, __opts__, address, timeout)
 
 
+def drain_for_replacement(address: str, timeout: int = 300) -> dict:
+    """
+    On a control-plane node: notes the boot id of the node at private ``address`` and cordons and
+    drains it before its machine is replaced (the chain's destroy-time hook,
+    provisioners/drain-node.sh); ``uncordon_replaced`` puts it back in service once the new
+    machine is Ready. ``{"node", "boot_id"}``.
+    CLI Example: ``salt k8s-master.* microk8s.drain_for_replacement 10.1.0.101 300``
+    """
+    return _sub("_reboot").drain(__salt__, __opts__, address, timeout, _sub("_reboot").REPLACEMENTS)
+
+
+def uncordon_replaced() -> dict:
+    """
+    On a control-plane node, in orch.deploy: uncordons each node it drained for a replacement
+    (``drain_for_replacement``) that is Ready again with another boot id, its new machine's.
+    ``{"uncordoned", "waiting", "dropped"}`` (node names; waiting: still the old machine).
+    """
+    return _sub("_reboot").uncordon_replaced(__salt__, __opts__)
+
+
 def wait_node_rebooted(address: str, timeout: int = 600, interval: float = 2) -> dict:
     """
     On the control-plane node that drained it: waits until the node at ``address`` is Ready with
