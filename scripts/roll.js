@@ -1,6 +1,6 @@
 // `npm run roll`: replaces the Kubernetes nodes' machines one at a time, each with its own apply
 // (`-replace=<its machine>`), for a new image or anything else that only a new machine gets
-// (docs/provisioning.md, "Rolling the machines"). In each apply the node's drain record drains it
+// (docs/provisioning.md, "Re-applying, scaling, rebuilding"). In each apply the node's drain record drains it
 // before its machine is deleted (provisioners/drain-node.sh), the chain accepts the new machine's
 // key and orch.deploy joins it and checks that every node is Ready before it uncordons it; only
 // then does the next apply start. The order: the workers (the default pool's, then the pools'),
