@@ -413,8 +413,7 @@ describe("the pipeline, run locally by gitlab-ci-local", () => {
     const statePath = `/api/v4/projects/${PROJECT_ID}/terraform/state/${DOMAIN}`;
     expect(api.requests.map((r) => `${r.method} ${r.path} ${r.status}`)).toEqual([
       `GET ${statePath} 204`,
-      // scripts/quota-usage.js: its init, and the quota_needs output of a state not there yet
-      `GET ${statePath} 204`,
+      // scripts/quota-usage.js --initialised: the quota_needs output of a state not there yet
       `GET ${statePath} 204`,
       `POST ${statePath}/lock 200`,
       `GET ${statePath} 204`,

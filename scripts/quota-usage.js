@@ -4,7 +4,10 @@
 // as TF_VAR_quota_usage. The plan then compares what the deployment needs with what is free, not
 // only with the limits (constructs/quotas.ts, docs/quotas.md).
 //
-//   node scripts/quota-usage.js <stack dir> <tofu or terraform binary>
+//   node scripts/quota-usage.js [--initialised] <stack dir> <tofu or terraform binary>
+//
+// (--initialised: the caller has run `init` in the stack's directory already, as the pipeline's
+// plan job has.)
 //
 // prints the variable's value, a JSON map from "<service>.<quota>" (quota_needs' names) to
 // { used, own }, or nothing. `used` comes from the APIs a project member may read: Nova's
@@ -258,9 +261,9 @@ async function usedByProject(config) {
 }
 
 /** The last apply's quota_needs, from the stack's state; {} when there is none yet. */
-function ownNeeds(stackDir, cli, env) {
+function ownNeeds(stackDir, cli, env, initialised) {
   const run = (args) => spawnSync(cli, [`-chdir=${stackDir}`, ...args], { encoding: "utf8", env });
-  const init = run(["init", "-input=false"]);
+  const init = initialised ? { status: 0 } : run(["init", "-input=false"]);
   if (init.status !== 0) throw new UsageError(`${path.basename(cli)} init failed, so the deployment's own share is unknown`);
   // No state, or one from before the output: nothing is held yet.
   const output = run(["output", "-json", "quota_needs"]);
@@ -287,12 +290,15 @@ function checksQuotas(stackDir, env) {
   }
 }
 
-/** The value for TF_VAR_quota_usage, or undefined (check_quotas off, or the usage unreadable: one line says why). */
-async function quotaUsage(stackDir, cli, env = process.env) {
+/**
+ * The value for TF_VAR_quota_usage, or undefined (check_quotas off, or the usage unreadable: one
+ * line says why). `initialised`: the stack's directory is initialised already.
+ */
+async function quotaUsage(stackDir, cli, env = process.env, { initialised = false } = {}) {
   if (!checksQuotas(stackDir, env)) return undefined;
   try {
     const config = settings(env);
-    const own = ownNeeds(stackDir, cli, env);
+    const own = ownNeeds(stackDir, cli, env, initialised);
     const { used, unread } = await usedByProject(config);
     const usage = Object.fromEntries(Object.entries(used).map(([key, value]) => [key, { used: value, own: own[key] ?? 0 }]));
     const held = Object.values(own).some((n) => n > 0) ? " beyond what it already holds" : "";
@@ -310,12 +316,14 @@ async function quotaUsage(stackDir, cli, env = process.env) {
 module.exports = { quotaUsage };
 
 if (require.main === module) {
-  const [stackDir, cli] = process.argv.slice(2);
-  if (!stackDir || !cli) {
-    console.error("usage: node scripts/quota-usage.js <stack dir> <tofu or terraform binary>");
+  const args = process.argv.slice(2);
+  const initialised = args[0] === "--initialised";
+  const [stackDir, cli, ...extra] = initialised ? args.slice(1) : args;
+  if (!stackDir || !cli || extra.length > 0) {
+    console.error("usage: node scripts/quota-usage.js [--initialised] <stack dir> <tofu or terraform binary>");
     process.exit(2);
   }
-  quotaUsage(stackDir, cli).then(
+  quotaUsage(stackDir, cli, process.env, { initialised }).then(
     (usage) => usage && process.stdout.write(`${usage}\n`),
     (error) => {
       console.error(`kube-on-os: quotas: ${error.message}`);

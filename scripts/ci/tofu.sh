@@ -123,7 +123,7 @@ case $command in
     init
     # What the project already uses of its quotas, and what this cluster holds: the plan compares
     # the cluster's needs with what is free (scripts/quota-usage.js; nothing when unreadable).
-    usage=$(node scripts/quota-usage.js "$root" "$(command -v tofu)")
+    usage=$(node scripts/quota-usage.js --initialised "$root" "$(command -v tofu)")
     [[ -z $usage ]] || export TF_VAR_quota_usage=$usage
     plan_args=()
     # Developers may read but not lock GitLab-managed state (GitLab's state docs; gitlab-tofu).
