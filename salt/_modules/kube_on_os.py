@@ -101,6 +101,8 @@ def microk8s_channel(master: str, new_cluster: str) -> str:
     if master in tracked:
         return tracked[master]
 
+    # Not microk8s._upgrade.channel_minor: that module loads only where the snap is, and this
+    # runs on nodes without it; an unparsable channel sorts last instead of raising.
     def minor(channel: str) -> int:
         track = channel.split("/")[0]
         return int(track.split(".")[1]) if track.startswith("1.") and track[2:].isdigit() else -1
