@@ -60,7 +60,8 @@ function expectedResources(nodes: number, provisioners = false): Record<string, 
     // seven chain steps, and one membership record per worker; the parameters' preconditions and
     // the control plane's floor
     ...(provisioners ? { null_resource: 7 } : {}),
-    terraform_data: 2 + (provisioners ? workers : 0),
+    // ParameterRules and ControlPlaneFloor; with the chain, a NodeMembership per worker and a drain record per node.
+    terraform_data: 2 + (provisioners ? workers + 1 + workers : 0),
     openstack_networking_network_v2: 2,
     openstack_networking_subnet_v2: 2,
     openstack_networking_router_v2: 1,
@@ -202,7 +203,11 @@ describeEachCli("L2: plan against the OpenStack API double", (cli) => {
       "Orchestrate",
       "RebootForUpdates",
     ].map((s) => `${s}[0] create`);
-    const members = (n: number) => Array.from({ length: n - 1 }, (_, i) => `NodeMembership[${i}] create`);
+    const members = (n: number) => [
+      ...Array.from({ length: n - 1 }, (_, i) => `NodeMembership[${i}] create`),
+      ...Array.from({ length: n - 1 }, (_, i) => `NodeDrain[${i}] create`),
+      "MasterDrain[0] create",
+    ];
     expect(chain(plan).sort()).toEqual([...steps, ...members(3)].sort());
     expect(chain(await planJson(ws, { TF_VAR_num_kube_nodes: "50" })).sort()).toEqual([...steps, ...members(50)].sort());
     expect(chain(await planJson(ws, WITHOUT_PROVISIONERS))).toEqual([]);
