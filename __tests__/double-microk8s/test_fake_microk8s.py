@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import ssl
 import subprocess
@@ -556,6 +557,34 @@ def test_a_node_is_ready_only_while_it_belongs_to_this_cluster(pair):
     assert master.run("microk8s", "remove-node", "127.0.0.1", "--force").returncode == 0
     assert joiner.run("microk8s", "join", url_to(master, issue(master))).returncode == 0
     assert readiness(nodes_json(master)) == {"127.0.0.2": "True", "127.0.0.1": "True"}
+
+
+def test_a_node_reports_its_machines_boot_id_while_ready_and_a_rebuilt_machine_another(pair):
+    """
+    status.nodeInfo.bootID (the kubelet's MachineInfo setter, from /proc/sys/kernel/random/boot_id):
+    the same at every reading of one boot, none while the node is not Ready, another once the
+    machine rebuilt under the same address (a new /run) has joined again.
+    """
+    master, joiner = pair
+    install(master, "1.28/stable")
+    install(joiner, "1.28/stable")
+    assert joiner.run("microk8s", "join", url_to(master, issue(master))).returncode == 0
+
+    def boot_ids() -> dict:
+        return {i["status"]["addresses"][0]["address"]: i["status"]["nodeInfo"]["bootID"] for i in nodes_json(master)}
+
+    first = boot_ids()
+    assert all(re.fullmatch(r"[0-9a-f-]{36}", boot) for boot in first.values()), first
+    assert first["127.0.0.1"] != first["127.0.0.2"]
+    assert boot_ids() == first
+    joiner.rebuild()
+    install(joiner, "1.28/stable")
+    assert boot_ids() == {**first, "127.0.0.1": ""}
+    assert master.run("microk8s", "remove-node", "127.0.0.1", "--force").returncode == 0
+    assert joiner.run("microk8s", "join", url_to(master, issue(master))).returncode == 0
+    again = boot_ids()
+    assert again["127.0.0.2"] == first["127.0.0.2"]
+    assert re.fullmatch(r"[0-9a-f-]{36}", again["127.0.0.1"]) and again["127.0.0.1"] != first["127.0.0.1"]
 
 
 def test_leave_keeps_the_kubernetes_node_not_ready_and_the_only_copy_cannot_leave(pair):

@@ -112,8 +112,10 @@ canonical/microk8s-cluster-agent; where the current release differs it says so):
   controller (kubernetes pkg/controller/nodelifecycle, "Kubelet stopped posting node status.")
   sets Ready to Unknown. So a machine rebuilt at the same address, with a cluster of its own, is
   not Ready in the old cluster until it joins again. Each node also carries
-  status.nodeInfo.kubeletVersion (v<version>) and spec.unschedulable while cordoned (the API
-  omits it while false: core/v1 NodeSpec, omitempty);
+  status.nodeInfo.kubeletVersion (v<version>), status.nodeInfo.bootID while Ready (its machine's
+  boot, BOOT_ID below: a new machine under the same name reports another one; the last one
+  reported is not kept for a node that is not Ready, where the API server keeps it) and
+  spec.unschedulable while cordoned (the API omits it while false: core/v1 NodeSpec, omitempty);
 - kubectl get node <n> -o json (one Node), label, taint and annotate <node>: labels (the
   kubelet's and microk8s' own until written), annotations and spec.taints kept with the node in
   the cluster database, a write like cordon's; node_objects.py (installed beside this file,
@@ -200,6 +202,7 @@ use at a time and removed at 0):
 from __future__ import annotations
 
 import base64
+import contextlib
 import fcntl
 import hashlib
 import http.client
@@ -214,6 +217,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from pathlib import Path
 
 # Beside this program, here and in the image (install.sh), also when a test loads this file as a module.
@@ -248,6 +252,12 @@ DEFAULT_KUBELET_ARGS = (
 # The one service `snap restart` is reproduced for (snapd's app name).
 KUBELITE_APP = "microk8s.daemon-kubelite"
 FAULTS = SNAP_DATA / "fake/faults.json"
+# The machine's boot id. The kubelet reports it as status.nodeInfo.bootID (kubernetes
+# pkg/kubelet/nodestatus/setters.go MachineInfo: NodeInfo.BootID is cadvisor's MachineInfo.BootID,
+# read from /proc/sys/kernel/random/boot_id, new at every boot). The rehearsal's machines share
+# one kernel, so one /proc boot id; each keeps its own in its /run, a tmpfs that every start of
+# the machine mounts afresh (doubles/rehearsal/host.ts), so a new machine has a new one.
+BOOT_ID = ROOT / "run/fake-microk8s/boot_id"
 PORT = int(os.environ.get("FAKE_MICROK8S_PORT", "25000"))
 # Tests only: the node's one address (its agent binds it, it is the source of what the node
 # sends, kubelet's InternalIP) and its hostname, so that several nodes share one machine.
@@ -386,6 +396,14 @@ def hostname() -> str:
     return os.environ.get("FAKE_MICROK8S_HOSTNAME") or socket.gethostname()
 
 
+def boot_id() -> str:
+    """This machine's boot id (BOOT_ID), made at its first reading after the machine started."""
+    BOOT_ID.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileExistsError), open(BOOT_ID, "x") as new:
+        new.write(str(uuid.uuid4()))
+    return BOOT_ID.read_text().strip()
+
+
 def node_ip() -> str:
     """kubelet's InternalIP: the address of the interface with the default route."""
     if ADDRESS:
@@ -479,12 +497,14 @@ class Agent(http.server.BaseHTTPRequestHandler):
     def handle_path(self, path: str, body: dict) -> tuple[int, dict]:
         state = node()
         if path == "/health":
-            # What the node's kubelet would tell its API server: up, which cluster, which version.
+            # What the node's kubelet would tell its API server: up, which cluster, which version,
+            # which boot of its machine.
             return 200, {
                 "running": state["running"],
                 "restarting": restarting(state),
                 "cluster": state["cluster_id"],
                 "version": version(state),
+                "boot_id": boot_id(),
             }
         if path == "/certificate":
             # The server certificate the agent's TLS presents (join.py reads it with getpeercert).
@@ -1199,8 +1219,10 @@ def node_item(state: dict, data: dict, entry: dict) -> dict:
     """One Node as the API server returns it: Ready by the node's agent, labels, annotations, taints."""
     answer = health(entry["address"])
     is_ready = node_ready(state, answer)
-    # The kubelet reports its version with its status; the last one reported stays otherwise.
+    # The kubelet reports its version and boot id with its status; the last version reported stays
+    # otherwise (the fake keeps no boot id for a node that is not Ready: it reports none).
     kubelet_version = answer["version"] if is_ready else entry.get("version") or "1.28.15"
+    boot = answer.get("boot_id", "") if is_ready else ""
     return {
         "apiVersion": "v1",
         "kind": "Node",
@@ -1209,7 +1231,7 @@ def node_item(state: dict, data: dict, entry: dict) -> dict:
         "status": {
             "addresses": [{"type": "InternalIP", "address": entry["address"]}],
             "conditions": [{"type": "Ready", "status": "True" if is_ready else "Unknown"}],
-            "nodeInfo": {"kubeletVersion": f"v{kubelet_version}"},
+            "nodeInfo": {"kubeletVersion": f"v{kubelet_version}", "bootID": boot},
         },
     }
 
