@@ -1147,6 +1147,8 @@ PUBLIC = {
     "default_storage_class": "(name: str)",
     # orch.reboot calls them.
     "drain_for_reboot": "(address: str, timeout: int = 300)",
+    "drain_for_replacement": "(address: str, timeout: int = 300)",
+    "uncordon_replaced": "()",
     "wait_node_rebooted": "(address: str, timeout: int = 600, interval: float = 2)",
     "join_cluster": (
         "(master: str, master_address: str | None, worker: bool, attempts: int, interval: float, max_interval: float)"
