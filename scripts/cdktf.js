@@ -172,8 +172,9 @@ function cdktf(cdktfArgs) {
 
 async function main() {
   if (args[0] === "roll") {
+    let options;
     try {
-      parseArgs(args.slice(1));
+      options = parseArgs(args.slice(1));
     } catch (error) {
       if (error instanceof RollError) fail(`roll: ${error.message}`);
       throw error;
@@ -184,7 +185,7 @@ async function main() {
     if (synth !== 0) process.exit(synth);
     if (process.stdout.isTTY) process.stdout.write("\n");
     try {
-      process.exit(roll({ cli: cli.binary, stackDir: stackDir(), env, args: args.slice(1) }));
+      process.exit(roll({ cli: cli.binary, stackDir: stackDir(), env, options }));
     } catch (error) {
       if (error instanceof RollError) fail(`roll: ${error.message}`);
       throw error;

@@ -78,12 +78,11 @@ function rollOrder(machines, { nodes, from } = {}) {
 }
 
 /**
- * Rolls the nodes with `cli` in the synthesized stack's directory (initialised here), printing
- * one line before each apply; returns the exit status: 0 when every apply succeeded, else the
- * failed one's after a line that says how to go on.
+ * Rolls the nodes with `cli` in the synthesized stack's directory (initialised here), as
+ * `options` (parseArgs's) say, printing one line before each apply; returns the exit status: 0
+ * when every apply succeeded, else the failed one's after a line that says how to go on.
  */
-function roll({ cli, stackDir, env, args, log = (line) => console.error(`kube-on-os: ${line}`) }) {
-  const options = parseArgs(args);
+function roll({ cli, stackDir, env, options, log = (line) => console.error(`kube-on-os: ${line}`) }) {
   const run = (cliArgs, stdio) => spawnSync(cli, [`-chdir=${stackDir}`, ...cliArgs], { encoding: "utf8", env, stdio });
   const init = run(["init", "-input=false"], "pipe");
   if (init.status !== 0) throw new RollError(`${cli} init failed: ${(init.stderr || init.stdout).trim().split("\n").slice(-3).join(" ")}`);

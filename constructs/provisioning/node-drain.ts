@@ -1,26 +1,14 @@
-import { DataResource, Fn, IResolvable, ITerraformDependable, Op, TerraformCount, Token } from "cdktf";
+import { DataResource, Fn, Op, TerraformCount, Token } from "cdktf";
 import { Construct } from "constructs";
-import { Bastion } from "../bastion";
-import { ClusterLayout } from "../cluster-layout";
 import { KubeNodePool } from "../kube-node-pool";
-import { SaltMaster } from "../salt-master";
 import { WorkerPools } from "../worker-pools";
-import { connectionInput, onDestroy, perWorker } from "./node-membership";
+import { connectionInput, NodeMembershipProps, onDestroy, perWorker } from "./node-membership";
 import { REMOTE_BIN } from "./ssh";
 
-export interface NodeDrainProps {
-  readonly bastion: Bastion;
-  readonly saltMaster: SaltMaster;
+/** NodeMembership's, less `workers`: the drain records cover every Kubernetes node. */
+export interface NodeDrainProps extends Omit<NodeMembershipProps, "workers"> {
   readonly kubeNodes: KubeNodePool;
   readonly workerPools: WorkerPools;
-  readonly layout: ClusterLayout;
-  readonly user: string;
-  readonly bastionHostKey?: string;
-  readonly saltMasterHostKey?: string;
-  /** Whether the records exist at all (a bool token, from run_provisioners). */
-  readonly enabled: boolean | IResolvable;
-  /** What the records come after: they are destroyed before it, and before their machines. */
-  readonly after: ITerraformDependable[];
   /**
    * The workers' NodeMembership records: a scale-down destroys a worker's drain record first, so
    * the node is drained before it leaves, not while it leaves.
