@@ -155,6 +155,26 @@ describe("cloud-init user_data, as Terraform evaluates it", () => {
     expect(compared).toBe(12);
   });
 
+  it("starts every minion with the options core.minion manages, byte for byte, so the first deploy restarts none", () => {
+    const options = fs.readFileSync(path.join(TEMPLATE_DIR, "..", "..", "salt", "core", "files", "minion.conf"), "utf8");
+    for (const [machine, userData] of Object.entries(defaults)) {
+      const file = writeFiles(userData)["/etc/salt/minion.d/kube-on-os.conf"];
+      expect({ machine, content: file?.content, permissions: file?.permissions }).toEqual({
+        machine,
+        content: options,
+        permissions: "0644",
+      });
+    }
+  });
+
+  it("starts the Salt master with the options the salt_master state manages, byte for byte, so the first deploy does not restart it", () => {
+    const options = fs.readFileSync(path.join(TEMPLATE_DIR, "..", "..", "salt", "salt_master", "files", "master.conf"), "utf8");
+    for (const [machine, userData] of Object.entries(defaults)) {
+      const file = writeFiles(userData)["/etc/salt/master.d/kube-on-os.conf"];
+      expect([machine, file?.content]).toEqual([machine, machine === "salt" ? options : undefined]);
+    }
+  });
+
   it("sets up NAT on the bastion, the volume on the Salt master, and netplan on the dual-homed hosts", () => {
     expect(writeFiles(defaults.bastion)["/etc/sysctl.d/90-kube-on-os-forwarding.conf"].content).toContain("net.ipv4.ip_forward = 1");
     expect(writeFiles(defaults.bastion)["/etc/kube-on-os/bootstrap.env"].content).toContain("KOO_PRIVATE_CIDR=10.1.0.0/16\n");

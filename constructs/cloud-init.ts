@@ -39,6 +39,8 @@ function findTemplateDir(): string {
 }
 
 export const TEMPLATE_DIR = findTemplateDir();
+/** The project's Salt tree (salt/), beside templates/. */
+const SALT_DIR = path.join(TEMPLATE_DIR, "..", "..", "salt");
 export const DEFAULT_TIMEZONE = "Etc/UTC";
 
 /**
@@ -67,20 +69,10 @@ function createRenderer(): typeof Handlebars {
     if (typeof value !== "string" || !Token.isUnresolved(value)) throw new Error("cloud-init: json helper needs a Terraform token");
     return new handlebars.SafeString(Fn.jsonencode(value));
   });
-  // A file from templates/cloud-init/files/, escaped and indented for a YAML block scalar.
-  handlebars.registerHelper("file", (name: string, indent: number) => {
-    const content = fs.readFileSync(path.join(TEMPLATE_DIR, "files", name), "utf8");
-    const pad = " ".repeat(indent);
-    const body = content.endsWith("\n") ? content.slice(0, -1) : content;
-    return new handlebars.SafeString(
-      escapeTerraformTemplate(
-        body
-          .split("\n")
-          .map((line) => (line === "" ? "" : pad + line))
-          .join("\n"),
-      ),
-    );
-  });
+  // A file from templates/cloud-init/files/, or (saltFile) from the Salt tree, escaped and
+  // indented for a YAML block scalar.
+  handlebars.registerHelper("file", (name: string, indent: number) => blockScalar(path.join(TEMPLATE_DIR, "files", name), indent));
+  handlebars.registerHelper("saltFile", (name: string, indent: number) => blockScalar(path.join(SALT_DIR, name), indent));
   for (const partial of fs.readdirSync(path.join(TEMPLATE_DIR, "partials"))) {
     handlebars.registerPartial(
       path.basename(partial, ".hbs"),
@@ -88,6 +80,21 @@ function createRenderer(): typeof Handlebars {
     );
   }
   return handlebars;
+}
+
+/** A file's content, escaped for Terraform's template engine and indented by `indent` spaces. */
+function blockScalar(file: string, indent: number): Handlebars.SafeString {
+  const content = fs.readFileSync(file, "utf8");
+  const pad = " ".repeat(indent);
+  const body = content.endsWith("\n") ? content.slice(0, -1) : content;
+  return new Handlebars.SafeString(
+    escapeTerraformTemplate(
+      body
+        .split("\n")
+        .map((line) => (line === "" ? "" : pad + line))
+        .join("\n"),
+    ),
+  );
 }
 
 /** Template text is literal too, but `{{...}}` must stay intact for Handlebars. */

@@ -51,9 +51,10 @@ wait_for() {
 is_ready() { [[ -e $work/ready ]]; }
 reader_gone() { ! kill -0 "$reader" 2>/dev/null; }
 
-# The Salt master's own configuration comes first, applied masterless. When it changes (on the
-# first run it always does: the reactor), the salt_master state restarts salt-master, and a
-# salt-run talking to the master at that moment dies with tornado's StreamClosedError.
+# The Salt master's own configuration comes first, applied masterless. When it changes (cloud-init
+# wrote it on a new Salt master, so a later version's change), the salt_master state restarts
+# salt-master, and a salt-run talking to the master at that moment dies with tornado's
+# StreamClosedError.
 salt-call --local --retcode-passthrough --out=json state.apply salt_master >"$work/master.json" 2>"$work/master.err" || true
 if ! master_states=$("${KOO_SALT_OUTPUT[@]}" local-states <"$work/master.json" 2>"$work/master.parse"); then
   # Failing states (one per line after the counts), or why there were no results at all.
