@@ -169,20 +169,27 @@ targets=$(koo_join , "${ids[@]}")
 deadline=$((SECONDS + timeout))
 while :; do
   asked=$SECONDS
-  # salt exits non-zero when a minion does not answer; its JSON still holds those that did.
-  salt --out=json --static --timeout=10 --list "$targets" test.ping >"$work/ping.json" 2>"$work/ping.err" || true
+  # test.ping through manage.status, which takes a gather_job_timeout of its own: a minion whose
+  # key was just accepted is not connected until it authenticates again (every 10 s, Salt's
+  # acceptance_wait_time), and a ping it misses lasts the timeout and then the wait for
+  # saltutil.find_job answers, which with master.conf's 30 s made `salt test.ping` take 40 s.
+  salt-run --out=json manage.status tgt="$targets" tgt_type=list timeout=10 gather_job_timeout=5 \
+    >"$work/ping.json" 2>"$work/ping.err" || true
+  up=$("${KOO_SALT_OUTPUT[@]}" up "${ids[@]}" <"$work/ping.json") || up=""
   silent=()
-  koo_silent silent "$work/ping.json" "${ids[@]}"
+  for id in "${ids[@]}"; do
+    grep -qxF -- "$id" <<<"$up" || silent+=("$id")
+  done
   [[ ${#silent[@]} -gt 0 ]] || break
   reason=$(koo_first_line "$(cat "$work/ping.err")")
   if ((SECONDS >= deadline)); then
     koo_die 1 "timed out after $timeout s waiting for minions to answer test.ping: $(koo_join ", " "${silent[@]}")${reason:+ (salt: $reason)}"
   fi
   # A replaced machine's minion may have missed the first restart (not yet authenticated). It is
-  # restarted again only when it missed a ping sent 30 s or more after its last restart: a ping
-  # that a minion misses lasts salt's --timeout and the master's gather_job_timeout (40 s with
-  # master.conf), so counting from when the ping ended would restart the minion again each time,
-  # before it ever got to answer (the rehearsal's replaced worker did so until the deadline).
+  # restarted again only when it missed a ping sent 30 s or more after its last restart: counting
+  # from when a missed ping ended (15 s later; 40 s with salt and master.conf) would restart the
+  # minion again too soon, before it ever got to answer (the rehearsal's replaced worker did so
+  # until the deadline).
   again=()
   for id in "${silent[@]}"; do
     [[ " ${replaced[*]} " != *" $id "* ]] || again+=("$id")

@@ -12,6 +12,8 @@ JSON. Every subcommand reads what one Salt command printed:
                         "unexpected <id>" for every pending key that is not an ID.
   answered ID...        stdin: salt --out=json --static --list IDS test.ping. Prints the IDs that
                         answered True, one per line.
+  up ID...              stdin: salt-run --out=json manage.status tgt=IDS tgt_type=list. Prints
+                        the IDs it lists as up, one per line.
   vacate-node MINION    stdin: salt --out=json --static MINION microk8s.vacate_node ADDRESS SECONDS.
                         Prints "drained NAME SECONDS", "gave-up NAME SECONDS REASON", "no-node",
                         "absent", "refused REASON", "no-answer" or "error <first line>".
@@ -165,6 +167,13 @@ def key_status(expected: list[str], text: str) -> list[str]:
 def answered(expected: list[str], text: str) -> list[str]:
     returns = last_object(text) or {}
     return [minion for minion in expected if returns.get(minion) is True]
+
+
+def up(expected: list[str], text: str) -> list[str]:
+    """The minions of ``expected`` that ``salt-run manage.status`` lists under "up", in that order."""
+    status = last_object(text) or {}
+    listed = status.get("up") if isinstance(status.get("up"), list) else []
+    return [minion for minion in expected if minion in listed]
 
 
 def did_not_answer(minion: str, returns: dict) -> bool:
@@ -467,6 +476,9 @@ def main(argv: list[str]) -> int:
         return 0
     if command == "answered":
         print("\n".join(answered(arguments, sys.stdin.read())))
+        return 0
+    if command == "up":
+        print("\n".join(up(arguments, sys.stdin.read())))
         return 0
     if command == "local-states" and not arguments:
         try:

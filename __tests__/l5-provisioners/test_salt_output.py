@@ -79,6 +79,13 @@ def test_only_true_is_an_answer_to_test_ping():
     assert salt_output.answered(["a.example", "b.example", "c.example", "d.example"], text) == ["a.example"]
 
 
+def test_up_lists_the_minions_manage_status_found_up_and_nothing_without_its_json():
+    text = json.dumps({"up": ["b.example", "a.example"], "down": ["c.example"]})
+    assert salt_output.up(["a.example", "b.example", "c.example", "d.example"], text) == ["a.example", "b.example"]
+    assert salt_output.up(["a.example"], "Salt request timed out.") == []
+    assert salt_output.up(["a.example"], '{"a.example": true}') == []
+
+
 @pytest.mark.parametrize(
     ("text", "result"),
     [

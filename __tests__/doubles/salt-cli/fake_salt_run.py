@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """
-salt-run, three runners over the fake event bus (fakestate.bus_path):
+salt-run, three runners over the fake event bus (fakestate.bus_path), and manage.status:
 
 - ``event.send TAG``: appends TAG to the bus.
 - ``state.event pretty=False tagmatch=EXPR``: prints the bus lines that arrive after it has
@@ -11,6 +11,10 @@ salt-run, three runners over the fake event bus (fakestate.bus_path):
 - ``state.orchestrate SLS --out=json``: "state_orchestrate" says what happens:
   {"events_file": captured state.event lines to put on the bus first, "hold_until": a path
   that must exist before it returns, "stdout_file" or "stdout", "stderr", "exit"}.
+- ``manage.status tgt=IDS tgt_type=list timeout=N gather_job_timeout=N``: test.ping as the fake
+  salt answers it ("ping": a minion answers from that call on, counted with salt's; only accepted
+  keys are targeted), printed as {"up": [...], "down": [...]} (salt/runners/manage.py status).
+  "salt_error" makes it fail as salt does.
 """
 
 import fnmatch
@@ -82,5 +86,15 @@ elif runner == "state.orchestrate":
         sys.stdout.write(config["stdout"] if isinstance(config["stdout"], str) else json.dumps(config["stdout"]))
     sys.stderr.write(config.get("stderr", ""))
     sys.exit(config.get("exit", 0))
+elif runner == "manage.status":
+    with state() as current:
+        if current.get("salt_error"):
+            sys.exit(current["salt_error"])
+        accepted = current.get("keys", {}).get("minions", [])
+        targeted = [minion for minion in keywords["tgt"].split(",") if minion in accepted]
+        current["ping_calls"] = current.get("ping_calls", 0) + 1
+        answering = current.get("ping", {})
+        up = sorted(m for m in targeted if m in answering and current["ping_calls"] >= answering[m])
+    print(json.dumps({"up": up, "down": sorted(set(targeted) - set(up))}, indent=4))
 else:
     sys.exit(f"fake salt-run: unsupported runner {runner}")
