@@ -51,9 +51,9 @@ wait_for() {
 is_ready() { [[ -e $work/ready ]]; }
 reader_gone() { ! kill -0 "$reader" 2>/dev/null; }
 
-# The Salt master's own configuration comes first, applied masterless. When it changes (cloud-init
-# wrote it on a new Salt master, so a later version's change), the salt_master state restarts
-# salt-master, and a salt-run talking to the master at that moment dies with tornado's
+# The Salt master's own configuration comes first, applied masterless. When it changes (a later
+# version's: cloud-init writes this version's on a new Salt master), the salt_master state
+# restarts salt-master, and a salt-run talking to the master at that moment dies with tornado's
 # StreamClosedError.
 salt-call --local --retcode-passthrough --out=json state.apply salt_master >"$work/master.json" 2>"$work/master.err" || true
 if ! master_states=$("${KOO_SALT_OUTPUT[@]}" local-states <"$work/master.json" 2>"$work/master.parse"); then
