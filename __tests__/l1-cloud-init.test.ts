@@ -11,7 +11,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { parse as parseYaml } from "yaml";
-import { escapeTerraformTemplate, renderCloudInit, TEMPLATE_DIR } from "../constructs/cloud-init";
+import { escapeTerraformTemplate, renderCloudInit, SALT_DIR, TEMPLATE_DIR } from "../constructs/cloud-init";
 import { synthToDir } from "./support/synth";
 import { runTofuAsync } from "./support/tofu";
 
@@ -156,7 +156,7 @@ describe("cloud-init user_data, as Terraform evaluates it", () => {
   });
 
   it("starts every minion with the options core.minion manages, byte for byte, so the first deploy restarts none", () => {
-    const options = fs.readFileSync(path.join(TEMPLATE_DIR, "..", "..", "salt", "core", "files", "minion.conf"), "utf8");
+    const options = fs.readFileSync(path.join(SALT_DIR, "core", "files", "minion.conf"), "utf8");
     for (const [machine, userData] of Object.entries(defaults)) {
       const file = writeFiles(userData)["/etc/salt/minion.d/kube-on-os.conf"];
       expect({ machine, content: file?.content, permissions: file?.permissions }).toEqual({
@@ -168,7 +168,7 @@ describe("cloud-init user_data, as Terraform evaluates it", () => {
   });
 
   it("starts the Salt master with the options the salt_master state manages, byte for byte, so the first deploy does not restart it", () => {
-    const options = fs.readFileSync(path.join(TEMPLATE_DIR, "..", "..", "salt", "salt_master", "files", "master.conf"), "utf8");
+    const options = fs.readFileSync(path.join(SALT_DIR, "salt_master", "files", "master.conf"), "utf8");
     for (const [machine, userData] of Object.entries(defaults)) {
       const file = writeFiles(userData)["/etc/salt/master.d/kube-on-os.conf"];
       expect([machine, file?.content]).toEqual([machine, machine === "salt" ? options : undefined]);

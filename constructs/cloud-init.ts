@@ -40,7 +40,7 @@ function findTemplateDir(): string {
 
 export const TEMPLATE_DIR = findTemplateDir();
 /** The project's Salt tree (salt/), beside templates/. */
-const SALT_DIR = path.join(TEMPLATE_DIR, "..", "..", "salt");
+export const SALT_DIR = path.join(TEMPLATE_DIR, "..", "..", "salt");
 export const DEFAULT_TIMEZONE = "Etc/UTC";
 
 /**

@@ -177,9 +177,7 @@ while :; do
     >"$work/ping.json" 2>"$work/ping.err" || true
   up=$("${KOO_SALT_OUTPUT[@]}" up "${ids[@]}" <"$work/ping.json") || up=""
   silent=()
-  for id in "${ids[@]}"; do
-    grep -qxF -- "$id" <<<"$up" || silent+=("$id")
-  done
+  koo_unlisted silent "$up" "${ids[@]}"
   [[ ${#silent[@]} -gt 0 ]] || break
   reason=$(koo_first_line "$(cat "$work/ping.err")")
   if ((SECONDS >= deadline)); then

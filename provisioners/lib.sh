@@ -93,13 +93,19 @@ koo_last_line() {
 # True in the JSON that `salt --out=json --static` wrote to JSON_FILE (no answer, False or an
 # error). Fails, rather than reporting everyone as answered, when the JSON cannot be read.
 koo_silent() {
-  local -n koo_silent_result=$1
-  local json=$2 answered id
+  local answered
+  answered=$("${KOO_SALT_OUTPUT[@]}" answered "${@:3}" <"$2") || return 1
+  koo_unlisted "$1" "$answered" "${@:3}"
+}
+
+# koo_unlisted ARRAY LINES MINION_ID...: sets ARRAY to the given minions that are not a line of LINES.
+koo_unlisted() {
+  local -n koo_unlisted_result=$1
+  local lines=$2 id
   shift 2
-  answered=$("${KOO_SALT_OUTPUT[@]}" answered "$@" <"$json") || return 1
-  koo_silent_result=()
+  koo_unlisted_result=()
   for id in "$@"; do
-    grep -qxF -- "$id" <<<"$answered" || koo_silent_result+=("$id")
+    grep -qxF -- "$id" <<<"$lines" || koo_unlisted_result+=("$id")
   done
 }
 

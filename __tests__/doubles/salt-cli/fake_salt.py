@@ -13,7 +13,7 @@ import fnmatch
 import json
 import sys
 
-from fakestate import log_invocation, state
+from fakestate import log_invocation, ping, state
 
 log_invocation("salt")
 options = [argument for argument in sys.argv[1:] if argument.startswith("--")]
@@ -31,9 +31,7 @@ with state() as current:
         print("No minions matched the target. No command was sent, no jid was assigned.\n{}")
         sys.exit("ERROR: No return received")
     if function == "test.ping":
-        current["ping_calls"] = current.get("ping_calls", 0) + 1
-        answering = current.get("ping", {})
-        returns = {m: True for m in matched if m in answering and current["ping_calls"] >= answering[m]}
+        returns = dict.fromkeys(ping(current, matched), True)
     else:
         canned = current.get("returns", {})
         configured = canned.get(" ".join([function, *arguments]), canned.get(function, {}))

@@ -25,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-from fakestate import bus_path, fire_event, log_invocation, state, state_path
+from fakestate import bus_path, fire_event, log_invocation, ping, state, state_path
 
 log_invocation("salt-run")
 positional = [argument for argument in sys.argv[1:] if not argument.startswith("--")]
@@ -92,9 +92,7 @@ elif runner == "manage.status":
             sys.exit(current["salt_error"])
         accepted = current.get("keys", {}).get("minions", [])
         targeted = [minion for minion in keywords["tgt"].split(",") if minion in accepted]
-        current["ping_calls"] = current.get("ping_calls", 0) + 1
-        answering = current.get("ping", {})
-        up = sorted(m for m in targeted if m in answering and current["ping_calls"] >= answering[m])
+        up = sorted(ping(current, targeted))
     print(json.dumps({"up": up, "down": sorted(set(targeted) - set(up))}, indent=4))
 else:
     sys.exit(f"fake salt-run: unsupported runner {runner}")

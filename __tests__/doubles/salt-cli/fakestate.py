@@ -52,3 +52,13 @@ def fire_event(tag: str, data: dict | str) -> None:
     with state():  # the lock keeps concurrent writers' lines whole
         with bus_path().open("a") as bus:
             bus.write(f"{tag}\t{payload}\n")
+
+
+def ping(current: dict, targeted: list[str]) -> list[str]:
+    """
+    One test.ping of ``targeted`` (salt's, or manage.status's), counted in the state: the minions
+    that answer it, those whose "ping" entry names this call or an earlier one.
+    """
+    current["ping_calls"] = current.get("ping_calls", 0) + 1
+    answering = current.get("ping", {})
+    return [minion for minion in targeted if minion in answering and current["ping_calls"] >= answering[minion]]
