@@ -16,6 +16,7 @@ through a shared directory. Its tests are the ``test_l4_`` ones.
 
 from __future__ import annotations
 
+import concurrent.futures
 import hashlib
 import json
 import os
@@ -756,6 +757,32 @@ def test_a_write_reaches_every_voter_and_standby(quartet):
     for each in quartet:
         copy = json.loads((each.snap_data / "fake/cluster.json").read_text())
         assert {n["name"]: n.get("unschedulable", False) for n in copy["nodes"]}["127.0.0.3"] is True
+
+
+def test_writes_from_every_node_at_once_each_write_only_their_own_objects_and_none_is_lost(quartet):
+    """
+    The API server writes each object a command changes, nothing it only read (kubectl label and
+    cordon patch one Node, remove-node deletes one), and dqlite's leader orders the writes: each
+    takes the next index (Raft's log). The rehearsal's scale-down removes two nodes at once; a
+    fake that wrote back every node it had read put a removed one back, cordoned, as a CI run saw.
+    Here every node labels its own Node three times while the others do the same.
+    """
+    nodes = joined(quartet)
+    names = {node.address: item["metadata"]["name"] for node in nodes for item in nodes_json(node)
+             if item["status"]["addresses"][0]["address"] == node.address}  # fmt: skip
+    before = index_of(nodes[0])
+
+    def label(node: Node) -> list[subprocess.CompletedProcess]:
+        return [node.run("microk8s", "kubectl", "label", "node", names[node.address], f"koo/w{i}=x") for i in range(3)]
+
+    with concurrent.futures.ThreadPoolExecutor(len(nodes)) as pool:
+        results = [result for batch in pool.map(label, nodes) for result in batch]
+    assert [(r.returncode, r.stderr) for r in results] == [(0, "")] * 12
+    labels = {item["metadata"]["name"]: item["metadata"]["labels"] for item in nodes_json(nodes[0])}
+    assert {name: sorted(k for k in labels[name] if k.startswith("koo/")) for name in names.values()} == {
+        name: ["koo/w0", "koo/w1", "koo/w2"] for name in names.values()
+    }
+    assert {n.address: index_of(n) for n in nodes} == {n.address: before + 12 for n in nodes}
 
 
 def test_a_rebuilt_master_rejoins_through_another_voter_and_quorum_holds(trio):

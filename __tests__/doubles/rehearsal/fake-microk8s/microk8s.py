@@ -31,7 +31,10 @@ when the node becomes a spare; /record: a quorum.log line; /quorum: the quorum q
 - a read or a write needs a majority of the voters listed in the freshest copy (highest index)
   among the nodes that answer (Raft, in the canonical/raft library dqlite embeds; reads go to
   the leader too, which go-dqlite's driver looks up); a write then goes to every reachable voter
-  and stand-by, and a node that was down reads the freshest copy when it is back. A member
+  and stand-by, and a node that was down reads the freshest copy when it is back. The leader
+  orders the writes, each at the next index of its log: a write read at an index another took
+  since is read and made again (commit). A command writes only the objects it changed, as the
+  API server writes each object on its own (rebase): two nodes removed at once both go. A member
   answers while its agent does, its microk8s runs and its /health reports this cluster's id (a
   machine rebuilt at the same address runs a cluster of its own); a node restarting after a
   refresh still answers (k8s-dqlite comes back at once, the API server does not);
@@ -293,6 +296,10 @@ TOKEN_MIN_LEN = 32
 FINGERPRINT_MIN_LEN = 12
 DQLITE_ERROR = "failed to retrieve dqlite cluster nodes: "
 QUORUM_LOG = SNAP_DATA / "fake/quorum.log"
+# Held while this node's copy of the database is read and replaced (the agent's threads, commands).
+COPY_LOCK = SNAP_DATA / "fake/.cluster.lock"
+# How long a write may keep finding another one committed first before the fake gives up.
+COMMIT_SECONDS = 60
 VOTER_REMOVALS = SNAP_DATA / "fake/voter-removals.log"
 VOTER, STANDBY, SPARE = "voter", "standby", "spare"
 # go-dqlite app/roles.go minVoters, and the App's defaults (app/options.go WithVoters and
@@ -517,14 +524,11 @@ class Agent(http.server.BaseHTTPRequestHandler):
             copy = local_copy(state)
             return (200, copy) if copy else (404, {"error": "this node holds no copy of the database"})
         if path == "/update":
-            # A replicated write from the leader (or, "drop", a demotion to spare: no copy kept).
+            # A write, to be ordered here ("ordered": this node leads) or replicated from the leader.
             if body.get("id") != state["cluster_id"]:
                 return 409, {"error": "another cluster"}
-            if body.get("drop"):
-                CLUSTER.unlink(missing_ok=True)
-                write(NODE, {**state, "peers": body.get("peers") or state.get("peers") or []})
-            elif body.get("index", 0) >= (read(CLUSTER, {}).get("index") or 0):
-                write(CLUSTER, body)
+            if not receive(body, ordered=bool(body.get("ordered"))):
+                return 409, {"error": "a write was committed at this index first"}
             return 200, {}
         if path == "/record":
             append_quorum_log(str(body.get("line")))
@@ -790,6 +794,10 @@ def command_line() -> str:
     )
 
 
+# The database as this command read it (read_db), against which update() finds what it changed.
+AS_READ: dict = {}
+
+
 def read_db(state: dict, command: str | None = None) -> dict | None:
     """The cluster database through its leader, or None (and the loss recorded) without a quorum."""
     found = quorum(state)
@@ -801,6 +809,8 @@ def read_db(state: dict, command: str | None = None) -> dict | None:
         current = node()
         current["peers"] = peers
         write(NODE, current)
+    AS_READ.clear()
+    AS_READ.update(json.loads(json.dumps(found["db"])))
     return found["db"]
 
 
@@ -864,6 +874,28 @@ def holds_copy(db: dict, host: str) -> bool:
     return any(host_of(m) == host and m["role"] in (VOTER, STANDBY) for m in db["members"])
 
 
+def receive(body: dict, ordered: bool = False) -> bool:
+    """
+    A write on this node: its copy replaced, or dropped ("drop": a demotion to spare, which keeps
+    no log), never by an older one. ``ordered``: this node is the leader, which puts each write at
+    the next index of its log (Raft), so a write read at an index another write took since is
+    refused (False), and its writer reads the database again.
+    """
+    COPY_LOCK.parent.mkdir(parents=True, exist_ok=True)
+    with COPY_LOCK.open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        current = read(CLUSTER, {}).get("index") or 0
+        if ordered and body["index"] <= current:
+            return False
+        if body.get("drop"):
+            CLUSTER.unlink(missing_ok=True)
+            state = node()
+            write(NODE, {**state, "peers": body.get("peers") or state.get("peers") or []})
+        elif body["index"] >= current:
+            write(CLUSTER, body)
+    return True
+
+
 def commit(state: dict, change, command: str | None = None, joining: str | None = None) -> dict | None:
     """
     One write through the leader: accepted only while a majority of the voters answers (Raft),
@@ -871,38 +903,84 @@ def commit(state: dict, change, command: str | None = None, joining: str | None 
     adjusted as go-dqlite's leader would. Returns the database written, or None (and the loss
     recorded) without a quorum. ``joining`` is the address of a node being added: it takes its
     copy from the join's answer.
+
+    The leader orders the writes: the first voter that answers (in the order the members are
+    listed, as every node reads it) takes a write only at the index after its own, so of two
+    writes read at the same index the second is read and made again (``change`` applied to the
+    database as it is then), as the API server retries a conflicting update.
     """
-    found = quorum(state)
-    if not found["quorum"]:
-        record_lost(found, command or command_line())
-        return None
-    db = json.loads(json.dumps(found["db"]))
-    change(db)
-    online = set(found["online"]) | ({joining} if joining else set())
-    leader = next((host_of(m) for m in db["members"] if m["role"] == VOTER and host_of(m) in online), None)
-    adjust_roles(db, online, leader)
-    db["index"] = found["index"] + 1
-    view = alone(db, found["source"])
-    own = own_hosts()
-    for host in sorted(set(found["online"]) - {joining} - own):
-        peers = sorted({host_of(m) for m in view["members"]} - {host})
-        ask(host, "/update", db if holds_copy(view, host) else {"id": db["id"], "drop": True, "peers": peers})
-    # This node once, whichever of its addresses (127.0.0.1, a private and a public one) the
-    # members list: it keeps the copy while any of them is a voter or stand-by.
-    if own & set(found["online"]):
-        if any(holds_copy(view, host) for host in own):
-            write(CLUSTER, db)
-        else:
-            CLUSTER.unlink(missing_ok=True)
-            write(NODE, {**node(), "peers": sorted({host_of(m) for m in view["members"]} - own)})
+    deadline = time.monotonic() + COMMIT_SECONDS
+    while True:
+        found = quorum(state)
+        if not found["quorum"]:
+            record_lost(found, command or command_line())
+            return None
+        # The voter that orders this write: the leader of the configuration read.
+        orderer = next(
+            host_of(m)
+            for m in alone(found["db"], found["source"])["members"]
+            if m["role"] == VOTER and host_of(m) in found["online"]
+        )
+        db = json.loads(json.dumps(found["db"]))
+        change(db)
+        online = set(found["online"]) | ({joining} if joining else set())
+        leader = next((host_of(m) for m in db["members"] if m["role"] == VOTER and host_of(m) in online), None)
+        adjust_roles(db, online, leader)
+        db["index"] = found["index"] + 1
+        view = alone(db, found["source"])
+        if deliver(db, view, orderer, ordered=True):
+            break
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"fake microk8s: no write committed in {COMMIT_SECONDS} s, each found another first")
+        time.sleep(0.05)
+    for host in sorted(set(found["online"]) - {joining, orderer}):
+        deliver(db, view, host)
     return db
 
 
+def deliver(db: dict, view: dict, host: str, ordered: bool = False) -> bool:
+    """
+    The write to ``host``: its copy, or the copy dropped when it holds none now (a spare). This
+    node once, whichever of its addresses (127.0.0.1, a private and a public one) the members
+    list: it keeps the copy while any of them is a voter or stand-by.
+    """
+    own = own_hosts()
+    if host in own:
+        if any(holds_copy(view, each) for each in own):
+            return receive(db, ordered)
+        return receive({"id": db["id"], "index": db["index"], "drop": True,
+                        "peers": sorted({host_of(m) for m in view["members"]} - own)}, ordered)  # fmt: skip
+    peers = sorted({host_of(m) for m in view["members"]} - {host})
+    body = db if holds_copy(view, host) else {"id": db["id"], "index": db["index"], "drop": True, "peers": peers}
+    return ask(host, "/update", {**body, **({"ordered": True} if ordered else {})})[0] == 200
+
+
+def rebase(db: dict, before: dict, after: dict) -> None:
+    """
+    What a command changed in the database it read (``before`` to ``after``), written into ``db``,
+    the database as it is now: the API server writes each object a command changes, nothing it
+    only read (kubectl label and cordon patch one Node, remove-node deletes one), and dqlite's
+    members and microk8s' addons are changed one by one the same way.
+    """
+    for key, field in (("nodes", "name"), ("members", "address")):
+        old = {entry[field]: entry for entry in before.get(key, [])}
+        new = {entry[field]: entry for entry in after.get(key, [])}
+        changed = {name: entry for name, entry in new.items() if old.get(name) != entry}
+        kept = [changed.pop(e[field], e) for e in db.get(key, []) if e[field] in new or e[field] not in old]
+        db[key] = kept + list(changed.values())
+    for key in ("addons", "objects"):
+        old, new = before.get(key, {}), after.get(key, {})
+        target = db.setdefault(key, {})
+        for name in old.keys() - new.keys():
+            target.pop(name, None)
+        target.update({name: value for name, value in new.items() if old.get(name) != value})
+
+
 def update(state: dict, data: dict) -> bool:
-    """Writes back what a command changed in the database it read (members, nodes, addons)."""
+    """Writes what a command changed in the database it read (read_db) into the database as it is now."""
 
     def apply(db: dict) -> None:
-        db.update({key: data[key] for key in ("members", "nodes", "addons", "objects") if key in data})
+        rebase(db, AS_READ, data)
 
     return commit(state, apply) is not None
 
