@@ -959,8 +959,9 @@ def rebase(db: dict, before: dict, after: dict) -> None:
     """
     What a command changed in the database it read (``before`` to ``after``), written into ``db``,
     the database as it is now: the API server writes each object a command changes, nothing it
-    only read (kubectl label and cordon patch one Node, remove-node deletes one), and dqlite's
-    members and microk8s' addons are changed one by one the same way.
+    only read (kubectl label and cordon send a PATCH of one Node, kubectl pkg/cmd/label and
+    pkg/drain/cordon.go; remove_node.py runs `kubectl delete no <node>`), and dqlite's members and
+    microk8s' addons are changed one by one the same way.
     """
     for key, field in (("nodes", "name"), ("members", "address")):
         old = {entry[field]: entry for entry in before.get(key, [])}
