@@ -915,12 +915,9 @@ def commit(state: dict, change, command: str | None = None, joining: str | None 
         if not found["quorum"]:
             record_lost(found, command or command_line())
             return None
-        # The voter that orders this write: the leader of the configuration read.
-        orderer = next(
-            host_of(m)
-            for m in alone(found["db"], found["source"])["members"]
-            if m["role"] == VOTER and host_of(m) in found["online"]
-        )
+        # The voter that orders this write: the leader of the configuration read, its first voter
+        # that answered with its copy (a quorum has one).
+        orderer = found["reachable"][0]
         db = json.loads(json.dumps(found["db"]))
         change(db)
         online = set(found["online"]) | ({joining} if joining else set())
@@ -945,13 +942,14 @@ def deliver(db: dict, view: dict, host: str, ordered: bool = False) -> bool:
     list: it keeps the copy while any of them is a voter or stand-by.
     """
     own = own_hosts()
+    hosts = own if host in own else {host}
+    if any(holds_copy(view, each) for each in hosts):
+        body = db
+    else:
+        peers = sorted({host_of(m) for m in view["members"]} - hosts)
+        body = {"id": db["id"], "index": db["index"], "drop": True, "peers": peers}
     if host in own:
-        if any(holds_copy(view, each) for each in own):
-            return receive(db, ordered)
-        return receive({"id": db["id"], "index": db["index"], "drop": True,
-                        "peers": sorted({host_of(m) for m in view["members"]} - own)}, ordered)  # fmt: skip
-    peers = sorted({host_of(m) for m in view["members"]} - {host})
-    body = db if holds_copy(view, host) else {"id": db["id"], "index": db["index"], "drop": True, "peers": peers}
+        return receive(body, ordered)
     return ask(host, "/update", {**body, **({"ordered": True} if ordered else {})})[0] == 200
 
 
