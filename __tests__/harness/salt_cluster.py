@@ -20,6 +20,7 @@ from pathlib import Path
 
 import yaml
 
+from harness import salt_commands
 from harness.microk8s_node import FakeMicrok8s
 from harness.ports import free_port
 from harness.salt_minion import ROOT, VENV_BIN
@@ -225,24 +226,32 @@ class SaltCluster:
         raise AssertionError(f"minions did not come up in {timeout} s:\n{self.logs()}")
 
     def _run(self, command: str, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [str(VENV_BIN / command), f"--config-dir={self.master_dir}", *args],
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=timeout,
-        )
+        """``command`` (salt, salt-key or salt-run) on this cluster's master (harness.salt_commands)."""
+        return salt_commands.run(command, f"--config-dir={self.master_dir}", *args, timeout=timeout)
 
     def salt(self, target: str, function: str, *args: str, tgt_type: str = "glob", timeout: int = 120) -> dict:
         """``salt TARGET FUNCTION ARGS`` as JSON: ``{minion_id: return}``; tgt_type glob or list."""
         flags = {"glob": [], "list": ["--list"]}[tgt_type]
-        result = self._run("salt", f"--timeout={timeout}", "--out=json", "--static", *flags, target, function, *args)
+        # Not --static: Salt 3007 runs that through its batch code, which pings every target first
+        # (cli/batch.py gather_minions), a job more on each minion. Without it, each minion's
+        # return is a JSON document of its own, and so is each minion's that did not answer
+        # (unless --hide-timeout), as with --static.
+        result = self._run("salt", f"--timeout={timeout}", "--out=json", *flags, target, function, *args)
+        # Without --static, salt writes why the master did not answer as a JSON string on stdout.
+        if any(text in result.stdout for text in _NO_ANSWER) and "{" not in result.stdout:
+            raise MasterBusy(f"salt {target} {function} failed: {result.stdout}{result.stderr}")
         if result.stderr.strip() and not result.stdout.strip():
             failure = MasterBusy if any(text in result.stderr for text in _NO_ANSWER) else AssertionError
             raise failure(f"salt {target} {function} failed: {result.stderr}")
         # Before any key is accepted, salt says "No minions matched" ahead of its JSON.
-        document = result.stdout[result.stdout.find("{") :] if "{" in result.stdout else "{}"
-        return json.loads(document)
+        returns: dict = {}
+        decoder = json.JSONDecoder()
+        position = result.stdout.find("{")
+        while position >= 0:
+            document, end = decoder.raw_decode(result.stdout, position)
+            returns.update(document)
+            position = result.stdout.find("{", end)
+        return returns
 
     def state(self, target: str, sls: str, tgt_type: str = "glob") -> dict:
         """``state.sls`` on the target: ``{minion_id: {state_id: return}}``, one id per state."""

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import yaml
+
+from harness import salt_commands
 
 # The toolchain's venv, whose python runs pytest: its salt-call is the pinned Salt.
 VENV_BIN = Path(sys.executable).parent
@@ -64,14 +65,9 @@ class LocalMinion:
         (self.config_dir / "minion").write_text(yaml.safe_dump(config))
 
     def call(self, *args: str):
-        """``salt-call --local ARGS --out=json``, returning the parsed ``local`` result."""
-        result = subprocess.run(
-            [str(VENV_BIN / "salt-call"), "--local", f"--config-dir={self.config_dir}", "--out=json", *args],
-            capture_output=True,
-            text=True,
-            env=self.env,
-            check=False,
-            timeout=300,
+        """``salt-call --local ARGS --out=json`` (harness.salt_commands), returning the parsed ``local`` result."""
+        result = salt_commands.run(
+            "salt-call", "--local", f"--config-dir={self.config_dir}", "--out=json", *args, env=self.env, timeout=300
         )
         assert result.returncode == 0, f"salt-call {' '.join(args)} failed:\n{result.stderr}{result.stdout}"
         return json.loads(result.stdout)["local"]
