@@ -14,9 +14,6 @@ import sys
 import threading
 from pathlib import Path
 
-# The toolchain's venv, whose python runs pytest, and the server.
-VENV_BIN = Path(sys.executable).parent
-
 _server: subprocess.Popen | None = None
 _lock = threading.Lock()
 
@@ -49,7 +46,8 @@ def run(
     with _lock:
         if _server is None or _server.poll() is not None:
             _server = subprocess.Popen(
-                [str(VENV_BIN / "python"), str(Path(__file__).with_name("salt_cli_server.py"))],
+                # The toolchain venv's python, which runs pytest: its Salt is the pinned one.
+                [sys.executable, str(Path(__file__).with_name("salt_cli_server.py"))],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 text=True,
