@@ -207,8 +207,13 @@ class SaltCluster:
             )
         )
 
-    def _accept(self, minion_ids: list[str], timeout: float = 90) -> None:
-        """Accept exactly the expected keys as they arrive, then wait until each minion answers."""
+    def _accept(self, minion_ids: list[str], timeout: float = 240) -> None:
+        """
+        Accept exactly the expected keys as they arrive, then wait until each minion answers. On a
+        2-core machine that runs other suites beside this one, the master took 40 s to answer its
+        first minion and the minions 63 s to be ready (CI, stop 49): the deadline is for a master
+        or minion that never comes up, not for a slow one.
+        """
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             keys = json.loads(self._run("salt-key", "--list=pre", "--out=json").stdout or "{}")

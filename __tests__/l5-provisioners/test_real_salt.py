@@ -37,7 +37,7 @@ def cluster(tmp_path_factory):
     class PendingKeysCluster(SaltCluster):
         """Leaves every minion key pending: accepting them is the job of the script under test."""
 
-        def _accept(self, minion_ids, timeout=90):
+        def _accept(self, minion_ids, timeout=240):
             pass
 
     root = tmp_path_factory.mktemp("salt-cluster")
