@@ -739,6 +739,21 @@ const available = rehearsalAvailable();
   });
 
   describe("destroy", () => {
+    // For `npm run rehearse`: what the Salt master published over the whole rehearsal, from its
+    // job cache (Salt keeps a day of jobs): each function's jobs, and the minions they named.
+    beforeAll(async () => {
+      if (!REPORT) return;
+      const listed = await rehearsal.cloud.host(SALT).exec("salt-run --out=json jobs.list_jobs");
+      if (listed.status !== 0) throw new Error(`salt-run jobs.list_jobs failed: ${listed.stderr}`);
+      const jobs: Record<string, { jobs: number; targets: number }> = {};
+      for (const job of Object.values<any>(JSON.parse(listed.stdout))) {
+        const counted = (jobs[job.Function] ??= { jobs: 0, targets: 0 });
+        counted.jobs += 1;
+        counted.targets += Array.isArray(job.Target) ? job.Target.length : 1;
+      }
+      measured.saltJobs = Object.fromEntries(Object.entries(jobs).sort(([, a], [, b]) => b.targets - a.targets));
+    }, 120_000);
+
     it("never showed root_password (not in any output, the state, a plan, the hosts' files or logs) nor the cluster's credential (in no output or log)", async () => {
       const tofu = await workspace({ TF_VAR_num_kube_nodes: "3" });
       await tofu(["plan", "-input=false", "-out=plan.cache"]);

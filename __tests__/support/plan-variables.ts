@@ -54,18 +54,10 @@ export async function synthVerdict(env: NodeJS.ProcessEnv): Promise<Verdict> {
   }
 }
 
-/**
- * Go's garbage collector is off for these plans (GOGC=off): each is a process of a fraction of a
- * second over a handful of variables, which never collects much, and the property tests run some
- * 1,900 of them. That saves a fifth of their CPU time (docs/decisions.md, "The longest
- * suite comes first on the cores"); the collector has no say in what a plan accepts.
- */
-const NO_GC = { GOGC: "off" };
-
 /** `cli plan` of the variables in `dir` with `env`, and no TF_VAR_ inherited from this process. */
 export function planVerdict(cli: TfCli, dir: string, env: NodeJS.ProcessEnv): Verdict {
   const inherited = Object.fromEntries(Object.keys(process.env).flatMap((key) => (key.startsWith("TF_VAR_") ? [[key, undefined]] : [])));
-  const plan = runTf(cli, ["plan", "-input=false", "-lock=false"], dir, { ...inherited, ...NO_GC, ...env });
+  const plan = runTf(cli, ["plan", "-input=false", "-lock=false"], dir, { ...inherited, ...env });
   if (plan.status === 0) return { accepted: true, message: "" };
   return { accepted: false, message: plan.stderr.replace(/\s+/g, " ").trim() };
 }

@@ -46,12 +46,22 @@ export function describeEachCli(title: string, body: (cli: TfCli) => void): void
   }
 }
 
+/**
+ * How the tests run OpenTofu and Terraform: Go's garbage collector off until a process holds
+ * 512 MiB, then on again (GOGC=off with GOMEMLIMIT, the Go runtime's own settings; the providers
+ * inherit them). The suites run thousands of plans and applies of a few seconds, which never
+ * collect much: a plan of the whole stack takes a fifth less CPU (docs/decisions.md, "The
+ * longest suite comes first on the cores"). The collector has no say in what a plan or apply
+ * does; the journeys run the README's commands with the user's environment, and so Go's default.
+ */
+export const TEST_GO_GC: NodeJS.ProcessEnv = { GOGC: "off", GOMEMLIMIT: "512MiB" };
+
 /** Runs `cli` (OpenTofu or Terraform) with `-no-color`, in automation mode. */
 export function runTf(cli: TfCli, args: string[], cwd: string, env: NodeJS.ProcessEnv = {}): RunResult {
   const result = spawnSync(cli.path, [...args, "-no-color"], {
     cwd,
     encoding: "utf8",
-    env: { ...process.env, TF_IN_AUTOMATION: "1", ...env },
+    env: { ...process.env, TF_IN_AUTOMATION: "1", ...TEST_GO_GC, ...env },
   });
   if (result.error) throw result.error;
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
@@ -100,7 +110,12 @@ export function runTfAsync(
   input = "",
   stamp = false,
 ): Promise<RunResult & { stamped?: string }> {
-  return runAsync(cli.path, [...args, "-no-color"], { cwd, env: { ...process.env, TF_IN_AUTOMATION: "1", ...env }, input, stamp });
+  return runAsync(cli.path, [...args, "-no-color"], {
+    cwd,
+    env: { ...process.env, TF_IN_AUTOMATION: "1", ...TEST_GO_GC, ...env },
+    input,
+    stamp,
+  });
 }
 
 /** runTofu without blocking the event loop (see runAsync). */
