@@ -54,14 +54,19 @@ export function describeEachCli(title: string, body: (cli: TfCli) => void): void
  * longest suite comes first on the cores"). The collector has no say in what a plan or apply
  * does; the journeys run the README's commands with the user's environment, and so Go's default.
  */
-export const TEST_GO_GC: NodeJS.ProcessEnv = { GOGC: "off", GOMEMLIMIT: "512MiB" };
+const TEST_GO_GC: NodeJS.ProcessEnv = { GOGC: "off", GOMEMLIMIT: "512MiB" };
+
+/** The environment of every CLI run here: this process's, in automation mode, then `env`. */
+function tfEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  return { ...process.env, TF_IN_AUTOMATION: "1", ...TEST_GO_GC, ...env };
+}
 
 /** Runs `cli` (OpenTofu or Terraform) with `-no-color`, in automation mode. */
 export function runTf(cli: TfCli, args: string[], cwd: string, env: NodeJS.ProcessEnv = {}): RunResult {
   const result = spawnSync(cli.path, [...args, "-no-color"], {
     cwd,
     encoding: "utf8",
-    env: { ...process.env, TF_IN_AUTOMATION: "1", ...TEST_GO_GC, ...env },
+    env: tfEnv(env),
   });
   if (result.error) throw result.error;
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
@@ -110,12 +115,7 @@ export function runTfAsync(
   input = "",
   stamp = false,
 ): Promise<RunResult & { stamped?: string }> {
-  return runAsync(cli.path, [...args, "-no-color"], {
-    cwd,
-    env: { ...process.env, TF_IN_AUTOMATION: "1", ...TEST_GO_GC, ...env },
-    input,
-    stamp,
-  });
+  return runAsync(cli.path, [...args, "-no-color"], { cwd, env: tfEnv(env), input, stamp });
 }
 
 /** runTofu without blocking the event loop (see runAsync). */
