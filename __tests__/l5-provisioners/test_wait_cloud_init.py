@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 
 import pytest
 from harness.provisioners import HOST
@@ -39,10 +38,10 @@ def test_an_error_prints_the_long_status_and_fails(fakes):
 
 
 def test_gives_up_after_the_timeout_naming_host_and_seconds(fakes):
-    fakes.update(cloud_init={"exit": 0, "sleep": 30, "long": "status: running"})
-    started = time.monotonic()
-    result = fakes.run("wait-cloud-init.sh", "1")
-    assert time.monotonic() - started < 10
+    # cloud-init would take 10 minutes: a script that waited for it would outlast run()'s 60 s
+    # and fail the test there, however loaded the machine. Not a wall-clock limit on the script.
+    fakes.update(cloud_init={"exit": 0, "sleep": 600, "long": "status: running"})
+    result = fakes.run("wait-cloud-init.sh", "1", timeout=60)
     assert result.returncode == 1
     assert result.stderr == f"status: running\ncloud-init: not finished on {HOST} after 1 s\n"
 
