@@ -393,15 +393,20 @@ describe("the pipeline, run locally by gitlab-ci-local", () => {
     );
     expect(pipeline.output).toMatch(/test +> ==> lint: eslint, prettier/);
     expect(pipeline.output).toMatch(/lint +> ==> node_modules: npm ci/);
-    // GitLab's cache for the next pipeline: the toolchain (with JavaScript, Python and YAML in it)
-    // and npm's cache beside node_modules.
-    const caches = fs.readdirSync(path.join(project, ".gitlab-ci-local", "cache"));
-    const toolchain = caches.find((c) => c.includes("toolchain"));
-    expect(toolchain).toBeDefined();
-    const tofuDir = path.join(project, ".gitlab-ci-local", "cache", toolchain!, ".cache", "kube-on-os", "tofu");
+    // The lint job's node_modules, handed on: npm ci runs once a pipeline, on a miss.
+    expect(pipeline.output).toMatch(/test +> ==> node_modules: restored from the cache/);
+    expect(pipeline.output).toMatch(/synth +> ==> node_modules: restored from the cache/);
+    expect(pipeline.output.match(/^\S+ +> ==> node_modules: npm ci/gm)).toHaveLength(1);
+    // GitLab's cache for the next pipeline, under GitLab's keys: with a prefix, the prefix and the
+    // files' digest, whichever place the cache has in a job's list (no index, unlike a key
+    // without one; scripts/toolchain/gitlab-ci-local.sh). The toolchain (with JavaScript, Python
+    // and YAML in it), and npm's cache beside node_modules.
+    const caches = fs.readdirSync(path.join(project, ".gitlab-ci-local", "cache")).sort();
+    expect(caches).toEqual([expect.stringMatching(/^node-modules-[0-9a-f]+$/), expect.stringMatching(/^toolchain-[0-9a-f]+$/)]);
+    const [node, toolchain] = caches;
+    const tofuDir = path.join(project, ".gitlab-ci-local", "cache", toolchain, ".cache", "kube-on-os", "tofu");
     expect(fs.readdirSync(tofuDir)).toHaveLength(1);
-    const node = caches.find((c) => c.includes("node-modules"));
-    expect(fs.existsSync(path.join(project, ".gitlab-ci-local", "cache", node!, ".cache", "npm"))).toBe(true);
+    expect(fs.existsSync(path.join(project, ".gitlab-ci-local", "cache", node, ".cache", "npm"))).toBe(true);
   });
 
   it("runs the test job's suite instead of npm test", () => {
