@@ -90,13 +90,16 @@ class Fakes:
             start_new_session=session,
         )
 
-    def leftover_processes(self, timeout: float = 5) -> list[str]:
+    def leftover_processes(self, timeout: float = 30) -> list[str]:
         """Processes still running from under this fake's directory (readers, fakes), after a grace."""
         return leftover_processes(str(self.root), timeout=timeout)
 
 
-def leftover_processes(*markers: str, timeout: float = 5) -> list[str]:
-    """Command lines of live processes that mention every marker, once none is left or at the timeout."""
+def leftover_processes(*markers: str, timeout: float = 30) -> list[str]:
+    """
+    Command lines of live processes that mention every marker, once none is left or at the timeout:
+    a grace for processes that are ending, generous since a loaded machine ends them slowly.
+    """
     deadline = time.monotonic() + timeout
     while True:
         alive = []

@@ -121,7 +121,7 @@ def test_restart_minion_restarts_only_once_the_process_of_its_job_has_ended(kube
     time.sleep(2)
     assert not restarted.exists()
     os.waitpid(job, 0)
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60  # the restart's process starting, on a loaded machine
     while not restarted.exists():
         assert time.monotonic() < deadline, "the restart command did not run once the job had ended"
         time.sleep(0.2)

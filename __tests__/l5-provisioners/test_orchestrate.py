@@ -147,7 +147,7 @@ def test_interrupting_the_script_stops_the_event_reader(fakes, tmp_path):
     replay(fakes, "succeeded", hold_until=str(tmp_path / "never"))
     process = fakes.popen("orchestrate.sh", session=True)
     wait_for_line(process, "orchestration orch.deploy started")
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 30  # three interpreters starting, on a loaded machine
     while len(fakes.leftover_processes(timeout=0)) < 3:  # the reader, state.event, the orchestration
         assert time.monotonic() < deadline, fakes.leftover_processes(timeout=0)
         time.sleep(0.1)
@@ -173,7 +173,7 @@ def test_the_event_reader_does_not_outlive_a_killed_script(fakes, tmp_path):
     process.wait()
     release.touch()  # lets the orphaned fake orchestration end too
     # Without its check of its parent, the reader would wait for events forever.
-    assert fakes.leftover_processes(timeout=30) == []
+    assert fakes.leftover_processes() == []
 
 
 @pytest.mark.parametrize("sls", ["orch/deploy", "orch..deploy", "-x", "orch.deploy;id"])
