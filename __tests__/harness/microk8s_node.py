@@ -20,7 +20,15 @@ class FakeMicrok8s:
     Nodes sharing ``cluster`` find each other by address.
     """
 
-    def __init__(self, root: Path, cluster: Path, address: str = "10.1.0.10", hostname: str = "k8s-master") -> None:
+    def __init__(
+        self,
+        root: Path,
+        cluster: Path,
+        address: str = "10.1.0.10",
+        hostname: str = "k8s-master",
+        internal_ips: list[str] | None = None,
+    ) -> None:
+        """``internal_ips``: the Node's InternalIPs in its status's order, when not ``address`` alone."""
         self.home = root / "snap_data"
         self.bin = root / "bin"
         self.bin.mkdir(parents=True, exist_ok=True)
@@ -35,6 +43,7 @@ class FakeMicrok8s:
             "FAKE_MICROK8S_ADDRESS": address,
             "FAKE_MICROK8S_HOSTNAME": hostname,
             "FAKE_MICROK8S_CLUSTER": str(cluster),
+            **({"FAKE_MICROK8S_NODE_IPS": ",".join(internal_ips)} if internal_ips else {}),
         }
         self.logged: list[str] = []
         self.stdins: list[str] = []

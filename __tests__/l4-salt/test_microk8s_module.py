@@ -477,6 +477,7 @@ def test_nodes_and_the_cluster_check_read_kubectl(microk8s):
         {
             "name": "k8s-master",
             "address": "10.1.0.10",
+            "addresses": ["10.1.0.10"],
             "ready": True,
             "unschedulable": False,
             "version": None,
@@ -485,6 +486,7 @@ def test_nodes_and_the_cluster_check_read_kubectl(microk8s):
         {
             "name": "k8s-worker-0",
             "address": "10.1.0.100",
+            "addresses": ["10.1.0.100"],
             "ready": False,
             "unschedulable": False,
             "version": None,
@@ -595,11 +597,12 @@ def test_the_join_url_on_the_masters_private_address_is_preferred(microk8s):
 class Cluster:
     """The fake master and its two joiners, with the master's module dunders."""
 
-    def __init__(self, microk8s, root: Path, master_address: str = "10.1.0.10"):
+    def __init__(self, microk8s, root: Path, master_address: str = "10.1.0.10", cp_joiner_ips: list[str] | None = None):
         self.module = microk8s
         # master_address: kubelet's InternalIP, the pillar's private address unless the node is dual-homed.
         self.master = FakeMicrok8s(root / "master", root / "cluster", master_address, "k8s-master")
-        self.cp_joiner = FakeMicrok8s(root / "cp", root / "cluster", "10.1.0.100", "k8s-worker-0")
+        # cp_joiner_ips: its Node's InternalIPs, in their order, when not its address alone.
+        self.cp_joiner = FakeMicrok8s(root / "cp", root / "cluster", "10.1.0.100", "k8s-worker-0", cp_joiner_ips)
         self.worker = FakeMicrok8s(root / "worker", root / "cluster", "10.1.0.101", "k8s-worker-1")
         self.calls: list = []
         self.cachedir = root / "cache"
@@ -1183,11 +1186,17 @@ def test_a_join_whose_membership_never_settles_fails_with_the_last_reading(micro
     assert sleeps == [5] * 11
 
 
-def test_a_report_never_removes_a_ready_member_but_scale_down_does(microk8s, tmp_path):
-    cluster = Cluster(microk8s, tmp_path)
+def voter_joined(microk8s, tmp_path, cp_joiner_ips: list[str] | None = None) -> tuple[Cluster, object]:
+    """The fake master with its control-plane joiner joined, and the master's module."""
+    cluster = Cluster(microk8s, tmp_path, cp_joiner_ips=cp_joiner_ips)
     master = cluster.as_master()
     master.issue_join_tokens([CP_JOINER])
     assert cluster.cp_joiner.run("join", master.join_tokens()[CP_JOINER]["urls"][0]).returncode == 0
+    return cluster, master
+
+
+def test_a_report_never_removes_a_ready_member_but_scale_down_does(microk8s, tmp_path):
+    _, master = voter_joined(microk8s, tmp_path)
     # A healthy voter that misread its membership reports itself as rebuilt: refused.
     with pytest.raises(
         CommandExecutionError,
@@ -1197,6 +1206,41 @@ def test_a_report_never_removes_a_ready_member_but_scale_down_does(microk8s, tmp
     assert "10.1.0.100:19001" in json.dumps(master.members())
     # The same node leaving the pillar (scale-down) is removed: the operator said so.
     assert master.forget_node("10.1.0.100") is True
+    assert "10.1.0.100:19001" not in json.dumps(master.members())
+
+
+# remove_node.py finds a dqlite member by its node's *first* InternalIP. A node the cloud
+# controller manager initialised lists every fixed IP of its ports (cloud-provider-openstack
+# instances_addresses.go nodeAddresses), so a dual-homed node's first InternalIP may be its public
+# one: then remove-node --force deletes the Kubernetes node, exits 0 and leaves the member, on
+# which the node's rejoin loops ("already known to dqlite").
+DUAL_HOMED = ["192.0.2.100", "10.1.0.100"]
+
+
+def test_a_report_never_removes_a_ready_member_whose_node_lists_another_address_first(microk8s, tmp_path):
+    _, master = voter_joined(microk8s, tmp_path, DUAL_HOMED)
+    with pytest.raises(
+        CommandExecutionError,
+        match=r"^refusing to remove the dqlite member at 10\.1\.0\.100: its node k8s-worker-0 is Ready",
+    ):
+        master.renew_join_token(CP_JOINER, "already-known", serial=1)
+    assert "10.1.0.100:19001" in json.dumps(master.members())
+    assert [n["addresses"] for n in master.nodes()] == [["10.1.0.10"], DUAL_HOMED]
+
+
+def test_a_member_whose_node_lists_another_address_first_is_removed_with_its_node(microk8s, tmp_path):
+    _, master = voter_joined(microk8s, tmp_path, DUAL_HOMED)
+    # Scale-down: the member goes with its node, though remove-node exited 0 with the member left.
+    assert master.forget_node("10.1.0.100") is True
+    assert "10.1.0.100:19001" not in json.dumps(master.members())
+    assert [n["name"] for n in master.nodes()] == ["k8s-master"]
+
+
+def test_a_rebuilt_nodes_old_member_whose_node_lists_another_address_first_is_removed(microk8s, tmp_path):
+    cluster, master = voter_joined(microk8s, tmp_path, DUAL_HOMED)
+    # Its machine gone (its kubelet stopped reporting), a new one reports "already known".
+    assert cluster.cp_joiner.run("stop").returncode == 0
+    assert master.renew_join_token(CP_JOINER, "already-known", serial=1)["forgot"] is True
     assert "10.1.0.100:19001" not in json.dumps(master.members())
 
 

@@ -30,6 +30,10 @@ What it reproduces, and where from (see __tests__/l4-salt/fixtures/microk8s/READ
   new client certificates from the CA there is), a worker's leave removes ca.remote.crt (1.28 and
   1.35 alike);
 - remove-node of a node unknown to Kubernetes exits 1 even when --force removed it from dqlite;
+  remove-node finds a node by name or any InternalIP and its dqlite member by the node's first
+  InternalIP (remove_node.py, node_objects.py): given a node whose status lists another address
+  first ($FAKE_MICROK8S_NODE_IPS, comma-separated, in that order; the address alone otherwise),
+  --force deletes the Kubernetes node, exits 0 and leaves the member in dqlite;
 - leave (scripts/wrappers/leave.py, 1.28 and 1.35 alike): the node leaves dqlite and goes back to
   a cluster of its own, printing "Generating new cluster certificates." and "Waiting for node to
   start." (a worker first "Configuring services."); its Kubernetes node stays, NotReady, until
@@ -141,6 +145,8 @@ import server_cert
 HOME = Path(os.environ["FAKE_MICROK8S_DIR"])
 ADDRESS = os.environ.get("FAKE_MICROK8S_ADDRESS", "10.1.0.10")
 HOSTNAME = os.environ.get("FAKE_MICROK8S_HOSTNAME", "k8s-master")
+# The node's InternalIPs in the order its status lists them, when not ADDRESS alone (node_objects.py).
+NODE_IPS = [ip for ip in os.environ.get("FAKE_MICROK8S_NODE_IPS", "").split(",") if ip]
 CLUSTER = Path(os.environ.get("FAKE_MICROK8S_CLUSTER", str(HOME / "cluster")))
 CHANNEL = os.environ.get("FAKE_MICROK8S_CHANNEL", "1.28/stable")
 AGENT_PORT = 25000
@@ -225,8 +231,20 @@ def database(state: dict) -> dict:
         return json.loads(path.read_text())
     return {
         "members": [{"address": f"{state['address']}:{DQLITE_PORT}", "role": "voter"}],
-        "nodes": [{"name": state["hostname"], "address": state["address"], "version": version(state)}],
+        "nodes": [
+            {
+                "name": state["hostname"],
+                "address": state["address"],
+                "version": version(state),
+                **({"internal_ips": state["internal_ips"]} if state.get("internal_ips") else {}),
+            }
+        ],
     }
+
+
+def internal_ips() -> dict:
+    """This node's entry's "internal_ips" when its status lists more than ADDRESS (node_objects.py)."""
+    return {"internal_ips": NODE_IPS} if NODE_IPS and NODE_IPS != [ADDRESS] else {}
 
 
 def save_database(state: dict, db: dict) -> None:
@@ -271,7 +289,7 @@ def register(state: dict) -> None:
     link = CLUSTER / ADDRESS
     if not link.is_symlink():
         link.symlink_to(HOME)
-    state.update(address=ADDRESS, hostname=HOSTNAME)
+    state.update(address=ADDRESS, hostname=HOSTNAME, **internal_ips())
     template = HOME / "certs" / "csr.conf.template"
     if not template.exists():
         template.parent.mkdir(parents=True, exist_ok=True)
@@ -507,6 +525,7 @@ def admit(state: dict, master: Path, token: str, worker: bool) -> int:
             "name": HOSTNAME,
             "address": ADDRESS,
             "version": version(state),
+            **internal_ips(),
             **({"worker": True} if worker else {}),
             **({"providerID": taken["providerID"]} if taken else {}),
         }
@@ -585,14 +604,16 @@ def left(state: dict, worker: bool, db: dict) -> int:
 
 
 def remove_node(state: dict, args: list[str]) -> int:
-    """remove_node.py: by name or InternalIP; --force also drops the dqlite member."""
+    """
+    remove_node.py: by name or any InternalIP; the dqlite member by the node's first InternalIP
+    (node_objects.removal_target); --force also drops that member.
+    """
     if (HOME / WORKER_LOCK).exists():
         print("This MicroK8s deployment is acting as a node in a cluster. Please use microk8s leave.")
         return 1
     node, force = args[0], "--force" in args
     db = database(state)
-    found = next((n for n in db["nodes"] if node in (n["name"], n["address"])), None)
-    address = found["address"] if found else node
+    found, address = node_objects.removal_target(db["nodes"], node)
     in_dqlite = any(m["address"].startswith(f"{address}:") for m in db["members"])
     if found and in_dqlite and not force:
         advice = "Please, run first 'microk8s leave' on the departing node."
@@ -639,7 +660,7 @@ def node_item(state: dict, node: dict) -> dict:
         "metadata": node_objects.metadata(node),
         "spec": node_objects.spec(node),
         "status": {
-            "addresses": [{"type": "InternalIP", "address": node["address"]}],
+            "addresses": node_objects.status_addresses(node),
             "conditions": [{"type": "Ready", "status": "True" if is_ready else "Unknown"}],
             "nodeInfo": {"kubeletVersion": f"v{kubelet_version}", "bootID": boot_id or ""},
         },

@@ -150,8 +150,11 @@ def issuer(salt: dict) -> str:
 
 def parse_nodes(text: str) -> list[dict]:
     """
-    ``[{"name", "address" (InternalIP), "ready", "unschedulable", "version" (kubelet), "boot_id"}]``
-    from ``kubectl get nodes -o json``; ``boot_id`` is the machine's boot id as its kubelet
+    ``[{"name", "address" (the first InternalIP), "addresses" (every InternalIP, in order), "ready",
+    "unschedulable", "version" (kubelet), "boot_id"}]`` from ``kubectl get nodes -o json``; a node
+    the cloud controller manager initialised lists every fixed IP of its server, so a dual-homed
+    node has two InternalIPs (cloud-provider-openstack instances_addresses.go nodeAddresses);
+    ``boot_id`` is the machine's boot id as its kubelet
     reports it (core/v1 NodeSystemInfo.BootID, /proc/sys/kernel/random/boot_id), new after every
     boot. A --worker node's kubectl wrapper prints a sentence instead
     (exit 0): that, and anything else that is not a NodeList, is a CommandExecutionError.
@@ -163,12 +166,13 @@ def parse_nodes(text: str) -> list[dict]:
         result = []
         for item in items:
             node_status = item.get("status") or {}
-            addresses = node_status.get("addresses") or []
+            internal = [a["address"] for a in node_status.get("addresses") or [] if a.get("type") == "InternalIP"]
             conditions = node_status.get("conditions") or []
             result.append(
                 {
                     "name": item["metadata"]["name"],
-                    "address": next((a["address"] for a in addresses if a.get("type") == "InternalIP"), None),
+                    "address": internal[0] if internal else None,
+                    "addresses": internal,
                     "ready": any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions),
                     "unschedulable": (item.get("spec") or {}).get("unschedulable") is True,
                     "version": (node_status.get("nodeInfo") or {}).get("kubeletVersion"),
@@ -187,14 +191,14 @@ def nodes(salt: dict) -> list[dict]:
 def node_of(known: list[dict], node_id: str | None, address: str) -> dict | None:
     """
     The Kubernetes node (of ``known``, from ``nodes()``) of the pillar node ``node_id`` at private
-    ``address``: the one whose InternalIP is that address, else the one named after its host.
+    ``address``: the one with that InternalIP, else the one named after its host.
     kubelet's InternalIP is the address of the interface with the default route, so the
     dual-homed Kubernetes master (public network first, constructs/kube-node-pool.ts) registers
     its public address, not the private one the pillar lists; its node name is its host name,
     the first label of its minion id (cloud-init sets the short hostname; kubelet's default
     --hostname-override is the hostname).
     """
-    by_address = next((node for node in known if node["address"] == address), None)
+    by_address = next((node for node in known if address in node["addresses"]), None)
     if by_address is not None or node_id is None:
         return by_address
     return next((node for node in known if node["name"] == node_id.split(".", 1)[0]), None)
@@ -273,23 +277,31 @@ def forget_member(salt: dict, address: str, keep_ready: bool = False) -> bool:
     protocol acts on a joiner's report, and a healthy member is never removed on a report (a
     rebuilt machine's old member is NotReady: its kubelet stopped reporting to this cluster).
     Scale-down, where the pillar no longer lists the node, removes it either way.
-    microk8s' remove-node exits 1 when the node is in dqlite but not in Kubernetes, even after
-    removing it, so the outcome is judged by the members afterwards.
+
+    The outcome is judged by the members afterwards, whatever remove-node said: it exits 1 when
+    the node is in dqlite but not in Kubernetes, even after removing it; and it finds the member
+    by the node's *first* InternalIP (remove_node.py remove_dqlite_node), so for a node that lists
+    another address first it deletes the Kubernetes node only and exits 0. Asked again once that
+    node is gone, it takes the address itself to dqlite (its "does not exist in Kubernetes" path).
     """
     if address not in member_hosts(salt):
         return False
     if keep_ready:
-        healthy = [node["name"] for node in nodes(salt) if node["address"] == address and node["ready"]]
+        healthy = [node["name"] for node in nodes(salt) if address in node["addresses"] and node["ready"]]
         if healthy:
             raise CommandExecutionError(
                 f"refusing to remove the dqlite member at {address}: its node {healthy[0]} is Ready (a healthy member)"
             )
-    try:
-        remove_node(salt, address, force=True)
-    except CommandExecutionError:
-        if address in member_hosts(salt):
-            raise
-    return True
+    for _ in range(2):
+        try:
+            remove_node(salt, address, force=True)
+        except CommandExecutionError:
+            if address in member_hosts(salt):
+                raise
+            return True
+        if address not in member_hosts(salt):
+            return True
+    raise CommandExecutionError(f"microk8s remove-node {address} --force left the dqlite member at {address} in place")
 
 
 def forget_node(salt: dict, address: str) -> bool:
@@ -301,7 +313,7 @@ def forget_node(salt: dict, address: str) -> bool:
     """
     if forget_member(salt, address):
         return True
-    names = [node["name"] for node in nodes(salt) if node["address"] == address]
+    names = [node["name"] for node in nodes(salt) if address in node["addresses"]]
     for name in names:
         remove_node(salt, name)
     return bool(names)

@@ -67,7 +67,7 @@ def vacate(salt: dict, address: str, timeout: int) -> dict:
     timeout = int(timeout)
     if timeout < 1:
         raise CommandExecutionError(f"the drain bound must be at least 1 second, got {timeout}")
-    node = next((n for n in _membership.nodes(salt) if n["address"] == address), None)
+    node = next((n for n in _membership.nodes(salt) if address in n["addresses"]), None)
     members = _membership.members(salt)
     member = next((m for m in members if m["address"].rsplit(":", 1)[0] == address), None)
     result = {"outcome": None, "node": node and node["name"], "member": member and member["role"]}

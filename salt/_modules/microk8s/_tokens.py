@@ -190,7 +190,7 @@ def pending_joiners(salt: dict, opts: dict) -> list[str]:
     """
     roles = _membership.node_roles(salt)
     known = set(_membership.member_hosts(salt))
-    known.update(node["address"] for node in _membership.nodes(salt) if node["address"])
+    known.update(address for node in _membership.nodes(salt) for address in node["addresses"])
     return [j for j in _membership.joiners_of(roles, opts["id"]) if roles["addresses"][j] not in known]
 
 

@@ -98,7 +98,8 @@ canonical/microk8s-cluster-agent; where the current release differs it says so):
   (store_remote_ca) and keeps its own ca.crt; leave keeps ca.crt (reinit_cluster makes new
   dqlite cluster certificates, not a CA) and a worker's leave removes ca.remote.crt (1.28 and
   1.35 alike);
-- remove-node (scripts/wrappers/remove_node.py): by name or InternalIP; a node still in dqlite
+- remove-node (scripts/wrappers/remove_node.py): by name or any InternalIP, the dqlite member by
+  the node's first InternalIP (node_objects.removal_target); a node still in dqlite
   needs --force; a node Kubernetes does not know exits 1, after --force dropped its member; a
   Ready voter removed with --force is allowed (remove_dqlite_node deletes any endpoint found
   with --force, checking no condition) and recorded in fake/voter-removals.log;
@@ -1225,8 +1226,7 @@ def remove_node(state: dict, args: list[str]) -> int:
             print(f"Attempting to remove {target} from dqlite.")
             return dqlite_traceback()
         return 1
-    found = next((n for n in data["nodes"] if target in (n["name"], n["address"])), None)
-    address = found["address"] if found else target
+    found, address = node_objects.removal_target(data["nodes"], target)
     member = f"{address}:{DQLITE_PORT}"
     in_dqlite = any(m["address"] == member for m in data["members"])
     if found and in_dqlite and not force:
@@ -1306,7 +1306,7 @@ def node_item(state: dict, data: dict, entry: dict) -> dict:
         "metadata": node_objects.metadata(entry),
         "spec": node_objects.spec(entry),
         "status": {
-            "addresses": [{"type": "InternalIP", "address": entry["address"]}],
+            "addresses": node_objects.status_addresses(entry),
             "conditions": [{"type": "Ready", "status": "True" if is_ready else "Unknown"}],
             "nodeInfo": {"kubeletVersion": f"v{kubelet_version}", "bootID": boot},
         },

@@ -49,7 +49,15 @@ Where each behaviour comes from (kubernetes/kubectl, k8s.io/apimachinery):
   pkg/apis/core/validation/validation.go ValidateNodeUpdate: `The Node "n" is invalid:
   spec.providerID: Forbidden: node updates may not change providerID except from "" to valid`);
 - an unknown node: `Error from server (NotFound): nodes "n" not found`, exit 1 (helpers.go
-  standardErrorMessage, apimachinery NewNotFound); every error exits 1.
+  standardErrorMessage, apimachinery NewNotFound); every error exits 1;
+- a Node's InternalIPs (status.addresses), in the order its status lists them: the entry's
+  "internal_ips" when it has several, else its "address". A kubelet alone reports the address of
+  its default route; a node the OpenStack cloud controller manager initialised lists every fixed
+  IP of its ports, port by port, then those of the server's other networks by network name
+  (cloud-provider-openstack v1.35.0 pkg/openstack/instances_addresses.go nodeAddresses), reordered
+  only by the `address-sort-order` option. ``remove-node`` finds the node given by name or by any
+  of its InternalIPs, then its dqlite member by the node's *first* InternalIP (microk8s
+  scripts/wrappers/remove_node.py remove_dqlite_node): ``removal_target``.
 """
 
 from __future__ import annotations
@@ -158,6 +166,27 @@ def spec(entry: dict) -> dict:
     if entry.get("taints"):
         result["taints"] = [dict(taint) for taint in entry["taints"]]
     return result
+
+
+def internal_ips(entry: dict) -> list[str]:
+    """The node's InternalIPs, in the order its status lists them."""
+    return list(entry.get("internal_ips") or [entry["address"]])
+
+
+def status_addresses(entry: dict) -> list[dict]:
+    """A Node's status.addresses: its InternalIPs."""
+    return [{"type": "InternalIP", "address": address} for address in internal_ips(entry)]
+
+
+def removal_target(entries: list[dict], target: str) -> tuple[dict | None, str]:
+    """
+    remove_node.py remove_dqlite_node: the node named ``target``, or the first whose InternalIPs
+    include it, and the address its dqlite member is looked up by: that node's first InternalIP
+    (``target`` itself when no node is found, as its CalledProcessError path does).
+    """
+    found = next((e for e in entries if e["name"] == target), None)
+    found = found or next((e for e in entries if target in internal_ips(e)), None)
+    return found, internal_ips(found)[0] if found else target
 
 
 def not_found(name: str) -> tuple[int, str, str, bool]:
