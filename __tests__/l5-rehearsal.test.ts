@@ -252,6 +252,17 @@ const available = rehearsalAvailable();
       expect(alive.sort()).toEqual(hosts.map((host) => [host, []]));
     });
 
+    it("holds snapd's own refreshes of microk8s on every Kubernetes node: an auto-refresh restarts none", async () => {
+      // snapd refreshes a snap within its track up to four times a day, on every node on its own,
+      // restarting kubelite and k8s-dqlite (canonical/microk8s#1022, #3735): only the roll may.
+      for (const host of [MASTER, ...workers(3)]) {
+        const listed = (await rehearsal.cloud.host(host).exec("snap list microk8s")).stdout;
+        expect([host, listed.trim().split(/\s+/).pop()]).toEqual([host, "classic,held"]);
+        expect((await rehearsal.cloud.host(host).exec("microk8s fake-auto-refresh")).status).toBe(0);
+        expect([host, (await rehearsal.cloud.host(host).exec("snap list microk8s")).stdout]).toEqual([host, listed]);
+      }
+    });
+
     it("installs exactly salt/ and pillar/ on the Salt master, with the pillar Terraform wrote, readable by root only", async () => {
       const srv = path.join(`/proc/${rehearsal.cloud.host(SALT).pid}/root`, "srv");
       expect(cleanCopy(path.join(srv, "salt")).hash).toBe(cleanCopy(SALT_TREE ?? path.join(ROOT, "salt")).hash);

@@ -847,6 +847,46 @@ def test_addon_enabled_through_the_real_loader_changes_once_then_nothing(tmp_pat
     assert (node.home / "calls.log").read_text().count("enable dns\n") == 1
 
 
+def test_refreshes_held_through_the_real_loader_are_held_once_and_stop_auto_refresh_not_the_roll(tmp_path):
+    """
+    state.single microk8s.refreshes_held twice against the fake's snapd (snapd.py beside the
+    rehearsal's fake): predicted, then `snap refresh --hold microk8s` once; snapd's auto-refresh
+    then leaves the node alone, and a refresh asked for by name (the roll's) still goes ahead.
+    """
+    node = FakeMicrok8s(tmp_path / "node", tmp_path / "cluster")
+    call = LocalMinion(tmp_path, MASTER, file_root=ROOT / "salt", env=node.env).call
+    call("saltutil.sync_all")
+
+    def held(*extra: str) -> dict:
+        return next(iter(call("state.single", "microk8s.refreshes_held", "microk8s", *extra).values()))
+
+    def outcome(state: dict) -> tuple:
+        return state["result"], state["changes"], state["comment"]
+
+    change = {"refreshes_held": {"old": False, "new": True}}
+    assert outcome(held("test=True")) == (None, change, "snapd's own refreshes of microk8s would be held")
+    assert outcome(held()) == (True, change, "held snapd's own refreshes of microk8s: only the roll refreshes it")
+    assert outcome(held()) == (True, {}, "snapd's own refreshes of microk8s are held")
+    assert (node.home / "calls.log").read_text().count("snap refresh --hold microk8s\n") == 1
+    before = node.state()
+    assert node.run("fake-auto-refresh").returncode == 0
+    assert node.state() == before
+    assert call("microk8s.refresh", "1.29/stable") == {"old": "1.28/stable", "new": "1.29/stable"}
+
+
+def test_a_hold_snapd_refuses_is_an_error_naming_the_snapd_it_needs(microk8s):
+    refused = {"retcode": 64, "stdout": "", "stderr": "error: unknown flag `hold'"}
+    microk8s.__salt__ = {"cmd.run_all": fake_cli({("refresh", "--hold", "microk8s"): refused})}
+    with pytest.raises(
+        CommandExecutionError,
+        match=r"^snap refresh --hold microk8s failed \(it needs snapd 2\.58 or later\): error: unknown flag `hold'$",
+    ):
+        microk8s.hold_refreshes()
+    microk8s.__salt__ = {"cmd.run_all": fake_cli({})}
+    with pytest.raises(CommandExecutionError, match=r"^microk8s is not installed: there are no refreshes to hold$"):
+        microk8s.refreshes_held()
+
+
 def test_extra_sans_through_the_real_loader_reach_the_certificate_once_refreshed(tmp_path):
     """
     state.single microk8s.extra_sans, then refresh-certs as certificates.sls runs it on changes,
@@ -1133,6 +1173,9 @@ PUBLIC = {
     "release_check": "(channel: str | None = None)",
     "installed": "()",
     "refresh": "(channel: str)",
+    # microk8s.refreshes_held (microk8s.install) calls them.
+    "refreshes_held": "()",
+    "hold_refreshes": "()",
     "drain_node": "(address: str, channel: str, timeout: int = 300)",
     "uncordon_node": "(address: str)",
     "wait_node_ready": "(address: str, channel: str, timeout: int = 600, interval: float = 2)",

@@ -515,6 +515,14 @@ def test_microk8s_uses_the_pillar_networks_and_the_floating_ip(tmp_path, pillar_
     assert "microk8s-addons-microk8s-addon-disabled-registry" in highstate
 
 
+@pytest.mark.parametrize("host", ["k8s-master", "k8s-worker-0", "k8s-gpu-0"])
+def test_every_kubernetes_node_holds_snapds_own_refreshes_of_microk8s_once_it_is_installed(tmp_path, pillar_data, host):
+    highstate = Minion(tmp_path, f"{host}.{DOMAIN}", pillar_data).highstate()
+    held = highstate["microk8s-install-microk8s-refreshes-held"]
+    assert held["__sls__"] == "microk8s.install"
+    assert args_of(held, "microk8s.refreshes_held")["require"] == [{"cmd": "microk8s-install-cmd-run-snap"}]
+
+
 LB_ADDRESSES = ["203.0.113.10", "203.0.113.20", "10.1.0.5"]
 
 

@@ -225,6 +225,46 @@ def channel_tracked(name: str) -> dict:
     return ret
 
 
+def refreshes_held(name: str = "microk8s") -> dict:
+    """
+    Holds snapd's own refreshes of microk8s (``snap refresh --hold microk8s``). snapd refreshes a
+    snap within its track up to four times a day, on every node independently, restarting
+    kubelite and k8s-dqlite: two voters can be down at once (canonical/microk8s#1022, #3735).
+    Held, microk8s changes only when the roll refreshes it, one node at a time
+    (``microk8s.channel_tracked``). ``snap refresh --unhold microk8s`` lifts the hold.
+
+    .. code-block:: yaml
+
+        microk8s-install-microk8s-refreshes-held:
+          microk8s.refreshes_held: []
+    """
+    ret = _ret(name)
+    try:
+        held = __salt__["microk8s.refreshes_held"]()
+    except CommandExecutionError as error:
+        ret["comment"] = str(error)
+        return ret
+    if held:
+        ret.update(result=True, comment="snapd's own refreshes of microk8s are held")
+        return ret
+    changes = {"refreshes_held": {"old": False, "new": True}}
+    if __opts__["test"]:
+        ret.update(result=None, changes=changes, comment="snapd's own refreshes of microk8s would be held")
+        return ret
+    try:
+        __salt__["microk8s.hold_refreshes"]()
+        held = __salt__["microk8s.refreshes_held"]()
+    except CommandExecutionError as error:
+        ret["comment"] = str(error)
+        return ret
+    if not held:
+        ret["comment"] = "snap refresh --hold microk8s succeeded, but snap list shows no hold"
+        return ret
+    comment = "held snapd's own refreshes of microk8s: only the roll refreshes it"
+    ret.update(result=True, changes=changes, comment=comment)
+    return ret
+
+
 def join_tokens_published(name: str, ttl: int = -1) -> dict:
     """
     On the issuer (``microk8s.issuer``: the master, or a voter while a rebuilt master stands

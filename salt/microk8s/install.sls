@@ -23,6 +23,13 @@ microk8s-install-cmd-run-snap:
     - require:
       - file: microk8s-install-file-managed-launch-config
 
+# snapd refreshes microk8s on its own up to four times a day, on every node independently,
+# restarting kubelite and k8s-dqlite; held, only the roll refreshes it, one node at a time.
+microk8s-install-microk8s-refreshes-held:
+  microk8s.refreshes_held:
+    - require:
+      - cmd: microk8s-install-cmd-run-snap
+
 microk8s-install-microk8s-running:
   microk8s.running:
     - require:

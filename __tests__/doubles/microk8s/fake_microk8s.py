@@ -112,7 +112,14 @@ spent one use at a time, and the key is removed at 0):
   this node's agent answers the next N joins, after spending the token and checking the
   hostname, with HTTP 500 "failed to retrieve dqlite cluster nodes: <text>" (join.go), the
   prefix doubled by a 1.35 agent (MaybeUpdateDqliteBindAddress wraps it once more);
-- ``restart_seconds``: the not-ready window after a snap refresh, a boot or a kubelite restart.
+- ``restart_seconds``: the not-ready window after a snap refresh, a boot or a kubelite restart;
+- ``auto_refresh_in_progress``: N: the next N `snap refresh microk8s ...` fail as snapd refuses a
+  change to a snap while another runs: `error: snap "microk8s" has "auto-refresh" change in
+  progress`, exit 1 (overlord/snapstate/conflict.go ChangeConflictError).
+
+snapd's auto-refresh (``microk8s fake-auto-refresh``, no such command in microk8s), `snap refresh
+--hold microk8s` and `--unhold`, and the hold in `snap list`'s notes: snapd.py, beside the
+rehearsal's fake, shared by both.
 
 A machine's boot, for the harness's ``systemctl reboot`` (__tests__/harness/fake_systemctl.py):
 ``microk8s fake-boot`` (no such command in microk8s) gives the node a new boot id, which kubectl
@@ -141,6 +148,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "rehearsal" / "fake
 import kube_objects
 import node_objects
 import server_cert
+import snapd
 
 HOME = Path(os.environ["FAKE_MICROK8S_DIR"])
 ADDRESS = os.environ.get("FAKE_MICROK8S_ADDRESS", "10.1.0.10")
@@ -834,14 +842,22 @@ def refresh_certs(args: list[str]) -> int:
 
 
 def snap(state: dict, args: list[str]) -> int:
-    """The snap command, for microk8s only: install, refresh, list (snapd's cmd/snap)."""
+    """The snap command, for microk8s only: install, refresh (--hold, --unhold), list (snapd's cmd/snap)."""
     channel = next((a.split("=", 1)[1] for a in args if a.startswith("--channel=")), None)
     if args[:2] == ["list", "microk8s"]:
-        print(f"Name      Version   Rev   Tracking     Publisher   Notes\n"
-              f"microk8s  v{version(state)}  7000  {state['channel']}  canonical✓  classic")  # fmt: skip
+        row = f"v{version(state)}  {snapd.revision(state)}  {state['channel']}  canonical✓  {snapd.notes(state)}"
+        print(f"Name      Version   Rev   Tracking     Publisher   Notes\nmicrok8s  {row}")
         return 0
     if args[:1] == ["restart"]:
         return snap_restart(state, args[1:])
+    if snapd.is_hold_command(args):
+        code, out, err = snapd.hold(state, args)
+        print(out, end="")
+        print(err, end="", file=sys.stderr)
+        return code
+    if args[:2] == ["refresh", "microk8s"] and fault(HOME, "auto_refresh_in_progress") is not None:
+        print(snapd.CONFLICT, file=sys.stderr)
+        return 1
     if args[:2] not in (["install", "microk8s"], ["refresh", "microk8s"]):
         print(f"fake snap: unsupported {args}", file=sys.stderr)
         return 2
@@ -907,6 +923,9 @@ def main(argv: list[str]) -> int:
         code = status(state)
     elif command in ("start", "stop"):
         state["running"] = command == "start"
+        code = 0
+    elif command == "fake-auto-refresh":
+        snapd.auto_refresh(state, float(setting(HOME, "restart_seconds", 2)))
         code = 0
     elif command == "fake-boot":
         # The machine came up again (see the docstring): a new boot id, the services starting.

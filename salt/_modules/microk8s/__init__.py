@@ -494,6 +494,16 @@ def refresh(channel: str) -> dict:
     return _sub("_upgrade").refresh(__salt__, channel)
 
 
+def refreshes_held() -> bool:
+    """Whether snapd's own refreshes of microk8s are held on this node (``snap list``'s notes)."""
+    return _sub("_upgrade").refreshes_held(__salt__)
+
+
+def hold_refreshes() -> None:
+    """``snap refresh --hold microk8s``: only a refresh asked for by name (the roll's) refreshes it."""
+    return _sub("_upgrade").hold_refreshes(__salt__)
+
+
 def drain_node(address: str, channel: str, timeout: int = 300) -> dict:
     """
     On a control-plane node: cordons and drains the node at private ``address`` for the roll to

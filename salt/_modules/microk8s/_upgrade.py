@@ -38,15 +38,27 @@ def version_minor(version: str | None) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def parse_snap_list(text: str) -> dict:
-    """``{"version", "tracking"}`` of microk8s from ``snap list microk8s`` (snapd cmd/snap/cmd_list.go)."""
+def _snap_row(text: str) -> list[str]:
+    """microk8s' row of ``snap list microk8s`` (cmd/snap/cmd_list.go: Name Version Rev Tracking Publisher Notes)."""
     lines = [line.split() for line in text.splitlines() if line.strip()]
     if len(lines) < 2 or lines[0][:4] != ["Name", "Version", "Rev", "Tracking"]:
         raise CommandExecutionError(f"snap list printed no table: {text[:200]!r}")
     row = next((line for line in lines[1:] if line[0] == "microk8s"), None)
     if row is None or len(row) < 4:
         raise CommandExecutionError(f"snap list has no microk8s row: {text[:200]!r}")
+    return row
+
+
+def parse_snap_list(text: str) -> dict:
+    """``{"version", "tracking"}`` of microk8s from ``snap list microk8s``."""
+    row = _snap_row(text)
     return {"version": row[1], "tracking": row[3]}
+
+
+def snap_held(text: str) -> bool:
+    """Whether ``snap list microk8s`` notes a refresh hold: "held" among its Notes (snapd cmd/snapd/cli/notes.go)."""
+    row = _snap_row(text)
+    return len(row) >= 6 and "held" in row[5].split(",")
 
 
 def _snap(salt: dict, *args: str) -> dict:
@@ -61,6 +73,26 @@ def installed(salt: dict) -> dict | None:
     if result.get("retcode", 1) != 0:
         return None
     return parse_snap_list(result.get("stdout", ""))
+
+
+def refreshes_held(salt: dict) -> bool:
+    """Whether snapd holds its own refreshes of microk8s; raises without the snap."""
+    result = _snap(salt, "list", "microk8s")
+    if result.get("retcode", 1) != 0:
+        raise CommandExecutionError("microk8s is not installed: there are no refreshes to hold")
+    return snap_held(result.get("stdout", ""))
+
+
+def hold_refreshes(salt: dict) -> None:
+    """
+    ``snap refresh --hold microk8s`` (snapd 2.58 and later): snapd refreshes microk8s on its own
+    no more, neither automatically nor in a `snap refresh` of every snap, while a refresh that
+    names it (the roll's) still goes ahead (snapd cmd/snapd/cli/cmd_snap_op.go, the command's help).
+    """
+    result = _snap(salt, "refresh", "--hold", "microk8s")
+    if result.get("retcode", 1) != 0:
+        output = (result.get("stderr") or result.get("stdout") or "").strip()
+        raise CommandExecutionError(f"snap refresh --hold microk8s failed (it needs snapd 2.58 or later): {output}")
 
 
 def refresh(salt: dict, channel: str) -> dict:

@@ -9,6 +9,7 @@ install -D -m 0755 "$here/microk8s.py" "$root/usr/local/lib/fake-microk8s/microk
 install -D -m 0644 "$here/node_objects.py" "$root/usr/local/lib/fake-microk8s/node_objects.py"
 install -D -m 0644 "$here/kube_objects.py" "$root/usr/local/lib/fake-microk8s/kube_objects.py"
 install -D -m 0644 "$here/server_cert.py" "$root/usr/local/lib/fake-microk8s/server_cert.py"
+install -D -m 0644 "$here/snapd.py" "$root/usr/local/lib/fake-microk8s/snapd.py"
 mkdir -p "$root/usr/bin" "$root/snap/bin" "$root/etc/init.d"
 ln -sfn /usr/local/lib/fake-microk8s/microk8s.py "$root/usr/bin/snap"
 ln -sfn /usr/local/lib/fake-microk8s/microk8s.py "$root/usr/bin/microk8s"

@@ -173,7 +173,10 @@ Also:
   is_cluster_ready is false); kubectl cannot reach the API server ("The connection to the server
   127.0.0.1:16443 was refused - did you specify the right host or port?", exit 1: kubectl
   pkg/cmd/util/helpers.go); `snap list microk8s` prints snapd's table (cmd/snap/cmd_list.go
-  outputSnapsDefault: Name Version Rev Tracking Publisher Notes);
+  outputSnapsDefault: Name Version Rev Tracking Publisher Notes), and `snap refresh --hold
+  microk8s` holds snapd's own refreshes, shown as "held" in its notes; `microk8s
+  fake-auto-refresh` (not a microk8s command) is snapd's auto-refresh: unless held, a new revision
+  whose services restart (snapd.py, beside this file);
 - kubectl cordon/uncordon/drain <node> (kubectl pkg/cmd/drain/drain.go RunCordonOrUncordon,
   RunDrain): "node/<n> cordoned" / "already cordoned" / "uncordoned" / "already uncordoned" /
   "drained"; drain accepts --ignore-daemonsets, --delete-emptydir-data, --timeout=<d>, --force;
@@ -229,6 +232,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import kube_objects
 import node_objects
 import server_cert
+import snapd
 
 ROOT = Path(os.environ.get("FAKE_MICROK8S_ROOT", "/"))
 SNAP_DATA = ROOT / "var/snap/microk8s/current"
@@ -1502,11 +1506,18 @@ def snap(args: list[str]) -> int:
         if not state["installed"]:
             print("error: no matching snaps installed", file=sys.stderr)
             return 1
-        print(
-            "Name      Version   Rev   Tracking       Publisher   Notes\n"
-            f"microk8s  v{version(state)}  7000  {state['channel']}  canonical✓  classic"
-        )
+        row = f"v{version(state)}  {snapd.revision(state)}  {state['channel']}  canonical✓  {snapd.notes(state)}"
+        print(f"Name      Version   Rev   Tracking       Publisher   Notes\nmicrok8s  {row}")
         return 0
+    if snapd.is_hold_command(args):
+        if not state["installed"]:
+            print('error: snap "microk8s" is not installed', file=sys.stderr)
+            return 1
+        code, out, err = snapd.hold(state, args)
+        write(NODE, state)
+        print(out, end="")
+        print(err, end="", file=sys.stderr)
+        return code
     if args[:2] == ["install", "microk8s"]:
         if state["installed"]:
             print('snap "microk8s" is already installed')
@@ -1650,6 +1661,11 @@ def main(argv: list[str]) -> int:
         return refresh_certs(rest)
     if command == "fake-quorum":
         return quorum_query(state)
+    if command == "fake-auto-refresh":
+        # Not a microk8s command: snapd's auto-refresh of the snap, unless held (snapd.py).
+        if snapd.auto_refresh(state, float(read(FAULTS, {}).get("restart_seconds", 2))):
+            write(NODE, state)
+        return 0
     if command == "kubectl":
         return kubectl(state, rest)
     if command == "config":
