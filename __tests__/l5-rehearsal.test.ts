@@ -378,6 +378,48 @@ const available = rehearsalAvailable();
       expect(kubeconfig.clusters.map((c: any) => c.cluster.server)).toEqual([`https://${loadBalancer.floating_ip_address}:16443`]);
     });
 
+    it("gives every voter an API certificate naming every API address: a TLS handshake under each verifies against the cluster CA", async () => {
+      // The load balancer spreads kubectl's connections over the three voters: each must present a
+      // certificate valid for the master's floating IP and the load balancer's floating IP and VIP.
+      const floatingIps = rehearsal.double.neutron.floatingips.all() as any[];
+      const master = rehearsal.double.nova.servers.all().find((server) => server.name === MASTER) as any;
+      const masterPorts = new Set(
+        rehearsal.double.neutron.ports
+          .all()
+          .filter((port: any) => port.device_id === master.id)
+          .map((port: any) => port.id),
+      );
+      const [loadBalancer] = rehearsal.double.octavia.loadBalancers.all() as any[];
+      const addresses = [
+        floatingIps.find((ip) => masterPorts.has(ip.port_id)).floating_ip_address,
+        floatingIps.find((ip) => ip.description === `${DOMAIN} Kubernetes API`).floating_ip_address,
+        loadBalancer.vip_address,
+      ];
+      const nodes = JSON.parse((await rehearsal.cloud.host(MASTER).exec("microk8s kubectl get nodes -o json")).stdout).items;
+      const internalIp = (host: string) =>
+        nodes
+          .find((node: any) => node.metadata.name === host.split(".")[0])
+          .status.addresses.find((address: any) => address.type === "InternalIP").address;
+      const certs = "/var/snap/microk8s/current/certs";
+      for (const host of [MASTER, ...workers(3)]) {
+        expect([host, await isWorker(host)]).toEqual([host, false]);
+        const sans = (await rehearsal.cloud.host(host).exec(`openssl x509 -in ${certs}/server.crt -noout -ext subjectAltName`)).stdout;
+        const ips = [...sans.matchAll(/IP Address:([0-9.]+)/g)].map((match) => match[1]);
+        expect([host, addresses.filter((address) => !ips.includes(address))]).toEqual([host, []]);
+        // From the master, as the load balancer connects: the voter's private address, the
+        // certificate checked against the cluster CA for each address a client names.
+        for (const address of [...addresses, "192.0.2.1"]) {
+          const handshake = await rehearsal.cloud
+            .host(MASTER)
+            .exec(
+              `openssl s_client -connect ${internalIp(host)}:16443 -CAfile ${certs}/ca.crt -verify_ip ${address} -verify_return_error </dev/null`,
+            );
+          // 192.0.2.1 is no API address: the same handshake must fail, so the check can.
+          expect([host, address, handshake.status === 0]).toEqual([host, address, address !== "192.0.2.1"]);
+        }
+      }
+    });
+
     it("sets root's console password on every host as a SHA-512 crypt hash of the ephemeral root_password", async () => {
       expect(scriptLines(apply.stdout)).toContain("Orchestrate: root password: set on 5 machines");
       for (const host of rehearsal.cloud.hostNames()) {

@@ -552,6 +552,29 @@ def test_the_api_certificate_names_every_api_address_and_is_refreshed_on_changes
     assert refresh["onchanges"] == [{"microk8s": "microk8s-certificates-microk8s-extra-sans"}]
 
 
+@pytest.mark.parametrize(("host", "voter"), [("k8s-worker-0", True), ("k8s-worker-1", True), ("k8s-worker-2", False)])
+def test_every_voter_names_every_api_address_in_its_certificate_after_its_join_and_no_worker_does(
+    tmp_path, pillar_data, host, voter
+):
+    # The load balancer spreads kubectl's connections over every voter: each one's certificate
+    # must name the API addresses, not the master's alone. A worker (--worker) serves no API.
+    nodes = [{**pillar_data["microk8s"]["nodes"][0], "id": f"k8s-worker-{i}.{DOMAIN}"} for i in range(3)]
+    for i, node in enumerate(nodes):
+        node["address"] = f"10.1.0.{100 + i}"
+    microk8s = {**pillar_data["microk8s"], "nodes": [pillar_data["microk8s"]["nodes"][0], *nodes]}
+    microk8s["control_plane"] = [microk8s["nodes"][i]["id"] for i in range(3)]
+    highstate = Minion(tmp_path, f"{host}.{DOMAIN}", {**pillar_data, "microk8s": microk8s}).highstate()
+    if not voter:
+        assert [i for i in highstate if i.startswith("microk8s-certificates-")] == []
+        return
+    extra_sans = args_of(highstate["microk8s-certificates-microk8s-extra-sans"], "microk8s.extra_sans")
+    assert extra_sans["addresses"] == pillar_data["microk8s"]["api_addresses"]
+    # After the join, whose new CA makes the node issue itself a certificate from its template.
+    assert {"sls": "microk8s.joined"} in extra_sans["require"]
+    refresh = args_of(highstate["microk8s-certificates-cmd-run-refresh"], "cmd.run")
+    assert refresh["onchanges"] == [{"microk8s": "microk8s-certificates-microk8s-extra-sans"}]
+
+
 def test_without_any_api_address_the_certificate_is_left_alone(tmp_path, pillar_data):
     microk8s = {k: v for k, v in pillar_data["microk8s"].items() if k not in ("api_addresses", "allowed_csr_ip")}
     highstate = Minion(tmp_path, f"k8s-master.{DOMAIN}", {**pillar_data, "microk8s": microk8s}).highstate()

@@ -1,7 +1,19 @@
+{#-
+  The API certificate of a control-plane node (the master, and every dqlite voter the pillar
+  names in microk8s:control_plane) names every address clients reach the API at: the load
+  balancer spreads kubectl's connections over all of them. It runs after the join, whose new CA
+  makes the node issue itself a certificate from its own template (join.py, ensure_server_ca),
+  and again at every highstate, so a change of the addresses reaches every voter. A worker
+  serves no API (it joins with --worker): nothing to do there.
+#}
 {%- from "microk8s/map.jinja" import microk8s with context %}
 {#- Every address clients reach the API at (Terraform's list); an older pillar has only the floating IP. #}
 {%- set api_addresses = microk8s.api_addresses or ([microk8s.allowed_csr_ip] if microk8s.allowed_csr_ip else []) %}
-{%- if api_addresses %}
+{%- set control_plane = grains["id"] == microk8s.master or grains["id"] in (microk8s.get("control_plane") or []) %}
+{%- if api_addresses and control_plane %}
+include:
+  - microk8s.install
+  - microk8s.joined
 
 # The API certificate must be valid for every address clients use: the master's floating IP and,
 # behind the load balancer, its floating IP and VIP (the template lists exactly these).
@@ -10,6 +22,7 @@ microk8s-certificates-microk8s-extra-sans:
     - addresses: {{ api_addresses | json }}
     - require:
       - sls: microk8s.install
+      - sls: microk8s.joined
 
 microk8s-certificates-cmd-run-refresh:
   cmd.run:

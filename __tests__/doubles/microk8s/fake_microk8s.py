@@ -260,12 +260,6 @@ def save_database(state: dict, db: dict) -> None:
     (DATABASES / f"{state['cluster']}.json").write_text(json.dumps(db, indent=1))
 
 
-def pem(kind: str, size: int) -> str:
-    """A PEM block around random bytes: ssl.PEM_cert_to_DER_cert decodes it; no TLS uses it."""
-    body = base64.encodebytes(secrets.token_bytes(size)).decode()
-    return f"-----BEGIN {kind}-----\n{body}-----END {kind}-----\n"
-
-
 def new_server_certificate(home: Path) -> None:
     """gen_server_cert, from csr.conf (server_cert.py); the node's one address is its get_ips."""
     (home / SERVER_CRT).parent.mkdir(parents=True, exist_ok=True)
@@ -303,9 +297,7 @@ def register(state: dict) -> None:
         template.parent.mkdir(parents=True, exist_ok=True)
         template.write_text("[ alt_names ]\nDNS.1 = kubernetes\nIP.1 = 127.0.0.1\n#MOREIPS\n")
     # The install hook's produce_certs: a CA of this install's own, only when there is none.
-    if not (HOME / CA_CRT).exists():
-        (HOME / CA_KEY).write_text(pem("PRIVATE KEY", 1200))
-        (HOME / CA_CRT).write_text(pem("CERTIFICATE", 800))
+    server_cert.produce_ca(HOME)
     if not (HOME / SERVER_CRT).exists():
         new_server_certificate(HOME)
     if not (HOME / KUBELET_ARGS).exists():

@@ -12,8 +12,7 @@ State, under the real paths:
   certs/server.crt issued from that (server_cert.py, installed beside this file and shared with
   the L4 fake: its subjectAltName lists every DNS.n and IP.n of csr.conf, the extra SANs Salt
   writes into the template among them, after `refresh-certs --cert server.crt`), and the CA,
-  certs/ca.crt and ca.key (PEM blocks of random bytes: ssl.PEM_cert_to_DER_cert decodes them,
-  nothing uses them for TLS);
+  certs/ca.crt and ca.key (real X.509, as server_cert.py makes them);
 - fake/cluster.json on every voter and stand-by: its copy of the cluster database (the cluster
   id, an index raised by every write, the dqlite members with their roles, the Kubernetes nodes
   with name, InternalIP, the kubelet version last reported and unschedulable, the cluster's
@@ -184,6 +183,10 @@ Also:
   every node (reconcile.d/90-calico-apply; kubectl pkg/drain/filters.go daemonSetFatal), exit
   1; an unknown node is `Error from server (NotFound): nodes "<n>" not found`, exit 1
   (helpers.go standardErrorMessage, apimachinery's NewNotFound);
+- the API server's TLS: a control-plane node's agent also listens on 16443 while microk8s runs
+  and completes a TLS handshake with certs/server.crt and server.key (kube-apiserver's
+  --tls-cert-file, default-args/kube-apiserver), so a client verifies the certificate against
+  the cluster CA under any address it names; nothing answers behind the handshake;
 - the join fingerprint: add-node's check is microk8s-resources/actions/common/utils.sh
   server_cert_check (sha256 of certs/server.crt in DER, 12 hex characters); join asks the
   agent's /certificate (standing in for the TLS handshake's peer certificate) and compares
@@ -220,6 +223,7 @@ import os
 import re
 import secrets
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -244,6 +248,7 @@ WORKER_LOCK = SNAP_DATA / "var/lock/clustered.lock"
 CSR_TEMPLATE = SNAP_DATA / "certs/csr.conf.template"
 AGENT_LOG = SNAP_DATA / "fake/agent.log"
 SERVER_CRT = SNAP_DATA / "certs/server.crt"
+SERVER_KEY = SNAP_DATA / "certs/server.key"
 CA_CRT = SNAP_DATA / "certs/ca.crt"
 CA_KEY = SNAP_DATA / "certs/ca.key"
 REMOTE_CA = SNAP_DATA / "certs/ca.remote.crt"
@@ -267,6 +272,7 @@ FAULTS = SNAP_DATA / "fake/faults.json"
 # the machine mounts afresh (doubles/rehearsal/host.ts), so a new machine has a new one.
 BOOT_ID = ROOT / "run/fake-microk8s/boot_id"
 PORT = int(os.environ.get("FAKE_MICROK8S_PORT", "25000"))
+API_PORT = int(os.environ.get("FAKE_MICROK8S_API_PORT", "16443"))
 # Tests only: the node's one address (its agent binds it, it is the source of what the node
 # sends, kubelet's InternalIP) and its hostname, so that several nodes share one machine.
 ADDRESS = os.environ.get("FAKE_MICROK8S_ADDRESS")
@@ -362,12 +368,6 @@ def fault(name: str) -> dict | None:
             del faults[name]
         write(FAULTS, faults)
     return faults
-
-
-def pem(kind: str, size: int) -> str:
-    """A PEM block around random bytes: ssl.PEM_cert_to_DER_cert decodes it."""
-    body = base64.encodebytes(secrets.token_bytes(size)).decode()
-    return f"-----BEGIN {kind}-----\n{body}-----END {kind}-----\n"
 
 
 def new_server_certificate() -> None:
@@ -651,8 +651,41 @@ def register(db: dict, entry: dict) -> None:
 
 
 def serve() -> None:
+    threading.Thread(target=serve_api, daemon=True).start()
     server = http.server.ThreadingHTTPServer((ADDRESS or "0.0.0.0", PORT), Agent)
     server.serve_forever()
+
+
+def serve_api() -> None:
+    """
+    kube-apiserver's TLS on 16443 (microk8s-resources/default-args/kube-apiserver:
+    --secure-port=16443, --tls-cert-file=${SNAP_DATA}/certs/server.crt and its key), on a
+    control-plane node while microk8s runs and is not restarting: the handshake only, with the
+    certificate as it is at that moment (refresh-certs restarts kubelite, which reads it anew).
+    Started with the agent, in the same process.
+    """
+    try:
+        listener = socket.create_server((ADDRESS or "0.0.0.0", API_PORT))
+    except OSError as error:
+        # Only where tests run several fakes on one address (the rehearsal's hosts each have theirs).
+        print(f"fake microk8s: no API server on port {API_PORT}: {error}", file=sys.stderr)
+        return
+    while True:
+        connection, _ = listener.accept()
+        threading.Thread(target=api_handshake, args=(connection,), daemon=True).start()
+
+
+def api_handshake(connection: socket.socket) -> None:
+    with connection:
+        state = node()
+        if is_worker() or not state["running"] or restarting(state):
+            return
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(SERVER_CRT, SERVER_KEY)
+        connection.settimeout(10)
+        with contextlib.suppress(OSError), context.wrap_socket(connection, server_side=True) as tls:
+            # The client's request, or its close, ends the exchange: no API stands behind it.
+            tls.recv(1)
 
 
 def start_agent() -> None:
@@ -1540,9 +1573,7 @@ def snap(args: list[str]) -> int:
         CSR_TEMPLATE.write_text("[ alt_names ]\nDNS.1 = kubernetes\nIP.1 = 127.0.0.1\nIP.2 = 10.152.183.1\n#MOREIPS\n")
         # produce_certs: a CA of this install's own, written only when there is none; csr.conf
         # rendered from the template, and server.crt from it.
-        if not CA_CRT.exists():
-            CA_KEY.write_text(pem("PRIVATE KEY", 1200))
-            CA_CRT.write_text(pem("CERTIFICATE", 800))
+        server_cert.produce_ca(SNAP_DATA)
         server_cert.refresh_csr_conf(SNAP_DATA, addresses())
         new_server_certificate()
         start_own_cluster(state)

@@ -16,22 +16,24 @@ does (canonical/microk8s microk8s-resources/actions/common/utils.sh):
   produce_certs renders csr.conf first too, and a join's ensure_server_ca keeps a valid csr.conf
   (ensure_csr_conf_conservative) before gen_server_cert.
 
-The certificate is a PEM block whose DER stands in for a real one: JSON with a random serial (so
-every issue has a new server_cert_check) and the subjectAltName as `openssl x509 -noout -ext
-subjectAltName` prints it (``DNS:<name>``, ``IP Address:<address>``). ssl.PEM_cert_to_DER_cert
-decodes it; nothing uses it for TLS.
+The CA and the certificate are real X.509, made by the `openssl` commands utils.sh runs
+(produce_certs: the CA, subject /CN=10.152.183.1 with its CA extensions; gen_server_cert: a
+request from server.key, signed by ca.crt and ca.key with csr.conf's v3_ext), so `openssl x509`
+reads them and a TLS handshake verifies them against the cluster CA. Two differences, neither
+read by a test: the keys are EC P-256 where produce_certs makes RSA 2048 (`genrsa`, a hundred
+times the CPU of the fakes' every install), and openssl reads csr.conf's [ alt_names ] through
+microk8s' own [ req ], [ dn ] and [ v3_ext ] (SIGNING below), so a test's template may hold only
+the lines it is about.
 """
 
 from __future__ import annotations
 
-import base64
-import json
 import re
-import secrets
+import subprocess
+import tempfile
 from pathlib import Path
 
 MARKER = "#MOREIPS"
-BEGIN, END = "-----BEGIN CERTIFICATE-----", "-----END CERTIFICATE-----"
 _ALT_NAME = re.compile(r"^(DNS|IP)\.\d+\s*=\s*(\S+)\s*$")
 
 
@@ -69,20 +71,86 @@ def alt_names(csr_conf: str) -> list[str]:
     return names
 
 
+# microk8s-resources/certs/csr.conf.template, but for [ alt_names ], which gen_server_cert
+# appends from csr.conf.
+SIGNING = """[ req ]
+default_bits = 2048
+prompt = no
+default_md = sha256
+req_extensions = req_ext
+distinguished_name = dn
+
+[ dn ]
+C = GB
+ST = Canonical
+L = Canonical
+O = Canonical
+OU = Canonical
+CN = 127.0.0.1
+
+[ req_ext ]
+subjectAltName = @alt_names
+
+[ v3_ext ]
+authorityKeyIdentifier=keyid,issuer:always
+basicConstraints=CA:FALSE
+keyUsage=keyEncipherment,dataEncipherment,digitalSignature
+extendedKeyUsage=serverAuth,clientAuth
+subjectAltName=@alt_names
+"""
+
+
+def _openssl(*args: str) -> str:
+    return subprocess.run(["openssl", *args], check=True, capture_output=True, text=True).stdout
+
+
+def _new_key(path: Path) -> None:
+    """produce_certs' `genrsa -out <key> 2048`, as EC P-256 (above)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _openssl("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", str(path))
+
+
+def produce_ca(snap_data: Path) -> None:
+    """produce_certs: ca.key and server.key when missing, then the CA when certs/ca.crt is missing."""
+    certs = snap_data / "certs"
+    for key in ("ca.key", "server.key"):
+        if not (certs / key).exists():
+            _new_key(certs / key)
+    if not (certs / "ca.crt").exists():
+        _openssl(
+            "req", "-x509", "-new", "-sha256", "-nodes", "-days", "3650", "-key", str(certs / "ca.key"),
+            "-subj", "/CN=10.152.183.1",
+            "-addext", "basicConstraints=critical,CA:TRUE",
+            "-addext", "keyUsage=critical,keyCertSign,cRLSign",
+            "-addext", "subjectKeyIdentifier=hash",
+            "-addext", "authorityKeyIdentifier=keyid:always,issuer",
+            "-out", str(certs / "ca.crt"),
+        )  # fmt: skip
+
+
 def gen_server_cert(snap_data: Path, addresses: list[str]) -> None:
     """
-    utils.sh gen_server_cert: a new server.crt from csr.conf, which is rendered first when there
-    is none (as produce_certs and ensure_csr_conf_conservative do).
+    utils.sh gen_server_cert: a new server.crt from csr.conf, signed by the node's CA, which is
+    rendered first when there is none (as produce_certs and ensure_csr_conf_conservative do).
     """
-    csr_conf = snap_data / "certs" / "csr.conf"
-    if not csr_conf.exists():
+    certs = snap_data / "certs"
+    if not (certs / "csr.conf").exists():
         refresh_csr_conf(snap_data, addresses)
-    payload = json.dumps({"serial": secrets.token_hex(16), "subjectAltName": alt_names(csr_conf.read_text())})
-    body = base64.encodebytes(payload.encode()).decode()
-    (snap_data / "certs" / "server.crt").write_text(f"{BEGIN}\n{body}{END}\n")
+    produce_ca(snap_data)
+    names = [name.replace("IP Address:", "IP:").split(":", 1) for name in alt_names((certs / "csr.conf").read_text())]
+    lines = [f"{kind}.{index} = {value}" for index, (kind, value) in enumerate(names, start=1)]
+    with tempfile.NamedTemporaryFile("w", suffix=".conf", dir=certs) as config:
+        config.write(SIGNING + "\n[ alt_names ]\n" + "\n".join(lines) + "\n")
+        config.flush()
+        _openssl("req", "-new", "-sha256", "-key", str(certs / "server.key"), "-out", str(certs / "server.csr"),
+                 "-config", config.name)  # fmt: skip
+        _openssl("x509", "-req", "-sha256", "-in", str(certs / "server.csr"), "-CA", str(certs / "ca.crt"),
+                 "-CAkey", str(certs / "ca.key"), "-CAcreateserial", "-out", str(certs / "server.crt"), "-days", "365",
+                 "-extensions", "v3_ext", "-extfile", config.name)  # fmt: skip
 
 
 def subject_alt_names(certificate: str) -> list[str]:
-    """What `openssl x509 -noout -ext subjectAltName` lists for a certificate gen_server_cert issued."""
-    inner = certificate.split(BEGIN)[1].split(END)[0]
-    return json.loads(base64.decodebytes(inner.encode()))["subjectAltName"]
+    """What `openssl x509 -noout -ext subjectAltName` lists for a certificate, in its order."""
+    printed = subprocess.run(["openssl", "x509", "-noout", "-ext", "subjectAltName"], input=certificate,
+                             check=True, capture_output=True, text=True).stdout  # fmt: skip
+    return [name.strip() for line in printed.splitlines()[1:] for name in line.split(",") if name.strip()]
