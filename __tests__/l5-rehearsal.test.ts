@@ -11,6 +11,7 @@
  * its measurements.
  */
 import { execFileSync } from "node:child_process";
+import * as crypto from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import YAML from "yaml";
@@ -97,6 +98,8 @@ const available = rehearsalAvailable();
 
   /** The cluster's application credential's secret, once the first apply made it. */
   let cloudSecret = "";
+  /** Secrets of the credentials rotated away: in no output or log either. */
+  const retiredSecrets: string[] = [];
 
   /** The external network's id, as the double seeded it. */
   function externalNetworkId(): string {
@@ -676,17 +679,48 @@ const available = rehearsalAvailable();
     });
   });
 
+  // The same apply rotates the cluster's application credential, as docs/deploying.md says to.
   describe("replacing a worker's machine (-replace)", () => {
     let apply: RunResult;
     let address: string;
+    let credential: string;
+    let before: Record<string, any>;
 
     beforeAll(async () => {
       const tofu = await workspace({ TF_VAR_num_kube_nodes: "3" });
       const state = await tofu(["state", "list"]);
-      address =
-        state.stdout.split("\n").find((line) => /^openstack_compute_instance_v2\.KubeNodes_Worker_[0-9A-F]{8}\[1\]$/.test(line)) ?? "";
-      apply = await tofu(["apply", "-auto-approve", "-input=false", `-replace=${address}`]);
+      const find = (pattern: RegExp) => state.stdout.split("\n").find((line) => pattern.test(line)) ?? "";
+      address = find(/^openstack_compute_instance_v2\.KubeNodes_Worker_[0-9A-F]{8}\[1\]$/);
+      credential = find(/^openstack_identity_application_credential_v3\.CloudIntegration_Credential_[0-9A-F]{8}(\[0\])?$/);
+      before = JSON.parse(fs.readFileSync(`/proc/${rehearsal.cloud.host(MASTER).pid}/root${OBJECTS}`, "utf8"));
+      apply = await tofu(["apply", "-auto-approve", "-input=false", `-replace=${address}`, `-replace=${credential}`]);
     }, 1_500_000);
+
+    it("rotates the application credential: the Secret gets the new one, and the controller manager's and Cinder CSI's pods, which read it only at start, roll", () => {
+      expect(credential).not.toBe("");
+      const after = JSON.parse(fs.readFileSync(`/proc/${rehearsal.cloud.host(MASTER).pid}/root${OBJECTS}`, "utf8"));
+      const conf = (objects: Record<string, any>) =>
+        Buffer.from(objects["Secret/kube-system/cloud-config"].data["cloud.conf"], "base64").toString();
+      const credentialId = (text: string) => /^application-credential-id = "([^"]+)"$/m.exec(text)?.[1];
+      const live = rehearsal.double.keystone.applicationCredentials.all().map((c: any) => c.id);
+      expect(credentialId(conf(after))).not.toBe(credentialId(conf(before)));
+      expect(live).toContain(credentialId(conf(after)));
+      expect(live).not.toContain(credentialId(conf(before)));
+      retiredSecrets.push(cloudSecret);
+      cloudSecret = (rehearsal.double.keystone.applicationCredentials.all() as any[]).find(
+        (c) => c.id === credentialId(conf(after)),
+      ).secret;
+      const checksum = crypto.createHash("sha256").update(conf(after)).digest("hex");
+      for (const ref of [
+        "DaemonSet/kube-system/openstack-cloud-controller-manager",
+        "Deployment/kube-system/csi-cinder-controllerplugin",
+        "DaemonSet/kube-system/csi-cinder-nodeplugin",
+      ]) {
+        // A new pod template, its generation one more: the controller replaces every pod.
+        expect([ref, after[ref].spec.template.metadata.annotations["kube-on-os/cloud-conf-sha256"]]).toEqual([ref, checksum]);
+        expect([ref, after[ref].metadata.generation]).toEqual([ref, before[ref].metadata.generation + 1]);
+      }
+    });
 
     it("accepts the new machine's key with no manual step, restarting its minion", () => {
       expect(address).not.toBe("");
@@ -819,16 +853,18 @@ const available = rehearsalAvailable();
       // (A saved plan's JSON, `show -json plan.cache`, carries the state's values, the sensitive
       // ones too, as Terraform documents: it is a file for programs, not an output.)
       const shown = printed.filter((text) => !text.startsWith('{"format_version"'));
-      expect(shown.filter((text) => text.includes(cloudSecret)).length).toBe(0);
+      for (const secret of [cloudSecret, ...retiredSecrets]) expect(shown.filter((text) => text.includes(secret)).length).toBe(0);
       // Besides /srv/pillar, the Salt master keeps each minion's pillar in its minion data cache
       // (root only), and holds it for the Kubernetes master alone.
       const cached = await rehearsal.cloud.host(SALT).exec(`grep -rlF -- '${cloudSecret}' /var/cache/salt/master/minions`);
       expect(cached.stdout).toBe(`/var/cache/salt/master/minions/${MASTER}/data.p\n`);
       for (const host of [SALT, MASTER]) {
-        const logs = await rehearsal.cloud
-          .host(host)
-          .exec(`grep -rlF --exclude-dir=minions -- '${cloudSecret}' /var/log /var/cache/salt /tmp /home /root`);
-        expect({ host, files: logs.stdout }).toEqual({ host, files: "" });
+        for (const secret of [cloudSecret, ...retiredSecrets]) {
+          const logs = await rehearsal.cloud
+            .host(host)
+            .exec(`grep -rlF --exclude-dir=minions -- '${secret}' /var/log /var/cache/salt /tmp /home /root`);
+          expect({ host, files: logs.stdout }).toEqual({ host, files: "" });
+        }
       }
       expect(JSON.stringify(rehearsal.state.readState("rehearsal"))).not.toContain(ROOT_PASSWORD);
       // What each host wrote (its overlay's upper layer, the Salt volume), and the rehearsal's

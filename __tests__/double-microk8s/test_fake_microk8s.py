@@ -1605,6 +1605,20 @@ def check_objects(kubectl, record: Path, node_name: str, enable) -> None:
         "DaemonSet/kube-system/openstack-cloud-controller-manager",
         "Secret/kube-system/cloud-config",
     ]
+    # A workload's generation: 1 at creation, one more for each new spec, not for its metadata.
+    daemonset = "DaemonSet/kube-system/openstack-cloud-controller-manager"
+    assert objects[daemonset]["metadata"]["generation"] == 1
+    templated = changed.replace(
+        "    spec: {}", "    spec:\n      template:\n        metadata:\n          annotations: {a: b}"
+    )
+    assert kubectl("apply", "-f", "-", stdin=templated).stdout == lines("unchanged", "unchanged", "configured")
+    labelled = templated.replace(
+        "      namespace: kube-system\n    spec:", "      namespace: kube-system\n      labels: {c: d}\n    spec:"
+    )
+    assert kubectl("apply", "-f", "-", stdin=labelled).stdout == lines("unchanged", "unchanged", "configured")
+    assert json.loads(record.read_text())[daemonset]["metadata"]["generation"] == 2
+    assert kubectl("apply", "-f", "-", stdin=changed).stdout == lines("unchanged", "unchanged", "configured")
+    assert json.loads(record.read_text())[daemonset]["metadata"]["generation"] == 3
     # The API server keeps stringData merged into data, base64-encoded.
     secret = objects["Secret/kube-system/cloud-config"]
     assert "stringData" not in secret

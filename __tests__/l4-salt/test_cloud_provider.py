@@ -15,6 +15,7 @@ The overlay in front of salt/ is the join protocol's, as in test_node_labels.py.
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 
 import pytest
@@ -251,3 +252,43 @@ def test_orch_deploy_applies_the_cloud_integration_with_the_secret_in_no_output_
     assert "[DEBUG   ]" in logs
     for text in (printed, printed_again, logs):
         assert "sup3r" not in text and encoded not in text
+
+
+# The workloads whose pods mount the cloud-config Secret (their manifests' secretName: cloud-config).
+READERS = [
+    "DaemonSet/kube-system/openstack-cloud-controller-manager",
+    "Deployment/kube-system/csi-cinder-controllerplugin",
+    "DaemonSet/kube-system/csi-cinder-nodeplugin",
+]
+
+
+def test_a_rotated_credential_rolls_the_pods_that_read_cloud_conf_and_changes_nothing_else(cluster):
+    # Both read cloud.conf only when they start: with a new application credential in the Secret
+    # and the old pods running on, LoadBalancer Services and volume attachments fail with 401.
+    deploy(cluster)
+    before = objects(cluster)
+    rotated = json.loads(json.dumps(CLOUD))
+    rotated["openstack"]["cloud"]["application_credential_secret"] = "r0tated-secret"
+    (cluster.pillar_root / "_cloud.sls").write_text(f"#!yaml\n{yaml.safe_dump(rotated)}")
+    try:
+        states, printed = deploy(cluster)
+    finally:
+        (cluster.pillar_root / "_cloud.sls").write_text(f"#!yaml\n{yaml.safe_dump(CLOUD)}")
+    after = objects(cluster)
+    assert sorted(k for k in after if after[k] != before.get(k)) == sorted(
+        ["Secret/kube-system/cloud-config", *READERS]
+    )
+    conf = base64.b64decode(after["Secret/kube-system/cloud-config"]["data"]["cloud.conf"]).decode()
+    assert 'application-credential-secret = "r0tated-secret"' in conf
+    checksum = hashlib.sha256(conf.encode()).hexdigest()
+    for ref in READERS:
+        # A new pod template (its generation one more): the controller replaces every pod.
+        template = after[ref]["spec"]["template"]["metadata"]["annotations"]
+        assert (ref, template["kube-on-os/cloud-conf-sha256"]) == (ref, checksum)
+        assert (ref, after[ref]["metadata"]["generation"]) == (ref, before[ref]["metadata"]["generation"] + 1)
+    assert "r0tated" not in printed
+    assert set(states["microk8s-cloud-provider-microk8s-manifests-applied"]["changes"]) == {
+        "daemonset.apps/openstack-cloud-controller-manager",
+        "deployment.apps/csi-cinder-controllerplugin",
+        "daemonset.apps/csi-cinder-nodeplugin",
+    }

@@ -6,7 +6,8 @@
     runs: its node lifecycle controller deletes a NotReady node whose instance it cannot find;
   - the Secret kube-system/cloud-config, from the pillar by the microk8s module (the credential
     is never a state argument, so it is in no output or log);
-  - the pinned manifests of the cloud controller manager and the Cinder CSI driver, which read it;
+  - the pinned manifests of the cloud controller manager and the Cinder CSI driver, which read it
+    only when they start: their pod templates carry the Secret's checksum, so a new Secret rolls them;
   - the Cinder StorageClass as the one default.
 #}
 {%- from "microk8s/map.jinja" import microk8s, cloud_provider_enabled with context %}

@@ -11,6 +11,9 @@ by Salt, so the application credential's secret would be too. It reaches kubectl
 input (``_cli.run(stdin=...)``, which Salt runs with ``output_loglevel="quiet"``); what the states
 report is the SHA-256 of the rendered cloud.conf, which the Secret carries in its annotation
 ``kube-on-os/cloud-conf-sha256`` so that the next run compares it without reading the Secret.
+The pod templates of the workloads that mount the Secret carry the same annotation: both read
+cloud.conf only when they start, so a rotated credential gives them a new template, and their
+controllers replace every pod.
 
 ProviderIDs: CPO's InstancesV2 names a server ``openstack:///<server id>`` (pkg/openstack/
 instances.go makeInstanceID, without OS_CCM_REGIONAL), and the API server lets a node's
@@ -29,6 +32,7 @@ import json
 import re
 import uuid
 
+import yaml
 from salt.exceptions import CommandExecutionError
 
 from . import _cli, _membership
@@ -42,6 +46,9 @@ DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
 CINDER = "cinder.csi.openstack.org"
 REQUIRED = ("auth_url", "region", "application_credential_id", "application_credential_secret")
 OPTIONAL = ("floating_network_id", "subnet_id", "member_subnet_id")
+# The kinds whose pods may mount the Secret, and YAML's document separator on a line of its own.
+WORKLOADS = ("DaemonSet", "Deployment", "StatefulSet")
+_DOCUMENT_SEPARATOR = re.compile(r"^---[ \t]*\n", re.MULTILINE)
 # kubectl's name printer (k8s.io/cli-runtime pkg/printers/name.go): <kind>[.<group>]/<name>, then
 # the operation kubectl apply names (pkg/cmd/apply/apply.go: created, configured, unchanged), and
 # " (server dry run)" with --dry-run=server (cmdutil.PrintFlagsWithDryRunStrategy).
@@ -196,14 +203,45 @@ def apply_secret(salt: dict, options: dict | None = None) -> dict:
     return {**plan, "operation": applied[f"secret/{SECRET}"]}
 
 
+def reads_secret(document) -> bool:
+    """Whether ``document`` is a workload whose pods mount the cloud-config Secret."""
+    if not isinstance(document, dict) or document.get("kind") not in WORKLOADS:
+        return False
+    pod = ((document.get("spec") or {}).get("template") or {}).get("spec") or {}
+    return any((volume.get("secret") or {}).get("secretName") == SECRET for volume in pod.get("volumes") or [])
+
+
+def annotated(text: str, secret_sha256: str | None) -> str:
+    """
+    ``text`` (one manifest file) with ``secret_sha256`` on the pod template of every workload
+    whose pods mount the Secret, that document as JSON; every other document as it was. Both
+    read cloud.conf only when they start, so a new Secret must give them a new pod template: the
+    controllers then replace every pod. Without a Secret (None) the text is unchanged.
+    """
+    if secret_sha256 is None:
+        return text
+    documents = _DOCUMENT_SEPARATOR.split(text)
+    for index, document in enumerate(documents):
+        parsed = yaml.safe_load(document)
+        if reads_secret(parsed):
+            template = parsed["spec"]["template"].setdefault("metadata", {})
+            template["annotations"] = {**(template.get("annotations") or {}), CHECKSUM: secret_sha256}
+            documents[index] = json.dumps(parsed) + "\n"
+    return "---\n".join(documents)
+
+
 def manifests(salt: dict, sources: list[str]) -> str:
-    """The manifests at ``sources`` (salt:// URLs, from the Salt master), one YAML stream."""
+    """
+    The manifests at ``sources`` (salt:// URLs, from the Salt master), one YAML stream, the pod
+    templates of the Secret's readers annotated with the checksum the Secret carries (``annotated``).
+    """
+    secret_sha256 = secret_checksum(salt)
     texts = []
     for source in sources:
         text = salt["cp.get_file_str"](source)
         if not text:
             raise CommandExecutionError(f"the manifest {source} cannot be read from the Salt master")
-        texts.append(text.rstrip("\n") + "\n")
+        texts.append(annotated(text.rstrip("\n") + "\n", secret_sha256))
     return "---\n".join(texts)
 
 

@@ -25,6 +25,13 @@ Where each behaviour comes from (kubernetes/kubectl, k8s.io/cli-runtime, k8s.io/
   kind, the API group after a dot unless it is the core group), with ``--dry-run=server`` followed
   by " (server dry run)" and nothing kept (cmdutil.PrintFlagsWithDryRunStrategy); a namespaced
   object without a namespace goes to ``default``;
+- a workload (DaemonSet, Deployment, StatefulSet) gets ``metadata.generation`` 1 when created
+  and one more whenever its ``spec`` changes (kubernetes pkg/registry/apps/<kind>/strategy.go:
+  PrepareForCreate, and PrepareForUpdate's ``!apiequality.Semantic.DeepEqual(new.Spec,
+  old.Spec)``). The fakes run no pods: a new ``spec.template`` is what makes the controllers
+  replace every pod (pkg/controller/daemon/update.go by the template's controller-revision-hash;
+  pkg/controller/deployment/sync.go a new ReplicaSet by its pod-template-hash, both
+  controller.ComputeHash of the template), so a test reads a rollout there;
 - a Secret's ``stringData`` is merged into ``data``, base64-encoded, and never stored (core/v1
   Secret: "stringData ... is merged into the data field on write ... never output when reading
   from the API"); ``data`` must be base64 (the API server's decoding fails otherwise);
@@ -53,6 +60,8 @@ from pathlib import Path
 import yaml
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+# The kinds whose metadata.generation the fakes keep (above).
+WORKLOADS = {"DaemonSet", "Deployment", "StatefulSet"}
 # The kinds the fakes meet that are cluster-scoped (kubectl api-resources: NAMESPACED false).
 CLUSTER_SCOPED = {
     "ClusterRole",
@@ -172,6 +181,10 @@ def apply(objects: dict, text: str, dry_run: bool) -> tuple[int, str, str, bool]
         live = (current or {}).get("metadata", {}).get("annotations") or {}
         annotations = {**live, **(obj["metadata"].get("annotations") or {}), LAST_APPLIED: configuration}
         stored["metadata"] = {**(current or {}).get("metadata", {}), **obj["metadata"], "annotations": annotations}
+        if obj["kind"] in WORKLOADS:
+            generation = (current or {}).get("metadata", {}).get("generation", 0)
+            same_spec = current is not None and current.get("spec") == stored.get("spec")
+            stored["metadata"]["generation"] = generation if same_spec else generation + 1
         objects[key(obj)] = stored
         changed = True
     return 0, "".join(out), "", changed
