@@ -423,6 +423,27 @@ const available = rehearsalAvailable();
       }
     });
 
+    it("advertises each voter's private address as the kubernetes Service's endpoint, never the master's public one", async () => {
+      // Without --advertise-address the dual-homed master's API server advertises its default
+      // route's address, the public one, where api_allowed_cidrs may refuse in-cluster traffic.
+      const privateSubnet = (rehearsal.double.neutron.subnets.all() as any[]).find((s) => s.name === `${DOMAIN}-private`).id;
+      const privateAddress = (host: string) => {
+        const server = rehearsal.double.nova.servers.all().find((each) => each.name === host) as any;
+        const fixed = (rehearsal.double.neutron.ports.all() as any[])
+          .filter((port) => port.device_id === server.id)
+          .flatMap((port) => port.fixed_ips)
+          .filter((ip: any) => ip.subnet_id === privateSubnet);
+        return fixed.map((ip: any) => ip.ip_address);
+      };
+      const voters = [MASTER, ...workers(3)];
+      const endpoints = JSON.parse(
+        (await rehearsal.cloud.host(MASTER).exec("microk8s kubectl get endpoints kubernetes -n default -o json")).stdout,
+      );
+      const advertised = endpoints.subsets.flatMap((subset: any) => subset.addresses.map((address: any) => address.ip));
+      expect(advertised).toEqual(voters.flatMap(privateAddress).sort());
+      expect(advertised).toHaveLength(3);
+    });
+
     it("sets root's console password on every host as a SHA-512 crypt hash of the ephemeral root_password", async () => {
       expect(scriptLines(apply.stdout)).toContain("Orchestrate: root password: set on 5 machines");
       for (const host of rehearsal.cloud.hostNames()) {

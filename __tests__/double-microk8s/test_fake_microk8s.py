@@ -71,6 +71,7 @@ WORKER_USAGE = (
 )
 WAITING = "Waiting for this node to finish joining the cluster.  \n"
 JOINED = "Successfully joined the cluster.\n"
+LEFT = "Generating new cluster certificates.\nWaiting for node to start.  \n"
 ONLY_COPY = (
     "This node currently holds the only copy of the Kubernetes database so it cannot leave the cluster.\n"
     "To remove this node you can either first remove all other nodes with 'microk8s remove-node' or\n"
@@ -372,6 +373,33 @@ def test_a_refresh_changes_the_release_and_the_node_is_not_ready_while_it_restar
     assert again.stdout == 'snap "microk8s" has no updates available\n'
 
 
+def endpoint_ips(node: Node) -> list[str]:
+    result = node.run("microk8s", "kubectl", "get", "endpoints", "kubernetes", "-n", "default", "-o", "json")
+    assert result.returncode == 0, result.stderr
+    return [a["ip"] for subset in json.loads(result.stdout)["subsets"] for a in subset["addresses"]]
+
+
+def test_the_kubernetes_endpoints_are_what_each_running_api_server_advertised_as_it_started(pair):
+    """
+    kube-apiserver advertises --advertise-address, else the default route's address
+    (server_run_options.go DefaultAdvertiseAddress), read from args/kube-apiserver as kubelite
+    starts; the lease reconciler (reconcilers/lease.go) lists every running API server's.
+    """
+    master, joiner = pair
+    install(master, "1.28/stable")
+    install(joiner, "1.28/stable")
+    assert joiner.run("microk8s", "join", url_to(master, issue(master))).returncode == 0
+    assert endpoint_ips(master) == ["127.0.0.1", "127.0.0.2"]
+    args = master.snap_data / "args/kube-apiserver"
+    args.write_text(args.read_text() + "--advertise-address=127.0.0.9\n")
+    assert endpoint_ips(joiner) == ["127.0.0.1", "127.0.0.2"]
+    write_faults(master.snap_data, {"restart_seconds": 0})
+    assert master.run("snap", "restart", "microk8s.daemon-kubelite").stdout == "Restarted.\n"
+    assert endpoint_ips(joiner) == ["127.0.0.1", "127.0.0.9"]
+    assert joiner.run("microk8s", "stop").returncode == 0
+    assert endpoint_ips(master) == ["127.0.0.9"]
+
+
 def test_cordon_uncordon_and_drain_print_kubectls_lines_and_set_unschedulable(installed):
     """kubectl drain.go: node/<n> cordoned, already cordoned, drained, uncordoned, already uncordoned."""
     name = nodes_json(installed)[0]["metadata"]["name"]
@@ -589,20 +617,25 @@ def test_a_node_reports_its_machines_boot_id_while_ready_and_a_rebuilt_machine_a
 
 
 def test_leave_keeps_the_kubernetes_node_not_ready_and_the_only_copy_cannot_leave(pair):
-    """leave.py (1.35): out of dqlite, a cluster of its own; is_leader_without_successor: exit 3."""
+    """
+    leave.py (1.35): out of dqlite, a cluster of its own; is_leader_without_successor: the one
+    voter of a cluster with other members cannot leave (exit 3), a node alone can.
+    """
     master, joiner = pair
     install(master, "1.35/stable")
     install(joiner, "1.35/stable")
-    alone = master.run("microk8s", "leave")
-    assert (alone.returncode, alone.stdout) == (3, ONLY_COPY)
     assert joiner.run("microk8s", "join", url_to(master, issue(master))).returncode == 0
     members = _status.parse(status_yaml(master).stdout)["high_availability"]["nodes"]
     assert [m["address"] for m in members] == ["127.0.0.2:19001", "127.0.0.1:19001"]
+    refused = master.run("microk8s", "leave")
+    assert (refused.returncode, refused.stdout) == (3, ONLY_COPY)
     left = joiner.run("microk8s", "leave")
-    assert (left.returncode, left.stdout) == (0, "Generating new cluster certificates.\nWaiting for node to start.  \n")
+    assert (left.returncode, left.stdout) == (0, LEFT)
     members = _status.parse(status_yaml(master).stdout)["high_availability"]["nodes"]
     assert [m["address"] for m in members] == ["127.0.0.2:19001"]
     assert readiness(nodes_json(master)) == {"127.0.0.2": "True", "127.0.0.1": "Unknown"}
+    alone = master.run("microk8s", "leave")
+    assert (alone.returncode, alone.stdout) == (0, LEFT)
 
 
 def ca_of(snap_data: Path, name: str = "ca.crt") -> str:
@@ -1156,17 +1189,61 @@ def test_l4_a_rebuilt_node_is_not_ready_in_the_old_cluster_until_it_joins_again(
     assert readiness(listed) == {"10.1.0.10": "True", "10.1.0.100": "True"}
 
 
-def test_l4_leave_keeps_the_kubernetes_node_and_the_only_copy_cannot_leave(l4):
+def l4_roles(node: FakeMicrok8s) -> list[tuple[str, str]]:
+    """The members status lists, in its order: (address, role)."""
+    listed = _status.parse(node.run("status", "--format", "yaml").stdout)["high_availability"]["nodes"]
+    return [(m["address"], m["role"]) for m in listed]
+
+
+def test_l4_two_control_plane_nodes_are_a_voter_and_a_spare_and_without_the_voter_nothing_answers(l4, tmp_path):
+    """
+    dqlite.py, the model both fakes share (go-dqlite app/roles.go): below 3 members only the leader
+    votes, so the second control-plane node is a spare, which keeps no copy. With the voter down
+    no majority answers the spare: kubectl gets the API server's 504, status lists nobody and
+    exits 1, a worker's join is refused, and the voter's leave is refused (leave.py
+    is_leader_without_successor). A third and a fourth node make 3 voters and a stand-by.
+    """
     master, joiner = l4
-    alone = master.run("leave")
-    assert (alone.returncode, alone.stdout) == (3, ONLY_COPY)
     assert joiner.run("join", l4_url(master)).returncode == 0
+    assert l4_roles(master) == [("10.1.0.10:19001", "voter"), ("10.1.0.100:19001", "spare")]
+    refused = master.run("leave")
+    assert (refused.returncode, refused.stdout) == (3, ONLY_COPY)
+    token = l4_url(joiner)
+    assert master.run("stop").returncode == 0
+    kubectl = joiner.run("kubectl", "get", "nodes", "-o", "json")
+    assert (kubectl.returncode, kubectl.stderr) == (1, TIMED_OUT)
+    status = joiner.run("status", "--format", "yaml")
+    assert status.returncode == 1 and _status.parse(status.stdout)["high_availability"]["nodes"] == []
+    worker = L4(tmp_path).node("worker", "10.1.0.110", "k8s-worker-9")
+    joined = worker.run("join", token, "--worker")
+    assert (joined.returncode, joined.stdout.splitlines()[-1] + "\n") == (6, NO_CONTROL_PLANE)
+    assert master.run("start").returncode == 0
+    cluster = L4(tmp_path)
+    for n in (1, 2):
+        added = cluster.node(f"cp{n}", f"10.1.0.10{n}", f"k8s-worker-{n}")
+        assert added.run("join", l4_url(master)).returncode == 0
+    voters = [(f"10.1.0.{n}:19001", "voter") for n in (10, 100, 101)]
+    assert l4_roles(joiner) == [*voters, ("10.1.0.102:19001", "standby")]
+
+
+def test_l4_leave_keeps_the_kubernetes_node_and_the_only_copy_cannot_leave(l4):
+    """
+    leave.py: the spare leaves the voter's cluster (reinit_cluster), its Kubernetes node kept;
+    is_leader_without_successor refuses the one voter of a cluster with other members (the
+    only copy) and lets a node alone leave.
+    """
+    master, joiner = l4
+    assert joiner.run("join", l4_url(master)).returncode == 0
+    refused = master.run("leave")
+    assert (refused.returncode, refused.stdout) == (3, ONLY_COPY)
     left = joiner.run("leave")
-    assert (left.returncode, left.stdout) == (0, "Generating new cluster certificates.\nWaiting for node to start.  \n")
+    assert (left.returncode, left.stdout) == (0, LEFT)
     members = _status.parse(master.run("status", "--format", "yaml").stdout)["high_availability"]["nodes"]
     assert [m["address"] for m in members] == ["10.1.0.10:19001"]
     listed = json.loads(master.run("kubectl", "get", "nodes", "-o", "json").stdout)["items"]
     assert readiness(listed) == {"10.1.0.10": "True", "10.1.0.100": "Unknown"}
+    alone = master.run("leave")
+    assert (alone.returncode, alone.stdout) == (0, LEFT)
 
 
 def test_l4_each_install_has_a_ca_a_control_plane_join_takes_the_clusters_and_leave_keeps_it(l4):

@@ -193,11 +193,12 @@ def kubelet_flags(cluster) -> dict:
 
 def test_orch_deploy_applies_the_cloud_integration_with_the_secret_in_no_output_then_changes_nothing(cluster):
     states, printed = deploy(cluster)
-    # The master's highstate wrote the flag and restarted its kubelite once; the joiners, after
-    # it, got the master's kubelet arguments with their join (join.py store_base_kubelet_args), so
-    # their own state found the flag there and restarted nothing.
+    # The master's highstate wrote the flag and restarted its kubelite, then once more for the
+    # address its API server advertises (microk8s.apiserver); the joiners, after it, got the
+    # master's kubelet arguments with their join (join.py store_base_kubelet_args), so their own
+    # state found the flag there and restarted nothing (this top file gives them no apiserver).
     assert kubelet_flags(cluster) == {
-        MASTER: (["--cloud-provider=external"], 1),
+        MASTER: (["--cloud-provider=external"], 2),
         VOTER: (["--cloud-provider=external"], 0),
         WORKER: (["--cloud-provider=external"], 0),
     }
@@ -238,7 +239,7 @@ def test_orch_deploy_applies_the_cloud_integration_with_the_secret_in_no_output_
     assert calls(cluster, "kubectl", "patch") == patched
     assert objects(cluster) == record
     assert kubelet_flags(cluster) == {
-        MASTER: (["--cloud-provider=external"], 1),
+        MASTER: (["--cloud-provider=external"], 2),
         VOTER: (["--cloud-provider=external"], 0),
         WORKER: (["--cloud-provider=external"], 0),
     }

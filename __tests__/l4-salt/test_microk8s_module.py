@@ -1144,6 +1144,9 @@ PUBLIC = {
     # microk8s.kubelet_external_cloud_provider calls them.
     "kubelet_cloud_provider": "()",
     "set_kubelet_external_cloud_provider": "(external: bool)",
+    # microk8s.apiserver_advertise_address calls them.
+    "apiserver_advertise_address": "()",
+    "set_apiserver_advertise_address": "(address: str)",
     "restart_kubelite": "(timeout: int = 300)",
     "extra_sans": "()",
     "config_set_extra_sans": "(addresses: list[str])",
@@ -2092,6 +2095,23 @@ def test_the_kubelet_flag_is_written_once_and_removed_keeping_the_other_argument
     assert microk8s.kubelet_cloud_provider() == "gce"
     assert microk8s.set_kubelet_external_cloud_provider(True)["old"] == "gce"
     assert kubelet_args(node) == ["--fail-swap-on=false", "--cloud-provider=external"]
+
+
+def test_the_advertised_address_is_written_once_and_replaced_keeping_the_other_arguments(microk8s, tmp_path):
+    node = FakeMicrok8s(tmp_path, tmp_path / "cluster")
+    microk8s.__salt__ = node.salt_functions()
+    path = node.home / "args" / "kube-apiserver"
+    installed = path.read_text().splitlines()
+    assert "--secure-port=16443" in installed
+    assert microk8s.apiserver_advertise_address() is None
+    assert microk8s.set_apiserver_advertise_address("10.1.0.10") == {"changed": True, "old": None, "new": "10.1.0.10"}
+    assert path.read_text().splitlines() == [*installed, "--advertise-address=10.1.0.10"]
+    assert microk8s.set_apiserver_advertise_address("10.1.0.10")["changed"] is False
+    # Another address (either spelling) is replaced, not kept beside it.
+    path.write_text("--advertise-address 192.0.2.10\n--secure-port=16443\n")
+    assert microk8s.apiserver_advertise_address() == "192.0.2.10"
+    assert microk8s.set_apiserver_advertise_address("10.1.0.10")["old"] == "192.0.2.10"
+    assert path.read_text().splitlines() == ["--secure-port=16443", "--advertise-address=10.1.0.10"]
 
 
 def test_without_the_arguments_file_the_kubelet_flag_is_an_error(microk8s, tmp_path):

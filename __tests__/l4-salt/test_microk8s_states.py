@@ -1089,18 +1089,19 @@ def test_default_storage_class_takes_the_default_from_hostpath_once(states):
     }
 
 
-class Kubelet:
-    """A node's kubelet --cloud-provider, as the execution module reads and writes it."""
+class KubeliteArgument:
+    """One of kubelite's arguments on a node, as the execution module reads and writes it."""
 
-    def __init__(self, current=None, fail_restart=None):
+    def __init__(self, read, write, stored, current=None, fail_restart=None):
+        self.read, self.write, self.stored = read, write, stored
         self.current = current
         self.fail_restart = fail_restart
         self.actions = []
 
     def functions(self):
-        def set_flag(external):
-            self.actions.append(("set", external))
-            self.current = "external" if external else None
+        def set_argument(value):
+            self.actions.append(("set", value))
+            self.current = self.stored(value)
 
         def restart(timeout):
             self.actions.append(("restart_kubelite", timeout))
@@ -1110,10 +1111,16 @@ class Kubelet:
 
         return {
             "microk8s.status": lambda: {},
-            "microk8s.kubelet_cloud_provider": lambda: self.current,
-            "microk8s.set_kubelet_external_cloud_provider": set_flag,
+            self.read: lambda: self.current,
+            self.write: set_argument,
             "microk8s.restart_kubelite": restart,
         }
+
+
+def Kubelet(current=None, fail_restart=None):
+    """A node's kubelet --cloud-provider."""
+    read, write = "microk8s.kubelet_cloud_provider", "microk8s.set_kubelet_external_cloud_provider"
+    return KubeliteArgument(read, write, lambda external: "external" if external else None, current, fail_restart)
 
 
 def kubelet(states, node, external, test=False):
@@ -1181,6 +1188,69 @@ def test_a_kubelite_that_does_not_come_back_fails_the_state_with_what_changed(st
             "microk8s status failed (exit 1): microk8s is not running"
         ),
     }
+
+
+def ApiServer(current=None, fail_restart=None):
+    """A node's API server --advertise-address."""
+    read, write = "microk8s.apiserver_advertise_address", "microk8s.set_apiserver_advertise_address"
+    return KubeliteArgument(read, write, lambda address: address, current, fail_restart)
+
+
+def advertise(states, node, address, test=False):
+    use(states, node, test)
+    return states.apiserver_advertise_address("apiserver", address=address)
+
+
+def test_the_advertised_address_is_predicted_then_set_with_one_restart_then_left_alone(states):
+    node = ApiServer(None)
+    changes = {"advertise_address": {"old": None, "new": "10.1.0.10"}}
+    assert advertise(states, node, "10.1.0.10", test=True) == {
+        "name": "apiserver",
+        "result": None,
+        "changes": changes,
+        "comment": "the API server would advertise 10.1.0.10 (kubelite restarted)",
+    }
+    assert node.actions == []
+    assert advertise(states, node, "10.1.0.10") == {
+        "name": "apiserver",
+        "result": True,
+        "changes": changes,
+        "comment": "the API server advertises 10.1.0.10 (kubelite restarted)",
+    }
+    assert node.actions == [("set", "10.1.0.10"), ("restart_kubelite", 300)]
+    for test in (False, True):
+        assert advertise(states, node, "10.1.0.10", test) == {
+            "name": "apiserver",
+            "result": True,
+            "changes": {},
+            "comment": "the API server already advertises 10.1.0.10",
+        }
+    assert node.actions == [("set", "10.1.0.10"), ("restart_kubelite", 300)]
+
+
+def test_an_api_server_that_does_not_come_back_fails_the_state_with_what_changed(states):
+    node = ApiServer("192.0.2.10", fail_restart="microk8s status failed (exit 1): microk8s is not running")
+    assert advertise(states, node, "10.1.0.10") == {
+        "name": "apiserver",
+        "result": False,
+        "changes": {"advertise_address": {"old": "192.0.2.10", "new": "10.1.0.10"}},
+        "comment": (
+            "the API server's arguments say 10.1.0.10, but kubelite is not back: "
+            "microk8s status failed (exit 1): microk8s is not running"
+        ),
+    }
+
+
+@pytest.mark.parametrize("address", ["", "k8s-master", "10.1.0", "fd00::10", None])
+def test_the_advertised_address_must_be_an_ipv4_address(states, address):
+    node = ApiServer(None)
+    assert advertise(states, node, address) == {
+        "name": "apiserver",
+        "result": False,
+        "changes": {},
+        "comment": f"address must be the node's IPv4 address, not {address!r}",
+    }
+    assert node.actions == []
 
 
 def test_the_kubelet_state_refuses_anything_but_a_boolean(states):

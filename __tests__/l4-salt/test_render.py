@@ -107,10 +107,18 @@ class Minion(LocalMinion):
 ROLES = {
     "salt": {"core", "salt_master"},
     "bastion": {"core", "bastion"},
-    # microk8s.master only includes (joined, kubelet, the microk8s SLS, tokens): no state of its own.
-    "k8s-master": {"core", "microk8s", "microk8s.joined", "microk8s.kubelet", "microk8s.tokens"},
-    "k8s-worker-0": {"core", "microk8s", "microk8s.joined", "microk8s.kubelet", "microk8s.tokens"},
-    # A node pool's worker (node_pools): a worker like the default pool's.
+    # microk8s.master only includes (joined, kubelet, apiserver, the microk8s SLS, tokens): no
+    # state of its own. A dqlite voter (microk8s:control_plane) runs an API server too.
+    "k8s-master": {"core", "microk8s", "microk8s.joined", "microk8s.kubelet", "microk8s.apiserver", "microk8s.tokens"},
+    "k8s-worker-0": {
+        "core",
+        "microk8s",
+        "microk8s.joined",
+        "microk8s.kubelet",
+        "microk8s.apiserver",
+        "microk8s.tokens",
+    },
+    # A node pool's worker (node_pools): a worker, no API server.
     "k8s-gpu-0": {"core", "microk8s", "microk8s.joined", "microk8s.kubelet", "microk8s.tokens"},
 }
 BASTION_GRAINS = {"ip4_interfaces": {"lo": ["127.0.0.1"], "ens4": ["10.1.0.1"], "ens3": ["10.0.0.10"]}}
@@ -552,17 +560,23 @@ def test_the_api_certificate_names_every_api_address_and_is_refreshed_on_changes
     assert refresh["onchanges"] == [{"microk8s": "microk8s-certificates-microk8s-extra-sans"}]
 
 
+def three_voters(pillar_data: dict) -> dict:
+    """The microk8s pillar of the master and three workers at 10.1.0.100-102, the first three the voters."""
+    nodes = [{**pillar_data["microk8s"]["nodes"][0], "id": f"k8s-worker-{i}.{DOMAIN}"} for i in range(3)]
+    for i, node in enumerate(nodes):
+        node["address"] = f"10.1.0.{100 + i}"
+    microk8s = {**pillar_data["microk8s"], "nodes": [pillar_data["microk8s"]["nodes"][0], *nodes]}
+    microk8s["control_plane"] = [microk8s["nodes"][i]["id"] for i in range(3)]
+    return microk8s
+
+
 @pytest.mark.parametrize(("host", "voter"), [("k8s-worker-0", True), ("k8s-worker-1", True), ("k8s-worker-2", False)])
 def test_every_voter_names_every_api_address_in_its_certificate_after_its_join_and_no_worker_does(
     tmp_path, pillar_data, host, voter
 ):
     # The load balancer spreads kubectl's connections over every voter: each one's certificate
     # must name the API addresses, not the master's alone. A worker (--worker) serves no API.
-    nodes = [{**pillar_data["microk8s"]["nodes"][0], "id": f"k8s-worker-{i}.{DOMAIN}"} for i in range(3)]
-    for i, node in enumerate(nodes):
-        node["address"] = f"10.1.0.{100 + i}"
-    microk8s = {**pillar_data["microk8s"], "nodes": [pillar_data["microk8s"]["nodes"][0], *nodes]}
-    microk8s["control_plane"] = [microk8s["nodes"][i]["id"] for i in range(3)]
+    microk8s = three_voters(pillar_data)
     highstate = Minion(tmp_path, f"{host}.{DOMAIN}", {**pillar_data, "microk8s": microk8s}).highstate()
     if not voter:
         assert [i for i in highstate if i.startswith("microk8s-certificates-")] == []
@@ -573,6 +587,30 @@ def test_every_voter_names_every_api_address_in_its_certificate_after_its_join_a
     assert {"sls": "microk8s.joined"} in extra_sans["require"]
     refresh = args_of(highstate["microk8s-certificates-cmd-run-refresh"], "cmd.run")
     assert refresh["onchanges"] == [{"microk8s": "microk8s-certificates-microk8s-extra-sans"}]
+
+
+@pytest.mark.parametrize("host", ["k8s-master", "k8s-worker-0", "k8s-worker-1", "k8s-worker-2"])
+def test_every_api_server_advertises_its_private_address_after_its_join_and_no_worker_has_one(
+    tmp_path, pillar_data, host
+):
+    # Without --advertise-address, the dual-homed master's API server advertises its public
+    # address (the default route's) as the kubernetes Service's endpoint.
+    microk8s = three_voters(pillar_data)
+    highstate = Minion(tmp_path, f"{host}.{DOMAIN}", {**pillar_data, "microk8s": microk8s}).highstate()
+    address = next(n["address"] for n in microk8s["nodes"] if n["id"] == f"{host}.{DOMAIN}")
+    if host == "k8s-worker-2":
+        assert [i for i in highstate if i.startswith("microk8s-apiserver-")] == []
+        return
+    advertise = args_of(
+        highstate["microk8s-apiserver-microk8s-apiserver-advertise-address"], "microk8s.apiserver_advertise_address"
+    )
+    assert advertise["address"] == address
+    # After the join (which keeps the line), before the certificate's refresh (both restart kubelite).
+    assert {"sls": "microk8s.joined"} in advertise["require"]
+    order = list(highstate)
+    assert order.index("microk8s-apiserver-microk8s-apiserver-advertise-address") < order.index(
+        "microk8s-certificates-microk8s-extra-sans"
+    )
 
 
 def test_without_any_api_address_the_certificate_is_left_alone(tmp_path, pillar_data):

@@ -7,6 +7,8 @@ mode it reports ``result=None`` with the changes it would make; otherwise it act
 
 from __future__ import annotations
 
+import ipaddress
+
 from salt.exceptions import CommandExecutionError
 
 # The execution module's _constants.MINE_FUNCTION: Salt loads state modules apart from the
@@ -143,6 +145,44 @@ def extra_sans(name: str, addresses: list[str]) -> dict:
     return ret
 
 
+def _kubelite_argument(
+    ret: dict, wanted, shown: str, key: str, words: tuple[str, str, str], calls: tuple, timeout: int
+) -> dict:
+    """
+    A state over one of kubelite's arguments: ``calls`` (execution module functions, and what the
+    writer takes: the state's own argument) reads it and writes ``wanted``; only a change
+    restarts kubelite (it reads its arguments only when it starts), and the state waits until the
+    node is back. ``words``: the component, its verb now and as a prediction ("the kubelet",
+    "runs with", "would run with"), for the comments; ``shown``: ``wanted`` as they say it.
+    """
+    component, verb, predicted = words
+    read, write, argument = calls
+    try:
+        current = __salt__[read]()
+    except CommandExecutionError as error:
+        ret["comment"] = f"{component}'s arguments cannot be read: {error}"
+        return ret
+    if current == wanted:
+        ret.update(result=True, comment=f"{component} already {verb} {shown}")
+        return ret
+    changes = {key: {"old": current, "new": wanted}}
+    if __opts__["test"]:
+        ret.update(result=None, changes=changes, comment=f"{component} {predicted} {shown} (kubelite restarted)")
+        return ret
+    try:
+        __salt__[write](argument)
+    except CommandExecutionError as error:
+        ret["comment"] = f"{component}'s arguments could not be written: {error}"
+        return ret
+    try:
+        __salt__["microk8s.restart_kubelite"](timeout)
+    except CommandExecutionError as error:
+        ret.update(changes=changes, comment=f"{component}'s arguments say {shown}, but kubelite is not back: {error}")
+        return ret
+    ret.update(result=True, changes=changes, comment=f"{component} {verb} {shown} (kubelite restarted)")
+    return ret
+
+
 def kubelet_external_cloud_provider(name: str, external: bool = False, timeout: int = 300) -> dict:
     """
     Ensures the kubelet runs with ``--cloud-provider=external`` (``external``: an external cloud
@@ -160,32 +200,36 @@ def kubelet_external_cloud_provider(name: str, external: bool = False, timeout: 
     if not isinstance(external, bool):
         ret["comment"] = f"external must be true or false, not {external!r}"
         return ret
-    wanted = "external" if external else None
     shown = "--cloud-provider=external" if external else "no --cloud-provider"
+    words = ("the kubelet", "runs with", "would run with")
+    calls = ("microk8s.kubelet_cloud_provider", "microk8s.set_kubelet_external_cloud_provider", external)
+    return _kubelite_argument(ret, "external" if external else None, shown, "cloud_provider", words, calls, timeout)
+
+
+def apiserver_advertise_address(name: str, address: str, timeout: int = 300) -> dict:
+    """
+    Ensures the API server advertises ``address`` (``--advertise-address`` in
+    $SNAP_DATA/args/kube-apiserver): the endpoint of the ``kubernetes`` Service that pods and
+    kubelets reach it at. Without it, kube-apiserver advertises the default route's address, the
+    public one on the dual-homed master. Only a change restarts kubelite, and the state waits
+    until the node is back.
+
+    .. code-block:: yaml
+
+        microk8s-apiserver-microk8s-apiserver-advertise-address:
+          microk8s.apiserver_advertise_address:
+            - address: 10.1.0.10
+    """
+    ret = _ret(name)
     try:
-        current = __salt__["microk8s.kubelet_cloud_provider"]()
-    except CommandExecutionError as error:
-        ret["comment"] = f"the kubelet's arguments cannot be read: {error}"
+        if ipaddress.ip_address(address).version != 4:
+            raise ValueError(address)
+    except ValueError:
+        ret["comment"] = f"address must be the node's IPv4 address, not {address!r}"
         return ret
-    if current == wanted:
-        ret.update(result=True, comment=f"the kubelet already runs with {shown}")
-        return ret
-    changes = {"cloud_provider": {"old": current, "new": wanted}}
-    if __opts__["test"]:
-        ret.update(result=None, changes=changes, comment=f"the kubelet would run with {shown} (kubelite restarted)")
-        return ret
-    try:
-        __salt__["microk8s.set_kubelet_external_cloud_provider"](external)
-    except CommandExecutionError as error:
-        ret["comment"] = f"the kubelet's arguments could not be written: {error}"
-        return ret
-    try:
-        __salt__["microk8s.restart_kubelite"](timeout)
-    except CommandExecutionError as error:
-        ret.update(changes=changes, comment=f"the kubelet's arguments say {shown}, but kubelite is not back: {error}")
-        return ret
-    ret.update(result=True, changes=changes, comment=f"the kubelet runs with {shown} (kubelite restarted)")
-    return ret
+    words = ("the API server", "advertises", "would advertise")
+    calls = ("microk8s.apiserver_advertise_address", "microk8s.set_apiserver_advertise_address", address)
+    return _kubelite_argument(ret, address, address, "advertise_address", words, calls, timeout)
 
 
 def channel_tracked(name: str) -> dict:

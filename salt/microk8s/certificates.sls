@@ -6,10 +6,9 @@
   and again at every highstate, so a change of the addresses reaches every voter. A worker
   serves no API (it joins with --worker): nothing to do there.
 #}
-{%- from "microk8s/map.jinja" import microk8s with context %}
+{%- from "microk8s/map.jinja" import microk8s, control_plane with context %}
 {#- Every address clients reach the API at (Terraform's list); an older pillar has only the floating IP. #}
 {%- set api_addresses = microk8s.api_addresses or ([microk8s.allowed_csr_ip] if microk8s.allowed_csr_ip else []) %}
-{%- set control_plane = grains["id"] == microk8s.master or grains["id"] in (microk8s.get("control_plane") or []) %}
 {%- if api_addresses and control_plane %}
 include:
   - microk8s.install

@@ -7,8 +7,22 @@ certs/server.crt) plus a state.json for what a real node keeps in its services (
 cluster it belongs to). Nodes find each other by address through $FAKE_MICROK8S_CLUSTER, a
 directory of links named after each node's address: nothing goes over a network. Each
 cluster's database (its dqlite members and Kubernetes nodes) is $FAKE_MICROK8S_CLUSTER/.dqlite/
-<cluster id>.json, which stands in for dqlite's copies on every voter: it outlives any one node,
-so a rebuilt master (a fresh $SNAP_DATA at its address) finds the cluster the voters kept.
+<cluster id>.json, which stands in for dqlite's copies on every voter and stand-by: it outlives
+any one node, so a rebuilt master (a fresh $SNAP_DATA at its address) finds the cluster the
+voters kept, but only a majority of the voters can read or write it.
+
+dqlite's roles, who keeps a copy, the majority rule and leave's refusal are dqlite.py's (beside
+the rehearsal's fake, one model for both; go-dqlite app/roles.go, leave.py): a control-plane
+joiner is a spare that takes its startup role, and every write adjusts the roles, so 2
+control-plane nodes are a voter and a spare, 3 are 3 voters, a fourth a stand-by. A member
+answers while its microk8s runs in the database's cluster (a rebuilt machine runs one of its
+own); restarting after a refresh, it still answers, as in the rehearsal's fake. Without a
+majority of the voters answering: status lists no member and exits 1 (`--wait-ready` waits),
+kubectl, enable and disable get the API server's 504 (`Error from server (Timeout): ...`, exit
+1), a worker's join gets HTTP 500 "failed to retrieve list of control plane nodes: ...", a
+control-plane join waits in vain and exits 0, not a member, and leave and remove-node end in a
+CalledProcessError traceback (remove-node first prints "Node <n> does not exist in
+Kubernetes."); a stopped node's kubectl is refused (the API server is down).
 
 What it reproduces, and where from (see __tests__/l4-salt/fixtures/microk8s/README.md for the output shapes):
 - add-node appends ``<token>`` (single-use) or ``<token>|<expiry>`` (add_token.py);
@@ -37,8 +51,8 @@ What it reproduces, and where from (see __tests__/l4-salt/fixtures/microk8s/READ
 - leave (scripts/wrappers/leave.py, 1.28 and 1.35 alike): the node leaves dqlite and goes back to
   a cluster of its own, printing "Generating new cluster certificates." and "Waiting for node to
   start." (a worker first "Configuring services."); its Kubernetes node stays, NotReady, until
-  remove-node; a node holding the only copy of the database (no other voter) cannot leave:
-  is_leader_without_successor's three lines, exit 3.
+  remove-node; the one voter of a cluster with other members cannot leave:
+  is_leader_without_successor's three lines, exit 3 (a node alone can).
 
 Two releases (canonical/microk8s branches 1.28 and 1.35). A node tracks a channel, 1.NN/<risk>
 ($FAKE_MICROK8S_CHANNEL when the node is created, else 1.28/stable; `snap install microk8s
@@ -62,7 +76,8 @@ Also reproduced:
   (join.py store_base_kubelet_args); `snap restart microk8s.daemon-kubelite`, which microk8s'
   restart_service runs after an argument change (actions/common/utils.sh), makes the node not
   ready for ``restart_seconds`` like a refresh (status exits 1, kubectl is refused) and prints
-  "Restarted." (snapd cmd/snap/cmd_services.go);
+  "Restarted." (snapd cmd/snap/cmd_services.go); $SNAP_DATA/args/kube-apiserver, the API
+  server's, the install hook's copy too (kube_objects.py), which a join keeps;
 - `snap refresh microk8s --channel=X` changes the release; the services restart, and for
   ``restart_seconds`` (fake/faults.json, default 2) the node is not ready: status.py prints
   print_yaml(isReady=False) (running: False, the high-availability block, the message) and exits 1
@@ -145,6 +160,7 @@ from pathlib import Path
 # Labels, taints and annotations: the one implementation both fakes share, kept beside the
 # rehearsal's fake, which carries it into the hosts' images.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "rehearsal" / "fake-microk8s"))
+import dqlite
 import kube_objects
 import node_objects
 import server_cert
@@ -166,6 +182,7 @@ CA_CRT = Path("certs/ca.crt")
 CA_KEY = Path("certs/ca.key")
 REMOTE_CA = Path("certs/ca.remote.crt")
 KUBELET_ARGS = Path("args/kubelet")
+APISERVER_ARGS = Path("args/kube-apiserver")
 # microk8s-resources/default-args/kubelet's first lines: the install hook copies default-args to
 # $SNAP_DATA/args (snap/hooks/install); nothing here reads them, they only keep the file honest.
 DEFAULT_KUBELET_ARGS = (
@@ -195,7 +212,11 @@ WORKER_KUBECTL = (
 )
 # kubectl pkg/cmd/util/helpers.go standardErrorMessage for a refused connection (kubelite restarting).
 API_DOWN = "The connection to the server 127.0.0.1:16443 was refused - did you specify the right host or port?"
+# This node's state as this command holds it (main): what it is to the others, before it is saved.
+ME: dict = {}
 NOT_RUNNING = "microk8s is not running. Use microk8s inspect for a deeper inspection."
+# admit()'s answer when a control-plane join finds no quorum: the joiner waits in vain.
+STALLED = -1
 
 
 def release(channel: str) -> int | None:
@@ -255,7 +276,40 @@ def internal_ips() -> dict:
     return {"internal_ips": NODE_IPS} if NODE_IPS and NODE_IPS != [ADDRESS] else {}
 
 
-def save_database(state: dict, db: dict) -> None:
+def live(address: str, cluster: str) -> bool:
+    """
+    Whether the dqlite of the node at ``address`` answers in ``cluster``: its microk8s runs and it
+    belongs to that cluster (a machine rebuilt at the address runs one of its own). A node
+    restarting after a refresh still answers (k8s-dqlite comes back at once, the API server does
+    not), as in the rehearsal's fake.
+    """
+    if address == ADDRESS and ME:
+        other = ME
+    else:
+        link = CLUSTER / address
+        if not link.exists():
+            return False
+        other = load(link.resolve())
+    return bool(other["running"]) and other["cluster"] == cluster
+
+
+def online(db: dict, cluster: str) -> set[str]:
+    """The members' hosts whose dqlite answers (live)."""
+    return {dqlite.host_of(m) for m in db["members"] if live(dqlite.host_of(m), cluster)}
+
+
+def quorate(state: dict, db: dict) -> bool:
+    """Whether a majority of the voters answers: any read or write of the cluster's database needs it (dqlite.py)."""
+    return dqlite.majority(db["members"], online(db, state["cluster"]))
+
+
+def save_database(state: dict, db: dict, joining: str | None = None) -> None:
+    """
+    A write of the cluster's database, the roles adjusted as go-dqlite's leader does (dqlite.py;
+    the leader every 30 s, the fake at every write). ``joining``: a node being added, which answers.
+    """
+    on = online(db, state["cluster"]) | ({joining} if joining else set())
+    dqlite.adjust_roles(db["members"], on, dqlite.leader(db["members"], on))
     DATABASES.mkdir(parents=True, exist_ok=True)
     (DATABASES / f"{state['cluster']}.json").write_text(json.dumps(db, indent=1))
 
@@ -303,6 +357,10 @@ def register(state: dict) -> None:
     if not (HOME / KUBELET_ARGS).exists():
         (HOME / KUBELET_ARGS).parent.mkdir(parents=True, exist_ok=True)
         (HOME / KUBELET_ARGS).write_text(DEFAULT_KUBELET_ARGS)
+    if not (HOME / APISERVER_ARGS).exists():
+        # default-args/kube-apiserver (kube_objects.py), which a join keeps but for
+        # --authorization-mode and --secure-port (join.py update_apiserver).
+        (HOME / APISERVER_ARGS).write_text(kube_objects.DEFAULT_APISERVER_ARGS)
     # A node of its own until it joins: a cluster id no other node has.
     state["cluster"] = state["cluster"] or secrets.token_hex(8)
     state["boot_id"] = state.get("boot_id") or str(uuid.uuid4())
@@ -351,16 +409,18 @@ def worker_refusal() -> int:
 
 
 def members_listed(state: dict) -> list[dict]:
-    """get_dqlite_info: the members, or [] when the dqlite query failed its 10 tries (a fault)."""
-    if fault(HOME, "status_dqlite_empty") is not None:
+    """get_dqlite_info: the members, or [] when the dqlite query failed its 10 tries (no quorum, a fault)."""
+    db = database(state)
+    if fault(HOME, "status_dqlite_empty") is not None or not quorate(state, db):
         return []
-    return database(state)["members"]
+    return db["members"]
 
 
 def status(state: dict) -> int:
     if (HOME / WORKER_LOCK).exists():
         return worker_refusal()
-    ready = state["running"] and not restarting(state)
+    # is_cluster_ready: kubectl get all / get nodes, which fail without the datastore's quorum.
+    ready = state["running"] and not restarting(state) and quorate(state, database(state))
     print("microk8s:")
     print(f"  running: {ready}")
     print("high-availability:")
@@ -376,7 +436,7 @@ def status(state: dict) -> int:
         for member in members_listed(state):
             print(f"    - address: {member['address']}\n      role: {member['role']}")
     if not ready:
-        # Restarting after a refresh: print_yaml(isReady=False), then status.py exits 1.
+        # Restarting after a refresh, or no quorum: print_yaml(isReady=False), then status.py exits 1.
         print(f"  message: {NOT_RUNNING}")
         return 1
     print("addons:")
@@ -483,6 +543,13 @@ def join(state: dict, args: list[str]) -> int:
             return 4
     with locked(master), database_locked(load(master)):
         code = admit(state, master, token, worker)
+    if code == STALLED:
+        # update_dqlite without a quorum: its ten `dqlite .cluster` tries fail (".." each), then
+        # print(" "); join.py carries on and exits 0, the node not a member.
+        print("Waiting for this node to finish joining the cluster. " + ".. " * 10 + " ")
+        if minor(state) >= 35:
+            print("Successfully joined the cluster.")
+        return 0
     if code == 0:
         joined(state, worker)
     return code
@@ -513,9 +580,18 @@ def admit(state: dict, master: Path, token: str, worker: bool) -> int:
         if current_agent:
             return refused(f"failed to retrieve dqlite cluster nodes: {known} (500)")
         return refused(f"{known} (504)")
+    if not quorate(master_state, db):
+        if worker:
+            # join.go (worker): ListControlPlaneNodeIPs lists the nodes through the API server.
+            listing = f"failed to list nodes: {dqlite.TIMED_OUT} (get nodes)"
+            return refused(f"failed to retrieve list of control plane nodes: {listing} (500)")
+        # The agent answers from its local cluster.yaml (no quorum needed); the joiner's dqlite
+        # then asks the leader to add it, in vain.
+        state["cluster"] = master_state["cluster"]
+        return STALLED
     if not worker:
-        voters = sum(1 for m in db["members"] if m["role"] == "voter")
-        db["members"].append({"address": f"{ADDRESS}:{DQLITE_PORT}", "role": "voter" if voters < 3 else "standby"})
+        # go-dqlite: a node joins as a spare (client.Add) and takes its startup role (dqlite.py).
+        dqlite.join(db["members"], f"{ADDRESS}:{DQLITE_PORT}", online(db, master_state["cluster"]) | {ADDRESS})
     # A kubelet whose Node exists takes it over, with the providerID the API server never changes
     # once set (kubelet_node_status.go tryRegisterWithAPIServer; ValidateNodeUpdate).
     taken = next((n for n in db["nodes"] if n["address"] == ADDRESS and n.get("providerID")), None)
@@ -530,7 +606,7 @@ def admit(state: dict, master: Path, token: str, worker: bool) -> int:
             **({"providerID": taken["providerID"]} if taken else {}),
         }
     ]
-    save_database(master_state, db)
+    save_database(master_state, db, joining=ADDRESS)
     state["cluster"] = master_state["cluster"]
     # The agent's answer carries its node's kubelet arguments (microk8s-cluster-agent
     # pkg/api/v2 JoinResponse.KubeletArgs), which join.py writes over the joiner's own
@@ -575,17 +651,21 @@ def joined(state: dict, worker: bool) -> None:
 def leave(state: dict) -> int:
     """
     leave.py (1.28 and 1.35 alike): a worker resets its services; a control-plane node leaves
-    dqlite, unless it holds the only copy of the database (is_leader_without_successor, exit 3).
+    dqlite, unless it is the one voter of a cluster with other members (is_leader_without_successor, exit 3).
     Either goes back to a cluster of its own; its Kubernetes node stays until remove-node.
     """
     worker = (HOME / WORKER_LOCK).exists()
     with database_locked(state):
-        return left(state, worker, database(state))
+        db = database(state)
+        if not worker and not quorate(state, db):
+            # is_leader_without_successor's `dqlite .cluster` needs the leader: check_output raises.
+            return dqlite_traceback()
+        return left(state, worker, db)
 
 
 def left(state: dict, worker: bool, db: dict) -> int:
     others = [m for m in db["members"] if not m["address"].startswith(f"{ADDRESS}:")]
-    if not worker and not any(m["role"] == "voter" for m in others):
+    if not worker and dqlite.leader_without_successor(db["members"], {ADDRESS}):
         print("This node currently holds the only copy of the Kubernetes database so it cannot leave the cluster.")
         print("To remove this node you can either first remove all other nodes with 'microk8s remove-node' or")
         print("form a highly available cluster by adding at least three nodes.")
@@ -613,6 +693,14 @@ def remove_node(state: dict, args: list[str]) -> int:
         return 1
     node, force = args[0], "--force" in args
     db = database(state)
+    if not quorate(state, db):
+        # kubectl get no fails (CalledProcessError): "does not exist in Kubernetes"; with --force
+        # get_dqlite_endpoints' dqlite query then fails too.
+        print(f"Node {node} does not exist in Kubernetes.")
+        if force:
+            print(f"Attempting to remove {node} from dqlite.")
+            return dqlite_traceback()
+        return 1
     found, address = node_objects.removal_target(db["nodes"], node)
     in_dqlite = any(m["address"].startswith(f"{address}:") for m in db["members"])
     if found and in_dqlite and not force:
@@ -630,6 +718,12 @@ def remove_node(state: dict, args: list[str]) -> int:
             print("Removing node entry found in dqlite.")
         return 1
     return 0
+
+
+def dqlite_traceback() -> int:
+    """leave.py / remove_node.py: `dqlite .cluster` fails without a leader, and check_output raises."""
+    print(dqlite.NO_LEADER_TRACEBACK, file=sys.stderr)
+    return 1
 
 
 def ready(node: dict, cluster: str) -> bool:
@@ -794,8 +888,12 @@ def kubectl(state: dict, args: list[str]) -> int:
     if (HOME / WORKER_LOCK).exists():
         print(WORKER_KUBECTL)
         return 0
-    if restarting(state):
+    if restarting(state) or not state["running"]:
         print(API_DOWN, file=sys.stderr)
+        return 1
+    if not quorate(state, database(state)):
+        # The API server's datastore does not answer: its 504.
+        print(dqlite.timed_out(args, operands(args[1:])), file=sys.stderr)
         return 1
     if args[:2] in (["get", "nodes"], ["get", "node"]) and len(operands(args)) == 3:
         return kubectl_node(state, operands(args)[2])
@@ -871,10 +969,12 @@ def snap(state: dict, args: list[str]) -> int:
     state["restart_until"] = time.time() + float(setting(HOME, "restart_seconds", 2))
     with database_locked(state):
         db = database(state)
-        for node in db["nodes"]:
-            if node["address"] == ADDRESS:
-                node["version"] = version(state)
-        save_database(state, db)
+        # The kubelet reports its new version through the API server, which needs the quorum.
+        if quorate(state, db):
+            for node in db["nodes"]:
+                if node["address"] == ADDRESS:
+                    node["version"] = version(state)
+            save_database(state, db)
     print(f"microk8s ({channel}) v{version(state)} from Canonical✓ refreshed")
     return 0
 
@@ -897,6 +997,10 @@ def main(argv: list[str]) -> int:
     HOME.mkdir(parents=True, exist_ok=True)
     state = load(HOME)
     register(state)
+    # One dict: what this node is to the others (live) changes with the command.
+    ME.clear()
+    ME.update(state)
+    state = ME
     program, args = os.path.basename(argv[0]), argv[1:]
     with (HOME / "calls.log").open("a") as log:
         log.write(" ".join(["snap", *args] if program == "snap" else args) + "\n")
@@ -908,9 +1012,13 @@ def main(argv: list[str]) -> int:
         # node answers at once, as this fake always has.
         timeout = int(args[args.index("--timeout") + 1]) if "--timeout" in args else 0
         deadline = time.time() + timeout if timeout else float("inf")
-        while state["running"] and restarting(state) and time.time() < deadline:
+
+        def waiting() -> bool:
+            return restarting(state) or not quorate(state, database(state))
+
+        while state["running"] and waiting() and time.time() < deadline:
             time.sleep(0.1)
-        code = 0 if state["running"] and not restarting(state) else 1
+        code = 0 if state["running"] and not waiting() else 1
     elif command == "status":
         code = status(state)
     elif command in ("start", "stop"):
@@ -928,6 +1036,10 @@ def main(argv: list[str]) -> int:
         name = args[1].split(":", 1)[0]
         if name not in state["addons"]:
             print(f"Addon {name} was not found in any repository", file=sys.stderr)
+            return 1
+        if not quorate(state, database(state)):
+            # The addon's scripts apply and delete through kubectl: the API server's 504.
+            print(f"Error from server (Timeout): {dqlite.TIMED_OUT}", file=sys.stderr)
             return 1
         state["addons"][name] = "enabled" if command == "enable" else "disabled"
         if name == "hostpath-storage" and command == "enable":

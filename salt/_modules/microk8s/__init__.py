@@ -125,6 +125,23 @@ def set_kubelet_external_cloud_provider(external: bool) -> dict:
     return _sub("_kubelet").set_external_cloud_provider(__salt__, external)
 
 
+def apiserver_advertise_address() -> str | None:
+    """
+    The API server's ``--advertise-address`` in $SNAP_DATA/args/kube-apiserver, or None without
+    one. CLI Example: ``salt '*' microk8s.apiserver_advertise_address``
+    """
+    return _sub("_kubelet").advertise_address(__salt__)
+
+
+def set_apiserver_advertise_address(address: str) -> dict:
+    """
+    Writes ``--advertise-address=<address>`` into the API server's arguments, leaving the other
+    lines; ``{"changed", "old", "new"}``. kubelite reads the file only when it starts: restart it
+    (``restart_kubelite``) after a change.
+    """
+    return _sub("_kubelet").set_advertise_address(__salt__, address)
+
+
 def restart_kubelite(timeout: int = 300) -> bool:
     """
     ``snap restart microk8s.daemon-kubelite``, then waits for the node (``status --wait-ready``;

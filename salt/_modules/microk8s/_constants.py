@@ -22,6 +22,12 @@ KUBELET_ARGS = "args/kubelet"
 # The flag an external cloud controller manager needs on every kubelet, and its value.
 CLOUD_PROVIDER_FLAG = "--cloud-provider"
 EXTERNAL = "external"
+# The API server's arguments (microk8s-resources/default-args/kube-apiserver), read by kubelite
+# when it starts, and the address it advertises to the cluster: the ``kubernetes`` Service's
+# endpoint. Without the flag kube-apiserver takes the address of the default route's interface
+# (k8s.io/apimachinery pkg/util/net ChooseHostInterface), the public one on the dual-homed master.
+APISERVER_ARGS = "args/kube-apiserver"
+ADVERTISE_ADDRESS_FLAG = "--advertise-address"
 # After kubelite restarts on a worker (no status to wait on), its service is asked this often.
 KUBELITE_POLL_INTERVAL = 2
 # The marker microk8s' csr.conf.template carries where extra IP SANs may go.

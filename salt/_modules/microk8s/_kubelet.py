@@ -1,12 +1,14 @@
 """
-The kubelet's ``--cloud-provider`` in $SNAP_DATA/args/kubelet, and kubelite's restart that makes
-a change take effect.
+kubelite's arguments: the kubelet's ``--cloud-provider`` in $SNAP_DATA/args/kubelet, the API
+server's ``--advertise-address`` in $SNAP_DATA/args/kube-apiserver, and kubelite's restart that
+makes a change take effect.
 
-microk8s keeps the kubelet's arguments one a line in that file and kubelite reads it only when it
-starts (microk8s-resources/default-args/kubelite: ``--kubelet-args-file``); microk8s' own scripts
-change an argument and then restart the service (microk8s-resources/actions/common/utils.sh
-restart_service: ``snapctl restart microk8s.daemon-kubelite`` for the kubelet). Outside the snap
-the same is ``snap restart microk8s.daemon-kubelite`` (snapd's cmd/snap cmd_services.go).
+microk8s keeps each component's arguments one a line in such a file and kubelite reads them only
+when it starts (microk8s-resources/default-args/kubelite: ``--kubelet-args-file``,
+``--apiserver-args-file``); microk8s' own scripts change an argument and then restart the service
+(microk8s-resources/actions/common/utils.sh restart_service: ``snapctl restart
+microk8s.daemon-kubelite`` for the kubelet and the API server). Outside the snap the same is
+``snap restart microk8s.daemon-kubelite`` (snapd's cmd/snap cmd_services.go).
 """
 
 from __future__ import annotations
@@ -24,39 +26,61 @@ def _flag(line: str) -> str:
     return line.strip().split("=", 1)[0].split(None, 1)[0] if line.strip() else ""
 
 
-def _path(salt: dict) -> str:
-    path = _cli.snap_path(salt, constants.KUBELET_ARGS)
+def _path(salt: dict, name: str) -> str:
+    path = _cli.snap_path(salt, name)
     if not salt["file.file_exists"](path):
         raise CommandExecutionError(f"{path} does not exist: microk8s writes it at install")
     return path
 
 
-def cloud_provider(salt: dict) -> str | None:
-    """The value of the kubelet's ``--cloud-provider`` line (the first one), or None without one."""
-    for line in salt["file.read"](_path(salt)).splitlines():
-        if _flag(line) == constants.CLOUD_PROVIDER_FLAG:
-            text = line.strip()[len(constants.CLOUD_PROVIDER_FLAG) :].lstrip("= \t")
+def argument(salt: dict, name: str, flag: str) -> str | None:
+    """The value of ``flag``'s line (the first one) in the arguments file ``name``, or None without one."""
+    for line in salt["file.read"](_path(salt, name)).splitlines():
+        if _flag(line) == flag:
+            text = line.strip()[len(flag) :].lstrip("= \t")
             return text.strip("\"'")
     return None
 
 
-def set_external_cloud_provider(salt: dict, external: bool) -> dict:
+def set_argument(salt: dict, name: str, flag: str, value: str | None) -> dict:
     """
-    Makes the arguments file carry exactly one ``--cloud-provider=external`` line (``external``)
-    or none, keeping every other line as it is. Returns ``{"changed", "old", "new"}`` (values of
-    ``--cloud-provider``, None for no line). Does not restart kubelite.
+    Makes the arguments file ``name`` carry exactly one ``flag=value`` line, or none for ``value``
+    None, keeping every other line as it is. Returns ``{"changed", "old", "new"}`` (the flag's
+    values, None for no line). Does not restart kubelite.
     """
-    path = _path(salt)
-    text = salt["file.read"](path)
-    lines = text.splitlines()
-    kept = [line for line in lines if _flag(line) != constants.CLOUD_PROVIDER_FLAG]
-    wanted = f"{constants.CLOUD_PROVIDER_FLAG}={constants.EXTERNAL}"
-    new_lines = [*kept, wanted] if external else kept
-    old = cloud_provider(salt)
+    path = _path(salt, name)
+    lines = salt["file.read"](path).splitlines()
+    kept = [line for line in lines if _flag(line) != flag]
+    new_lines = kept if value is None else [*kept, f"{flag}={value}"]
+    old = argument(salt, name, flag)
     if new_lines == lines:
         return {"changed": False, "old": old, "new": old}
     salt["file.write"](path, "\n".join(new_lines))
-    return {"changed": True, "old": old, "new": constants.EXTERNAL if external else None}
+    return {"changed": True, "old": old, "new": value}
+
+
+def cloud_provider(salt: dict) -> str | None:
+    """The value of the kubelet's ``--cloud-provider`` line (the first one), or None without one."""
+    return argument(salt, constants.KUBELET_ARGS, constants.CLOUD_PROVIDER_FLAG)
+
+
+def set_external_cloud_provider(salt: dict, external: bool) -> dict:
+    """
+    Makes the kubelet's arguments carry exactly one ``--cloud-provider=external`` line
+    (``external``) or none; see set_argument.
+    """
+    value = constants.EXTERNAL if external else None
+    return set_argument(salt, constants.KUBELET_ARGS, constants.CLOUD_PROVIDER_FLAG, value)
+
+
+def advertise_address(salt: dict) -> str | None:
+    """The API server's ``--advertise-address``, or None without one (the default route's address)."""
+    return argument(salt, constants.APISERVER_ARGS, constants.ADVERTISE_ADDRESS_FLAG)
+
+
+def set_advertise_address(salt: dict, address: str) -> dict:
+    """Makes the API server's arguments carry exactly one ``--advertise-address=<address>``; see set_argument."""
+    return set_argument(salt, constants.APISERVER_ARGS, constants.ADVERTISE_ADDRESS_FLAG, address)
 
 
 def restart_kubelite(salt: dict, timeout: int = constants.DEFAULT_TIMEOUT) -> bool:

@@ -83,6 +83,7 @@ RESOURCES = {
     "CSIDriver": ("csidrivers",),
     "CustomResourceDefinition": ("customresourcedefinitions", "crd", "crds"),
     "StorageClass": ("storageclasses", "sc"),
+    "Endpoints": ("endpoints", "ep"),
 }
 # What kubectl's flags the fakes read take as a value when given apart (-n kube-system).
 VALUED = {"-n", "--namespace", "-o", "--output", "-f", "--filename", "-p", "--patch", "--type"}
@@ -321,3 +322,62 @@ def record(snap_data: Path, objects: dict) -> None:
     tmp = path.with_name(".objects.json.tmp")
     tmp.write_text(json.dumps(objects, indent=1, sort_keys=True))
     tmp.replace(path)
+
+
+# microk8s-resources/default-args/kube-apiserver's lines the fakes need (the install hook copies
+# default-args to $SNAP_DATA/args): no --advertise-address and no --bind-address.
+DEFAULT_APISERVER_ARGS = (
+    "--cert-dir=${SNAP_DATA}/certs\n"
+    "--service-cluster-ip-range=10.152.183.0/24\n"
+    "--tls-cert-file=${SNAP_DATA}/certs/server.crt\n"
+    "--tls-private-key-file=${SNAP_DATA}/certs/server.key\n"
+    "--secure-port=16443\n"
+)
+SECURE_PORT = 16443
+
+
+def _argument(args_text: str, flag: str) -> str | None:
+    """The value of ``flag``'s first line (``--flag=value`` or ``--flag value``) in an arguments file."""
+    for line in args_text.splitlines():
+        parts = line.strip().replace("=", " ", 1).split(None, 1)
+        if parts and parts[0] == flag:
+            return parts[1].strip().strip("\"'") if len(parts) > 1 else ""
+    return None
+
+
+def advertised_address(args_text: str, route_address: str) -> str:
+    """
+    The address kube-apiserver advertises as it starts, from its arguments: --advertise-address;
+    else --bind-address unless unspecified; else the address of the default route's interface
+    (k8s.io/apiserver pkg/server/options server_run_options.go DefaultAdvertiseAddress, through
+    serving.go DefaultExternalAddress and k8s.io/apimachinery pkg/util/net ResolveBindAddress,
+    ChooseHostInterface), ``route_address``.
+    """
+    for flag in ("--advertise-address", "--bind-address"):
+        value = _argument(args_text, flag)
+        if value and value not in ("0.0.0.0", "::"):
+            return value
+    return route_address
+
+
+def kubernetes_endpoints(addresses: list[str]) -> dict:
+    """
+    default/kubernetes as the API servers' endpoint reconciler keeps it (the default lease
+    reconciler, kubernetes pkg/controlplane/reconcilers/lease.go: each API server's advertised
+    address while its lease lives, sorted), with the secure port as "https".
+    """
+    return {
+        "apiVersion": "v1",
+        "kind": "Endpoints",
+        "metadata": {
+            "name": "kubernetes",
+            "namespace": "default",
+            "labels": {"endpointslice.kubernetes.io/skip-mirror": "true"},
+        },
+        "subsets": [
+            {
+                "addresses": [{"ip": ip} for ip in sorted(set(addresses))],
+                "ports": [{"name": "https", "port": SECURE_PORT, "protocol": "TCP"}],
+            }
+        ],
+    }

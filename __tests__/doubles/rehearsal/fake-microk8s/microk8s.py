@@ -37,13 +37,10 @@ when the node becomes a spare; /record: a quorum.log line; /quorum: the quorum q
   answers while its agent does, its microk8s runs and its /health reports this cluster's id (a
   machine rebuilt at the same address runs a cluster of its own); a node restarting after a
   refresh still answers (k8s-dqlite comes back at once, the API server does not);
-- roles as go-dqlite's leader sets them (app/roles.go, with k8s-dqlite's defaults of 3 voters and
-  3 stand-bys, pkg/server/server.go): a node joins as a spare and takes a role at startup
-  (RolesChanges.Assume, app.go); below 3 members only the leader votes; from 3, online stand-bys
-  and spares are promoted to voters up to 3, an offline voter is demoted once 3 others vote, and stand-bys are
-  kept at 3 the same way (Adjust). The leader adjusts every 30 s (WithRolesAdjustmentFrequency),
-  the fake at every write. So 2 control-plane nodes are a voter and a spare: losing the spare
-  loses nothing, losing the voter loses the quorum;
+- roles as go-dqlite's leader sets them (app/roles.go), who keeps a copy, the majority rule and
+  leave's refusal: dqlite.py, installed beside this file and shared with the L4 fake (one model
+  for both). So 2 control-plane nodes are a voter and a spare: losing the spare loses nothing,
+  losing the voter loses the quorum;
 - without a majority (canonical/microk8s #3735: "If you drop below 2 nodes the cluster will
   freeze"): status prints print_yaml(isReady=False) with `nodes:` empty (get_dqlite_info's
   `dqlite .cluster` fails its 10 tries; it also lists nobody on a node the leader does not list)
@@ -105,9 +102,9 @@ canonical/microk8s-cluster-agent; where the current release differs it says so):
 - leave (scripts/wrappers/leave.py, 1.28 and 1.35 alike): a worker prints "Configuring
   services." (reset_current_dqlite_worker_installation), every node "Generating new cluster
   certificates." and apply_cni's "Waiting for node to start."; the node goes back to a cluster of
-  its own (a new cluster id); the Kubernetes node stays, NotReady, until remove-node. The only
-  voter cannot leave: three lines, exit 3 (reset_current_dqlite_installation,
-  is_leader_without_successor);
+  its own (a new cluster id); the Kubernetes node stays, NotReady, until remove-node. The one
+  voter of a cluster with other members cannot leave: three lines, exit 3
+  (reset_current_dqlite_installation, is_leader_without_successor); a node alone can;
 - kubectl get nodes -o json: a node is Ready while its agent answers, its microk8s runs (not
   restarting) and it belongs to this cluster: its agent's /health reports the cluster id. A
   kubelet posts its node's status to the API server of the cluster it joined (the credentials
@@ -187,6 +184,11 @@ Also:
   and completes a TLS handshake with certs/server.crt and server.key (kube-apiserver's
   --tls-cert-file, default-args/kube-apiserver), so a client verifies the certificate against
   the cluster CA under any address it names; nothing answers behind the handshake;
+- the address each API server advertises: read from $SNAP_DATA/args/kube-apiserver whenever
+  kubelite starts (install, start, `snap restart`, refresh): --advertise-address, else the
+  default route's address (kube_objects.advertised_address cites kube-apiserver's rule), and
+  `kubectl get endpoints kubernetes` (namespace default) lists those of the control-plane nodes
+  whose kubelite runs in this cluster, as the lease reconciler keeps them;
 - the join fingerprint: add-node's check is microk8s-resources/actions/common/utils.sh
   server_cert_check (sha256 of certs/server.crt in DER, 12 hex characters); join asks the
   agent's /certificate (standing in for the TLS handshake's peer certificate) and compares
@@ -233,6 +235,7 @@ from pathlib import Path
 
 # Beside this program, here and in the image (install.sh), also when a test loads this file as a module.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import dqlite
 import kube_objects
 import node_objects
 import server_cert
@@ -253,6 +256,9 @@ CA_CRT = SNAP_DATA / "certs/ca.crt"
 CA_KEY = SNAP_DATA / "certs/ca.key"
 REMOTE_CA = SNAP_DATA / "certs/ca.remote.crt"
 KUBELET_ARGS = SNAP_DATA / "args/kubelet"
+# The API server's arguments, which kubelite reads as it starts (kube_objects.py: the defaults,
+# and the address the API server advertises from them).
+APISERVER_ARGS = SNAP_DATA / "args/kube-apiserver"
 # microk8s-resources/default-args/kubelet's first lines, which the install hook copies to
 # $SNAP_DATA/args (snap/hooks/install); nothing here reads them.
 DEFAULT_KUBELET_ARGS = (
@@ -312,13 +318,7 @@ COPY_LOCK = SNAP_DATA / "fake/.cluster.lock"
 # How long a write may keep finding another one committed first before the fake gives up.
 COMMIT_SECONDS = 60
 VOTER_REMOVALS = SNAP_DATA / "fake/voter-removals.log"
-VOTER, STANDBY, SPARE = "voter", "standby", "spare"
-# go-dqlite app/roles.go minVoters, and the App's defaults (app/options.go WithVoters and
-# WithStandBys: 3 each), which k8s-dqlite keeps (pkg/server/server.go calls app.New without them).
-MIN_VOTERS, VOTERS, STANDBYS = 3, 3, 3
-# kubectl's text when the API server answers 504 because its datastore does not (apimachinery
-# pkg/api/errors NewGenericServerResponse, StatusGatewayTimeout; kubectl helpers.go "Error from server (<reason>)").
-TIMED_OUT = "the server was unable to return a response in the time allotted, but may still be processing the request"
+VOTER, STANDBY, SPARE, TIMED_OUT = dqlite.VOTER, dqlite.STANDBY, dqlite.SPARE, dqlite.TIMED_OUT
 
 
 def read(path: Path, default):
@@ -429,6 +429,12 @@ def node_ip() -> str:
     return output.split()[3].split("/")[0] if output else "127.0.0.1"
 
 
+def kubelite_started(state: dict) -> None:
+    """kubelite starts, reading its API server's arguments: the address it advertises from now on."""
+    args = APISERVER_ARGS.read_text() if APISERVER_ARGS.exists() else ""
+    state["advertised"] = kube_objects.advertised_address(args, node_ip())
+
+
 def start_own_cluster(state: dict) -> None:
     """
     A node's own cluster, written as its copy: dqlite bound to 127.0.0.1 until the first join
@@ -517,6 +523,8 @@ class Agent(http.server.BaseHTTPRequestHandler):
                 "cluster": state["cluster_id"],
                 "version": version(state),
                 "boot_id": boot_id(),
+                # The address its API server advertises (its lease, for the kubernetes Endpoints).
+                "advertise": state.get("advertised"),
             }
         if path == "/certificate":
             # The server certificate the agent's TLS presents (join.py reads it with getpeercert).
@@ -608,10 +616,8 @@ class Agent(http.server.BaseHTTPRequestHandler):
 
         def add_member(db: dict) -> None:
             # go-dqlite: a node joins as a spare (client.Add), then takes the role roles.go
-            # Assume gives it at startup; the leader adjusts the others (adjust_roles).
-            member = {"address": f"{joiner}:{DQLITE_PORT}", "role": SPARE}
-            db["members"].append(member)
-            startup_role(db, member, set(online_members(state, db)) | {joiner})
+            # Assume gives it at startup; the leader adjusts the others (dqlite.py).
+            dqlite.join(db["members"], f"{joiner}:{DQLITE_PORT}", set(online_members(state, db)) | {joiner})
             register_node(db)
 
         # The agent answers at once; the joiner's dqlite then asks the leader to add it, which
@@ -621,7 +627,7 @@ class Agent(http.server.BaseHTTPRequestHandler):
             "agent": local,
             "cluster": state["cluster_id"],
             "stalled": written is None,
-            "copy": written if written and holds_copy(written, joiner) else None,
+            "copy": written if written and dqlite.holds_copy(written["members"], joiner) else None,
             # join.go: the CA this node reads (Snap.ReadCA) and, for a control-plane joiner, its key.
             "ca": CA_CRT.read_text(),
             "ca_key": CA_KEY.read_text(),
@@ -720,9 +726,7 @@ def agent_up(address: str) -> bool:
 # --- the replicated database (dqlite) -------------------------------------------------------------
 
 
-def host_of(member: dict) -> str:
-    """A member's host (a copy still on 127.0.0.1, a node never joined, is read through alone())."""
-    return member["address"].rsplit(":", 1)[0]
+host_of = dqlite.host_of
 
 
 def alone(db: dict | None, host: str) -> dict | None:
@@ -852,66 +856,6 @@ def read_db(state: dict, command: str | None = None) -> dict | None:
     return found["db"]
 
 
-def adjust_roles(db: dict, online: set[str], leader: str | None) -> None:
-    """
-    go-dqlite app/roles.go, RolesChanges.Adjust, applied until nothing changes (the
-    leader runs it every 30 s, app/options.go WithRolesAdjustmentFrequency; the fake at once).
-    Below minVoters (3) members only the leader votes; from 3, online stand-bys and spares are
-    promoted to voters up to 3, then an offline voter is demoted, and stand-bys are kept at 3
-    the same way.
-    """
-    members = db["members"]
-    for _ in range(4 * len(members) + 4):
-        if len(members) <= 1:
-            return
-        on = [m for m in members if host_of(m) in online]
-        voters_on = [m for m in on if m["role"] == VOTER]
-        standbys_on = [m for m in on if m["role"] == STANDBY]
-        spares_on = [m for m in on if m["role"] == SPARE]
-        voters_off = [m for m in members if m["role"] == VOTER and m not in on]
-        standbys_off = [m for m in members if m["role"] == STANDBY and m not in on]
-        if len(members) < MIN_VOTERS:
-            demote = [m for m in members if m["role"] == VOTER and host_of(m) != leader]
-            if not demote:
-                return
-            demote[0]["role"] = SPARE
-        elif len(voters_on) < VOTERS:
-            if not standbys_on + spares_on:
-                return
-            (standbys_on + spares_on)[0]["role"] = VOTER
-        elif len(voters_on) > VOTERS:
-            next(m for m in voters_on if host_of(m) != leader)["role"] = SPARE
-        elif voters_off:
-            voters_off[0]["role"] = SPARE
-        elif len(standbys_on) < STANDBYS and spares_on:
-            spares_on[0]["role"] = STANDBY
-        elif len(standbys_on) > STANDBYS:
-            standbys_on[-1]["role"] = SPARE
-        elif standbys_off:
-            standbys_off[0]["role"] = SPARE
-        else:
-            return
-
-
-def startup_role(db: dict, joiner: dict, online: set[str]) -> None:
-    """
-    go-dqlite roles.go RolesChanges.Assume (app.go runs it at startup): a spare joining a cluster
-    of 3 or more takes the voter or stand-by role it lacks.
-    """
-    if len(db["members"]) < MIN_VOTERS:
-        return
-    on = [m for m in db["members"] if host_of(m) in online]
-    if sum(m["role"] == VOTER for m in on) < VOTERS:
-        joiner["role"] = VOTER
-    elif sum(m["role"] == STANDBY for m in on) < STANDBYS:
-        joiner["role"] = STANDBY
-
-
-def holds_copy(db: dict, host: str) -> bool:
-    """Voters and stand-bys replicate the log; a spare does not (go-dqlite client NodeRole)."""
-    return any(host_of(m) == host and m["role"] in (VOTER, STANDBY) for m in db["members"])
-
-
 def receive(body: dict, ordered: bool = False) -> bool:
     """
     A write on this node: its copy replaced, or dropped ("drop": a demotion to spare, which keeps
@@ -959,8 +903,7 @@ def commit(state: dict, change, command: str | None = None, joining: str | None 
         db = json.loads(json.dumps(found["db"]))
         change(db)
         online = set(found["online"]) | ({joining} if joining else set())
-        leader = next((host_of(m) for m in db["members"] if m["role"] == VOTER and host_of(m) in online), None)
-        adjust_roles(db, online, leader)
+        dqlite.adjust_roles(db["members"], online, dqlite.leader(db["members"], online))
         db["index"] = found["index"] + 1
         view = alone(db, found["source"])
         if deliver(db, view, orderer, ordered=True):
@@ -981,7 +924,7 @@ def deliver(db: dict, view: dict, host: str, ordered: bool = False) -> bool:
     """
     own = own_hosts()
     hosts = own if host in own else {host}
-    if any(holds_copy(view, each) for each in hosts):
+    if any(dqlite.holds_copy(view["members"], each) for each in hosts):
         body = db
     else:
         peers = sorted({host_of(m) for m in view["members"]} - hosts)
@@ -1227,9 +1170,10 @@ def leave(state: dict) -> int:
             return dqlite_traceback()
         # 127.0.0.1 is this node only while dqlite was never moved off it (alone); in a formed
         # cluster it is another member's address (the tests' nodes share the loopback network).
-        others = [m for m in alone(data, SELF)["members"] if host_of(m) not in own_hosts()]
-        if not any(m["role"] == "voter" for m in others):
-            # leave.py is_leader_without_successor: the only copy of the database.
+        members = alone(data, SELF)["members"]
+        others = [m for m in members if host_of(m) not in own_hosts()]
+        if dqlite.leader_without_successor(members, own_hosts()):
+            # leave.py is_leader_without_successor: the one voter, with other members (dqlite.py).
             print("This node currently holds the only copy of the Kubernetes database so it cannot leave the cluster.")
             print("To remove this node you can either first remove all other nodes with 'microk8s remove-node' or")
             print("form a highly available cluster by adding at least three nodes.")
@@ -1295,20 +1239,13 @@ def remove_node(state: dict, args: list[str]) -> int:
 
 def dqlite_traceback() -> int:
     """leave.py / remove_node.py: `dqlite .cluster` fails without a leader, and check_output raises."""
-    print("Traceback (most recent call last):", file=sys.stderr)
-    print(
-        "subprocess.CalledProcessError: Command '[...dqlite..., 'k8s', '.cluster']' returned non-zero exit status 1.",
-        file=sys.stderr,
-    )
+    print(dqlite.NO_LEADER_TRACEBACK, file=sys.stderr)
     return 1
 
 
 def api_unavailable(args: list[str]) -> int:
     """kubectl when the API server's datastore does not answer: a 504 from the API server."""
-    verb = args[0] if args and args[0] in ("get", "delete") else "patch"
-    names = operands(args[1:])
-    what = " ".join(["nodes", *names[1:]]) if verb == "get" else f"nodes {names[0] if names else ''}".strip()
-    print(f"Error from server (Timeout): {TIMED_OUT} ({verb} {what})", file=sys.stderr)
+    print(dqlite.timed_out(args, operands(args[1:])), file=sys.stderr)
     return 1
 
 
@@ -1496,6 +1433,11 @@ def kubectl_objects(state: dict, data: dict, verb: str, args: list[str], manifes
             return 2
         code, out, err, changed = kube_objects.apply(objects, manifest or "", "--dry-run=server" in args)
     elif verb == "get":
+        names = operands(args)
+        if names and kube_objects.kind_of(names[0]) == "Endpoints":
+            # default/kubernetes: the API servers' endpoint reconciler's, which no client writes.
+            endpoints = kube_objects.kubernetes_endpoints(api_servers(state, data))
+            objects = {**objects, kube_objects.key(endpoints): endpoints}
         code, out, err, changed = kube_objects.get(objects, args)
     else:
         code, out, err, changed = kube_objects.annotate(objects, args)
@@ -1506,6 +1448,21 @@ def kubectl_objects(state: dict, data: dict, verb: str, args: list[str], manifes
     print(out, end="")
     print(err, end="", file=sys.stderr)
     return code
+
+
+def api_servers(state: dict, data: dict) -> list[str]:
+    """
+    The addresses the cluster's API servers advertise: each control-plane node's whose kubelite
+    runs in this cluster (its lease renewed; lease.go drops an expired one), from its agent.
+    """
+    found = []
+    for entry in data["nodes"]:
+        if entry.get("worker"):
+            continue
+        answer = health(entry["address"])
+        if node_ready(state, answer) and answer.get("advertise"):
+            found.append(answer["advertise"])
+    return found
 
 
 def refresh_certs(args: list[str]) -> int:
@@ -1569,6 +1526,8 @@ def snap(args: list[str]) -> int:
         # The install hook copies default-args to $SNAP_DATA/args.
         KUBELET_ARGS.parent.mkdir(parents=True, exist_ok=True)
         KUBELET_ARGS.write_text(DEFAULT_KUBELET_ARGS)
+        APISERVER_ARGS.write_text(kube_objects.DEFAULT_APISERVER_ARGS)
+        kubelite_started(state)
         CSR_TEMPLATE.parent.mkdir(parents=True, exist_ok=True)
         CSR_TEMPLATE.write_text("[ alt_names ]\nDNS.1 = kubernetes\nIP.1 = 127.0.0.1\nIP.2 = 10.152.183.1\n#MOREIPS\n")
         # produce_certs: a CA of this install's own, written only when there is none; csr.conf
@@ -1589,6 +1548,7 @@ def snap(args: list[str]) -> int:
             print(f"fake snap: restart {' '.join(args[1:])} is not reproduced", file=sys.stderr)
             return 2
         state.update(restart_until=time.time() + float(read(FAULTS, {}).get("restart_seconds", 2)))
+        kubelite_started(state)
         write(NODE, state)
         print("Restarted.")
         return 0
@@ -1603,6 +1563,7 @@ def snap(args: list[str]) -> int:
             return 2
         # The new revision's services start over: not ready for restart_seconds.
         state.update(channel=channel, restart_until=time.time() + float(read(FAULTS, {}).get("restart_seconds", 2)))
+        kubelite_started(state)
         write(NODE, state)
         data = read_db(state) if state["running"] else None
         if data is not None:
@@ -1684,6 +1645,8 @@ def main(argv: list[str]) -> int:
         return status(state, rest)
     if command in ("start", "stop"):
         state["running"] = command == "start"
+        if state["running"]:
+            kubelite_started(state)
         write(NODE, state)
         if command == "start":
             start_agent()
