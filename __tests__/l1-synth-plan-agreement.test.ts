@@ -18,6 +18,7 @@ import { StateServer, startStateServer } from "./doubles/http-state/server";
 import {
   KEYPAIR_CHOICE,
   EXISTING_NETWORK_CHOICE,
+  LB_CHOICE,
   KEYS,
   NODES_IN_PRIVATE_NETWORK,
   OVERLAPPING_NETWORKS,
@@ -239,6 +240,7 @@ const ACROSS: readonly [string, fc.Arbitrary<RawValues>][] = [
   ["workers at the edge of the private network's static half", NODES_IN_PRIVATE_NETWORK],
   ["a new keypair, an existing one, both or neither", KEYPAIR_CHOICE],
   ["an existing router, an existing public network, both or neither", EXISTING_NETWORK_CHOICE],
+  ["LoadBalancer Services' Octavia provider and pool algorithm (lb_provider, lb_method)", LB_CHOICE],
   ["users named like the deploy user", USERS_AND_DEPLOY_USER],
 ];
 
@@ -335,6 +337,10 @@ const REJECTED: readonly RawValues[] = [
   { reboot_for_updates: "sometimes" },
   { api_load_balancer: "yes" },
   { cloud_integration: "perhaps" },
+  { openstack_ca_certificate: "/etc/ssl/certs/my-ca.pem" },
+  // Without lb_method SOURCE_IP_PORT: a rule across variables.
+  { lb_provider: "ovn" },
+  { lb_method: "round_robin" },
   { router_id: "lab-router" },
   { public_network_id: "campus" },
   { ssh_allowed_cidrs: "[]" },

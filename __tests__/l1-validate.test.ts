@@ -9,6 +9,7 @@ import * as path from "node:path";
 import { ConfigError } from "../config/config-error";
 import { loadConfig } from "../config/load";
 import { DOMAIN_MAX } from "../config/parameters";
+import { CA_CERTIFICATE } from "./support/arbitraries";
 import { parameterRules, synthVerdict, variablesOnlyDir } from "./support/plan-variables";
 import { synthToDir } from "./support/synth";
 import { describeEachCli, initOffline, runTf, runTfAsync, TfCli } from "./support/tofu";
@@ -241,6 +242,17 @@ describeEachCli("L1: plan-time variable validation agrees with synth-time valida
     ["node_pools", "{ web = { count = 1025 } }", false],
     ["node_pools", '{ web = { count = 1, boot_volume_type = "ssd" } }', false],
     ["node_pools", '{ web = { count = 1 }, gpu = { count = 1, taints = ["gpu:Sometimes"] } }', false],
+    ["openstack_ca_certificate", "", true],
+    ["openstack_ca_certificate", "/etc/ssl/certs/my-ca.pem", false],
+    ["lb_provider", "", true],
+    ["lb_provider", "amphora", true],
+    ["lb_provider", "amphorav2", true],
+    ["lb_provider", " ovn", false],
+    ["lb_provider", "ovn,amphora", false],
+    ["lb_method", "", true],
+    ["lb_method", "LEAST_CONNECTIONS", true],
+    ["lb_method", "SOURCE_IP_PORT", true],
+    ["lb_method", "round_robin", false],
     ["users", "[]", true],
     ["users", `[{ username = "waldorf", ssh_public_key = "${KEY}" }]`, true],
     ["users", `[{ username = "root", ssh_public_key = "${KEY}" }]`, false],
@@ -248,7 +260,7 @@ describeEachCli("L1: plan-time variable validation agrees with synth-time valida
     ["users", `[{ username = "a", ssh_public_key = "${KEY}" }, { username = "a", ssh_public_key = "${KEY}" }]`, false],
   ];
 
-  it.each(cases)("TF_VAR_%s=%s accepted: %s", async (name, value, accepted) => {
+  async function agree(name: string, value: string, accepted: boolean): Promise<void> {
     const env = { [`TF_VAR_${name}`]: value };
     let synthMessage: string | undefined;
     try {
@@ -267,7 +279,18 @@ describeEachCli("L1: plan-time variable validation agrees with synth-time valida
       const rule = synthMessage?.split(": ").pop();
       if (synthMessage?.includes(` ${name} must be `)) expect(planMessage).toContain(rule);
     }
-  });
+  }
+
+  it.each(cases)("TF_VAR_%s=%s accepted: %s", agree);
+
+  // Values on several lines, named in the test's title.
+  it.each<[string, boolean, string]>([
+    ["a CA certificate", true, CA_CERTIFICATE],
+    ["a CA certificate without its last line break", true, CA_CERTIFICATE.trimEnd()],
+    ["two CA certificates", true, `${CA_CERTIFICATE}\n${CA_CERTIFICATE}`],
+    ["a CA certificate with CRLF line breaks", false, CA_CERTIFICATE.replace(/\n/g, "\r\n")],
+    ["a comment before a CA certificate", false, `# my CA\n${CA_CERTIFICATE}`],
+  ])("TF_VAR_openstack_ca_certificate=<%s> accepted: %s", (_, accepted, value) => agree("openstack_ca_certificate", value, accepted));
 
   // A plan-time rule only: the password may be given at plan time alone, so synth cannot tell.
   it.each([
@@ -334,6 +357,10 @@ describeEachCli("L1: issue 17 regressions, synth and plan agree", (cli) => {
       { TF_VAR_public_network_id: "5d3a1c2e-7b4f-4e8a-9c61-2f0b8d4e7a93", TF_VAR_public_network_cidr: "10.20.0.0/16" },
       undefined,
     ],
+    ["an OVN provider with the default pool algorithm", { TF_VAR_lb_provider: "ovn" }, "lb_method"],
+    ["an OVN provider with ROUND_ROBIN", { TF_VAR_lb_provider: "ovn", TF_VAR_lb_method: "ROUND_ROBIN" }, "lb_method"],
+    ["an OVN provider with SOURCE_IP_PORT", { TF_VAR_lb_provider: "ovn", TF_VAR_lb_method: "SOURCE_IP_PORT" }, undefined],
+    ["SOURCE_IP_PORT with another provider", { TF_VAR_lb_provider: "f5", TF_VAR_lb_method: "SOURCE_IP_PORT" }, undefined],
     ["a /016 prefix", { TF_VAR_private_network_cidr: "10.1.0.0/016" }, "private_network_cidr"],
     ["a leading space in a number", { TF_VAR_num_kube_nodes: " 3" }, "num_kube_nodes"],
     ["a trailing space in a number", { TF_VAR_num_kube_nodes: "3 " }, "num_kube_nodes"],
@@ -399,6 +426,7 @@ describeEachCli("L1: issue 17 regressions, synth and plan agree", (cli) => {
     ["users", (key: string) => JSON.stringify([{ username: "waldorf", ssh_public_key: key }])],
     ["ssh_host_keys", (key: string) => JSON.stringify({ bastion: key })],
     ["root_password_hash", (key: string) => key],
+    ["openstack_ca_certificate", (key: string) => `${CA_CERTIFICATE}${key}`],
   ])("never prints a private key given as %s, at synth or at plan", async (name, value) => {
     const body = privateKey.split("\n")[1];
     const env = { [`TF_VAR_${name}`]: value(privateKey) };

@@ -9,6 +9,7 @@ import { NOVA_DEFAULT_QUOTAS } from "./doubles/openstack/nova";
 import { NOBLE_IMAGE, OpenStackDouble, startOpenStackDouble, WIKI_IMAGE } from "./doubles/openstack/server";
 import { StateServer, startStateServer } from "./doubles/http-state/server";
 import YAML from "yaml";
+import { CA_CERTIFICATE } from "./support/arbitraries";
 import { planJson } from "./support/plan";
 import { describeEachCli, TfCli, tfClis } from "./support/tofu";
 import { WITHOUT_PROVISIONERS, Workspace, workspace as makeWorkspace } from "./support/workspace";
@@ -90,6 +91,13 @@ function expectedResources(nodes: number, provisioners = false): Record<string, 
 }
 const TOTAL_AT_3 = Object.values(expectedResources(3)).reduce((a, b) => a + b, 0);
 
+/** A Keystone behind a private CA, and LoadBalancer Services on an OVN-only Octavia. */
+const PRIVATE_CA_AND_OVN = {
+  TF_VAR_openstack_ca_certificate: CA_CERTIFICATE,
+  TF_VAR_lb_provider: "ovn",
+  TF_VAR_lb_method: "SOURCE_IP_PORT",
+};
+
 /** The id of the Nova server named `host`.kube-on-os. */
 function serverId(host: string): string {
   const found = double.nova.servers.all().filter((s) => s.name === `${host}.kube-on-os`);
@@ -157,6 +165,12 @@ describeEachCli("L2: plan against the OpenStack API double", (cli) => {
     });
     const ssh = resources.filter((r: any) => r.type === "openstack_networking_secgroup_rule_v2" && r.values.port_range_min === 22);
     expect(ssh.map((r: any) => r.values.remote_ip_prefix).sort()).toEqual(["198.51.100.0/24", "203.0.113.0/24"]);
+  });
+
+  it("plans a private CA and LoadBalancer Services on OVN into the cloud pillar alone", async () => {
+    // They reach Salt only: every resource is planned as without them.
+    const values = (json: any) => plannedResources(json).map((r: any) => [r.address, r.values]);
+    expect(values(await planJson(ws, PRIVATE_CA_AND_OVN))).toEqual(values(plan));
   });
 
   it("plans every machine at the design's fixed addresses", () => {
@@ -413,6 +427,46 @@ describe("L3: apply, re-plan with no changes, destroy", () => {
     const plan = await ws.tofu(["plan", "-input=false", "-lock=false"]);
     expect(plan.status).toBe(0);
     expect(plan.stdout + plan.stderr).not.toContain(credential.secret);
+  });
+
+  it("writes a private CA and LoadBalancer Services' provider and method into the cloud pillar only when set", async () => {
+    const evaluate = async (env: NodeJS.ProcessEnv, expression: string) => {
+      const console = await ws.tofu(["console"], env, `${expression}\n`);
+      expect(console.stderr).toBe("");
+      // A sensitive value prints as (sensitive value), which is no JSON.
+      return JSON.parse(console.stdout.trim());
+    };
+    const cloud = async (env: NodeJS.ProcessEnv) =>
+      YAML.parse(Buffer.from(await evaluate(env, "nonsensitive(base64encode(local.cloud_pillar))"), "base64").toString("utf8")).openstack
+        .cloud;
+    const version = (env: NodeJS.ProcessEnv) => evaluate(env, "local.cloud_pillar_version");
+    const credential = "one(openstack_identity_application_credential_v3.CloudIntegration_Credential_0F2B3D85[*].id)";
+
+    // Unset, the pillar's version (the sync step's trigger) is what it was before they existed:
+    // the settings' and the credential's, not sensitive.
+    const unset = await version({});
+    expect(unset).toBe(
+      await evaluate({}, `sha256(jsonencode(merge(local.cloud_settings, { application_credential_id = ${credential} })))`),
+    );
+    expect(Object.keys(await cloud({}))).not.toContain("ca_certificate");
+
+    // Those keys alone: a failure must not print the credential's secret beside them.
+    const { ca_certificate, lb_provider, lb_method } = await cloud(PRIVATE_CA_AND_OVN);
+    expect({ ca_certificate, lb_provider, lb_method }).toEqual({
+      ca_certificate: CA_CERTIFICATE,
+      lb_provider: "ovn",
+      lb_method: "SOURCE_IP_PORT",
+    });
+    const set = await version(PRIVATE_CA_AND_OVN);
+    expect(set).toMatch(/^[0-9a-f]{64}$/);
+    expect(set).not.toBe(unset);
+    // A new CA alone re-syncs the pillar.
+    const otherCa = { ...PRIVATE_CA_AND_OVN, TF_VAR_openstack_ca_certificate: CA_CERTIFICATE.replace("MIIB", "MIIC") };
+    expect(await version(otherCa)).not.toBe(set);
+    // Without the chain, nothing else changes.
+    const plan = await ws.tofu(["plan", "-detailed-exitcode", "-input=false"], PRIVATE_CA_AND_OVN);
+    expect(plan.stderr).toBe("");
+    expect(plan.status).toBe(0);
   });
 
   it("outputs an ssh command for every machine", async () => {

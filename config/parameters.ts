@@ -22,6 +22,7 @@ import {
   NOT_BLANK,
   oneOf,
   pattern,
+  PEM_CERTIFICATES,
   PlanTimeRule,
   Range,
   Rule,
@@ -116,6 +117,23 @@ export const SERVER_GROUP_POLICIES = ["soft-anti-affinity", "anti-affinity", "so
 
 /** Whether the Kubernetes API gets an Octavia load balancer: when the catalog lists Octavia, always, never. */
 export const API_LOAD_BALANCER_MODES = ["auto", "on", "off"] as const;
+
+/**
+ * The pool algorithms of LoadBalancer Services' load balancers, cloud.conf's lb-method (CPO
+ * v1.35.0 docs/openstack-cloud-controller-manager/using-openstack-cloud-controller-manager.md;
+ * Octavia's lb_algorithm values).
+ */
+export const LB_METHODS = ["ROUND_ROBIN", "LEAST_CONNECTIONS", "SOURCE_IP", "SOURCE_IP_PORT"] as const;
+
+/**
+ * The Octavia provider whose load balancers know one algorithm alone, SOURCE_IP_PORT
+ * (ovn-octavia-provider, common/constants.py OVN_NATIVE_LB_ALGORITHMS; CPO's docs: with "ovn"
+ * lb-method "must be set to SOURCE_IP_PORT").
+ */
+export const OVN_LB_PROVIDER = "ovn";
+
+/** An Octavia provider name (octavia/api/v2/types/load_balancer.py: provider, at most 64 characters). */
+const LB_PROVIDER = pattern("^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$");
 
 /** Prefix lengths accepted for the networks the stack creates. */
 const SUBNET_PREFIX = { min: 8, max: 24 } satisfies Range;
@@ -538,6 +556,41 @@ export const VARIABLES = {
     default: true,
     rules: [],
   } satisfies VariableSpec<boolean>,
+  openstack_ca_certificate: {
+    type: "string",
+    description:
+      "PEM certificates of the private CA behind the cloud's API endpoints (Keystone's above all), for the cloud controller manager and the Cinder CSI driver: Salt adds them to the cloud-config Secret as ca.crt, which cloud.conf's [Global] ca-file names. Empty: the CAs they trust already (the nodes' /etc/ssl/certs for the cloud controller manager, its image's own for Cinder CSI). The OpenStack provider of OpenTofu or Terraform reads its CA from OS_CACERT or clouds.yaml's cacert instead (docs/deploying.md).",
+    default: "",
+    // A private key pasted by mistake must not be printed; nor a whole bundle in a one-line error.
+    concealed: true,
+    rules: [
+      rule(
+        "openstack_ca_certificate",
+        allowing("", PEM_CERTIFICATES),
+        "empty or PEM certificates: one or more blocks of -----BEGIN CERTIFICATE-----, base64 lines and -----END CERTIFICATE-----, separated by line breaks (LF), and nothing else",
+      ),
+    ],
+  } satisfies VariableSpec<string>,
+  lb_provider: {
+    type: "string",
+    description:
+      "Octavia provider of LoadBalancer Services' load balancers (cloud.conf's [LoadBalancer] lb-provider), such as ovn where Octavia offers no amphora (`openstack loadbalancer provider list`). Empty: the cloud controller manager's default, amphora. The Kubernetes API's own load balancer (api_load_balancer) keeps the cloud's default provider.",
+    default: "",
+    rules: [
+      rule(
+        "lb_provider",
+        allowing("", LB_PROVIDER),
+        "empty or an Octavia provider name of 1 to 64 letters, digits, '_', '.' and '-', such as amphora or ovn",
+      ),
+    ],
+  } satisfies VariableSpec<string>,
+  lb_method: {
+    type: "string",
+    description:
+      "Pool algorithm of LoadBalancer Services' load balancers (cloud.conf's [LoadBalancer] lb-method); a Service's annotation loadbalancer.openstack.org/lb-method overrides it. Empty: the cloud controller manager's default, ROUND_ROBIN. OVN's provider knows SOURCE_IP_PORT alone.",
+    default: "",
+    rules: [rule("lb_method", allowing("", oneOf(LB_METHODS)), `empty or one of ${LB_METHODS.join(", ")}`)],
+  } satisfies VariableSpec<string>,
   ssh_allowed_cidrs: {
     type: "list(string)",
     description: "Networks allowed to reach the bastion's SSH port. The provisioners connect from here too.",
@@ -669,6 +722,13 @@ export const CROSS_RULES: { readonly [K in VariableName]?: readonly ConfigRule[]
       mustBe:
         `small enough that its workers fit the DHCP range of private_network_cidr (its upper half, where they take their ` +
         `addresses) with ${DHCP_RESERVE} addresses to spare: use a larger private network or fewer pool workers`,
+    },
+  ],
+  lb_method: [
+    {
+      test: (config) => config.lb_provider !== OVN_LB_PROVIDER || config.lb_method === "SOURCE_IP_PORT",
+      condition: `var.lb_provider != "${OVN_LB_PROVIDER}" || var.lb_method == "SOURCE_IP_PORT"`,
+      mustBe: `SOURCE_IP_PORT when lb_provider is ${OVN_LB_PROVIDER}: OVN's load balancers know no other algorithm, and the default (ROUND_ROBIN) fails every LoadBalancer Service`,
     },
   ],
   users: [

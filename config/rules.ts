@@ -303,6 +303,16 @@ export const DNS_NAME = all(
 export const UUID_PATTERN = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$";
 export const UUID = pattern(UUID_PATTERN);
 
+/** One PEM certificate (RFC 7468 section 5: the label CERTIFICATE, base64 lines), without its line break at the end. */
+const PEM_CERTIFICATE = "-----BEGIN CERTIFICATE-----\\n([A-Za-z0-9+/=]+\\n)+-----END CERTIFICATE-----";
+
+/**
+ * PEM certificates, as `cat ca.pem` prints a bundle of them: one or more, separated by line
+ * breaks, nothing else (no text between them, no private key); the last line break optional, as
+ * a shell's `$(cat ca.pem)` drops it. Line breaks are LF only.
+ */
+export const PEM_CERTIFICATES = pattern(`^${PEM_CERTIFICATE}(\\n+${PEM_CERTIFICATE})*\\n*$`);
+
 /** A crypt(3) hash: SHA-256, SHA-512, yescrypt or bcrypt. */
 export const CRYPT_HASH = pattern("^[$](5|6|y|2b)[$][^[:space:]]+$");
 

@@ -3,6 +3,8 @@ import { Construct } from "constructs";
 import { DataOpenstackIdentityAuthScopeV3 } from "../.gen/providers/openstack/data-openstack-identity-auth-scope-v3";
 import { IdentityApplicationCredentialV3 } from "../.gen/providers/openstack/identity-application-credential-v3";
 import { NetworkingSecgroupRuleV2 } from "../.gen/providers/openstack/networking-secgroup-rule-v2";
+import { LB_METHODS } from "../config/parameters";
+import { PEM_CERTIFICATES } from "../config/rules";
 import { OCTAVIA_SERVICE_TYPE } from "./api-load-balancer";
 import { hclOf } from "./hcl";
 import { splat } from "./machine";
@@ -15,6 +17,22 @@ export interface CloudIntegrationProps {
   /** The deployment's domain, which names the application credential. */
   readonly domain: string;
   readonly network: Network;
+  /**
+   * PEM certificates of the private CA behind the cloud's TLS endpoints (a string token:
+   * openstack_ca_certificate), for cloud.conf's ca-file.
+   * @default "" - the CAs they trust already (the nodes' for the cloud controller manager, its image's for Cinder CSI)
+   */
+  readonly caCertificate?: string;
+  /**
+   * Octavia provider of LoadBalancer Services' load balancers, cloud.conf's lb-provider (a token: lb_provider).
+   * @default "" - the cloud controller manager's default (amphora)
+   */
+  readonly loadBalancerProvider?: string;
+  /**
+   * Their pools' algorithm, cloud.conf's lb-method (a token: lb_method), one of LB_METHODS.
+   * @default "" - the cloud controller manager's default (ROUND_ROBIN)
+   */
+  readonly loadBalancerMethod?: string;
 }
 
 /**
@@ -55,6 +73,22 @@ export class CloudIntegration extends Construct {
 
   constructor(scope: Construct, id: string, props: CloudIntegrationProps) {
     super(scope, id);
+    const caCertificate = props.caCertificate ?? "";
+    const loadBalancerProvider = props.loadBalancerProvider ?? "";
+    const loadBalancerMethod = props.loadBalancerMethod ?? "";
+    if (
+      !Token.isUnresolved(loadBalancerMethod) &&
+      loadBalancerMethod !== "" &&
+      !(LB_METHODS as readonly string[]).includes(loadBalancerMethod)
+    ) {
+      throw new Error(
+        `CloudIntegration: loadBalancerMethod must be empty or one of ${LB_METHODS.join(", ")} (got "${loadBalancerMethod}")`,
+      );
+    }
+    if (!Token.isUnresolved(caCertificate) && caCertificate !== "" && !PEM_CERTIFICATES.test(caCertificate)) {
+      // The value is not shown: it may be a private key pasted by mistake.
+      throw new Error("CloudIntegration: caCertificate must be empty or PEM certificates (-----BEGIN CERTIFICATE-----)");
+    }
     this.count = Token.asNumber(Fn.conditional(props.enabled, 1, 0));
     const enabled = hclOf(props.enabled);
 
@@ -117,21 +151,41 @@ export class CloudIntegration extends Construct {
       remoteIpPrefix: props.network.privateCidr,
     });
 
-    const settings = local("cloud_settings", {
-      auth_url: Token.asString(ref("local.cloud_identity_endpoint.url", stack)),
-      region: Token.asString(
-        local("cloud_region", `\${try(coalesce(${data}.region, local.cloud_identity_endpoint.region), "")}`).expression,
-      ),
-      floating_network_id: props.network.externalNetwork.id,
-      subnet_id: props.network.publicSubnetId,
-      member_subnet_id: props.network.privateSubnet.id,
-      load_balancer: hasOctavia.expression,
-    });
+    // The settings a deployment gives only when it sets them: left out when empty, so that a
+    // deployment without them keeps the pillar, and its version, that it had before they existed.
+    const loadBalancerOptions = local(
+      "cloud_load_balancer_options",
+      `\${{ for key, value in { lb_provider = ${hclOf(loadBalancerProvider)}, lb_method = ${hclOf(loadBalancerMethod)} } : key => value if value != "" }}`,
+    );
+    const settings = local(
+      "cloud_settings",
+      Fn.merge([
+        {
+          auth_url: Token.asString(ref("local.cloud_identity_endpoint.url", stack)),
+          region: Token.asString(
+            local("cloud_region", `\${try(coalesce(${data}.region, local.cloud_identity_endpoint.region), "")}`).expression,
+          ),
+          floating_network_id: props.network.externalNetwork.id,
+          subnet_id: props.network.publicSubnetId,
+          member_subnet_id: props.network.privateSubnet.id,
+          load_balancer: hasOctavia.expression,
+        },
+        loadBalancerOptions.expression,
+      ]),
+    );
+    // The CA is sensitive to Terraform (a concealed variable: config/terraform-variables.ts), and
+    // a trigger that turned sensitive would change every deployment's plan: whether there is
+    // one, and its hash, are not sensitive. Each is an empty object without a CA.
+    local("cloud_has_ca_certificate", `\${nonsensitive(${hclOf(caCertificate)} != "")}`);
+    const onlyWithCa = (name: string, value: string) =>
+      local(name, `\${{ for key, value in { ca_certificate = ${value} } : key => value if local.cloud_has_ca_certificate }}`).expression;
+    const caVersion = onlyWithCa("cloud_ca_certificate_version", `nonsensitive(sha256(${hclOf(caCertificate)}))`);
+    const caPillar = onlyWithCa("cloud_ca_certificate", hclOf(caCertificate));
     this.pillarVersion = local(
       "cloud_pillar_version",
       Fn.conditional(
         props.enabled,
-        Fn.sha256(Fn.jsonencode(Fn.merge([settings.expression, { application_credential_id: credentialId }]))),
+        Fn.sha256(Fn.jsonencode(Fn.merge([settings.expression, { application_credential_id: credentialId }, caVersion]))),
         "",
       ),
     ).asString;
@@ -148,6 +202,7 @@ export class CloudIntegration extends Construct {
               cloud: Fn.merge([
                 settings.expression,
                 { application_credential_id: credentialId, application_credential_secret: credentialSecret },
+                caPillar,
               ]),
             },
           }),

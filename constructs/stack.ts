@@ -177,6 +177,9 @@ export class KubeOnOsStack extends TerraformStack {
       enabled: v.cloud_integration.booleanValue,
       domain: v.deploy_domain_name.stringValue,
       network: this.network,
+      caCertificate: v.openstack_ca_certificate.stringValue,
+      loadBalancerProvider: v.lb_provider.stringValue,
+      loadBalancerMethod: v.lb_method.stringValue,
     });
     controlPlaneFloor(this, "ControlPlaneFloor", this.layout, this.kubeNodes.master);
 

@@ -12,6 +12,7 @@ import hashlib
 import json
 
 import pytest
+import yaml
 from harness.salt_minion import ROOT
 from salt.exceptions import CommandExecutionError
 from test_microk8s_module import CP_JOINER, MASTER, PILLAR, WORKER, joined_cluster
@@ -288,3 +289,193 @@ def test_without_a_cloud_in_the_pillar_there_is_no_secret_to_plan(microk8s, tmp_
     _, master = master_of(microk8s, tmp_path, cloud=None)
     with pytest.raises(CommandExecutionError, match=r"^pillar openstack:cloud is absent"):
         master.cloud_config_plan()
+
+
+# The default pool's taints (kube_node_taints), the control plane's among them: all three of the
+# fake's nodes are in the default pool. One with a value, one without, one that only scores.
+DEFAULT_POOL_TAINTS = ["dedicated=infra:NoSchedule", "example.com/maintenance:NoExecute", "spare=yes:PreferNoSchedule"]
+# Every manifest Salt applies, in its order (salt/microk8s/defaults.yaml).
+CLOUD_PROVIDER = yaml.safe_load((ROOT / "salt" / "microk8s" / "defaults.yaml").read_text())["microk8s"][
+    "cloud_provider"
+]
+EVERY_MANIFEST = [f"salt://microk8s/files/cloud-provider/{name}" for name in CLOUD_PROVIDER["manifests"]]
+
+
+def tolerates(toleration: dict, taint: dict) -> bool:
+    """k8s.io/api core/v1 toleration.go, ToleratesTaint (Equal and Exists; the manifests use no other operator)."""
+    if toleration.get("effect") and toleration["effect"] != taint["effect"]:
+        return False
+    if toleration.get("key") and toleration["key"] != taint["key"]:
+        return False
+    operator = toleration.get("operator") or "Equal"
+    if operator == "Equal":
+        return (toleration.get("value") or "") == (taint.get("value") or "")
+    return operator == "Exists"
+
+
+def admits(pod: dict, node: dict) -> bool:
+    """
+    Whether the scheduler's filters on the pod and the node alone let pod spec ``pod`` run on
+    ``node``: NodeAffinity's required terms (the manifests' match expressions are all Exists) and
+    TaintToleration (kubernetes pkg/scheduler/framework/plugins/tainttoleration: every NoSchedule
+    and NoExecute taint tolerated; PreferNoSchedule only scores).
+    """
+    labels = node["metadata"].get("labels") or {}
+    required = ((pod.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    )
+    if required and not any(
+        all(
+            expression["operator"] == "Exists" and expression["key"] in labels
+            for expression in term["matchExpressions"]
+        )
+        for term in required["nodeSelectorTerms"]
+    ):
+        return False
+    taints = (node.get("spec") or {}).get("taints") or []
+    return all(
+        any(tolerates(toleration, taint) for toleration in pod.get("tolerations") or [])
+        for taint in taints
+        if taint["effect"] in ("NoSchedule", "NoExecute")
+    )
+
+
+def test_the_cloud_integration_tolerates_the_default_pools_taints_on_the_control_plane(microk8s, tmp_path):
+    # kube_node_taints taints the default pool, the control plane with it: the cloud controller
+    # manager, which runs on control-plane nodes only, must still run there, and the Cinder
+    # controller must find a node when no other pool has an untainted one.
+    pillar = pillar_of(CLOUD)
+    for node in pillar["microk8s"]["nodes"]:
+        node["taints"] = DEFAULT_POOL_TAINTS
+    cluster = joined_cluster(microk8s, tmp_path)
+    master = cluster.as_master(pillar=pillar)
+    master.__salt__["cp.get_file_str"] = lambda url: (ROOT / "salt" / url.removeprefix("salt://")).read_text()
+    for node in pillar["microk8s"]["nodes"]:
+        assert master.label_node(node["address"], {}, node["taints"])["changed"] is True
+    master.manifests_apply(EVERY_MANIFEST)
+
+    nodes = json.loads(cluster.master.run("kubectl", "get", "nodes", "-o", "json").stdout)["items"]
+    assert [len(node["spec"]["taints"]) for node in nodes] == [3, 3, 3]
+    objects = cluster.master.database()["objects"]
+    pods = {
+        ref: item["spec"]["template"]["spec"]
+        for ref, item in objects.items()
+        if ref.split("/")[0] in ("DaemonSet", "Deployment")
+    }
+    admitted = {
+        ref: sorted(node["metadata"]["name"] for node in nodes if admits(pod, node)) for ref, pod in pods.items()
+    }
+    assert admitted == {
+        # Where it ran before the taints: the control plane (node.kubernetes.io/microk8s-controlplane).
+        "DaemonSet/kube-system/openstack-cloud-controller-manager": ["k8s-master", "k8s-worker-0"],
+        # Upstream's tolerates every taint (operator Exists): every node.
+        "DaemonSet/kube-system/csi-cinder-nodeplugin": ["k8s-master", "k8s-worker-0", "k8s-worker-1"],
+        # No node selector: anywhere the control plane's taints are all there is.
+        "Deployment/kube-system/csi-cinder-controllerplugin": ["k8s-master", "k8s-worker-0", "k8s-worker-1"],
+        "Deployment/kube-system/snapshot-controller": ["k8s-master", "k8s-worker-0", "k8s-worker-1"],
+    }
+    # Exactly those taints: key, value and effect, Equal with a value and Exists without.
+    tolerations = pods["DaemonSet/kube-system/openstack-cloud-controller-manager"]["tolerations"]
+    assert tolerations[-3:] == [
+        {"key": "dedicated", "operator": "Equal", "value": "infra", "effect": "NoSchedule"},
+        {"key": "example.com/maintenance", "operator": "Exists", "effect": "NoExecute"},
+        {"key": "spare", "operator": "Equal", "value": "yes", "effect": "PreferNoSchedule"},
+    ]
+    assert pods["DaemonSet/kube-system/csi-cinder-nodeplugin"]["tolerations"] == [{"operator": "Exists"}]
+
+
+def test_without_taints_the_manifests_are_applied_as_shipped(microk8s, tmp_path):
+    # An existing cluster without kube_node_taints: no pod template changes, so nothing rolls.
+    cluster, master = master_of(microk8s, tmp_path)
+    master.manifests_apply(EVERY_MANIFEST)
+    objects = cluster.master.database()["objects"]
+    for name in CLOUD_PROVIDER["manifests"]:
+        for document in yaml.safe_load_all(
+            (ROOT / "salt" / "microk8s" / "files" / "cloud-provider" / name).read_text()
+        ):
+            if document and document["kind"] in ("DaemonSet", "Deployment"):
+                ref = f"{document['kind']}/{document['metadata']['namespace']}/{document['metadata']['name']}"
+                assert (ref, objects[ref]["spec"]["template"]["spec"]) == (ref, document["spec"]["template"]["spec"])
+
+
+# A private CA's certificate (a self-signed P-256 one, made for the tests with openssl req -x509).
+CA = (ROOT / "__tests__" / "fixtures" / "private-ca.pem").read_text()
+
+
+def test_a_private_ca_is_the_ca_file_in_global_and_a_second_key_of_the_secret(cloud):
+    settings = cloud.settings(getter({"openstack": {"cloud": {**CLOUD, "ca_certificate": CA}}}))
+    conf = cloud.cloud_conf(settings)
+    assert conf.startswith(
+        "[Global]\n"
+        'auth-url = "https://keystone.example:5000/v3"\n'
+        'ca-file = "/etc/config/ca.crt"\n'
+        'region = "RegionOne"\n'
+    )
+    manifest = json.loads(cloud.secret_manifest(conf, settings["ca_certificate"]))
+    assert sorted(manifest["data"]) == ["ca.crt", "cloud.conf"]
+    assert base64.b64decode(manifest["data"]["ca.crt"]).decode() == CA
+    # The checksum covers the CA too: a new CA alone rolls the pods; without one it is cloud.conf's own.
+    annotated = manifest["metadata"]["annotations"]["kube-on-os/cloud-conf-sha256"]
+    assert (
+        annotated
+        == cloud.checksum(conf, CA)
+        != cloud.checksum(conf, CA.replace("MIIB", "MIIC"))
+        != cloud.checksum(conf)
+    )
+    assert cloud.checksum(conf) == hashlib.sha256(conf.encode()).hexdigest()
+    without = json.loads(cloud.secret_manifest(conf))
+    assert list(without["data"]) == ["cloud.conf"]
+
+
+def test_a_load_balancer_provider_and_method_go_into_the_load_balancer_section(cloud):
+    ovn = {**CLOUD, "lb_provider": "ovn", "lb_method": "SOURCE_IP_PORT"}
+    conf = cloud.cloud_conf(cloud.settings(getter({"openstack": {"cloud": ovn}})))
+    assert (
+        "\n[LoadBalancer]\n"
+        "enabled = true\n"
+        'floating-network-id = "5e0c7f7a-7a1e-4a49-9d3e-6c3b1e2f0a11"\n'
+        'subnet-id = "2b9d7c1e-0f3a-4c5b-8e6d-7a8b9c0d1e2f"\n'
+        'member-subnet-id = "9f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a"\n'
+        'lb-provider = "ovn"\n'
+        'lb-method = "SOURCE_IP_PORT"\n'
+        "create-monitor = true\n"
+    ) in conf
+    # Empty, as Terraform writes them unset: cloud.conf as before, so its checksum rolls nothing.
+    empty = {**CLOUD, "lb_provider": "", "lb_method": "", "ca_certificate": ""}
+    assert cloud.cloud_conf(cloud.settings(getter({"openstack": {"cloud": empty}}))) == cloud.cloud_conf(
+        cloud.settings(getter({"openstack": {"cloud": CLOUD}}))
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("not a certificate", r"^pillar openstack:cloud:ca_certificate must be PEM certificates"),
+        # A private key pasted by mistake: never quoted.
+        (
+            "-----BEGIN PRIVATE KEY-----\nMIGHAgEAMBMGByqGSM49\n-----END PRIVATE KEY-----\n",
+            r"\(-----BEGIN CERTIFICATE-----",
+        ),
+        (3, r"^pillar openstack:cloud:ca_certificate must be PEM certificates"),
+    ],
+    ids=["text", "a private key", "a number"],
+)
+def test_a_ca_that_is_no_pem_certificate_is_an_error_naming_the_key_never_the_value(cloud, value, message):
+    with pytest.raises(CommandExecutionError, match=message) as raised:
+        cloud.settings(getter({"openstack": {"cloud": {**CLOUD, "ca_certificate": value}}}))
+    assert "MIGHAgEA" not in str(raised.value) and "not a certificate" not in str(raised.value)
+
+
+def test_the_secret_with_a_private_ca_is_applied_and_a_new_ca_alone_changes_it(microk8s, tmp_path):
+    cluster, master = master_of(microk8s, tmp_path, cloud={**CLOUD, "ca_certificate": CA})
+    assert master.cloud_config_apply()["operation"] == "created"
+    secret = cluster.master.database()["objects"]["Secret/kube-system/cloud-config"]
+    assert base64.b64decode(secret["data"]["ca.crt"]).decode() == CA
+    assert 'ca-file = "/etc/config/ca.crt"' in base64.b64decode(secret["data"]["cloud.conf"]).decode()
+    assert master.cloud_config_plan()["changed"] is False
+    other = CA.replace("MIIB", "MIIC")
+    master.__salt__["pillar.get"] = getter(pillar_of({**CLOUD, "ca_certificate": other}))["pillar.get"]
+    assert master.cloud_config_plan()["changed"] is True
+    assert master.cloud_config_apply()["operation"] == "configured"
+    secret = cluster.master.database()["objects"]["Secret/kube-system/cloud-config"]
+    assert base64.b64decode(secret["data"]["ca.crt"]).decode() == other

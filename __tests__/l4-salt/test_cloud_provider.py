@@ -22,6 +22,7 @@ import pytest
 import yaml
 from harness import salt_cluster
 from harness.salt_cluster import PROTOCOL_OVERLAY, SaltCluster, from_terraform_sls
+from test_cloud_module import CA, DEFAULT_POOL_TAINTS, admits
 
 DOMAIN = "lab.example"
 SALT_MASTER = f"salt.{DOMAIN}"
@@ -152,9 +153,12 @@ def cluster(tmp_path_factory):
             cluster.stop()
 
 
-def deploy(cluster) -> tuple[dict, str]:
-    """orch.deploy; every step must succeed. The cloud-provider step's states, and all salt-run printed."""
-    (cluster.pillar_root / "_from_terraform.sls").write_text(from_terraform_sls(pillar()))
+def deploy(cluster, data: dict | None = None) -> tuple[dict, str]:
+    """
+    orch.deploy with ``data`` (default: ``pillar()``) as _from_terraform.sls; every step must
+    succeed. The cloud-provider step's states, and all salt-run printed.
+    """
+    (cluster.pillar_root / "_from_terraform.sls").write_text(from_terraform_sls(data or pillar()))
     result = cluster._run("salt-run", "--out=json", "state.orchestrate", "orch.deploy", timeout=600)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr + cluster.logs()
     steps = next(iter(json.loads(result.stdout)["data"].values()))
@@ -296,3 +300,46 @@ def test_a_rotated_credential_rolls_the_pods_that_read_cloud_conf_and_changes_no
         "deployment.apps/csi-cinder-controllerplugin",
         "daemonset.apps/csi-cinder-nodeplugin",
     }
+
+
+def test_a_tainted_default_pool_a_private_ca_and_an_ovn_provider_reach_the_cloud_integration(cluster):
+    # kube_node_taints on the default pool (all three nodes, the control plane with them),
+    # openstack_ca_certificate, and lb_provider and lb_method for an OVN-only Octavia.
+    tainted = pillar()
+    for node in tainted["microk8s"]["nodes"]:
+        node["taints"] = DEFAULT_POOL_TAINTS
+    private = json.loads(json.dumps(CLOUD))
+    private["openstack"]["cloud"].update(ca_certificate=CA, lb_provider="ovn", lb_method="SOURCE_IP_PORT")
+    (cluster.pillar_root / "_cloud.sls").write_text(f"#!yaml\n{yaml.safe_dump(private)}")
+    try:
+        deploy(cluster, tainted)
+    finally:
+        (cluster.pillar_root / "_cloud.sls").write_text(f"#!yaml\n{yaml.safe_dump(CLOUD)}")
+    record = objects(cluster)
+    secret = record["Secret/kube-system/cloud-config"]
+    conf = base64.b64decode(secret["data"]["cloud.conf"]).decode()
+    assert base64.b64decode(secret["data"]["ca.crt"]).decode() == CA
+    assert 'auth-url = "https://keystone.example:5000/v3"\nca-file = "/etc/config/ca.crt"\n' in conf
+    assert (
+        'member-subnet-id = "9f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a"\nlb-provider = "ovn"\nlb-method = "SOURCE_IP_PORT"\n'
+        in conf
+    )
+    # The pods that read the Secret hold its checksum, which covers the CA (not cloud.conf's alone).
+    checksum = secret["metadata"]["annotations"]["kube-on-os/cloud-conf-sha256"]
+    assert checksum != hashlib.sha256(conf.encode()).hexdigest()
+    for ref in READERS:
+        assert (ref, record[ref]["spec"]["template"]["metadata"]["annotations"]["kube-on-os/cloud-conf-sha256"]) == (
+            ref,
+            checksum,
+        )
+    # The labels step tainted every node; the cloud controller manager still runs on the control plane.
+    nodes = json.loads(cluster.fakes[MASTER].run("kubectl", "get", "nodes", "-o", "json").stdout)["items"]
+    assert {node["metadata"]["name"]: len(node["spec"].get("taints") or []) for node in nodes} == {
+        "k8s-master": 3,
+        "k8s-worker-0": 3,
+        "k8s-worker-1": 3,
+    }
+    ccm = record["DaemonSet/kube-system/openstack-cloud-controller-manager"]["spec"]["template"]["spec"]
+    assert sorted(node["metadata"]["name"] for node in nodes if admits(ccm, node)) == ["k8s-master", "k8s-worker-0"]
+    controller = record["Deployment/kube-system/csi-cinder-controllerplugin"]["spec"]["template"]["spec"]
+    assert all(admits(controller, node) for node in nodes)

@@ -4,6 +4,8 @@
  * shell would export, so nothing here knows whether a value is valid: synth and plan decide
  * (__tests__/l1-synth-plan-agreement.test.ts checks that they decide alike).
  */
+import * as fs from "node:fs";
+import * as path from "node:path";
 import fc from "fast-check";
 import { HOSTS } from "../../constructs/cluster-layout";
 import { VariableName } from "../../config/parameters";
@@ -839,6 +841,46 @@ const NODE_POOLS = edgesAnd(
   fc.tuple(fc.dictionary(fc.constantFrom(...POOL_NAMES), POOL, { maxKeys: 3 }), SYNTAX).map(([pools, syntax]) => hcl(pools, syntax)),
 );
 
+// A private CA's certificates
+
+/** A real CA certificate (a self-signed P-256 one, made for the tests with openssl req -x509), with its last line break. */
+export const CA_CERTIFICATE = fs.readFileSync(path.join(__dirname, "..", "fixtures", "private-ca.pem"), "utf8");
+
+/** A PEM block of `label` around base64 lines. */
+const pemBlock = (label: string, lines: readonly string[]) => `-----BEGIN ${label}-----\n${lines.join("\n")}\n-----END ${label}-----`;
+
+const BASE64_LINE = fc.stringMatching(/^[A-Za-z0-9+/]{1,64}={0,2}$/);
+const CA_CERTIFICATES = edgesAnd(
+  [
+    "",
+    CA_CERTIFICATE,
+    CA_CERTIFICATE.trimEnd(),
+    `${CA_CERTIFICATE}${CA_CERTIFICATE}`,
+    `${CA_CERTIFICATE}\n${CA_CERTIFICATE}`,
+    `${CA_CERTIFICATE}\n`,
+    CA_CERTIFICATE.replace(/\n/g, "\r\n"),
+    ` ${CA_CERTIFICATE}`,
+    `\n${CA_CERTIFICATE}`,
+    `subject=CN = kube-on-os test CA\n${CA_CERTIFICATE}`,
+    `${CA_CERTIFICATE}${PRIVATE_KEY}`,
+    PRIVATE_KEY,
+    CA_CERTIFICATE.replace("CERTIFICATE-----\n", "CERTIFICATE-----"),
+    CA_CERTIFICATE.replace("MIIB", "MI*B"),
+    "-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n",
+    "-----BEGIN CERTIFICATE-----",
+    "ca.pem",
+    " ",
+  ],
+  fc
+    .tuple(
+      fc.array(fc.array(BASE64_LINE, { minLength: 0, maxLength: 3 }), { minLength: 1, maxLength: 2 }),
+      fc.constantFrom("CERTIFICATE", "CERTIFICATE", "PRIVATE KEY", "X509 CRL"),
+      fc.constantFrom("\n", "\n\n", "", "\r\n", " "),
+    )
+    .map(([blocks, label, after]) => blocks.map((lines) => pemBlock(label, lines)).join("\n") + after),
+  padded(fc.constantFrom(CA_CERTIFICATE, CA_CERTIFICATE.trimEnd())),
+);
+
 /**
  * A generator of raw TF_VAR_ strings for every parameter: the type makes a new parameter come
  * with its own (and the test checks the keys against VARIABLE_NAMES too, as ts-jest does not type-check).
@@ -880,6 +922,30 @@ export const VALUES: { readonly [K in VariableName]: Values } = {
   reboot_for_updates: BOOL,
   api_load_balancer: edgesAnd(["auto", "on", "off", "On", "", "true", "auto "], padded(fc.constantFrom("auto", "on", "off"))),
   cloud_integration: BOOL,
+  openstack_ca_certificate: CA_CERTIFICATES,
+  lb_provider: edgesAnd(
+    [
+      "",
+      "amphora",
+      "ovn",
+      "octavia",
+      "amphorav2",
+      "f5",
+      "OVN",
+      " ovn",
+      "ovn ",
+      "o v n",
+      "-ovn",
+      "ovn,amphora",
+      "x".repeat(64),
+      "x".repeat(65),
+    ],
+    padded(fc.oneof(fc.stringMatching(/^[a-z0-9._-]{1,12}$/), anyText)),
+  ),
+  lb_method: edgesAnd(
+    ["", "ROUND_ROBIN", "LEAST_CONNECTIONS", "SOURCE_IP", "SOURCE_IP_PORT", "round_robin", "RANDOM", " SOURCE_IP_PORT", "SOURCE_IP_PORT\n"],
+    padded(fc.constantFrom("ROUND_ROBIN", "LEAST_CONNECTIONS", "SOURCE_IP", "SOURCE_IP_PORT")),
+  ),
   ssh_allowed_cidrs: cidrListText(),
   api_allowed_cidrs: cidrListText(),
   dns_nameservers: NAMESERVERS,
@@ -973,3 +1039,9 @@ export const USERS_AND_DEPLOY_USER: fc.Arbitrary<RawValues> = fc
     names: fc.array(fc.constantFrom("ubuntu", "waldorf", "statler"), { maxLength: 2 }),
   })
   .map(({ deployUser, names }) => ({ deploy_user: deployUser, users: `[${names.map((name) => U(name)).join(", ")}]` }));
+
+/** LoadBalancer Services on OVN or another provider, with each pool algorithm, or neither. */
+export const LB_CHOICE: fc.Arbitrary<RawValues> = fc.record({
+  lb_provider: fc.constantFrom("", "ovn", "amphora"),
+  lb_method: fc.constantFrom("", "SOURCE_IP_PORT", "ROUND_ROBIN", "SOURCE_IP"),
+});

@@ -557,11 +557,12 @@ def provider_ids_set(name: str) -> dict:
 def cloud_config_secret(name: str, ignore_volume_az: bool = False, metadata_search_order: str | None = None) -> dict:
     """
     On the master: the Secret kube-system/cloud-config holds, under cloud.conf, what pillar
-    ``openstack:cloud`` renders (the application credential among it), for the cloud controller
-    manager and the Cinder CSI driver. The credential is read from the pillar by the execution
-    module, goes to kubectl on standard input and appears nowhere in what the state returns:
-    changes show the SHA-256 of the old and new cloud.conf (``{"cloud.conf sha256": {"old",
-    "new"}}``). ``ignore_volume_az`` and ``metadata_search_order`` are cloud.conf's
+    ``openstack:cloud`` renders (the application credential among it), and under ca.crt its
+    private CA's certificates when it has some, for the cloud controller manager and the Cinder
+    CSI driver. The credential is read from the pillar by the execution module, goes to kubectl
+    on standard input and appears nowhere in what the state returns: changes show the SHA-256 of
+    the old and new content (``{"cloud.conf sha256": {"old", "new"}}``; cloud.conf's alone
+    without a CA). ``ignore_volume_az`` and ``metadata_search_order`` are cloud.conf's
     [BlockStorage] ignore-volume-az and [Metadata] search-order (None: CPO's default);
     salt/microk8s/defaults.yaml has kube-on-os' values.
 

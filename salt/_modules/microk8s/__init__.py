@@ -303,9 +303,9 @@ def label_node(address: str, labels: dict | None = None, taints: list | None = N
 def cloud_config_plan(options: dict | None = None) -> dict:
     """
     On the master: whether the Secret kube-system/cloud-config holds the cloud.conf that pillar
-    ``openstack:cloud`` renders: ``{"secret", "old", "new", "changed"}``, ``old`` and ``new`` the
-    SHA-256 of the cloud.conf applied before (the Secret's annotation; None without one) and of
-    today's. ``options``: ``ignore_volume_az``, ``metadata_search_order``. Never returns the
+    ``openstack:cloud`` renders (and its CA): ``{"secret", "old", "new", "changed"}``, ``old`` and
+    ``new`` the SHA-256 of the content applied before (the Secret's annotation; None without one)
+    and of today's. ``options``: ``ignore_volume_az``, ``metadata_search_order``. Never returns the
     credential. CLI Example: ``salt k8s-master.* microk8s.cloud_config_plan``
     """
     return _sub("_cloud").secret_plan(__salt__, options)
@@ -313,9 +313,9 @@ def cloud_config_plan(options: dict | None = None) -> dict:
 
 def cloud_config_apply(options: dict | None = None) -> dict:
     """
-    On the master: applies the Secret kube-system/cloud-config (key cloud.conf) with
-    ``kubectl apply -f -``, the manifest on standard input, nothing of it logged:
-    ``cloud_config_plan``'s map with kubectl's ``operation``.
+    On the master: applies the Secret kube-system/cloud-config (key cloud.conf, and ca.crt with a
+    private CA) with ``kubectl apply -f -``, the manifest on standard input, nothing of it
+    logged: ``cloud_config_plan``'s map with kubectl's ``operation``.
     """
     return _sub("_cloud").apply_secret(__salt__, options)
 

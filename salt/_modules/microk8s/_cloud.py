@@ -1,19 +1,27 @@
 """
 The OpenStack cloud integration, applied with kubectl on the Kubernetes master: the Secret
-``kube-system/cloud-config`` (key ``cloud.conf``) that openstack-cloud-controller-manager and the
-Cinder CSI driver both read (kubernetes/cloud-provider-openstack v1.35.0, the
-``cloud-config-volume`` and ``secret-cinderplugin`` volumes of their manifests), their manifests,
-each node's ``spec.providerID``, and a Cinder StorageClass as the cluster's default.
+``kube-system/cloud-config`` (key ``cloud.conf``, and ``ca.crt`` with a private CA's
+certificates) that openstack-cloud-controller-manager and the Cinder CSI driver both read
+(kubernetes/cloud-provider-openstack v1.35.0, the ``cloud-config-volume`` and
+``secret-cinderplugin`` volumes of their manifests, both at /etc/config), their manifests, each
+node's ``spec.providerID``, and a Cinder StorageClass as the cluster's default.
 
 The credential comes from pillar ``openstack:cloud`` (pillar/_cloud.sls, the master's only) and
 is read here, never passed as an argument: a state or a function argument is logged and returned
 by Salt, so the application credential's secret would be too. It reaches kubectl on standard
 input (``_cli.run(stdin=...)``, which Salt runs with ``output_loglevel="quiet"``); what the states
-report is the SHA-256 of the rendered cloud.conf, which the Secret carries in its annotation
-``kube-on-os/cloud-conf-sha256`` so that the next run compares it without reading the Secret.
+report is the SHA-256 of the rendered cloud.conf (and of the CA, when there is one), which the
+Secret carries in its annotation ``kube-on-os/cloud-conf-sha256`` so that the next run compares
+it without reading the Secret.
 The pod templates of the workloads that mount the Secret carry the same annotation: both read
 cloud.conf only when they start, so a rotated credential gives them a new template, and their
 controllers replace every pod.
+
+Tolerations: kube_node_taints taints the default pool, whose first nodes are the control plane,
+and the cloud controller manager runs on control-plane nodes alone. Every workload of the
+manifests that does not already tolerate every taint (upstream's Cinder node plugin does) gets a
+toleration for each taint the pillar gives a control-plane node, so a taint meant to keep
+workloads off the control plane keeps the cloud integration's own there (docs/decisions.md).
 
 ProviderIDs: CPO's InstancesV2 names a server ``openstack:///<server id>`` (pkg/openstack/
 instances.go makeInstanceID, without OS_CCM_REGIONAL), and the API server lets a node's
@@ -35,17 +43,27 @@ import uuid
 import yaml
 from salt.exceptions import CommandExecutionError
 
-from . import _cli, _membership
+from . import _cli, _labels, _membership
 
 NAMESPACE = "kube-system"
 SECRET = "cloud-config"
 SECRET_KEY = "cloud.conf"
+# A private CA's certificates (pillar openstack:cloud:ca_certificate) are the Secret's second key:
+# both workloads mount the Secret at /etc/config (CPO v1.35.0 manifests: cloud-config-volume,
+# secret-cinderplugin), where cloud.conf's [Global] ca-file names it.
+CA_KEY = "ca.crt"
+CA_FILE = f"/etc/config/{CA_KEY}"
 CHECKSUM = "kube-on-os/cloud-conf-sha256"
 PROVIDER = "openstack"
 DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
 CINDER = "cinder.csi.openstack.org"
 REQUIRED = ("auth_url", "region", "application_credential_id", "application_credential_secret")
-OPTIONAL = ("floating_network_id", "subnet_id", "member_subnet_id")
+# [LoadBalancer] options, each written as its name with '-' for '_' (lb-provider, lb-method).
+OPTIONAL = ("floating_network_id", "subnet_id", "member_subnet_id", "lb_provider", "lb_method")
+# How a PEM certificate starts (RFC 7468 section 5). The whole rule is the variable's
+# (config/parameters.ts, openstack_ca_certificate), which synth and plan check: this one only
+# catches a pillar written by other hands.
+PEM_CERTIFICATE = "-----BEGIN CERTIFICATE-----\n"
 # The kinds whose pods may mount the Secret, and YAML's document separator on a line of its own.
 WORKLOADS = ("DaemonSet", "Deployment", "StatefulSet")
 _DOCUMENT_SEPARATOR = re.compile(r"^---[ \t]*\n", re.MULTILINE)
@@ -58,8 +76,9 @@ _APPLIED = re.compile(r"^(?P<ref>\S+/\S+) (?P<operation>created|configured|uncha
 def settings(salt: dict) -> dict | None:
     """
     Pillar ``openstack:cloud`` checked: None when it is absent or empty (no cloud integration);
-    else its strings, ``load_balancer`` a bool (default true). A missing or malformed key is an
-    error naming the key, never quoting the secret.
+    else its strings, ``load_balancer`` a bool (default true), and ``ca_certificate`` (PEM
+    certificates) when not empty. A missing or malformed key is an error naming the key, never
+    quoting the secret, nor a certificate (it may be a private key pasted by mistake).
     """
     cloud = salt["pillar.get"]("openstack:cloud", None)
     if not cloud:
@@ -81,6 +100,13 @@ def settings(salt: dict) -> dict | None:
     if not isinstance(load_balancer, bool):
         raise CommandExecutionError(f"pillar openstack:cloud:load_balancer must be true or false: {load_balancer!r}")
     checked["load_balancer"] = load_balancer
+    ca_certificate = cloud.get("ca_certificate")
+    if ca_certificate is not None and ca_certificate != "":
+        if not isinstance(ca_certificate, str) or not ca_certificate.startswith(PEM_CERTIFICATE):
+            raise CommandExecutionError(
+                "pillar openstack:cloud:ca_certificate must be PEM certificates (-----BEGIN CERTIFICATE----- ...)"
+            )
+        checked["ca_certificate"] = ca_certificate
     return checked
 
 
@@ -100,12 +126,16 @@ def cloud_conf(cloud: dict, private_cidr: str | None = None, options: dict | Non
     (docs/openstack-cloud-controller-manager/using-openstack-cloud-controller-manager.md,
     docs/cinder-csi-plugin/using-cinder-csi-plugin.md). ``private_cidr`` sorts the nodes' private
     addresses first ([Networking] address-sort-order); ``options``: ``ignore_volume_az`` and
-    ``metadata_search_order`` (defaults.yaml's cloud_provider).
+    ``metadata_search_order`` (defaults.yaml's cloud_provider). Settings left out (a CA,
+    lb_provider, lb_method) write no line: the text, and so its checksum, is what it was before
+    they existed.
     """
     options = options or {}
     lines = [
         "[Global]",
         f"auth-url = {_quoted(cloud['auth_url'])}",
+        # A Keystone behind a private CA: the certificates are the Secret's second key.
+        *([f"ca-file = {_quoted(CA_FILE)}"] if "ca_certificate" in cloud else []),
         f"region = {_quoted(cloud['region'])}",
         f"application-credential-id = {_quoted(cloud['application_credential_id'])}",
         f"application-credential-secret = {_quoted(cloud['application_credential_secret'])}",
@@ -125,19 +155,34 @@ def cloud_conf(cloud: dict, private_cidr: str | None = None, options: dict | Non
     return "\n".join(lines) + "\n"
 
 
-def checksum(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
+def checksum(conf: str, ca_certificate: str | None = None) -> str:
+    """
+    The SHA-256 of what the Secret holds: cloud.conf's alone without a CA (as before there could
+    be one, so that a cluster without a CA rolls nothing), else of cloud.conf, a NUL and the CA.
+    """
+    digest = hashlib.sha256(conf.encode())
+    if ca_certificate:
+        digest.update(b"\0" + ca_certificate.encode())
+    return digest.hexdigest()
 
 
-def secret_manifest(conf: str) -> str:
-    """The Secret both read, as JSON (kubectl apply reads JSON as well as YAML), its checksum annotated."""
+def secret_manifest(conf: str, ca_certificate: str | None = None) -> str:
+    """
+    The Secret both read, as JSON (kubectl apply reads JSON as well as YAML): cloud.conf, the CA
+    when there is one, and their checksum annotated.
+    """
+    data = {SECRET_KEY: conf, **({CA_KEY: ca_certificate} if ca_certificate else {})}
     return json.dumps(
         {
             "apiVersion": "v1",
             "kind": "Secret",
-            "metadata": {"name": SECRET, "namespace": NAMESPACE, "annotations": {CHECKSUM: checksum(conf)}},
+            "metadata": {
+                "name": SECRET,
+                "namespace": NAMESPACE,
+                "annotations": {CHECKSUM: checksum(conf, ca_certificate)},
+            },
             "type": "Opaque",
-            "data": {SECRET_KEY: base64.b64encode(conf.encode()).decode()},
+            "data": {key: base64.b64encode(text.encode()).decode() for key, text in data.items()},
         }
     )
 
@@ -148,6 +193,14 @@ def rendered(salt: dict, options: dict | None = None) -> str | None:
     if cloud is None:
         return None
     return cloud_conf(cloud, salt["pillar.get"]("network:private_cidr", None), options)
+
+
+def _secret_content(salt: dict, options: dict | None) -> tuple[dict, str]:
+    """``settings`` and the cloud.conf they render; raises without pillar openstack:cloud."""
+    conf = rendered(salt, options)
+    if conf is None:
+        raise CommandExecutionError("pillar openstack:cloud is absent: there is no cloud.conf to apply")
+    return settings(salt), conf
 
 
 def parse_applied(text: str) -> dict:
@@ -182,50 +235,110 @@ def secret_checksum(salt: dict) -> str | None:
 
 
 def secret_plan(salt: dict, options: dict | None = None) -> dict:
-    """``{"secret", "old", "new" (cloud.conf SHA-256s), "changed"}``; raises without pillar openstack:cloud."""
-    conf = rendered(salt, options)
-    if conf is None:
-        raise CommandExecutionError("pillar openstack:cloud is absent: there is no cloud.conf to apply")
+    """
+    ``{"secret", "old", "new" (``checksum``s of the Secret's content: cloud.conf, and the CA),
+    "changed"}``; raises without pillar openstack:cloud.
+    """
+    cloud, conf = _secret_content(salt, options)
     old = secret_checksum(salt)
-    new = checksum(conf)
+    new = checksum(conf, cloud.get("ca_certificate"))
     return {"secret": f"{NAMESPACE}/{SECRET}", "old": old, "new": new, "changed": old != new}
 
 
 def apply_secret(salt: dict, options: dict | None = None) -> dict:
     """Applies the Secret (``secret_plan``'s, with its ``operation``); what kubectl says is checked, never printed."""
     plan = secret_plan(salt, options)
-    conf = rendered(salt, options)
-    secret = settings(salt)["application_credential_secret"]
-    hidden = (secret, base64.b64encode(conf.encode()).decode())
-    applied = apply(salt, secret_manifest(conf), hide=hidden)
+    cloud, conf = _secret_content(salt, options)
+    hidden = (cloud["application_credential_secret"], base64.b64encode(conf.encode()).decode())
+    applied = apply(salt, secret_manifest(conf, cloud.get("ca_certificate")), hide=hidden)
     if list(applied) != [f"secret/{SECRET}"]:
         raise CommandExecutionError(f"kubectl apply of the cloud-config Secret applied {sorted(applied)}")
     return {**plan, "operation": applied[f"secret/{SECRET}"]}
 
 
+def _pod(document) -> dict | None:
+    """The pod template's spec of a workload document (itself, to change), or None for any other document."""
+    if not isinstance(document, dict) or document.get("kind") not in WORKLOADS:
+        return None
+    pod = ((document.get("spec") or {}).get("template") or {}).get("spec")
+    return pod if isinstance(pod, dict) else None
+
+
 def reads_secret(document) -> bool:
     """Whether ``document`` is a workload whose pods mount the cloud-config Secret."""
-    if not isinstance(document, dict) or document.get("kind") not in WORKLOADS:
-        return False
-    pod = ((document.get("spec") or {}).get("template") or {}).get("spec") or {}
-    return any((volume.get("secret") or {}).get("secretName") == SECRET for volume in pod.get("volumes") or [])
+    pod = _pod(document)
+    return pod is not None and any(
+        (volume.get("secret") or {}).get("secretName") == SECRET for volume in pod.get("volumes") or []
+    )
 
 
-def annotated(text: str, secret_sha256: str | None) -> str:
+def toleration(taint: str) -> dict:
     """
-    ``text`` (one manifest file) with ``secret_sha256`` on the pod template of every workload
-    whose pods mount the Secret, that document as JSON; every other document as it was. Both
-    read cloud.conf only when they start, so a new Secret must give them a new pod template: the
-    controllers then replace every pod. Without a Secret (None) the text is unchanged.
+    The toleration of exactly ``taint`` (kubectl's ``key=value:Effect`` or ``key:Effect``): its
+    key and effect, operator Equal with its value, or Exists when it has none (core/v1
+    Toleration.ToleratesTaint: Equal compares the values, Exists matches any).
     """
-    if secret_sha256 is None:
+    parsed = _labels.parse_taint(taint)
+    if parsed["value"]:
+        return {"key": parsed["key"], "operator": "Equal", "value": parsed["value"], "effect": parsed["effect"]}
+    return {"key": parsed["key"], "operator": "Exists", "effect": parsed["effect"]}
+
+
+def control_plane_tolerations(salt: dict) -> list[dict]:
+    """
+    A toleration for each taint that pillar ``microk8s:nodes`` gives a control-plane node
+    (``microk8s:control_plane``): the default pool's, kube_node_taints. In order, without
+    repeats; ``[]`` without any.
+    """
+    roles = _membership.parse_roles(salt["pillar.get"]("microk8s", {}))
+    nodes = _labels.pillar_nodes(salt)
+    found = []
+    for node in roles["control_plane"]:
+        for item in (toleration(taint) for taint in nodes[node]["taints"]):
+            if item not in found:
+                found.append(item)
+    return found
+
+
+def _tolerates_everything(pod: dict) -> bool:
+    # An empty key with Exists matches every key, and no effect every effect (ToleratesTaint).
+    return any(
+        not item.get("key") and item.get("operator") == "Exists" and not item.get("effect")
+        for item in pod.get("tolerations") or []
+    )
+
+
+def adapted(text: str, secret_sha256: str | None, tolerations: list[dict] | None = None) -> str:
+    """
+    ``text`` (one manifest file) with two changes to its workloads' pod templates, each such
+    document then as JSON, every other document as it was:
+    - ``secret_sha256`` annotated on the pod template of every workload whose pods mount the
+      Secret. Both read cloud.conf only when they start, so a new Secret must give them a new
+      pod template: the controllers then replace every pod. None (no Secret): no annotation.
+    - ``tolerations`` (``control_plane_tolerations``) added after the template's own, less
+      those it has; a workload that tolerates every taint already is left as it is.
+    With neither, the text is unchanged: a cluster without taints applies the manifests as shipped.
+    """
+    tolerations = tolerations or []
+    if secret_sha256 is None and not tolerations:
         return text
     documents = _DOCUMENT_SEPARATOR.split(text)
     for index, document in enumerate(documents):
         parsed = yaml.safe_load(document)
-        if reads_secret(parsed):
+        pod = _pod(parsed)
+        if pod is None:
+            continue
+        changed = False
+        if secret_sha256 is not None and reads_secret(parsed):
             template = parsed["spec"]["template"].setdefault("metadata", {})
             template["annotations"] = {**(template.get("annotations") or {}), CHECKSUM: secret_sha256}
+            changed = True
+        own = pod.get("tolerations") or []
+        missing = [] if _tolerates_everything(pod) else [item for item in tolerations if item not in own]
+        if missing:
+            pod["tolerations"] = own + missing
+            changed = True
+        if changed:
             documents[index] = json.dumps(parsed) + "\n"
     return "---\n".join(documents)
 
@@ -233,15 +346,17 @@ def annotated(text: str, secret_sha256: str | None) -> str:
 def manifests(salt: dict, sources: list[str]) -> str:
     """
     The manifests at ``sources`` (salt:// URLs, from the Salt master), one YAML stream, the pod
-    templates of the Secret's readers annotated with the checksum the Secret carries (``annotated``).
+    templates of the Secret's readers annotated with the checksum the Secret carries, and the
+    workloads tolerating the control plane's taints (``adapted``).
     """
     secret_sha256 = secret_checksum(salt)
+    tolerations = control_plane_tolerations(salt)
     texts = []
     for source in sources:
         text = salt["cp.get_file_str"](source)
         if not text:
             raise CommandExecutionError(f"the manifest {source} cannot be read from the Salt master")
-        texts.append(annotated(text.rstrip("\n") + "\n", secret_sha256))
+        texts.append(adapted(text.rstrip("\n") + "\n", secret_sha256, tolerations))
     return "---\n".join(texts)
 
 
