@@ -196,11 +196,11 @@ def rendered(salt: dict, options: dict | None = None) -> str | None:
 
 
 def _secret_content(salt: dict, options: dict | None) -> tuple[dict, str]:
-    """``settings`` and the cloud.conf they render; raises without pillar openstack:cloud."""
-    conf = rendered(salt, options)
-    if conf is None:
+    """``settings`` and the cloud.conf they render, the pillar read once; raises without pillar openstack:cloud."""
+    cloud = settings(salt)
+    if cloud is None:
         raise CommandExecutionError("pillar openstack:cloud is absent: there is no cloud.conf to apply")
-    return settings(salt), conf
+    return cloud, cloud_conf(cloud, salt["pillar.get"]("network:private_cidr", None), options)
 
 
 def parse_applied(text: str) -> dict:
@@ -239,7 +239,11 @@ def secret_plan(salt: dict, options: dict | None = None) -> dict:
     ``{"secret", "old", "new" (``checksum``s of the Secret's content: cloud.conf, and the CA),
     "changed"}``; raises without pillar openstack:cloud.
     """
-    cloud, conf = _secret_content(salt, options)
+    return _plan(salt, *_secret_content(salt, options))
+
+
+def _plan(salt: dict, cloud: dict, conf: str) -> dict:
+    """``secret_plan``'s map for the Secret's content (``_secret_content``)."""
     old = secret_checksum(salt)
     new = checksum(conf, cloud.get("ca_certificate"))
     return {"secret": f"{NAMESPACE}/{SECRET}", "old": old, "new": new, "changed": old != new}
@@ -247,8 +251,8 @@ def secret_plan(salt: dict, options: dict | None = None) -> dict:
 
 def apply_secret(salt: dict, options: dict | None = None) -> dict:
     """Applies the Secret (``secret_plan``'s, with its ``operation``); what kubectl says is checked, never printed."""
-    plan = secret_plan(salt, options)
     cloud, conf = _secret_content(salt, options)
+    plan = _plan(salt, cloud, conf)
     hidden = (cloud["application_credential_secret"], base64.b64encode(conf.encode()).decode())
     applied = apply(salt, secret_manifest(conf, cloud.get("ca_certificate")), hide=hidden)
     if list(applied) != [f"secret/{SECRET}"]:
