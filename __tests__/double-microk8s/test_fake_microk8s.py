@@ -1226,6 +1226,35 @@ def test_l4_two_control_plane_nodes_are_a_voter_and_a_spare_and_without_the_vote
     assert l4_roles(joiner) == [*voters, ("10.1.0.102:19001", "standby")]
 
 
+def test_l4_every_write_replaces_its_file_whole_so_another_node_never_reads_it_half_written(l4, tmp_path):
+    """
+    Every node reads the others' state.json (whether their dqlite answers) and the cluster's
+    database, without their locks: a write truncating the file in place let a reader see it empty
+    (a JSONDecodeError, and the Salt module's call failed, under load). Each write is a new file
+    renamed over the old one, so a reader holds either whole.
+    """
+    master, joiner = l4
+    assert joiner.run("join", l4_url(master)).returncode == 0
+    files = [master.home / "state.json", joiner.home / "state.json", *(tmp_path / "cluster" / ".dqlite").glob("*.json")]
+    assert len(files) == 3
+    # Readers that opened each file before the writes: each still reads the whole file it opened.
+    readers = [path.open() for path in files]
+    try:
+        assert master.run("stop").returncode == 0 and master.run("start").returncode == 0
+        assert joiner.run("stop").returncode == 0 and joiner.run("start").returncode == 0
+        assert master.run("kubectl", "label", "node", "k8s-worker-0", "x=y").returncode == 0
+        assert [os.fstat(r.fileno()).st_ino != path.stat().st_ino for r, path in zip(readers, files, strict=True)] == [
+            True
+        ] * 3
+        assert all(json.loads(r.read()) for r in readers)
+    finally:
+        for reader in readers:
+            reader.close()
+    assert sorted(p.name for p in (tmp_path / "cluster" / ".dqlite").iterdir() if not p.name.endswith(".lock")) == [
+        files[2].name
+    ]
+
+
 def test_l4_leave_keeps_the_kubernetes_node_and_the_only_copy_cannot_leave(l4):
     """
     leave.py: the spare leaves the voter's cluster (reinit_cluster), its Kubernetes node kept;

@@ -242,8 +242,18 @@ def load(home: Path) -> dict:
     return {**defaults, **state}
 
 
+def write_whole(path: Path, data: object) -> None:
+    """
+    ``data`` as JSON at ``path``, renamed over the old file: the other nodes read it without a lock
+    (live, database), and a file truncated in place would let them see it empty.
+    """
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    tmp.write_text(json.dumps(data, indent=1))
+    os.replace(tmp, path)
+
+
 def save(home: Path, state: dict) -> None:
-    (home / "state.json").write_text(json.dumps(state, indent=1))
+    write_whole(home / "state.json", state)
 
 
 def restarting(state: dict) -> bool:
@@ -311,7 +321,7 @@ def save_database(state: dict, db: dict, joining: str | None = None) -> None:
     on = online(db, state["cluster"]) | ({joining} if joining else set())
     dqlite.adjust_roles(db["members"], on, dqlite.leader(db["members"], on))
     DATABASES.mkdir(parents=True, exist_ok=True)
-    (DATABASES / f"{state['cluster']}.json").write_text(json.dumps(db, indent=1))
+    write_whole(DATABASES / f"{state['cluster']}.json", db)
 
 
 def new_server_certificate(home: Path) -> None:
