@@ -27,7 +27,7 @@ import {
   VALUES,
   USERS_AND_DEPLOY_USER,
 } from "./support/arbitraries";
-import { planVerdict, synthVerdict, variablesOnlyDir, Verdict } from "./support/plan-variables";
+import { planVerdict, planVerdicts, synthVerdict, variablesOnlyDir, Verdict } from "./support/plan-variables";
 import { describeEachCli, TfCli } from "./support/tofu";
 import { WITHOUT_PROVISIONERS, Workspace, workspace } from "./support/workspace";
 
@@ -51,6 +51,15 @@ const CONTEXT: Partial<Record<VariableName, RawValues>> = { set_root_password: {
 function tfVars(values: RawValues): Record<string, string> {
   return Object.fromEntries(Object.entries(values).map(([name, raw]) => [`TF_VAR_${name}`, raw]));
 }
+
+/** The TF_VAR_ environment that checks `values`: theirs, with the context their variables need. */
+function environment(values: RawValues): Record<string, string> {
+  const names = Object.keys(values) as VariableName[];
+  return tfVars({ ...Object.assign({}, ...names.map((name) => CONTEXT[name] ?? {})), ...values });
+}
+
+/** A property: its label, its generator and the examples it checks first. */
+type Property = readonly [string, fc.Arbitrary<RawValues>, readonly RawValues[]];
 
 /** `text` mentions `name` as a whole word: `num_kube_nodes` or `TF_VAR_num_kube_nodes`, not `x_num_kube_nodes`. */
 function mentions(text: string, name: string, prefixes: readonly string[]): boolean {
@@ -104,6 +113,10 @@ function problems(values: RawValues, synth: Verdict, plan: Verdict, cli: TfCli):
 /** Per CLI: the verdicts on each environment seen (plans are the cost), and the inputs per property. */
 class Agreement {
   private readonly verdicts = new Map<string, Promise<{ synth: Verdict; plan: Verdict }>>();
+  /** The plan's verdicts found side by side before the tests (planVerdicts), by environment. */
+  private readonly planned = new Map<string, Verdict>();
+  /** The environments planned one by one: those no dry run foresaw (a shrink's), or planVerdicts could not batch. */
+  private alone = 0;
   readonly inputs = new Map<string, Set<string>>();
   dir = "";
 
@@ -111,17 +124,40 @@ class Agreement {
 
   /** Throws, listing every problem, unless synth and plan agree on `values` (with their context); counted under `label`. */
   async check(label: string, values: RawValues): Promise<void> {
-    const names = Object.keys(values) as VariableName[];
-    const env = tfVars({ ...Object.assign({}, ...names.map((name) => CONTEXT[name] ?? {})), ...values });
+    const env = environment(values);
     const key = JSON.stringify(env);
     if (!this.inputs.has(label)) this.inputs.set(label, new Set());
     this.inputs.get(label)?.add(key);
     if (!this.verdicts.has(key)) {
-      this.verdicts.set(key, (async () => ({ synth: await synthVerdict(env), plan: planVerdict(this.cli, this.dir, env) }))());
+      const planned = this.planned.get(key);
+      if (planned === undefined || planned.alone) this.alone++;
+      const plan = planned === undefined ? planVerdict(this.cli, this.dir, env) : { accepted: planned.accepted, message: planned.message };
+      this.verdicts.set(key, (async () => ({ synth: await synthVerdict(env), plan }))());
     }
     const { synth, plan } = (await this.verdicts.get(key)) as { synth: Verdict; plan: Verdict };
     const found = problems(values, synth, plan, this.cli);
     if (found.length > 0) throw new Error(`${visible(values)}:\n  ${found.join("\n  ")}`);
+  }
+
+  /**
+   * Plans, side by side (planVerdicts), every environment the properties will check as long as
+   * none fails: a dry run of each fc.assert, with the same seed, records what it generates.
+   */
+  prefetch(properties: readonly Property[]): void {
+    const envs = new Map<string, Record<string, string>>();
+    const record = (values: RawValues) => {
+      const env = environment(values);
+      envs.set(JSON.stringify(env), env);
+    };
+    for (const [, values, examples] of properties) {
+      const property = fc.property(values, (sample) => {
+        record(sample);
+      });
+      fc.assert(property, { seed: SEED, numRuns: RUNS, examples: examples.map((example) => [example]) });
+    }
+    for (const values of FOUND) record(values);
+    const keys = [...envs.keys()];
+    planVerdicts(this.cli, this.dir, [...envs.values()]).forEach((verdict, index) => this.planned.set(keys[index], verdict));
   }
 
   /** fc.assert of `check` over `values`, stopping a shrink after SHRINK_BUDGET more plans. */
@@ -142,7 +178,10 @@ class Agreement {
   summary(): string {
     const counts = [...this.inputs].map(([property, inputs]) => `${property} ${inputs.size}`);
     const total = [...this.inputs.values()].reduce((sum, inputs) => sum + inputs.size, 0);
-    return `synth/plan agreement (${this.cli.name}, seed ${SEED}, ${RUNS} runs a property): ${total} distinct inputs: ${counts.join(", ")}`;
+    return (
+      `synth/plan agreement (${this.cli.name}, seed ${SEED}, ${RUNS} runs a property): ${total} distinct inputs ` +
+      `(${this.planned.size} planned side by side, ${this.alone} alone): ${counts.join(", ")}`
+    );
   }
 }
 
@@ -244,11 +283,22 @@ const ACROSS: readonly [string, fc.Arbitrary<RawValues>][] = [
   ["users named like the deploy user", USERS_AND_DEPLOY_USER],
 ];
 
+/** Every property: one a parameter (with its hand-picked edges when KOO_PROPERTY_EDGES=1), then ACROSS. */
+const PROPERTIES: readonly Property[] = [
+  ...VARIABLE_NAMES.flatMap((name): Property[] => {
+    const raw = RAW_VALUES[name];
+    const edges = ALL_EDGES ? VALUES[name].edges.map((value) => ({ [name]: value })) : [];
+    return raw === undefined ? [] : [[name, raw.map((value) => ({ [name]: value })), edges]];
+  }),
+  ...ACROSS.map(([title, values]): Property => [title, values, []]),
+];
+
 describeEachCli("L1: synth and plan agree on every generated TF_VAR_ value", (cli) => {
   const agreement = new Agreement(cli);
 
   beforeAll(async () => {
     agreement.dir = await variablesOnlyDir(cli);
+    agreement.prefetch(PROPERTIES);
   });
 
   afterAll(() => {
@@ -264,18 +314,27 @@ describeEachCli("L1: synth and plan agree on every generated TF_VAR_ value", (cl
   });
 
   it.each(VARIABLE_NAMES)("on %s", async (name) => {
-    const raw = RAW_VALUES[name];
-    if (raw === undefined) throw new Error(`no generator for ${name} in __tests__/support/arbitraries.ts`);
-    const edges = ALL_EDGES ? VALUES[name].edges.map((value) => ({ [name]: value })) : [];
-    await agreement.assertOver(
-      name,
-      raw.map((value) => ({ [name]: value })),
-      edges,
-    );
+    const property = PROPERTIES.find(([label]) => label === name);
+    if (property === undefined) throw new Error(`no generator for ${name} in __tests__/support/arbitraries.ts`);
+    await agreement.assertOver(...property);
   });
 
-  it.each(ACROSS)("on %s", async (title, values) => {
-    await agreement.assertOver(title, values);
+  it.each(ACROSS)("on %s", async (title) => {
+    await agreement.assertOver(...(PROPERTIES.find(([label]) => label === title) as Property));
+  });
+
+  it("judges the cases found before side by side exactly as one by one", () => {
+    const envs = FOUND.map(environment);
+    const together = planVerdicts(cli, agreement.dir, envs);
+    const apart = envs.map((env) => planVerdict(cli, agreement.dir, env));
+    expect(together.filter((verdict) => verdict.alone)).toEqual([]);
+    const disagreements = FOUND.flatMap((values, index) => {
+      const [side, one] = [together[index], apart[index]];
+      const named = (verdict: Verdict) => verdict.accepted || Object.keys(values).some((name) => namedByPlan(verdict.message, name));
+      return side.accepted === one.accepted && named(side) && named(one) ? [] : [{ values, side, one }];
+    });
+    expect(disagreements).toEqual([]);
+    expect(new Set(together.map((verdict) => verdict.accepted))).toEqual(new Set([true, false]));
   });
 
   if (FOUND.length > 0) {
