@@ -131,7 +131,7 @@ class Agreement {
     if (!this.verdicts.has(key)) {
       const planned = this.planned.get(key);
       if (planned === undefined || planned.alone) this.alone++;
-      const plan = planned === undefined ? planVerdict(this.cli, this.dir, env) : { accepted: planned.accepted, message: planned.message };
+      const plan = planned ?? planVerdict(this.cli, this.dir, env);
       this.verdicts.set(key, (async () => ({ synth: await synthVerdict(env), plan }))());
     }
     const { synth, plan } = (await this.verdicts.get(key)) as { synth: Verdict; plan: Verdict };

@@ -56,10 +56,14 @@ export async function synthVerdict(env: NodeJS.ProcessEnv): Promise<Verdict> {
   }
 }
 
+/** This process's TF_VAR_ variables, unset: a plan here reads only the values under test. */
+function uninherited(): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.keys(process.env).flatMap((key) => (key.startsWith("TF_VAR_") ? [[key, undefined]] : [])));
+}
+
 /** `cli plan` of the variables in `dir` with `env`, and no TF_VAR_ inherited from this process. */
 export function planVerdict(cli: TfCli, dir: string, env: NodeJS.ProcessEnv): Verdict {
-  const inherited = Object.fromEntries(Object.keys(process.env).flatMap((key) => (key.startsWith("TF_VAR_") ? [[key, undefined]] : [])));
-  const plan = runTf(cli, ["plan", "-input=false", "-lock=false"], dir, { ...inherited, ...env });
+  const plan = runTf(cli, ["plan", "-input=false", "-lock=false"], dir, { ...uninherited(), ...env });
   if (plan.status === 0) return { accepted: true, message: "" };
   return { accepted: false, message: plan.stderr.replace(/\s+/g, " ").trim() };
 }
@@ -150,20 +154,21 @@ const BATCH = 25;
  * several, leaves the batch to planVerdict one by one (marked alone). Messages lose the prefix.
  */
 export function planVerdicts(cli: TfCli, rulesDir: string, envs: readonly NodeJS.ProcessEnv[]): Verdict[] {
+  const rules: Rules = JSON.parse(fs.readFileSync(path.join(rulesDir, "variables.tf.json"), "utf8"));
   const verdicts: Verdict[] = [];
-  for (let start = 0; start < envs.length; start += BATCH) verdicts.push(...planBatch(cli, rulesDir, envs.slice(start, start + BATCH)));
+  for (let start = 0; start < envs.length; start += BATCH) {
+    verdicts.push(...planBatch(cli, rulesDir, rules, envs.slice(start, start + BATCH)));
+  }
   return verdicts;
 }
 
-function planBatch(cli: TfCli, rulesDir: string, envs: readonly NodeJS.ProcessEnv[]): Verdict[] {
-  const rules: Rules = JSON.parse(fs.readFileSync(path.join(rulesDir, "variables.tf.json"), "utf8"));
+function planBatch(cli: TfCli, rulesDir: string, rules: Rules, envs: readonly NodeJS.ProcessEnv[]): Verdict[] {
   const dir = batchDir(cli);
   const verdicts: (Verdict | undefined)[] = envs.map(() => undefined);
-  const inherited = Object.fromEntries(Object.keys(process.env).flatMap((key) => (key.startsWith("TF_VAR_") ? [[key, undefined]] : [])));
   let remaining = envs.map((_, index) => index);
   while (remaining.length > 0) {
     const config = { variable: {}, resource: { terraform_data: {} } };
-    const env: NodeJS.ProcessEnv = { ...inherited };
+    const env = uninherited();
     for (const index of remaining) {
       const set = new Set(Object.keys(envs[index]).map((key) => key.replace(/^TF_VAR_/, "")));
       const part = rulesFor(rules, set, `s${index}__`);
