@@ -860,6 +860,11 @@ const available = rehearsalAvailable();
         counted.targets += Array.isArray(job.Target) ? job.Target.length : 1;
       }
       measured.saltJobs = Object.fromEntries(Object.entries(jobs).sort(([, a], [, b]) => b.targets - a.targets));
+      // And the seconds each state function took, summed over the hosts' state runs.
+      const script = fs.readFileSync(path.join(__dirname, "doubles", "rehearsal", "state-seconds.py"), "utf8");
+      const seconds = await rehearsal.cloud.host(SALT).exec("/opt/saltstack/salt/bin/python3 -", { input: script });
+      if (seconds.status !== 0) throw new Error(`state-seconds.py failed: ${seconds.stderr}`);
+      measured.stateSeconds = JSON.parse(seconds.stdout);
     }, 120_000);
 
     it("never showed root_password (not in any output, the state, a plan, the hosts' files or logs) nor the cluster's credential (in no output or log)", async () => {
