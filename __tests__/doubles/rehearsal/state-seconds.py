@@ -2,11 +2,11 @@
 
 Run on the Salt master by its onedir Python (`npm run rehearse` does, before destroy; a
 directory given as the argument stands for the job cache). Salt 3007's local_cache returner
-keeps each job's load (`.load.p`) and each minion's return (`<minion>/return.p`: the function's
-`return`, its `retcode` and `success`; for state functions the return holds one result per state
-with its `duration` in milliseconds; salt/returners/local_cache.py `returner`). Prints JSON: the seconds of every
-state function (`module.function`) and of the 15 slowest state ids, summed over all hosts and
-jobs, and how many state runs each function had.
+keeps each job's load (`.load.p`) and each minion's return (`<minion>/return.p`: the
+function's `return`, its `retcode` and `success`; for state functions the return holds one
+result per state with its `duration` in milliseconds; salt/returners/local_cache.py
+`returner`). Prints JSON: the seconds of every state function (`module.function`) and of the
+15 slowest state ids, summed over all hosts and jobs, and how many state runs each function had.
 """
 
 import collections
@@ -46,11 +46,11 @@ for first in os.listdir(ROOT):
             for key, result in results.items():
                 if not isinstance(result, dict) or "_|-" not in key:
                     continue
-                parts = key.split("_|-")
+                module, state_id, *_, function = key.split("_|-")
                 seconds = float(result.get("duration") or 0) / 1000
-                by_function[f"{parts[0]}.{parts[-1]}"] += seconds
-                by_id[f"{parts[0]}:{parts[1]}"] += seconds
-                runs[f"{parts[0]}.{parts[-1]}"] += 1
+                by_function[f"{module}.{function}"] += seconds
+                by_id[f"{module}:{state_id}"] += seconds
+                runs[f"{module}.{function}"] += 1
 
 print(
     json.dumps(
