@@ -12,6 +12,10 @@
 # to keep the results and timings in (npm run bench:tests reads them); a temporary one otherwise.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/toolchain/lib.sh"
+# Python keeps the bytecode it compiles, as on a user's machine. Some machines turn that off
+# (PYTHONDONTWRITEBYTECODE=1 in this project's CI image): then every Salt job compiles the
+# project's modules again, every salt-call its modules and every run of a fake its program.
+unset PYTHONDONTWRITEBYTECODE
 
 quick=false
 case "${1:-}" in

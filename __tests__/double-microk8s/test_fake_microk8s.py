@@ -37,6 +37,8 @@ from harness.ports import ephemeral_range, free_port
 from harness.salt_minion import ROOT, load_module
 
 FAKE = ROOT / "__tests__" / "doubles" / "rehearsal" / "fake-microk8s" / "microk8s.py"
+# What `snap` and `microk8s` link to, as in the hosts' images (install.sh): FAKE, imported.
+FAKE_PROGRAM = FAKE.with_name("run.py")
 # The module's own parser, by path: it is part of a Salt module package, not an importable one.
 _status = load_module("_status", ROOT / "salt" / "_modules" / "microk8s" / "_status.py")
 
@@ -90,7 +92,7 @@ class Node:
         self.bin = tmp_path / "bin"
         self.bin.mkdir(parents=True)
         for program in ("snap", "microk8s"):
-            (self.bin / program).symlink_to(FAKE)
+            (self.bin / program).symlink_to(FAKE_PROGRAM)
         self.port = port or free_port()
         self.address = address or "127.0.0.1"
         self.env = {**os.environ, "FAKE_MICROK8S_ROOT": str(self.root), "FAKE_MICROK8S_PORT": str(self.port)}

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from harness.salt_minion import ROOT
 
-FAKE_MICROK8S = ROOT / "__tests__" / "doubles" / "microk8s" / "fake_microk8s.py"
+# What each fake node's microk8s and snap link to: fake_microk8s.py, imported (run.py says why).
+FAKE_MICROK8S = ROOT / "__tests__" / "doubles" / "microk8s" / "run.py"
 
 
 class FakeMicrok8s:

@@ -61,6 +61,8 @@ class LocalMinion:
             "file_roots": {"base": [str(self.file_root)]},
             "pillar_roots": {"base": [str(self.pillar_root)]},
             "grains": grains or {},
+            # As SaltCluster's daemons (harness/salt_cluster.py): grains computed once, not per salt-call.
+            "grains_cache": True,
         }
         (self.config_dir / "minion").write_text(yaml.safe_dump(config))
 

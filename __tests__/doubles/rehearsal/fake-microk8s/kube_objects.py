@@ -57,8 +57,6 @@ import copy
 import json
 from pathlib import Path
 
-import yaml
-
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 # The kinds whose metadata.generation the fakes keep (above).
 WORKLOADS = {"DaemonSet", "Deployment", "StatefulSet"}
@@ -106,8 +104,16 @@ def printed(obj: dict) -> str:
     return f"{obj['kind'].lower()}{'.' + api_group if api_group else ''}/{obj['metadata']['name']}"
 
 
+def _yaml():
+    """PyYAML, imported by the commands that read YAML only: its import is a third of the fake's start."""
+    import yaml
+
+    return yaml
+
+
 def documents(text: str) -> list[dict]:
     """The objects of a YAML (or JSON) stream, a List's items in its place; raises ValueError naming the fault."""
+    yaml = _yaml()
     found = []
     for document in yaml.safe_load_all(text):
         if document is None:
@@ -154,6 +160,7 @@ def _subset(wanted, live) -> bool:
 
 def apply(objects: dict, text: str, dry_run: bool) -> tuple[int, str, str, bool]:
     """``kubectl apply -f -`` of ``text`` (see the docstring); ``dry_run``: --dry-run=server."""
+    yaml = _yaml()
     try:
         applied = [_normalized(obj) for obj in documents(text)]
     except (ValueError, yaml.YAMLError) as error:

@@ -2,8 +2,8 @@
 """
 The rehearsal's microk8s and snap: a fake that keeps state like the real one and talks between
 hosts only over the network, through a cluster agent on port 25000, as microk8s does since 1.25
-(canonical/microk8s-cluster-agent). Installed into every host's image as /usr/bin/snap,
-/usr/bin/microk8s and /snap/bin/microk8s (install.sh).
+(canonical/microk8s-cluster-agent). Installed into every host's image, where /usr/bin/snap,
+/usr/bin/microk8s and /snap/bin/microk8s run it through run.py (install.sh).
 
 State, under the real paths:
 - $SNAP_DATA (/var/snap/microk8s/current): fake/node.json (installed, running, the channel, the
