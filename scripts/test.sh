@@ -13,8 +13,8 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/toolchain/lib.sh"
 # Python keeps the bytecode it compiles, as on a user's machine. Some machines turn that off
-# (PYTHONDONTWRITEBYTECODE=1 in this project's CI image): then every Salt job compiles the
-# project's modules again, every salt-call its modules and every run of a fake its program.
+# (PYTHONDONTWRITEBYTECODE=1 in this machine's image): then what runs in the tests' environment
+# (the Salt master, salt-call, a fake's modules) compiles its modules again at every start.
 unset PYTHONDONTWRITEBYTECODE
 
 quick=false
