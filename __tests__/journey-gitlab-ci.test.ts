@@ -110,10 +110,38 @@ describe("lint", () => {
   });
 
   it("lints in the lint job exactly as npm test does: both run scripts/lint.sh", () => {
-    const calls = (file: string) => fs.readFileSync(path.join(ROOT, file), "utf8").match(/^bash .*scripts\/lint\.sh"?$/gm);
-    expect(calls("scripts/test.sh")).toEqual(['bash "$KOO_ROOT/scripts/lint.sh"']);
+    const calls = (file: string) => fs.readFileSync(path.join(ROOT, file), "utf8").match(/^ *bash .*scripts\/lint\.sh"?$/gm);
+    expect(calls("scripts/test.sh")).toEqual(['  bash "$KOO_ROOT/scripts/lint.sh"']);
     expect(calls("scripts/ci/lint.sh")).toEqual(["bash scripts/lint.sh"]);
     expect(fs.readFileSync(path.join(ROOT, "scripts", "lint.sh"), "utf8")).toMatch(/shellcheck .*scripts\/ci\/\*\.sh/);
+  });
+
+  it("leaves the caches a job keeps in the project to no linter: ESLint and Prettier, which walk it, pass over them", () => {
+    // The other linters take named directories and files (scripts/lint.sh). The toolchain a job
+    // builds into .cache/ holds JavaScript, Python and YAML (gitlab-ci-local, cloud-init, the venv).
+    const probe = `
+      import { ESLint } from "eslint";
+      import * as prettier from "prettier";
+      const eslint = new ESLint({ cwd: process.cwd() });
+      const ignored = {};
+      for (const file of process.argv.slice(1)) {
+        ignored[file] = [await eslint.isPathIgnored(file), (await prettier.getFileInfo(file, { ignorePath: ".prettierignore" })).ignored];
+      }
+      console.log(JSON.stringify(ignored));`;
+    const files = {
+      ".cache/kube-on-os/gitlab-ci-local/node_modules/gitlab-ci-local/src/index.js": [true, true],
+      ".cache/kube-on-os/python/venv/lib/python3.11/site-packages/salt/version.py": [true, true],
+      ".cache/npm/_cacache/index-v5/00/00/entry.json": [true, true],
+      ".gitlab-ci-local/builds/test/constructs/machine.ts": [true, true],
+      "constructs/machine.ts": [false, false],
+      "scripts/test/report.js": [false, false],
+    };
+    const result = spawnSync(process.execPath, ["--input-type=module", "-e", probe, ...Object.keys(files)], {
+      cwd: ROOT,
+      encoding: "utf8",
+    });
+    expect(result.stderr).toBe("");
+    expect(JSON.parse(result.stdout)).toEqual(files);
   });
 });
 
@@ -387,13 +415,16 @@ describe("the pipeline, run locally by gitlab-ci-local", () => {
     expect(double.nova.servers.all()).toEqual([]);
   });
 
-  it("starts from empty caches, builds the toolchain inside the project directory, lints past it and saves it", () => {
-    // The test job built tofu and the rest into the job's .cache, and its lint run passed over them.
+  it("starts from empty caches, builds the toolchain inside the project directory and saves it; the test job leaves lint to the lint job", () => {
+    // The test job built tofu and the rest into the job's .cache.
     expect(pipeline.output).toMatch(/test +> ==> OpenTofu [\d.]+: building from its Go module/);
     expect(pipeline.output).toMatch(
       /test +> ==> toolchain ready in \d+ s \(cache: \S+\/\.gitlab-ci-local\/builds\/test\/\.cache\/kube-on-os;/,
     );
-    expect(pipeline.output).toMatch(/test +> ==> lint: eslint, prettier/);
+    // It needs the lint job, which linted the same commit: the linters do not run again.
+    expect(pipeline.output).toMatch(/lint +> ==> lint: eslint, prettier/);
+    expect(pipeline.output).toMatch(/test +> ==> lint: done by the pipeline's lint job \(the test job needs it\)/);
+    expect(pipeline.output).not.toMatch(/test +> ==> lint: eslint/);
     expect(pipeline.output).toMatch(/lint +> ==> node_modules: npm ci/);
     // The lint job's node_modules, handed on: npm ci runs once a pipeline, on a miss.
     expect(pipeline.output).toMatch(/test +> ==> node_modules: restored from the cache/);

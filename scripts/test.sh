@@ -10,6 +10,8 @@
 # Both runners run several suites at once (docs/development.md, "Where the time goes"):
 # KOO_JEST_WORKERS and KOO_PYTEST_WORKERS change how many. KOO_TEST_RESULTS names a directory
 # to keep the results and timings in (npm run bench:tests reads them); a temporary one otherwise.
+# KOO_LINTED, when set, names what already linted this very tree (the pipeline's lint job, which
+# the test job needs: scripts/ci/test.sh), and the linters do not run again.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/toolchain/lib.sh"
 # Python keeps the bytecode it compiles, as on a user's machine. Some machines turn that off
@@ -73,7 +75,11 @@ cd "$KOO_ROOT"
 node scripts/generate-bindings.js
 
 mark lint
-bash "$KOO_ROOT/scripts/lint.sh"
+if [[ -n ${KOO_LINTED:-} ]]; then
+  log "lint: done by $KOO_LINTED"
+else
+  bash "$KOO_ROOT/scripts/lint.sh"
+fi
 
 # Each suite's CPU time is counted in a cgroup of its own, where this machine allows one
 # (scripts/test/cpu-meter.js); the run's cgroup is removed at the end.

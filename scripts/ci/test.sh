@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# The pipeline's test job: `npm test`, everything .ci/run runs.
+# The pipeline's test job: `npm test`, everything .ci/run runs, but the linters: the test job needs
+# the lint job, which ran scripts/lint.sh on this very commit (KOO_LINTED).
 #
 # KOO_CI_TESTS, when set, names the jest files to run instead. It exists for
 # __tests__/journey-gitlab-ci.test.ts, which runs this pipeline locally from inside `npm test`: running
 # `npm test` again in there would recurse (npm test → local pipeline → npm test → ...) and at
 # least double the suite's time, for nothing, since the outer `npm test` is running every suite
 # already. The local run still does what npm test does before its suites (the toolchain, into the
-# job's cache, and the linters), then one small suite: a pipeline from an empty cache meets what
-# a real test job meets.
+# job's cache), then one small suite: a pipeline from an empty cache meets what a real test job
+# meets.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 cd "$KOO_ROOT"
@@ -25,9 +26,10 @@ fi
 
 ci_go
 ci_python
+export KOO_LINTED="the pipeline's lint job (the test job needs it)"
 ((${#tests[@]} > 0)) || exec npm test
 bash scripts/toolchain.sh
-bash scripts/lint.sh
 source scripts/toolchain/env.sh
+log "lint: done by $KOO_LINTED"
 log "test: only ${tests[*]} (KOO_CI_TESTS); npm test runs everything"
 exec npx --no-install jest --ci "${tests[@]}"
