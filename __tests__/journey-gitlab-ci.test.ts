@@ -415,14 +415,20 @@ describe("the pipeline, run locally by gitlab-ci-local", () => {
     expect(double.nova.servers.all()).toEqual([]);
   });
 
-  it("starts from empty caches, builds the toolchain inside the project directory and saves it; the test job leaves lint to the lint job", () => {
-    // The test job built tofu and the rest into the job's .cache.
+  it("starts from empty caches, builds the toolchain inside the project directory, lints past it and saves it", () => {
+    // The lint job built the linters' part (the venv) into its .cache, then linted past it; the
+    // test job built tofu and the rest into its own.
+    const lintJob = pipeline.output.split("\n").filter((line) => /^lint +> /.test(line));
+    const venv = lintJob.findIndex((line) =>
+      /==> Python venv: installing \d+ pinned packages into \S+\/\.gitlab-ci-local\/builds\/lint\/\.cache\/kube-on-os\/python\//.test(line),
+    );
+    const linted = lintJob.findIndex((line) => line.includes("==> lint: eslint, prettier"));
+    expect({ venv: venv >= 0, linted: linted > venv }).toEqual({ venv: true, linted: true });
     expect(pipeline.output).toMatch(/test +> ==> OpenTofu [\d.]+: building from its Go module/);
     expect(pipeline.output).toMatch(
       /test +> ==> toolchain ready in \d+ s \(cache: \S+\/\.gitlab-ci-local\/builds\/test\/\.cache\/kube-on-os;/,
     );
     // It needs the lint job, which linted the same commit: the linters do not run again.
-    expect(pipeline.output).toMatch(/lint +> ==> lint: eslint, prettier/);
     expect(pipeline.output).toMatch(/test +> ==> lint: done by the pipeline's lint job \(the test job needs it\)/);
     expect(pipeline.output).not.toMatch(/test +> ==> lint: eslint/);
     expect(pipeline.output).toMatch(/lint +> ==> node_modules: npm ci/);
