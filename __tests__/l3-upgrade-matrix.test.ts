@@ -2,11 +2,10 @@
  * L3: the upgrade matrix. Each earlier version's stack, exactly as that version's own code
  * synthesized it (__tests__/fixtures/upgrade/<commit>.json, made by scripts/upgrade-fixtures.sh),
  * is applied once against one OpenStack API double; today's stack is then planned from the same
- * state on OpenTofu and on Terraform, as a user who pulls main and runs `npm run diff` would (a
- * version that differs from an earlier one only in its chain deploys that one's stack here, and
- * its result stands for both: SAME_STACK_AS). No
+ * state on OpenTofu and on Terraform, as a user who pulls main and runs `npm run diff` would. No
  * instance, volume or volume attachment may be replaced or destroyed (docs/provisioning.md,
- * "Upgrading a running cluster").
+ * "Upgrading a running cluster"). A version that differs from an earlier one only in its chain
+ * deploys that one's stack here, and that one's result stands for both (SAME_STACK_AS).
  */
 import * as fs from "node:fs";
 import * as os from "node:os";
