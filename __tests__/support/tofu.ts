@@ -57,7 +57,7 @@ export function describeEachCli(title: string, body: (cli: TfCli) => void): void
 const TEST_GO_GC: NodeJS.ProcessEnv = { GOGC: "off", GOMEMLIMIT: "512MiB" };
 
 /** The environment of every CLI run here: this process's, in automation mode, then `env`. */
-function tfEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+export function tfEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   return { ...process.env, TF_IN_AUTOMATION: "1", ...TEST_GO_GC, ...env };
 }
 
