@@ -328,7 +328,7 @@ describe("L3: apply, re-plan with no changes, destroy", () => {
   it("writes the pillar the Salt states read: Terraform's values in the shape of _from_terraform.sls.example", async () => {
     const outputs = JSON.parse((await ws.tofu(["output", "-json"])).stdout);
     // Base64: the console prints strings in HCL syntax, where `${` reads `$${`.
-    const console = await ws.tofu(["console"], {}, "base64encode(local.salt_pillar)\n");
+    const console = await ws.tofu(["console", "-lock=false"], {}, "base64encode(local.salt_pillar)\n");
     expect(console.stderr).toBe("");
     const written = Buffer.from(JSON.parse(console.stdout.trim()), "base64").toString("utf8");
     // Data for a data-only renderer, as the example is: no value can be read as Jinja.
@@ -398,7 +398,7 @@ describe("L3: apply, re-plan with no changes, destroy", () => {
     // member and load-balancer_member are the user's; Keystone lists reader, which member implies, too.
     expect(credential.roles.map((r: { name: string }) => r.name).sort()).toEqual(["load-balancer_member", "member", "reader"]);
 
-    const console = await ws.tofu(["console"], {}, "nonsensitive(base64encode(local.cloud_pillar))\n");
+    const console = await ws.tofu(["console", "-lock=false"], {}, "nonsensitive(base64encode(local.cloud_pillar))\n");
     expect(console.stderr).toBe("");
     const written = Buffer.from(JSON.parse(console.stdout.trim()), "base64").toString("utf8");
     expect(written.split("\n")[0]).toBe("#!yaml");
@@ -430,8 +430,11 @@ describe("L3: apply, re-plan with no changes, destroy", () => {
   });
 
   it("writes a private CA and LoadBalancer Services' provider and method into the cloud pillar only when set", async () => {
+    // console only reads the state. Taking its lock, OpenTofu prints "Acquiring state lock. This
+    // may take a few moments..." on stdout once that takes over 400 ms, as it did on a busy CI
+    // machine, and the line is no JSON.
     const evaluate = async (env: NodeJS.ProcessEnv, expression: string) => {
-      const console = await ws.tofu(["console"], env, `${expression}\n`);
+      const console = await ws.tofu(["console", "-lock=false"], env, `${expression}\n`);
       expect(console.stderr).toBe("");
       // A sensitive value prints as (sensitive value), which is no JSON.
       return JSON.parse(console.stdout.trim());
@@ -739,7 +742,7 @@ describe("cloud integration with a restricted application credential", () => {
     expect(applied.stdout).toContain(`Apply complete! Resources: ${TOTAL_AT_3 - 2} added`);
     expect(double.keystone.applicationCredentials.all().filter((c) => c.seeded !== true)).toEqual([]);
     const console = await ws.tofu(
-      ["console"],
+      ["console", "-lock=false"],
       { ...env, TF_VAR_cloud_integration: "false" },
       "nonsensitive(base64encode(local.cloud_pillar))\n",
     );

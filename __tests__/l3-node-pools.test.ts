@@ -61,7 +61,7 @@ function planned(plan: any, type: string): any[] {
 
 function pillarOf(ws: Workspace): Promise<any> {
   // Base64: the console prints strings in HCL syntax, where `${` reads `$${`.
-  return ws.tofu(["console"], {}, "base64encode(local.salt_pillar)\n").then((console) => {
+  return ws.tofu(["console", "-lock=false"], {}, "base64encode(local.salt_pillar)\n").then((console) => {
     expect(console.stderr).toBe("");
     return YAML.parse(Buffer.from(JSON.parse(console.stdout.trim()), "base64").toString("utf8"));
   });
