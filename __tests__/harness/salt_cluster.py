@@ -23,7 +23,7 @@ import yaml
 from harness import salt_commands
 from harness.microk8s_node import FakeMicrok8s
 from harness.ports import free_port
-from harness.salt_minion import ROOT, VENV_BIN
+from harness.salt_minion import MINION_OPTIONS, ROOT, VENV_BIN
 
 # Each fake node's `systemctl reboot`: the node goes down and boots again (its minion too).
 FAKE_SYSTEMCTL = Path(__file__).with_name("fake_systemctl.py")
@@ -48,9 +48,6 @@ PROTOCOL_OVERLAY = {
         '    - contents: {{ salt["kube_on_os.hosts_file"]() | json }}\n'
     ),
 }
-
-
-MINION_OPTIONS = yaml.safe_load((ROOT / "salt" / "core" / "files" / "minion.conf").read_text())
 
 
 def from_terraform_sls(pillar: dict) -> str:

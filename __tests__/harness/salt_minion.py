@@ -17,6 +17,9 @@ from harness import salt_commands
 # The toolchain's venv, whose python runs pytest: its salt-call is the pinned Salt.
 VENV_BIN = Path(sys.executable).parent
 ROOT = Path(__file__).resolve().parents[2]
+# The options core.minion gives every real minion (core/files/minion.conf): the tests' minions,
+# masterless or not, run with them too.
+MINION_OPTIONS = yaml.safe_load((ROOT / "salt" / "core" / "files" / "minion.conf").read_text())
 
 
 def load_module(name: str, path: Path):
@@ -51,6 +54,7 @@ class LocalMinion:
         for directory in (self.file_root, self.pillar_root, self.config_dir):
             directory.mkdir(parents=True, exist_ok=True)
         config = {
+            **MINION_OPTIONS,
             "id": minion_id,
             "file_client": "local",
             "root_dir": str(root),

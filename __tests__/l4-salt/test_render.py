@@ -205,11 +205,32 @@ def test_orchestration_gives_every_minion_its_options_and_waits_until_each_runs_
     assert (config["tgt"], config["sls"]) == ("*", "core.minion")
     # The options are core/files/minion.conf's, read once, so the check cannot drift from the file.
     options = yaml.safe_load((ROOT / "salt" / "core" / "files" / "minion.conf").read_text())
-    assert options == {"zmq_monitor": False}
+    # autoload_dynamic_modules off: a highstate syncs nothing itself, so orch.deploy's first step
+    # syncs every minion's custom modules (test_orchestration_syncs_every_minion_first below).
+    assert options == {"zmq_monitor": False, "lazy_loader_strict_matching": True, "autoload_dynamic_modules": False}
     check = args_of(orch["orch-deploy-salt-function-minion-options"], "salt.function")
     assert (check["name"], check["tgt"], check["arg"]) == ("kube_on_os.minion_options", "*", [options])
     # A restarting minion does not answer: the check is tried again, 40 times 5 s apart at most.
     assert check["retry"] == {"attempts": 40, "interval": 5}
+
+
+def test_orchestration_syncs_every_minion_first_so_that_no_highstate_needs_to(tmp_path, pillar_data):
+    # The minions run with autoload_dynamic_modules off (core/files/minion.conf): a highstate
+    # finds the custom modules only as the last sync left them.
+    orch = Minion(tmp_path, f"salt.{DOMAIN}", with_nodes(pillar_data, 5)).call("state.show_sls", "orch.deploy")
+    sync = "orch-deploy-salt-function-sync-all"
+    assert (args_of(orch[sync], "salt.function")["name"], args_of(orch[sync], "salt.function")["tgt"]) == (
+        "saltutil.sync_all",
+        "*",
+    )
+    assert requires(orch[sync]) == []
+
+    def after_sync(step: str) -> bool:
+        return any(r["salt"] == sync or after_sync(r["salt"]) for r in requires(orch[step]))
+
+    states = [step for step in orch if step.startswith("orch-deploy-salt-state-")]
+    assert len(states) >= 8
+    assert [step for step in states if not after_sync(step)] == []
 
 
 def with_nodes(pillar_data: dict, count: int) -> dict:
