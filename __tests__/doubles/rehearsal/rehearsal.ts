@@ -4,12 +4,13 @@
  * real cloud-init, sshd and Salt on a Debian root. The provisioning chain runs unchanged through
  * the bastion, logging in with an ssh-agent as a user's laptop does. Needs root and namespaces.
  */
-import { ChildProcess, execFileSync, spawn } from "node:child_process";
+import { ChildProcess, execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { NOBLE_IMAGE, OpenStackDouble, startOpenStackDouble } from "../openstack/server";
 import { StateServer, startStateServer } from "../http-state/server";
+import { startSshAgent } from "../ssh-agent";
 import { Cloud, routable } from "./cloud";
 
 export interface RehearsalOptions {
@@ -70,9 +71,7 @@ export async function startRehearsal(options: RehearsalOptions = {}): Promise<Re
 
     execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "kube-on-os-rehearsal", "-f", path.join(dir, "deploy")]);
     const agentSocket = path.join(dir, "agent.sock");
-    processes.push(spawn("ssh-agent", ["-D", "-a", agentSocket], { stdio: "ignore" }));
-    for (let i = 0; i < 100 && !fs.existsSync(agentSocket); i++) await new Promise((resolve) => setTimeout(resolve, 50));
-    execFileSync("ssh-add", ["-q", path.join(dir, "deploy")], { env: { ...process.env, SSH_AUTH_SOCK: agentSocket } });
+    processes.push(await startSshAgent(agentSocket, [path.join(dir, "deploy")]));
 
     const cloud = new Cloud({
       double,

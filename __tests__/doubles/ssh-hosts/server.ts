@@ -16,6 +16,7 @@ import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import ipaddr from "ipaddr.js";
+import { startSshAgent } from "../ssh-agent";
 
 export interface SshHostsOptions {
   /** Address ranges reached from the test's side (floating IPs): local in the namespace and routed to it. */
@@ -158,10 +159,7 @@ export async function startSshHosts(options: SshHostsOptions): Promise<SshHosts>
     run("chown", ["-R", `${user}:`, home]);
 
     const agentSocket = path.join(root, "agent.sock");
-    const agent = spawn("ssh-agent", ["-D", "-a", agentSocket], { stdio: "ignore" });
-    processes.push(agent);
-    for (let i = 0; i < 100 && !fs.existsSync(agentSocket); i++) await new Promise((resolve) => setTimeout(resolve, 50));
-    run("ssh-add", ["-q", path.join(root, "client")], { ...process.env, SSH_AUTH_SOCK: agentSocket });
+    processes.push(await startSshAgent(agentSocket, [path.join(root, "client")]));
 
     run("ip", ["netns", "add", namespace]);
     cleanups.push(() => run("ip", ["netns", "del", namespace]));
