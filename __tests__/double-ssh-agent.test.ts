@@ -4,19 +4,10 @@
  */
 import { ChildProcess, execFileSync, spawn } from "node:child_process";
 import * as fs from "node:fs";
-import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
+import { accepts } from "./doubles/connection";
 import { startSshAgent, waitForUnixSocket } from "./doubles/ssh-agent";
-
-/** Whether a connection to `socket` is accepted right now. */
-function accepts(socket: string): Promise<boolean> {
-  return new Promise((resolve) => {
-    const connection = net.connect({ path: socket });
-    connection.once("connect", () => connection.end(() => resolve(true)));
-    connection.once("error", () => resolve(false));
-  });
-}
 
 describe("the doubles' ssh-agent", () => {
   let dir: string;
@@ -47,9 +38,9 @@ describe("the doubles' ssh-agent", () => {
     );
     processes.push(server);
     while (!fs.existsSync(socket)) await new Promise((resolve) => setTimeout(resolve, 10));
-    expect(await accepts(socket)).toBe(false);
+    expect(await accepts({ path: socket })).toBe(false);
     await waitForUnixSocket(socket, 10_000);
-    expect(await accepts(socket)).toBe(true);
+    expect(await accepts({ path: socket })).toBe(true);
   });
 
   it("fails in one line when nothing listens before the deadline", async () => {

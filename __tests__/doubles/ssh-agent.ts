@@ -3,31 +3,18 @@
  * as a user's laptop runs one: `ssh-agent -D -a SOCKET`, then `ssh-add` of the deploy key.
  */
 import { ChildProcess, execFileSync, spawn } from "node:child_process";
-import * as net from "node:net";
+import { waitUntilAccepted } from "./connection";
 
 /**
  * Waits until something accepts a connection on the Unix socket `socket`. A socket file is not
  * enough: ssh-agent binds it before it listens, and a connection in between is refused (a loaded
  * CI run's `ssh-add` failed so: "Error connecting to agent: Connection refused").
  */
-export async function waitForUnixSocket(
-  socket: string,
-  timeoutMs: number,
-  gone: () => string | undefined = () => undefined,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const accepted = await new Promise<boolean>((resolve) => {
-      const connection = net.connect({ path: socket });
-      connection.once("connect", () => connection.end(() => resolve(true)));
-      connection.once("error", () => resolve(false));
-    });
-    if (accepted) return;
+export function waitForUnixSocket(socket: string, timeoutMs: number, gone: () => string | undefined = () => undefined): Promise<void> {
+  return waitUntilAccepted({ path: socket }, timeoutMs, `nothing accepts a connection on ${socket}`, () => {
     const why = gone();
-    if (why) throw new Error(`${socket}: ${why}`);
-    if (Date.now() > deadline) throw new Error(`nothing accepts a connection on ${socket} after ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+    return why && `${socket}: ${why}`;
+  });
 }
 
 /** An ssh-agent listening on `socket` and holding each private key of `keys`; the caller ends it. */

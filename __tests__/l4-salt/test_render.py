@@ -219,10 +219,8 @@ def test_orchestration_syncs_every_minion_first_so_that_no_highstate_needs_to(tm
     # finds the custom modules only as the last sync left them.
     orch = Minion(tmp_path, f"salt.{DOMAIN}", with_nodes(pillar_data, 5)).call("state.show_sls", "orch.deploy")
     sync = "orch-deploy-salt-function-sync-all"
-    assert (args_of(orch[sync], "salt.function")["name"], args_of(orch[sync], "salt.function")["tgt"]) == (
-        "saltutil.sync_all",
-        "*",
-    )
+    synced = args_of(orch[sync], "salt.function")
+    assert (synced["name"], synced["tgt"]) == ("saltutil.sync_all", "*")
     assert requires(orch[sync]) == []
 
     def after_sync(step: str) -> bool:

@@ -12,10 +12,10 @@
  */
 import { ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
-import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import ipaddr from "ipaddr.js";
+import { waitUntilAccepted } from "../connection";
 import { startSshAgent } from "../ssh-agent";
 
 export interface SshHostsOptions {
@@ -48,20 +48,6 @@ const NAMESPACE_PREFIX = "koo-ns-";
 
 function run(command: string, args: string[], env: NodeJS.ProcessEnv = process.env): string {
   return execFileSync(command, args, { encoding: "utf8", env, stdio: ["ignore", "pipe", "pipe"] });
-}
-
-async function waitForPort(host: string, port: number, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const open = await new Promise<boolean>((resolve) => {
-      const socket = net.connect({ host, port });
-      socket.once("connect", () => socket.end(() => resolve(true)));
-      socket.once("error", () => resolve(false));
-    });
-    if (open) return;
-    if (Date.now() > deadline) throw new Error(`ssh hosts: nothing listens on ${host}:${port} after ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
 }
 
 function overlaps(a: string, b: string): boolean {
@@ -205,7 +191,8 @@ export async function startSshHosts(options: SshHostsOptions): Promise<SshHosts>
     const sshd = spawn("ip", ["netns", "exec", namespace, sshdBinary, "-D", "-E", sshdLog, "-f", config], { stdio: "ignore" });
     processes.push(sshd);
     const [probe] = options.publicCidrs[0].split("/");
-    await waitForPort(probe.replace(/\.0$/, ".250"), 22, 10_000);
+    const sshdAddress = probe.replace(/\.0$/, ".250");
+    await waitUntilAccepted({ host: sshdAddress, port: 22 }, 10_000, `ssh hosts: nothing listens on ${sshdAddress}:22`);
 
     return {
       user,
