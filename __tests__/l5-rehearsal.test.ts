@@ -746,6 +746,11 @@ const available = rehearsalAvailable();
         expect([host, outcome({ status: 0, stdout: output, stderr: "" }).last]).toEqual([host, NO_REBOOT]);
         const orchestrated = scriptLines(output).filter((line) => /^Orchestrate: orchestration orch\.deploy succeeded /.test(line));
         expect([host, orchestrated.length]).toEqual([host, 1]);
+        // Only this node's machine changed: orch.deploy highstates the new machine and the master
+        // that issues its token, no other host; a new master takes the whole run.
+        const highstated = Object.keys(highstates(output)).sort();
+        const whole = [BASTION, MASTER, ...workers(5), SALT].sort();
+        expect([host, highstated]).toEqual([host, host === "k8s-master" ? whole : [MASTER, id(host)].sort()]);
       }
       const after = servers();
       for (const host of ROLL_ORDER) expect([host, after.get(host)]).not.toEqual([host, beforeRoll.get(host)]);

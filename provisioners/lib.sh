@@ -113,6 +113,10 @@ koo_unlisted() {
 # the master's PKI (the Salt volume), so that a key whose machine Terraform replaced is known.
 KOO_MACHINE_LEDGER=${KOO_MACHINE_LEDGER:-/etc/salt/pki/master/kube-on-os-machines}
 
+# What the last orch.deploy that succeeded ran with (orchestrate.sh): "tree <fingerprint of the
+# Salt tree and pillar>", then the ledger as it was. Next to the ledger, on the Salt volume.
+KOO_ORCHESTRATED=${KOO_ORCHESTRATED:-$(dirname "$KOO_MACHINE_LEDGER")/kube-on-os-orchestrated}
+
 # koo_ledger_get ID: the machine whose key was accepted for ID, if one was recorded.
 koo_ledger_get() {
   [[ -f $KOO_MACHINE_LEDGER ]] || return 0

@@ -2,6 +2,12 @@
 # Runs `salt-run state.orchestrate SLS [pillar=PILLAR_JSON]` (default orch.deploy) on the Salt master, as root, and
 # prints one line per minion job return while it runs, read from the master's event bus with
 # `salt-run state.event`. Ends with one line: the summary, or every failing step and minion state.
+#
+# orch.deploy with no pillar given: when the apply only replaced machines (the Salt tree and the
+# pillar, less each node's instance_id, as the last orch.deploy that succeeded ran with them, and
+# the same minions, some on new machines by accept-minion-keys.sh's ledger), it passes
+# orchestration:replaced, and orch.deploy highstates the new machines and the Kubernetes master
+# only: every other minion already runs this tree with this pillar (docs/decisions.md).
 set -euo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -17,6 +23,8 @@ if [[ $# -eq 2 ]]; then
   pillar=("pillar=$2")
 fi
 host=$(koo_host)
+salt_root=${KOO_SALT_ROOT:-/srv/salt}
+pillar_root=${KOO_PILLAR_ROOT:-/srv/pillar}
 ready_timeout=${KOO_EVENT_READY_TIMEOUT:-30}
 koo_is_positive_int "$ready_timeout" ||
   koo_usage_error "KOO_EVENT_READY_TIMEOUT must be a positive whole number of seconds, got \"$ready_timeout\""
@@ -76,6 +84,43 @@ if ((master_changed > 0)); then
   echo "Salt master configured on $host: $master_changed states changed; it answers again"
 fi
 
+# tree_fingerprint: a digest of the installed Salt tree and pillar, each node's instance_id left
+# out (a replaced machine changes it; only the master's cloud integration reads it, and it runs in
+# every orch.deploy). Fails when either tree is missing.
+tree_fingerprint() {
+  [[ -d $salt_root && -f $pillar_root/_from_terraform.sls ]] || return 1
+  {
+    (cd "$salt_root" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0r sha256sum)
+    (cd "$pillar_root" && find . -type f ! -path ./_from_terraform.sls -print0 | LC_ALL=C sort -z | xargs -0r sha256sum)
+    grep -Ev '^[[:space:]-]*"?instance_id"?:' "$pillar_root/_from_terraform.sls" | sha256sum
+  } | sha256sum | cut -d ' ' -f 1
+}
+
+# replaced_minions ARRAY FINGERPRINT: sets ARRAY to the minions on machines replaced since the last
+# orch.deploy that succeeded; fails when anything else changed since (or there is no record).
+replaced_minions() {
+  local -n replaced_minions_result=$1
+  replaced_minions_result=()
+  [[ -f $KOO_ORCHESTRATED && -f $KOO_MACHINE_LEDGER ]] || return 1
+  [[ $(head -n 1 "$KOO_ORCHESTRATED") == "tree $2" ]] || return 1
+  [[ $(tail -n +2 "$KOO_ORCHESTRATED" | cut -d ' ' -f 1 | LC_ALL=C sort) == $(cut -d ' ' -f 1 "$KOO_MACHINE_LEDGER" | LC_ALL=C sort) ]] ||
+    return 1
+  mapfile -t replaced_minions_result < <(
+    awk 'NR == FNR { if (FNR > 1) was[$1] = $2; next } was[$1] != $2 { print $1 }' "$KOO_ORCHESTRATED" "$KOO_MACHINE_LEDGER" | LC_ALL=C sort
+  )
+  ((${#replaced_minions_result[@]} > 0))
+}
+
+fingerprint=""
+if [[ $sls == orch.deploy && ${#pillar[@]} -eq 0 ]] && fingerprint=$(tree_fingerprint); then
+  replaced=()
+  if replaced_minions replaced "$fingerprint"; then
+    printf -v listed '"%s",' "${replaced[@]}"
+    pillar=("pillar={\"orchestration\": {\"replaced\": [${listed%,}]}}")
+    echo "only machines replaced since the last orch.deploy, the Salt tree and the pillar as it left them: ${replaced[*]}"
+  fi
+fi
+
 # The reader (salt_output.py events) runs state.event and prints a line per minion job return.
 # Its own tags, unique to this run, mark when it is listening and when it has seen everything.
 nonce="$$-$RANDOM$RANDOM"
@@ -117,6 +162,14 @@ summary=$("${KOO_SALT_OUTPUT[@]}" orchestration "$sls" "$elapsed" "$work/result.
 case $summary_status in
   0)
     [[ $status -eq 0 ]] || koo_die 1 "orchestration $sls failed: salt-run exited $status although every step succeeded"
+    if [[ -n $fingerprint ]]; then
+      record=$(mktemp "$KOO_ORCHESTRATED.XXXXXX")
+      {
+        echo "tree $fingerprint"
+        [[ ! -f $KOO_MACHINE_LEDGER ]] || cat "$KOO_MACHINE_LEDGER"
+      } >"$record"
+      mv -f "$record" "$KOO_ORCHESTRATED"
+    fi
     echo "$summary"
     ;;
   1)

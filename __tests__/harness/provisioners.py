@@ -53,6 +53,9 @@ class Fakes:
             "TMPDIR": str(root),
             # accept-minion-keys.sh's record of which machine each accepted key belongs to.
             "KOO_MACHINE_LEDGER": str(root / "machines"),
+            # The Salt tree and pillar install-salt-tree.sh installs (none until a test makes them).
+            "KOO_SALT_ROOT": str(root / "srv" / "salt"),
+            "KOO_PILLAR_ROOT": str(root / "srv" / "pillar"),
         }
 
     def write(self, state: dict) -> None:

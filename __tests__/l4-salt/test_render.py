@@ -313,6 +313,52 @@ def test_orchestration_joins_voters_one_at_a_time_then_workers_in_batches(tmp_pa
     )
 
 
+def test_after_a_replacement_only_the_new_machines_are_synced_and_highstated_with_the_master(tmp_path, pillar_data):
+    # orchestrate.sh passes orchestration:replaced when the apply replaced machines and changed
+    # nothing else: the bastion's, a voter's and a worker's here.
+    replaced = [f"bastion.{DOMAIN}", f"k8s-worker-0.{DOMAIN}", f"k8s-worker-3.{DOMAIN}"]
+    pillar = {**with_nodes(pillar_data, 5), "orchestration": {"replaced": replaced}}
+    orch = Minion(tmp_path, f"salt.{DOMAIN}", pillar).call("state.show_sls", "orch.deploy")
+    only_them = {"tgt": ",".join(replaced), "tgt_type": "list"}
+    for step, function in [
+        ("orch-deploy-salt-function-sync-all", "salt.function"),
+        ("orch-deploy-salt-state-minion-config", "salt.state"),
+        ("orch-deploy-salt-function-minion-options", "salt.function"),
+    ]:
+        args = args_of(orch[step], function)
+        assert {key: args.get(key) for key in only_them} == only_them, step
+    # Every other minion already runs this tree with this pillar: no Salt master highstate, and
+    # the master (which issues the join tokens) highstated with the new machines alone.
+    assert "orch-deploy-salt-state-salt-master" not in orch
+    assert {"salt": "orch-deploy-salt-function-minion-options"} in requires(
+        orch["orch-deploy-salt-function-refresh-pillar"]
+    )
+    first = args_of(orch["orch-deploy-salt-state-bastion-and-master"], "salt.state")
+    assert (first["tgt"], first["tgt_type"]) == (f"k8s-master.{DOMAIN},bastion.{DOMAIN}", "list")
+    voters = args_of(orch["orch-deploy-salt-state-control-plane"], "salt.state")
+    workers = args_of(orch["orch-deploy-salt-state-workers"], "salt.state")
+    assert (voters["tgt"], voters["batch"], workers["tgt"]) == (f"k8s-worker-0.{DOMAIN}", 1, f"k8s-worker-3.{DOMAIN}")
+    # The master-side steps after the joins are the whole run's: every voter retracts its tokens.
+    tokens = args_of(orch["orch-deploy-salt-state-spent-tokens"], "salt.state")
+    assert tokens["tgt"] == ",".join([f"k8s-master.{DOMAIN}", f"k8s-worker-0.{DOMAIN}", f"k8s-worker-1.{DOMAIN}"])
+    assert {"orch-deploy-salt-state-node-labels", "orch-deploy-salt-state-cloud-provider"} <= set(orch)
+
+
+@pytest.mark.parametrize("new", ["k8s-master", "salt"])
+def test_a_new_kubernetes_master_or_salt_master_takes_the_whole_orchestration(tmp_path, pillar_data, new):
+    pillar = {
+        **with_nodes(pillar_data, 5),
+        "orchestration": {"replaced": [f"{new}.{DOMAIN}", f"k8s-worker-3.{DOMAIN}"]},
+    }
+    orch = Minion(tmp_path, f"salt.{DOMAIN}", pillar).call("state.show_sls", "orch.deploy")
+    assert args_of(orch["orch-deploy-salt-function-sync-all"], "salt.function")["tgt"] == "*"
+    assert args_of(orch["orch-deploy-salt-state-salt-master"], "salt.state")["tgt"] == "salt.*"
+    joiners = [
+        args_of(orch[f"orch-deploy-salt-state-{step}"], "salt.state")["tgt"] for step in ("control-plane", "workers")
+    ]
+    assert joiners == [f"k8s-worker-0.{DOMAIN},k8s-worker-1.{DOMAIN}", f"k8s-worker-2.{DOMAIN},k8s-worker-3.{DOMAIN}"]
+
+
 def test_with_a_channel_set_new_nodes_join_only_a_cluster_at_its_release(tmp_path, pillar_data):
     pillar = with_nodes(pillar_data, 3)
     pillar["microk8s"]["channel"] = "1.29/stable"

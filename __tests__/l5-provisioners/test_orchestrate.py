@@ -11,6 +11,7 @@ import re
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 from harness.provisioners import FIXTURES, HOST, lines
@@ -211,3 +212,88 @@ def test_rejects_bad_pillar_arguments(fakes, args, message):
         f"orchestrate.sh: {message}\nusage: orchestrate.sh [SLS [PILLAR_JSON]]\n",
     )
     assert fakes.calls("salt-run") == []
+
+
+MINIONS = ["salt.lab.example", "bastion.lab.example", "k8s-master.lab.example", "k8s-worker-0.lab.example"]
+
+
+def installed(fakes, machines: dict[str, str], *, state: str = "base: {}\n", instance: str = "i-1") -> None:
+    """The Salt tree and pillar as install-salt-tree.sh leaves them, and the key ledger."""
+    salt_root, pillar_root = Path(fakes.env["KOO_SALT_ROOT"]), Path(fakes.env["KOO_PILLAR_ROOT"])
+    (salt_root / "lost+found").mkdir(parents=True, exist_ok=True)
+    (salt_root / "top.sls").write_text(state)
+    pillar_root.mkdir(parents=True, exist_ok=True)
+    (pillar_root / "top.sls").write_text("base: {'*': [_from_terraform]}\n")
+    # yamlencode()'s shape: each node's Nova server id on a line of its own.
+    (pillar_root / "_from_terraform.sls").write_text(
+        '#!yaml\n"microk8s":\n  "nodes":\n  - "address": "10.1.0.10"\n    "id": "k8s-master.lab.example"\n'
+        f'    "instance_id": "{instance}"\n'
+    )
+    Path(fakes.env["KOO_MACHINE_LEDGER"]).write_text("".join(f"{m} {machines[m]}\n" for m in MINIONS))
+
+
+def orchestrations(fakes) -> list[list[str]]:
+    return [call for call in fakes.calls("salt-run") if call[0] == "state.orchestrate"]
+
+
+REPLACED_WORKER = '{"orchestration": {"replaced": ["k8s-worker-0.lab.example"]}}'
+MACHINES = {minion: f"m-{i}" for i, minion in enumerate(MINIONS)}
+
+
+def test_after_an_apply_that_only_replaced_machines_orch_deploy_gets_them(fakes):
+    replay(fakes, "succeeded")
+    installed(fakes, MACHINES)
+    first = fakes.run("orchestrate.sh")
+    assert first.returncode == 0, first.stderr
+    # The worker's machine is replaced: a new machine in the ledger, its Nova id in the pillar.
+    installed(fakes, {**MACHINES, "k8s-worker-0.lab.example": "m-new"}, instance="i-2")
+    second = fakes.run("orchestrate.sh")
+    assert second.returncode == 0, second.stderr
+    assert lines(second.stdout)[0] == (
+        "only machines replaced since the last orch.deploy, the Salt tree and the pillar as it left them: "
+        "k8s-worker-0.lab.example"
+    )
+    # Nothing replaced since: the whole run again.
+    third = fakes.run("orchestrate.sh")
+    assert third.returncode == 0, third.stderr
+    assert orchestrations(fakes) == [
+        ["state.orchestrate", "orch.deploy", "--out=json"],
+        ["state.orchestrate", "orch.deploy", f"pillar={REPLACED_WORKER}", "--out=json"],
+        ["state.orchestrate", "orch.deploy", "--out=json"],
+    ]
+
+
+@pytest.mark.parametrize(
+    "change",
+    ["a Salt file", "a new minion", "no record", "another SLS"],
+)
+def test_a_replacement_with_anything_else_changed_runs_every_minion(fakes, change):
+    replay(fakes, "succeeded")
+    installed(fakes, MACHINES)
+    fakes.run("orchestrate.sh", "orch.upgrade" if change == "another SLS" else "orch.deploy")
+    if change == "no record":
+        Path(fakes.env["KOO_MACHINE_LEDGER"]).with_name("kube-on-os-orchestrated").unlink()
+    replay(fakes, "succeeded")
+    replaced = {**MACHINES, "k8s-worker-0.lab.example": "m-new"}
+    installed(fakes, replaced, state="base: {'*': [core]}\n" if change == "a Salt file" else "base: {}\n")
+    if change == "a new minion":
+        with Path(fakes.env["KOO_MACHINE_LEDGER"]).open("a") as ledger:
+            ledger.write("k8s-worker-1.lab.example m-9\n")
+    result = fakes.run("orchestrate.sh")
+    assert result.returncode == 0, result.stderr
+    assert orchestrations(fakes)[-1] == ["state.orchestrate", "orch.deploy", "--out=json"]
+    assert "only machines replaced" not in result.stdout
+
+
+def test_only_a_run_that_succeeded_is_on_record(fakes):
+    replay(fakes, "succeeded")
+    installed(fakes, MACHINES)
+    assert fakes.run("orchestrate.sh").returncode == 0
+    # A new tree and a replaced machine: the whole run, which fails.
+    replay(fakes, "failed")
+    installed(fakes, {**MACHINES, "k8s-worker-0.lab.example": "m-new"}, state="base: {'*': [core]}\n")
+    assert fakes.run("orchestrate.sh").returncode == 1
+    # Tried again, it is still the whole run: no minion has run the new tree yet.
+    replay(fakes, "succeeded")
+    assert fakes.run("orchestrate.sh").returncode == 0
+    assert orchestrations(fakes) == [["state.orchestrate", "orch.deploy", "--out=json"]] * 3

@@ -12,6 +12,11 @@
   master applies the OpenStack cloud integration (providerIDs, the cloud-config Secret, the cloud
   controller manager, the Cinder CSI driver, the default StorageClass). The chain has the same
   length at any number of nodes.
+
+  After an apply that only replaced machines, orchestrate.sh passes orchestration:replaced (the
+  minions on new machines, everything else as the last orch.deploy left it): only they are synced
+  and highstated, with the Kubernetes master, which issues their join tokens; every master-side
+  step after the joins runs as always. A new Kubernetes master or Salt master takes the whole run.
 #}
 {%- from "orch/map.jinja" import orchestration with context %}
 {%- from "microk8s/map.jinja" import microk8s with context %}
@@ -24,28 +29,51 @@
 {%- set voters = microk8s.get("control_plane") or [] %}
 {%- set cp_joiners = ids | select("in", voters) | reject("equalto", master) | list %}
 {%- set workers = ids | reject("in", voters) | reject("equalto", master) | list %}
-{%- set joined_before_workers = "orch-deploy-salt-state-control-plane" if cp_joiners else "orch-deploy-salt-function-release-check" %}
+{%- set replaced = orchestration.replaced or [] %}
+{#- Replaced minions that are no Kubernetes node: the bastion, or the Salt master. #}
+{%- set others = replaced | reject("in", ids) | list %}
+{%- set bastions = others | select("match", "bastion[.]") | list %}
+{%- set partial = replaced and master not in replaced and others == bastions %}
+{#- Who this run syncs and highstates: every minion, or after a replacement only the new machines. #}
+{%- if partial %}
+{%-   set tgt = {"tgt": replaced | join(","), "tgt_type": "list"} %}
+{%-   set highstated = {"tgt": ([master] + bastions) | join(","), "tgt_type": "list"} %}
+{%-   set joining_voters = cp_joiners | select("in", replaced) | list %}
+{%-   set joining_workers = workers | select("in", replaced) | list %}
+{%- else %}
+{%-   set tgt = {"tgt": "*"} %}
+{%-   set highstated = {"tgt": "bastion.* or k8s-master.*", "tgt_type": "compound"} %}
+{%-   set joining_voters = cp_joiners %}
+{%-   set joining_workers = workers %}
+{%- endif %}
+{%- set joined_before_workers = "orch-deploy-salt-state-control-plane" if joining_voters else "orch-deploy-salt-function-release-check" %}
 
 orch-deploy-salt-function-sync-all:
   salt.function:
     - name: saltutil.sync_all
-    - tgt: "*"
+{%- for key, value in tgt.items() %}
+    - {{ key }}: {{ value | yaml_encode }}
+{%- endfor %}
 
 orch-deploy-salt-state-minion-config:
   salt.state:
-    - tgt: "*"
+{%- for key, value in tgt.items() %}
+    - {{ key }}: {{ value | yaml_encode }}
+{%- endfor %}
     - sls: core.minion
     - require:
       - salt: orch-deploy-salt-function-sync-all
 
 {#- A minion whose options changed restarts once the job has returned (kube_on_os.restart_minion):
     until it runs with them (and while it restarts, when it does not answer), the check fails and
-    is tried again. Every minion is checked, since any may have restarted. Nothing else runs before
-    the check passes, so no restart cuts off another step's job. #}
+    is tried again. Every minion the step targeted is checked, since any may have restarted.
+    Nothing else runs before the check passes, so no restart cuts off another step's job. #}
 orch-deploy-salt-function-minion-options:
   salt.function:
     - name: kube_on_os.minion_options
-    - tgt: "*"
+{%- for key, value in tgt.items() %}
+    - {{ key }}: {{ value | yaml_encode }}
+{%- endfor %}
     - arg:
       - {{ minion_options | json }}
     - retry:
@@ -55,12 +83,15 @@ orch-deploy-salt-function-minion-options:
       - salt: orch-deploy-salt-state-minion-config
 
 {#- core.minion is part of every highstate: from here on it finds its file as the step above left it. #}
+{%- if not partial %}
+
 orch-deploy-salt-state-salt-master:
   salt.state:
     - tgt: "salt.*"
     - highstate: true
     - require:
       - salt: orch-deploy-salt-function-minion-options
+{%- endif %}
 
 orch-deploy-salt-function-refresh-pillar:
   salt.function:
@@ -69,7 +100,7 @@ orch-deploy-salt-function-refresh-pillar:
     - kwarg:
         wait: true
     - require:
-      - salt: orch-deploy-salt-state-salt-master
+      - salt: {{ "orch-deploy-salt-function-minion-options" if partial else "orch-deploy-salt-state-salt-master" }}
 
 orch-deploy-salt-function-mine-update:
   salt.function:
@@ -80,8 +111,9 @@ orch-deploy-salt-function-mine-update:
 
 orch-deploy-salt-state-bastion-and-master:
   salt.state:
-    - tgt: "bastion.* or k8s-master.*"
-    - tgt_type: compound
+{%- for key, value in highstated.items() %}
+    - {{ key }}: {{ value | yaml_encode }}
+{%- endfor %}
     - highstate: true
     - require:
       - salt: orch-deploy-salt-function-mine-update
@@ -99,22 +131,22 @@ orch-deploy-salt-function-release-check:
 {%- endif %}
     - require:
       - salt: orch-deploy-salt-state-bastion-and-master
-{%- if cp_joiners %}
+{%- if joining_voters %}
 
 orch-deploy-salt-state-control-plane:
   salt.state:
-    - tgt: {{ cp_joiners | join(",") | yaml_encode }}
+    - tgt: {{ joining_voters | join(",") | yaml_encode }}
     - tgt_type: list
     - highstate: true
     - batch: 1
     - require:
       - salt: orch-deploy-salt-function-release-check
 {%- endif %}
-{%- if workers %}
+{%- if joining_workers %}
 
 orch-deploy-salt-state-workers:
   salt.state:
-    - tgt: {{ workers | join(",") | yaml_encode }}
+    - tgt: {{ joining_workers | join(",") | yaml_encode }}
     - tgt_type: list
     - highstate: true
     - batch: {{ orchestration.worker_batch | yaml_encode }}
@@ -131,7 +163,7 @@ orch-deploy-salt-state-spent-tokens:
     - tgt_type: list
     - sls: microk8s.tokens
     - require:
-      - salt: {{ "orch-deploy-salt-state-workers" if workers else joined_before_workers }}
+      - salt: {{ "orch-deploy-salt-state-workers" if joining_workers else joined_before_workers }}
 
 orch-deploy-salt-function-cluster-check:
   salt.function:
