@@ -13,9 +13,8 @@ KOO_USAGE="install-salt-tree.sh STAGING_DIR"
 
 [[ $# -eq 1 ]] || koo_usage_error "expected one argument, got $#"
 staging=${1%/}
-salt_root=${KOO_SALT_ROOT:-/srv/salt}
-pillar_root=${KOO_PILLAR_ROOT:-/srv/pillar}
-pillar_root=${pillar_root%/}
+salt_root=$KOO_SALT_ROOT
+pillar_root=${KOO_PILLAR_ROOT%/}
 # Tests run as an ordinary user; on the master everything belongs to root.
 owner=${KOO_TREE_OWNER:-root:root}
 host=$(koo_host)

@@ -109,6 +109,20 @@ koo_unlisted() {
   done
 }
 
+# The Salt master's Salt tree and pillar, as install-salt-tree.sh installs them.
+KOO_SALT_ROOT=${KOO_SALT_ROOT:-/srv/salt}
+KOO_PILLAR_ROOT=${KOO_PILLAR_ROOT:-/srv/pillar}
+
+# koo_replace_file FILE: writes its input to FILE, readable by root alone, in one rename: a reader
+# finds the old content or the new, never part of it.
+koo_replace_file() {
+  local next
+  next=$(mktemp "$1.XXXXXX")
+  cat >"$next"
+  chmod 0600 "$next"
+  mv -f "$next" "$1"
+}
+
 # The machine ledger: "<minion id> <machine id>" for each key accept-minion-keys.sh accepted, on
 # the master's PKI (the Salt volume), so that a key whose machine Terraform replaced is known.
 KOO_MACHINE_LEDGER=${KOO_MACHINE_LEDGER:-/etc/salt/pki/master/kube-on-os-machines}
@@ -125,11 +139,9 @@ koo_ledger_get() {
 
 # koo_ledger_set ID [MACHINE]: records (or, without MACHINE, forgets) the machine of ID's key.
 koo_ledger_set() {
-  local next
   [[ -n ${2:-} || -f $KOO_MACHINE_LEDGER ]] || return 0
-  next=$(mktemp "$KOO_MACHINE_LEDGER.XXXXXX")
-  [[ ! -f $KOO_MACHINE_LEDGER ]] || awk -v id="$1" '$1 != id' "$KOO_MACHINE_LEDGER" >"$next"
-  [[ -z ${2:-} ]] || echo "$1 $2" >>"$next"
-  chmod 0600 "$next"
-  mv -f "$next" "$KOO_MACHINE_LEDGER"
+  {
+    [[ ! -f $KOO_MACHINE_LEDGER ]] || awk -v id="$1" '$1 != id' "$KOO_MACHINE_LEDGER"
+    [[ -z ${2:-} ]] || echo "$1 $2"
+  } | koo_replace_file "$KOO_MACHINE_LEDGER"
 }

@@ -23,8 +23,6 @@ if [[ $# -eq 2 ]]; then
   pillar=("pillar=$2")
 fi
 host=$(koo_host)
-salt_root=${KOO_SALT_ROOT:-/srv/salt}
-pillar_root=${KOO_PILLAR_ROOT:-/srv/pillar}
 ready_timeout=${KOO_EVENT_READY_TIMEOUT:-30}
 koo_is_positive_int "$ready_timeout" ||
   koo_usage_error "KOO_EVENT_READY_TIMEOUT must be a positive whole number of seconds, got \"$ready_timeout\""
@@ -88,11 +86,11 @@ fi
 # out (a replaced machine changes it; only the master's cloud integration reads it, and it runs in
 # every orch.deploy). Fails when either tree is missing.
 tree_fingerprint() {
-  [[ -d $salt_root && -f $pillar_root/_from_terraform.sls ]] || return 1
+  [[ -d $KOO_SALT_ROOT && -f $KOO_PILLAR_ROOT/_from_terraform.sls ]] || return 1
   {
-    (cd "$salt_root" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0r sha256sum)
-    (cd "$pillar_root" && find . -type f ! -path ./_from_terraform.sls -print0 | LC_ALL=C sort -z | xargs -0r sha256sum)
-    grep -Ev '^[[:space:]-]*"?instance_id"?:' "$pillar_root/_from_terraform.sls" | sha256sum
+    (cd "$KOO_SALT_ROOT" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0r sha256sum)
+    (cd "$KOO_PILLAR_ROOT" && find . -type f ! -path ./_from_terraform.sls -print0 | LC_ALL=C sort -z | xargs -0r sha256sum)
+    grep -Ev '^[[:space:]-]*"?instance_id"?:' "$KOO_PILLAR_ROOT/_from_terraform.sls" | sha256sum
   } | sha256sum | cut -d ' ' -f 1
 }
 
@@ -163,12 +161,10 @@ case $summary_status in
   0)
     [[ $status -eq 0 ]] || koo_die 1 "orchestration $sls failed: salt-run exited $status although every step succeeded"
     if [[ -n $fingerprint ]]; then
-      record=$(mktemp "$KOO_ORCHESTRATED.XXXXXX")
       {
         echo "tree $fingerprint"
         [[ ! -f $KOO_MACHINE_LEDGER ]] || cat "$KOO_MACHINE_LEDGER"
-      } >"$record"
-      mv -f "$record" "$KOO_ORCHESTRATED"
+      } | koo_replace_file "$KOO_ORCHESTRATED"
     fi
     echo "$summary"
     ;;

@@ -46,20 +46,22 @@
 {%-   set joining_voters = cp_joiners %}
 {%-   set joining_workers = workers %}
 {%- endif %}
+{#- A step's tgt (and tgt_type) lines. #}
+{%- macro targeting(target) %}
+{%-   for key, value in target.items() %}
+    - {{ key }}: {{ value | yaml_encode }}
+{%-   endfor %}
+{%- endmacro %}
 {%- set joined_before_workers = "orch-deploy-salt-state-control-plane" if joining_voters else "orch-deploy-salt-function-release-check" %}
 
 orch-deploy-salt-function-sync-all:
   salt.function:
     - name: saltutil.sync_all
-{%- for key, value in tgt.items() %}
-    - {{ key }}: {{ value | yaml_encode }}
-{%- endfor %}
+{{- targeting(tgt) }}
 
 orch-deploy-salt-state-minion-config:
   salt.state:
-{%- for key, value in tgt.items() %}
-    - {{ key }}: {{ value | yaml_encode }}
-{%- endfor %}
+{{- targeting(tgt) }}
     - sls: core.minion
     - require:
       - salt: orch-deploy-salt-function-sync-all
@@ -71,9 +73,7 @@ orch-deploy-salt-state-minion-config:
 orch-deploy-salt-function-minion-options:
   salt.function:
     - name: kube_on_os.minion_options
-{%- for key, value in tgt.items() %}
-    - {{ key }}: {{ value | yaml_encode }}
-{%- endfor %}
+{{- targeting(tgt) }}
     - arg:
       - {{ minion_options | json }}
     - retry:
@@ -111,9 +111,7 @@ orch-deploy-salt-function-mine-update:
 
 orch-deploy-salt-state-bastion-and-master:
   salt.state:
-{%- for key, value in highstated.items() %}
-    - {{ key }}: {{ value | yaml_encode }}
-{%- endfor %}
+{{- targeting(highstated) }}
     - highstate: true
     - require:
       - salt: orch-deploy-salt-function-mine-update
