@@ -17,6 +17,7 @@ import * as path from "node:path";
 import YAML from "yaml";
 import { cleanCopy } from "../constructs/provisioning/tree-hash";
 import { rehearsalAvailable, Rehearsal, startRehearsal } from "./doubles/rehearsal/rehearsal";
+import { highstates, rehearsedCluster, scriptLines, stepsRun } from "./support/rehearsal";
 import { synthToDir } from "./support/synth";
 import { RunResult, runAsync, runTfAsync, tfEnv, tofuBinary } from "./support/tofu";
 
@@ -62,18 +63,6 @@ type Tofu = ((args: string[], extra?: NodeJS.ProcessEnv) => Promise<RunResult>) 
 const ROLL = `const { roll, parseArgs } = require(${JSON.stringify(path.join(ROOT, "scripts", "roll.js"))});
 process.exitCode = roll({ cli: process.argv[1], stackDir: process.cwd(), env: process.env, options: parseArgs(process.argv.slice(2)) });`;
 
-/** The provisioners' lines, as "<Step>: <line>", without Terraform's own connection lines. */
-export function scriptLines(stdout: string): string[] {
-  const terraform =
-    /^(Connecting to remote host via SSH\.\.\.|Host: |User: |Password: |Private key: |Certificate: |SSH Agent: |Checking Host Key: |Target Platform: |Using configured bastion host\.\.\.|Connected!|Bastion )/;
-  return [
-    ...stdout.matchAll(/^(?:null_resource|terraform_data)\.SaltProvisioner_([A-Za-z]+)_[0-9A-F]{8}\[(\d+)\] \(remote-exec\): (.*)$/gm),
-  ]
-    .map(([, step, index, line]) => [/^Node(Membership|Drain)$/.test(step) ? `${step}[${index}]` : step, line.trim()])
-    .filter(([, line]) => !terraform.test(line))
-    .map(([step, line]) => `${step}: ${line}`);
-}
-
 /** An apply's outcome, with the chain's last line: on a failure, the reason. */
 function outcome(result: RunResult): { status: number | null; stderr: string; last: string | undefined } {
   return { status: result.status, stderr: result.stderr, last: scriptLines(result.stdout).at(-1) };
@@ -81,25 +70,11 @@ function outcome(result: RunResult): { status: number | null; stderr: string; la
 
 const SUCCEEDED = { status: 0, stderr: "", last: NO_REBOOT };
 
-/** The steps that ran, in order of their first line. */
-function stepsRun(stdout: string): string[] {
-  return [...new Set(scriptLines(stdout).map((line) => line.split(":")[0]))];
-}
-
-/** Per minion, its highstate's "N states, C changed, F failed" from orchestrate.sh's lines. */
-export function highstates(stdout: string): Record<string, { states: number; changed: number; failed: number; line: string }> {
-  const result: Record<string, { states: number; changed: number; failed: number; line: string }> = {};
-  for (const [line, minion, states, changed, failed] of stdout.matchAll(
-    /\[([^\]]+)\] state\.highstate: (\d+) states, (\d+) changed, (\d+) failed.*$/gm,
-  )) {
-    result[minion] = { states: Number(states), changed: Number(changed), failed: Number(failed), line };
-  }
-  return result;
-}
-
 const available = rehearsalAvailable();
 (available.ok ? describe : describe.skip)(`L5: the deployment rehearsal${available.ok ? "" : ` (skipped: ${available.reason})`}`, () => {
   let rehearsal: Rehearsal;
+  // Every Kubernetes machine the rehearsal booted, the rolled ones too, for the fake's records.
+  const { servers, kubeObjects, readyNodes, voters, cordoned, isWorker, fakeRecords } = rehearsedCluster(() => rehearsal, MASTER);
   let synthEnv: NodeJS.ProcessEnv;
   const timeline: { tofu: string; atSeconds: number; seconds: number }[] = [];
   /** The apply that rolled the channel on 5 nodes, then ran orch.deploy. */
@@ -179,56 +154,6 @@ const available = rehearsalAvailable();
     fs.cpSync(SALT_TREE ?? path.join(ROOT, "salt"), tree, { recursive: true });
     fs.appendFileSync(path.join(tree, "core", "motd.sls"), `\n${line}\n`);
     return tree;
-  }
-
-  /** The Nova servers' ids by short host name. */
-  function servers(): Map<string, string> {
-    return new Map(rehearsal.double.nova.servers.all().map((server: any) => [String(server.name).split(".")[0], String(server.id)]));
-  }
-
-  /** Objects as the master's kubectl reads them from the cluster's database, by "<Kind>/<namespace>/<name>". */
-  async function kubeObjects(refs: string[]): Promise<Record<string, any>> {
-    const objects: Record<string, any> = {};
-    for (const ref of refs) {
-      const [kind, namespace, name] = ref.split("/");
-      const got = await rehearsal.cloud
-        .host(MASTER)
-        .exec(`microk8s kubectl get ${kind.toLowerCase()} ${name}${namespace ? ` -n ${namespace}` : ""} -o json`);
-      if (got.status !== 0) throw new Error(`kubectl get ${ref} failed: ${got.stderr}`);
-      objects[ref] = JSON.parse(got.stdout);
-    }
-    return objects;
-  }
-
-  /** The Kubernetes nodes the master's kubectl shows Ready, by name. */
-  async function readyNodes(): Promise<string[]> {
-    const result = await rehearsal.cloud.host(MASTER).exec("microk8s kubectl get nodes -o json");
-    if (result.status !== 0) throw new Error(`kubectl get nodes failed: ${result.stderr}`);
-    return JSON.parse(result.stdout)
-      .items.filter((node: any) => node.status.conditions.some((c: any) => c.type === "Ready" && c.status === "True"))
-      .map((node: any) => node.metadata.name)
-      .sort();
-  }
-
-  /** dqlite voters, from the master's `microk8s status --format yaml`. */
-  async function voters(): Promise<number> {
-    const result = await rehearsal.cloud.host(MASTER).exec("microk8s status --format yaml");
-    const status = YAML.parse(result.stdout);
-    return (status["high-availability"]?.nodes ?? []).filter((node: any) => node.role === "voter").length;
-  }
-
-  /** The Kubernetes nodes cordoned (spec.unschedulable), by name. */
-  async function cordoned(): Promise<string[]> {
-    const result = await rehearsal.cloud.host(MASTER).exec("microk8s kubectl get nodes -o json");
-    if (result.status !== 0) throw new Error(`kubectl get nodes failed: ${result.stderr}`);
-    return JSON.parse(result.stdout)
-      .items.filter((node: any) => node.spec?.unschedulable === true)
-      .map((node: any) => node.metadata.name);
-  }
-
-  /** True on a node joined with --worker (microk8s' var/lock/clustered.lock). */
-  async function isWorker(host: string): Promise<boolean> {
-    return (await rehearsal.cloud.host(host).exec("test -e /var/snap/microk8s/current/var/lock/clustered.lock")).status === 0;
   }
 
   beforeAll(async () => {
@@ -836,21 +761,6 @@ const available = rehearsalAvailable();
       const issuer = await rehearsal.cloud.host(SALT).exec(`salt --out=json --static ${id("k8s-worker-1")} microk8s.issuer`);
       expect(JSON.parse(issuer.stdout)).toEqual({ [id("k8s-worker-1")]: MASTER });
     });
-
-    // Every Kubernetes machine the rehearsal booted, the rolled ones too: each keeps its
-    // overlay's upper layer, where the fake microk8s wrote its records.
-    const fakeRecords = (name: string): Record<string, string> => {
-      const cloud = path.join(rehearsal.dir, "cloud");
-      return Object.fromEntries(
-        fs
-          .readdirSync(cloud)
-          .filter((dir) => /^\d+-k8s-/.test(dir))
-          .map((dir) => {
-            const file = path.join(cloud, dir, "upper/var/snap/microk8s/current/fake", name);
-            return [dir, fs.existsSync(file) ? fs.readFileSync(file, "utf8") : ""];
-          }),
-      );
-    };
 
     it("kept the quorum throughout: no fake microk8s read or wrote the cluster's database without a majority of its voters", () => {
       const logs = fakeRecords("quorum.log");

@@ -12,8 +12,11 @@
  * - a floating IP is routed to its port's fixed address and local on that host, and reached from
  *   this machine through a veth into the cloud namespace;
  * - a Cinder volume attached to a server is a sparse file on a loop device, a block device in the
- *   host's /dev under the kernel's name, with the /dev/disk/by-id link its serial gives it;
- * - the subnets' DNS servers are the cloud's own resolver (dns.py), which knows no name;
+ *   host's /dev under the kernel's name, with the /dev/disk/by-id link its serial gives it, and
+ *   under the virtio name Nova reported (/dev/vdb), which a hypervisor's kernel would give it;
+ * - the subnets' DNS servers are the cloud's own resolver (dns.py), which knows no name but the
+ *   stand-ins' for the internet's services (the Salt Project's repository, salt-repository.ts),
+ *   served from addresses in the cloud's namespace under a CA every host's root trusts;
  * - a deleted server is powered off and its overlay thrown away.
  *
  * The host then boots: its user_data and the keypair's public key go into a NoCloud seed and the
@@ -25,6 +28,7 @@ import * as path from "node:path";
 import ipaddr from "ipaddr.js";
 import type { OpenStackDouble } from "../openstack/server";
 import { Host } from "./host";
+import type { StandIn } from "./salt-repository";
 
 const IMAGE = path.join(__dirname, "image");
 
@@ -40,6 +44,8 @@ export interface CloudOptions {
   readonly defaultUser: string;
   /** Programs that add to every host's image before it boots, called with its overlay's upper directory. */
   readonly imageInstallers?: string[];
+  /** Services of the internet the hosts reach, served in the cloud's namespace. */
+  readonly standIns?: StandIn[];
 }
 
 interface Attachment {
@@ -84,6 +90,7 @@ export class Cloud {
   private readonly gone = new Set<string>();
   private readonly resolvers = new Set<string>();
   private dns?: ChildProcess;
+  private readonly services: ChildProcess[] = [];
   private queue: Promise<void> = Promise.resolve();
   private pending = false;
   private count = 0;
@@ -114,7 +121,13 @@ export class Cloud {
     this.inCloud("ip", "addr", "add", `${cloudAddress}/30`, "dev", cloudSide);
     this.inCloud("ip", "link", "set", cloudSide, "up");
     run("ip", ["route", "add", this.options.externalCidr, "via", cloudAddress]);
-    this.dns = spawn("ip", ["netns", "exec", this.netns, "python3", path.join(__dirname, "dns.py")], { stdio: "ignore" });
+    const standIns = this.options.standIns ?? [];
+    for (const standIn of standIns) {
+      this.inCloud("ip", "addr", "add", `${standIn.address}/32`, "dev", "lo");
+      this.services.push(spawn("ip", ["netns", "exec", this.netns, ...standIn.command], { stdio: "ignore" }));
+    }
+    const names = standIns.map((standIn) => `${standIn.name}=${standIn.address}`);
+    this.dns = spawn("ip", ["netns", "exec", this.netns, "python3", path.join(__dirname, "dns.py"), ...names], { stdio: "ignore" });
     this.options.double.observe(() => this.schedule());
   }
 
@@ -253,6 +266,7 @@ export class Cloud {
     const userData = server.user_data ? Buffer.from(String(server.user_data), "base64") : Buffer.from("");
     const files = {
       ...imageFiles(),
+      ...this.trustedCas(),
       "/etc/cloud/cloud.cfg.d/90-koo-rehearsal.cfg": { content: this.cloudConfig() },
       "/var/lib/cloud/seed/nocloud/meta-data": { content: metaData },
       "/var/lib/cloud/seed/nocloud/user-data": { content: userData },
@@ -268,6 +282,20 @@ export class Cloud {
     // Volumes attached before the boot are there at boot, as on a hypervisor.
     this.attachVolumes(running);
     host.detach("/usr/local/lib/koo-rehearsal/boot", "/var/log/koo-rehearsal-boot.log");
+  }
+
+  /**
+   * The stand-ins' CAs, trusted as update-ca-certificates would: in the bundle that OpenSSL (curl)
+   * and GnuTLS (apt) read, after the root's own.
+   */
+  private trustedCas(): Record<string, { content: string }> {
+    const cas = (this.options.standIns ?? []).map((standIn) => standIn.ca);
+    if (cas.length === 0) return {};
+    const bundle = fs.readFileSync(path.join(this.options.base, "etc", "ssl", "certs", "ca-certificates.crt"), "utf8");
+    return {
+      "/usr/local/share/ca-certificates/kube-on-os-rehearsal.crt": { content: cas.join("") },
+      "/etc/ssl/certs/ca-certificates.crt": { content: bundle + cas.join("") },
+    };
   }
 
   /** The image's cloud-init settings: the NoCloud seed, and the network left to the cloud. */
@@ -301,18 +329,25 @@ export class Cloud {
       if (!fs.existsSync(image)) fs.writeFileSync(image, "");
       fs.truncateSync(image, Number(volume.size) * 1024 ** 3);
       const loop = run("losetup", ["--find", "--show", "--partscan", image]).trim();
-      const numbers = fs.readFileSync(`/sys/class/block/${path.basename(loop)}/dev`, "utf8").trim();
-      // udev names the node after the kernel's device (loopN here, vdX on a hypervisor); Nova's
-      // device name is only its guess, which the volume script rightly ignores.
+      const numbers = fs
+        .readFileSync(`/sys/class/block/${path.basename(loop)}/dev`, "utf8")
+        .trim()
+        .replace(":", " ");
+      // udev names the node after the kernel's device (loopN here, vdX on a hypervisor), which is
+      // what lsblk and blkid print. On libvirt the kernel's name is the one Nova reports when its
+      // guess holds (nothing else took the letter): earlier versions' volume script waited for it.
+      // Nova's name is only a guess, which today's script rightly ignores (it finds the serial).
       const device = path.basename(loop);
+      const virtio = /^\/dev\/(vd[a-z]+)$/.exec(attached.device ?? "")?.[1];
       running.attachments.push({ volumeId: attached.id, device, loop });
       // virtio-blk shows the first 20 characters of the serial Nova gives the disk (the volume id).
       const serial = `virtio-${attached.id.slice(0, 20)}`;
       const script = [
-        `[ -b /dev/${device} ] || mknod -m 0660 /dev/${device} b ${numbers.replace(":", " ")}`,
+        `[ -b /dev/${device} ] || mknod -m 0660 /dev/${device} b ${numbers}`,
+        ...(virtio ? [`[ -b /dev/${virtio} ] || mknod -m 0660 /dev/${virtio} b ${numbers}`] : []),
         `ln -sfn ../../${device} /dev/disk/by-id/${serial}`,
         "mkdir -p /run/koo-rehearsal",
-        `echo ${path.basename(loop)} ${device} >> /run/koo-rehearsal/disks`,
+        `echo ${device} ${virtio ?? ""} >> /run/koo-rehearsal/disks`,
       ].join(" && ");
       execFileSync("nsenter", [`--target=${running.host.pid}`, "--mount", "--pid", "--root", "--wd", "sh", "-c", script], {
         stdio: ["ignore", "ignore", "pipe"],
@@ -378,6 +413,7 @@ export class Cloud {
     await this.queue;
     for (const running of [...this.hosts.values()]) await this.powerOff(running);
     this.dns?.kill("SIGTERM");
+    for (const service of this.services) service.kill("SIGTERM");
     bestEffort(() => run("ip", ["link", "del", this.uplink.hostSide]));
     bestEffort(() => run("ip", ["netns", "del", this.netns]));
   }

@@ -8,10 +8,11 @@ import { ChildProcess, execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { NOBLE_IMAGE, OpenStackDouble, startOpenStackDouble } from "../openstack/server";
+import { NOBLE_IMAGE, OpenStackDouble, startOpenStackDouble, WIKI_IMAGE } from "../openstack/server";
 import { StateServer, startStateServer } from "../http-state/server";
 import { startSshAgent } from "../ssh-agent";
 import { Cloud, routable } from "./cloud";
+import { saltRepository, StandIn } from "./salt-repository";
 
 export interface RehearsalOptions {
   /** The Debian root; @default process.env.KOO_DEBIAN_ROOT + "/root" */
@@ -27,6 +28,8 @@ export interface Rehearsal {
   readonly agentEnv: { SSH_AUTH_SOCK: string };
   readonly publicKey: string;
   readonly externalCidr: string;
+  /** The Salt Project's repository, as the hosts reach it (salt-repository.ts). */
+  readonly saltRepository: StandIn;
   close(): Promise<void>;
 }
 
@@ -43,9 +46,10 @@ export function rehearsalAvailable(): { ok: boolean; reason: string } {
 export async function startRehearsal(options: RehearsalOptions = {}): Promise<Rehearsal> {
   const base = options.base ?? path.join(process.env.KOO_DEBIAN_ROOT ?? "", "root");
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "kube-on-os-rehearsal-"));
-  // RFC 2544's benchmarking range: never on the internet, and a /24 of its own for each process.
-  const externalCidr = `198.18.${process.pid % 256}.0/24`;
-  if (!routable(externalCidr)) throw new Error(`rehearsal: ${externalCidr} overlaps a route of this machine`);
+  // RFC 2544's benchmarking range: never on the internet, and a /24 of its own for each process
+  // (the first free one from its pid's: two rehearsals may run at once, in two jest workers).
+  const externalCidr = Array.from({ length: 256 }, (_, i) => `198.18.${(process.pid + i) % 256}.0/24`).find(routable);
+  if (!externalCidr) throw new Error("rehearsal: every /24 of 198.18.0.0/16 overlaps a route of this machine");
   const processes: ChildProcess[] = [];
   const closers: (() => Promise<void> | void)[] = [];
   const close = async () => {
@@ -60,9 +64,12 @@ export async function startRehearsal(options: RehearsalOptions = {}): Promise<Re
     fs.rmSync(dir, { recursive: true, force: true });
   };
   try {
-    // The default base_image is a name, "Ubuntu 24.04", which the plan looks up in Glance; every
-    // server boots the Debian root whatever its image.
-    const double = await startOpenStackDouble({ externalNetwork: { name: "vlan1066", cidr: externalCidr }, images: [NOBLE_IMAGE] });
+    // The default base_image is a name, "Ubuntu 24.04", which the plan looks up in Glance (earlier
+    // versions' default was the wiki's image id); every server boots the Debian root whatever its image.
+    const double = await startOpenStackDouble({
+      externalNetwork: { name: "vlan1066", cidr: externalCidr },
+      images: [NOBLE_IMAGE, WIKI_IMAGE],
+    });
     closers.push(() => double.close());
     // The rehearsal's cloud runs as many servers as the journey asks for.
     for (const quota of ["instances", "cores", "ram"] as const) double.nova.quotas[quota] = -1;
@@ -73,6 +80,7 @@ export async function startRehearsal(options: RehearsalOptions = {}): Promise<Re
     const agentSocket = path.join(dir, "agent.sock");
     processes.push(await startSshAgent(agentSocket, [path.join(dir, "deploy")]));
 
+    const repository = saltRepository(path.join(dir, "salt-repository"), base);
     const cloud = new Cloud({
       double,
       base,
@@ -81,6 +89,7 @@ export async function startRehearsal(options: RehearsalOptions = {}): Promise<Re
       defaultUser: "ubuntu",
       // Ubuntu's images have snapd; the rehearsal's snap and microk8s are fakes.
       imageInstallers: [path.join(__dirname, "fake-microk8s", "install.sh")],
+      standIns: [repository],
     });
     closers.push(() => cloud.close());
     cloud.start();
@@ -92,6 +101,7 @@ export async function startRehearsal(options: RehearsalOptions = {}): Promise<Re
       agentEnv: { SSH_AUTH_SOCK: agentSocket },
       publicKey: fs.readFileSync(path.join(dir, "deploy.pub"), "utf8").trim(),
       externalCidr,
+      saltRepository: repository,
       close,
     };
   } catch (error) {
