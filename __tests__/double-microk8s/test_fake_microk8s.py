@@ -375,6 +375,27 @@ def test_a_refresh_changes_the_release_and_the_node_is_not_ready_while_it_restar
     assert again.stdout == 'snap "microk8s" has no updates available\n'
 
 
+def test_a_refresh_without_waiting_prints_its_change_which_snap_watch_follows(installed):
+    """
+    snapd's changes (snapd.py): `--no-wait` prints the change's id only; `snap watch ID` exits 0
+    once it is done, and refuses an id snapd does not know; `--last=KIND?` finds no change of a
+    kind none ran, and without the "?" says so.
+    """
+    write_faults(installed.snap_data, {"restart_seconds": 0})
+    started = installed.run("snap", "refresh", "microk8s", "--channel=1.35/stable", "--no-wait")
+    assert (started.returncode, started.stdout) == (0, "1\n")
+    assert installed.run("snap", "list", "microk8s").stdout.splitlines()[1].split()[3] == "1.35/stable"
+    assert (
+        installed.run("snap", "watch", "1").returncode,
+        installed.run("snap", "watch", "--last=refresh-snap").returncode,
+    ) == (0, 0)
+    unknown = installed.run("snap", "watch", "2")
+    assert (unknown.returncode, unknown.stderr) == (1, 'error: cannot find change with id "2"\n')
+    assert installed.run("snap", "watch", "--last=auto-refresh?").returncode == 0
+    none = installed.run("snap", "watch", "--last=auto-refresh")
+    assert (none.returncode, none.stderr) == (1, 'error: no changes of type "auto-refresh" found\n')
+
+
 def endpoint_ips(node: Node) -> list[str]:
     result = node.run("microk8s", "kubectl", "get", "endpoints", "kubernetes", "-n", "default", "-o", "json")
     assert result.returncode == 0, result.stderr

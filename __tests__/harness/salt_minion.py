@@ -77,3 +77,20 @@ class LocalMinion:
         )
         assert result.returncode == 0, f"salt-call {' '.join(args)} failed:\n{result.stderr}{result.stdout}"
         return json.loads(result.stdout)["local"]
+
+    def call_error(self, function: str, *args: str) -> str:
+        """``salt-call --local FUNCTION ARGS`` that must fail: the error its module raised, as salt-call prints it."""
+        result = salt_commands.run(
+            "salt-call",
+            "--local",
+            f"--config-dir={self.config_dir}",
+            "--out=json",
+            function,
+            *args,
+            env=self.env,
+            timeout=300,
+        )
+        assert result.returncode != 0, f"salt-call {function} {' '.join(args)} succeeded:\n{result.stdout}"
+        # salt/cli/caller.py: "Error running '<function>': <the exception's message>" on stderr.
+        prefix = f"Error running '{function}': "
+        return result.stderr[result.stderr.rindex(prefix) + len(prefix) :].strip()

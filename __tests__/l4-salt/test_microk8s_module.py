@@ -874,6 +874,73 @@ def test_refreshes_held_through_the_real_loader_are_held_once_and_stop_auto_refr
     assert call("microk8s.refresh", "1.29/stable") == {"old": "1.28/stable", "new": "1.29/stable"}
 
 
+def test_a_refresh_refused_by_a_change_in_progress_waits_it_out_and_is_asked_again(tmp_path):
+    """
+    snapd refuses a change to microk8s while another one runs (the fake's snapd.py: an
+    auto-refresh started before the hold, or an operator's refresh): the roll's refresh waits
+    for that change (`snap watch --last=auto-refresh?`) and asks again, then waits for its own
+    change to finish, by its id, not for the snap client that a timeout would cut off.
+    """
+    node = FakeMicrok8s(tmp_path / "node", tmp_path / "cluster")
+    call = LocalMinion(tmp_path, MASTER, file_root=ROOT / "salt", env=node.env).call
+    call("saltutil.sync_all")
+    (node.home / "fake" / "faults.json").write_text(json.dumps({"auto_refresh_in_progress": 2}))
+
+    assert call("microk8s.refresh", "1.29/stable") == {"old": "1.28/stable", "new": "1.29/stable"}
+    snap_calls = [
+        line
+        for line in (node.home / "calls.log").read_text().splitlines()
+        if line.startswith("snap refresh microk8s") or line.startswith("snap watch")
+    ]
+    assert snap_calls == [
+        "snap refresh microk8s --channel=1.29/stable --no-wait",
+        "snap watch --last=auto-refresh?",
+        "snap refresh microk8s --channel=1.29/stable --no-wait",
+        "snap watch --last=auto-refresh?",
+        "snap refresh microk8s --channel=1.29/stable --no-wait",
+        f"snap watch {node.state()['change_seq']}",
+    ]
+    assert call("microk8s.installed")["tracking"] == "1.29/stable"
+
+
+def test_a_refresh_refused_past_the_bound_fails_naming_the_change_in_progress(tmp_path):
+    """Three refusals in a row fail the refresh, naming what snapd refused it for; the snap stays."""
+    node = FakeMicrok8s(tmp_path / "node", tmp_path / "cluster")
+    minion = LocalMinion(tmp_path, MASTER, file_root=ROOT / "salt", env=node.env)
+    call = minion.call
+    call("saltutil.sync_all")
+    (node.home / "fake" / "faults.json").write_text(json.dumps({"auto_refresh_in_progress": 5}))
+
+    error = minion.call_error("microk8s.refresh", "1.29/stable")
+    assert error == (
+        "snap refresh microk8s --channel=1.29/stable was refused 3 times, each time by a change in progress"
+        ' (snapd lets one change at a time touch a snap): error: snap "microk8s" has "auto-refresh" change in progress'
+    )
+    assert call("microk8s.installed")["tracking"] == "1.28/stable"
+
+
+def test_a_refresh_whose_change_fails_is_an_error_naming_the_change(tmp_path):
+    """
+    snapd's change fails (a task of it, e.g. starting the new revision's services) and snapd
+    undoes it: the error names the change, whose tasks `snap change ID` lists, and the snap keeps
+    its channel.
+    """
+    node = FakeMicrok8s(tmp_path / "node", tmp_path / "cluster")
+    minion = LocalMinion(tmp_path, MASTER, file_root=ROOT / "salt", env=node.env)
+    call = minion.call
+    call("saltutil.sync_all")
+    (node.home / "fake" / "faults.json").write_text(json.dumps({"refresh_fails": 1}))
+
+    error = minion.call_error("microk8s.refresh", "1.29/stable")
+    change = node.state()["change_seq"]
+    assert error == (
+        f"snap refresh microk8s --channel=1.29/stable: snapd's change {change} did not complete (`snap change {change}`"
+        " shows its tasks): error: cannot perform the following tasks:"
+        ' - Start snap "microk8s" (7001) services (the fake\'s refresh_fails)'
+    )
+    assert call("microk8s.installed")["tracking"] == "1.28/stable"
+
+
 def test_a_hold_snapd_refuses_is_an_error_naming_the_snapd_it_needs(microk8s):
     refused = {"retcode": 64, "stdout": "", "stderr": "error: unknown flag `hold'"}
     microk8s.__salt__ = {"cmd.run_all": fake_cli({("refresh", "--hold", "microk8s"): refused})}

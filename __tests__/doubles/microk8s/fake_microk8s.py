@@ -78,7 +78,8 @@ Also reproduced:
   ready for ``restart_seconds`` like a refresh (status exits 1, kubectl is refused) and prints
   "Restarted." (snapd cmd/snap/cmd_services.go); $SNAP_DATA/args/kube-apiserver, the API
   server's, the install hook's copy too (kube_objects.py), which a join keeps;
-- `snap refresh microk8s --channel=X` changes the release; the services restart, and for
+- `snap refresh microk8s --channel=X` changes the release (with --no-wait it prints the change's
+  id, which `snap watch ID` waits for: snapd.py); the services restart, and for
   ``restart_seconds`` (fake/faults.json, default 2) the node is not ready: status.py prints
   print_yaml(isReady=False) (running: False, the high-availability block, the message) and exits 1
   (its last lines: `if not is_ready: sys.exit(1)`); kubectl cannot reach the API server
@@ -130,7 +131,10 @@ spent one use at a time, and the key is removed at 0):
 - ``restart_seconds``: the not-ready window after a snap refresh, a boot or a kubelite restart;
 - ``auto_refresh_in_progress``: N: the next N `snap refresh microk8s ...` fail as snapd refuses a
   change to a snap while another runs: `error: snap "microk8s" has "auto-refresh" change in
-  progress`, exit 1 (overlord/snapstate/conflict.go ChangeConflictError).
+  progress`, exit 1 (overlord/snapstate/conflict.go ChangeConflictError); `snap watch
+  --last=auto-refresh` then finds that change done;
+- ``refresh_fails``: N: the next N refreshes to another channel fail in their change (the new
+  revision's services do not start) and are undone: the snap keeps its channel (snapd.py).
 
 snapd's auto-refresh (``microk8s fake-auto-refresh``, no such command in microk8s), `snap refresh
 --hold microk8s` and `--unhold`, and the hold in `snap list`'s notes: snapd.py, beside the
@@ -955,8 +959,15 @@ def snap(state: dict, args: list[str]) -> int:
         print(out, end="")
         print(err, end="", file=sys.stderr)
         return code
+    if args[:1] == ["watch"]:
+        code, out, err = snapd.watch(state, args)
+        print(out, end="")
+        print(err, end="", file=sys.stderr)
+        return code
+    no_wait = "--no-wait" in args
+    args = [a for a in args if a != "--no-wait"]
     if args[:2] == ["refresh", "microk8s"] and fault(HOME, "auto_refresh_in_progress") is not None:
-        print(snapd.CONFLICT, file=sys.stderr)
+        print(snapd.refused(state), file=sys.stderr)
         return 1
     if args[:2] not in (["install", "microk8s"], ["refresh", "microk8s"]):
         print(f"fake snap: unsupported {args}", file=sys.stderr)
@@ -974,6 +985,15 @@ def snap(state: dict, args: list[str]) -> int:
     if channel is None or channel == state["channel"]:
         print('snap "microk8s" has no updates available')
         return 0
+    if fault(HOME, "refresh_fails") is not None:
+        # The change fails and snapd undoes it: the snap keeps its revision and channel.
+        change = snapd.start_change(state, "refresh-snap", snapd.refresh_summary(channel), snapd.start_failure(state))
+        if no_wait:
+            print(change)
+            return 0
+        print(snapd.change_failed(state["changes"][change]["error"]), end="", file=sys.stderr)
+        return 1
+    change = snapd.start_change(state, "refresh-snap", snapd.refresh_summary(channel))
     state["channel"] = channel
     # The services restart with the new revision: not ready for a moment.
     state["restart_until"] = time.time() + float(setting(HOME, "restart_seconds", 2))
@@ -985,7 +1005,7 @@ def snap(state: dict, args: list[str]) -> int:
                 if node["address"] == ADDRESS:
                     node["version"] = version(state)
             save_database(state, db)
-    print(f"microk8s ({channel}) v{version(state)} from Canonical✓ refreshed")
+    print(change if no_wait else f"microk8s ({channel}) v{version(state)} from Canonical✓ refreshed")
     return 0
 
 

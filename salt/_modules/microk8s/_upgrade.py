@@ -21,6 +21,13 @@ from . import _cli, _membership, _scale
 from . import _constants as constants
 
 _CHANNEL = re.compile(r"^1\.(\d+)/(stable|candidate|beta|edge)$")
+# snapd refuses a change to a snap while another change of it runs (overlord/snapstate/conflict.go).
+_CONFLICT = re.compile(r'snap "microk8s" has "([a-z-]+)" change in progress')
+# How often a refresh refused by a change in progress is asked again, each after that change.
+REFRESH_ATTEMPTS = 3
+# The longest the roll waits for a change of microk8s (a refresh downloads the snap and restarts
+# its services): snapd goes on with it past this, as it would past a killed snap client.
+REFRESH_WAIT_SECONDS = 1800
 _VERSION = re.compile(r"^v?1\.(\d+)\.")
 
 
@@ -61,10 +68,12 @@ def snap_held(text: str) -> bool:
     return len(row) >= 6 and "held" in row[5].split(",")
 
 
-def _snap(salt: dict, *args: str) -> dict:
-    return salt["cmd.run_all"](
-        [constants.SNAP, *args], python_shell=False, timeout=constants.DEFAULT_TIMEOUT, ignore_retcode=True
-    )
+def _snap(salt: dict, *args: str, timeout: int = constants.DEFAULT_TIMEOUT) -> dict:
+    return salt["cmd.run_all"]([constants.SNAP, *args], python_shell=False, timeout=timeout, ignore_retcode=True)
+
+
+def _output(result: dict) -> str:
+    return " ".join((result.get("stderr") or result.get("stdout") or "").split())
 
 
 def installed(salt: dict) -> dict | None:
@@ -96,15 +105,42 @@ def hold_refreshes(salt: dict) -> None:
 
 
 def refresh(salt: dict, channel: str) -> dict:
-    """``snap refresh microk8s --channel``: ``{"old", "new"}`` tracking; raises without the snap or on failure."""
+    """
+    ``snap refresh microk8s --channel``: ``{"old", "new"}`` tracking; raises without the snap or on
+    failure. snapd does the refresh in a change of its own, which goes on whatever happens to the
+    snap client; so the refresh starts it (``--no-wait`` prints its id) and waits for that change
+    (``snap watch ID``, up to REFRESH_WAIT_SECONDS), not for a client that a timeout would cut off
+    mid-refresh. A refresh refused because another change of microk8s runs (an auto-refresh that
+    began before the hold, an operator's refresh) waits that change out (``snap watch
+    --last=KIND?``) and is asked again, REFRESH_ATTEMPTS times at most.
+    """
     channel_minor(channel)
     current = installed(salt)
     if current is None:
         raise CommandExecutionError("microk8s is not installed: nothing to refresh")
-    result = _snap(salt, "refresh", "microk8s", f"--channel={channel}")
-    if result.get("retcode", 1) != 0:
-        output = (result.get("stderr") or result.get("stdout") or "").strip()
-        raise CommandExecutionError(f"snap refresh microk8s --channel={channel} failed: {output}")
+    asked = f"snap refresh microk8s --channel={channel}"
+    for _ in range(REFRESH_ATTEMPTS):
+        result = _snap(salt, "refresh", "microk8s", f"--channel={channel}", "--no-wait")
+        if result.get("retcode", 1) == 0:
+            break
+        conflict = _CONFLICT.search(_output(result))
+        if not conflict:
+            raise CommandExecutionError(f"{asked} failed: {_output(result)}")
+        _snap(salt, "watch", f"--last={conflict.group(1)}?", timeout=REFRESH_WAIT_SECONDS)
+    else:
+        raise CommandExecutionError(
+            f"{asked} was refused {REFRESH_ATTEMPTS} times, each time by a change in progress"
+            f" (snapd lets one change at a time touch a snap): {_output(result)}"
+        )
+    change = (result.get("stdout") or "").strip()
+    # No change: snapd had nothing to do ("has no updates available").
+    if change.isdigit():
+        watched = _snap(salt, "watch", change, timeout=REFRESH_WAIT_SECONDS)
+        if watched.get("retcode", 1) != 0:
+            raise CommandExecutionError(
+                f"{asked}: snapd's change {change} did not complete"
+                f" (`snap change {change}` shows its tasks): {_output(watched)}"
+            )
     return {"old": current["tracking"], "new": channel}
 
 

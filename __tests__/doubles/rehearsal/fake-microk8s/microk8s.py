@@ -162,7 +162,8 @@ Also:
   store_base_kubelet_args, worker and control plane alike); `snap restart
   microk8s.daemon-kubelite` (microk8s' restart_service after an argument change) makes the node
   not ready for restart_seconds like a refresh, and prints "Restarted." (snapd cmd_services.go);
-- `snap refresh microk8s --channel=X` changes the node's release; the services restart, and
+- `snap refresh microk8s --channel=X` changes the node's release (with --no-wait it prints the
+  change's id, which `snap watch ID` waits for: snapd.py); the services restart, and
   for restart_seconds (faults.json, default 2) the node is not ready: status prints status.py's
   print_yaml(isReady=False) (running: False, high-availability with its nodes, the message) and
   exits 1 (status.py: `if not is_ready: sys.exit(1)`; the API server is not up, so
@@ -1552,6 +1553,13 @@ def snap(args: list[str]) -> int:
         write(NODE, state)
         print("Restarted.")
         return 0
+    if args[:1] == ["watch"]:
+        code, out, err = snapd.watch(state, args)
+        print(out, end="")
+        print(err, end="", file=sys.stderr)
+        return code
+    no_wait = "--no-wait" in args
+    args = [a for a in args if a != "--no-wait"]
     if args[:2] == ["refresh", "microk8s"]:
         if not state["installed"]:
             print('error: snap "microk8s" is not installed', file=sys.stderr)
@@ -1561,6 +1569,7 @@ def snap(args: list[str]) -> int:
             return 0
         if unknown_channel(channel):
             return 2
+        change = snapd.start_change(state, "refresh-snap", snapd.refresh_summary(channel))
         # The new revision's services start over: not ready for restart_seconds.
         state.update(channel=channel, restart_until=time.time() + float(read(FAULTS, {}).get("restart_seconds", 2)))
         kubelite_started(state)
@@ -1572,7 +1581,7 @@ def snap(args: list[str]) -> int:
                 if entry["address"] in addresses() or entry["name"] == hostname():
                     entry["version"] = version(state)
             update(state, data)
-        print(f"microk8s ({channel}) v{version(state)} from Canonical✓ refreshed")
+        print(change if no_wait else f"microk8s ({channel}) v{version(state)} from Canonical✓ refreshed")
         return 0
     print(f"fake snap: unsupported {args}", file=sys.stderr)
     return 2

@@ -16,7 +16,18 @@ Where each behaviour comes from (canonical/snapd):
   snap not held to the newest revision of the channel it tracks; the snap's services restart;
 - a change to a snap while another change of it runs is refused (overlord/snapstate/conflict.go
   ChangeConflictError: `snap "microk8s" has "auto-refresh" change in progress`), which the snap
-  command prints as "error: <message>" and exits 1.
+  command prints as "error: <message>" and exits 1;
+- every operation is a change with an id, its kind and summary (overlord/snapstate/snapstate.go:
+  a refresh's is `Refresh "microk8s" snap from "<channel>" channel`); `snap refresh ... --no-wait`
+  starts it and prints only its id (cmd/snap/wait.go, waitMixin.wait: "Do not wait for the
+  operation to finish but just print the change id"); `snap watch ID` waits for the change and
+  exits 0 once it is done, or prints "error: cannot perform the following tasks:" with each
+  failed task's summary and error and exits 1 (cmd/snap/cmd_watch.go, wait.go; client/change.go
+  Change.Err), and "error: cannot find change with id "ID"" for an id snapd does not know
+  (daemon/api_changes.go); `snap watch --last=KIND?` waits for the last change of that kind, and
+  with the "?" returns at once when there is none (cmd_watch.go, the option's help; lastChange);
+- a failed change is undone: the snap keeps the revision and channel it had (snapstate's undo
+  handlers). A fake's changes finish at once; the services' restart after them is each fake's.
 """
 
 from __future__ import annotations
@@ -25,6 +36,54 @@ import time
 
 FIRST_REVISION = 7000
 CONFLICT = 'error: snap "microk8s" has "auto-refresh" change in progress'
+
+
+def start_change(state: dict, kind: str, summary: str, error: str | None = None) -> str:
+    """Records a change of microk8s (done, or failed with ``error``, a task's summary and error); its id."""
+    number = int(state.get("change_seq", 0)) + 1
+    state["change_seq"] = number
+    state.setdefault("changes", {})[str(number)] = {"kind": kind, "summary": summary, "error": error}
+    return str(number)
+
+
+def refused(state: dict) -> str:
+    """A change refused because another one runs (recorded, for `snap watch --last`): the error to print."""
+    start_change(state, "auto-refresh", 'Auto-refresh snap "microk8s"')
+    return CONFLICT
+
+
+def refresh_summary(channel: str) -> str:
+    return f'Refresh "microk8s" snap from "{channel}" channel'
+
+
+def start_failure(state: dict) -> str:
+    """The failed task of a refresh whose new revision's services do not start (the ``refresh_fails`` fault)."""
+    return f'Start snap "microk8s" ({revision(state) + 1}) services (the fake\'s refresh_fails)'
+
+
+def change_failed(error: str) -> str:
+    """What `snap watch` (or a refresh that waits) prints for a failed change (client/change.go Change.Err)."""
+    return f"error: cannot perform the following tasks:\n- {error}\n"
+
+
+def watch(state: dict, args: list[str]) -> tuple[int, str, str]:
+    """``snap watch ID`` or ``snap watch --last=KIND[?]`` (``args`` after "snap"): ``(exit code, stdout, stderr)``."""
+    changes = state.get("changes", {})
+    if len(args) != 2:
+        return 2, "", f"fake snap: {' '.join(args)} is not reproduced\n"
+    if args[1].startswith("--last="):
+        kind = args[1][len("--last=") :]
+        optional = kind.endswith("?")
+        kind = kind.rstrip("?")
+        found = [number for number, change in changes.items() if change["kind"] == kind]
+        if not found:
+            return (0, "", "") if optional else (1, "", f'error: no changes of type "{kind}" found\n')
+        change = changes[max(found, key=int)]
+    elif args[1] in changes:
+        change = changes[args[1]]
+    else:
+        return 1, "", f'error: cannot find change with id "{args[1]}"\n'
+    return (1, "", change_failed(change["error"])) if change["error"] else (0, "", "")
 
 
 def is_hold_command(args: list[str]) -> bool:
