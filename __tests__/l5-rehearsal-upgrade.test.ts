@@ -52,6 +52,12 @@ const WORKLOAD = [
   "",
 ].join("\n");
 const WORKLOAD_REFS = ["Secret/default/shop-settings", "Deployment/default/shop"];
+/**
+ * How many applies dc03610's deploy may take: its first fails where it always did (see the first
+ * test), and on a loaded machine its workers' batch can fail too (Salt's batch gives up on a minion
+ * that does not answer saltutil.find_job within gather_job_timeout, 10 s, while its highstate runs).
+ */
+const APPLIES = 3;
 /** What the machines live on: none may be replaced or destroyed. */
 const MACHINE_TYPES = ["openstack_compute_instance_v2", "openstack_blockstorage_volume_v3", "openstack_compute_volume_attach_v2"];
 
@@ -62,7 +68,7 @@ const available = rehearsalAvailable();
     let rehearsal: Rehearsal;
     const cluster = rehearsedCluster(() => rehearsal, MASTER);
     let env: NodeJS.ProcessEnv;
-    /** dc03610's applies: a second one where the first failed as dc03610's first deploys did. */
+    /** dc03610's applies, until one completes (APPLIES at most), as its user would have applied it. */
     const installs: RunResult[] = [];
     let installed: RunResult;
     let upgraded: RunResult;
@@ -94,8 +100,8 @@ const available = rehearsalAvailable();
       fs.writeFileSync(path.join(old, "cdk.tf.json"), JSON.stringify(json, null, 2));
       const init = await tofu(old, ["init", "-input=false"]);
       if (init.status !== 0) throw new Error(`tofu init of ${VERSION} failed:\n${init.stderr}`);
-      installs.push(await tofu(old, ["apply", "-auto-approve", "-input=false"]));
-      if (installs[0].status !== 0) installs.push(await tofu(old, ["apply", "-auto-approve", "-input=false"]));
+      do installs.push(await tofu(old, ["apply", "-auto-approve", "-input=false"]));
+      while (installs.at(-1)!.status !== 0 && installs.length < APPLIES);
       installed = installs.at(-1)!;
       if (installed.status !== 0) {
         console.error(`${VERSION}'s apply failed; its last lines:\n${scriptLines(installed.stdout).slice(-20).join("\n")}`);
@@ -142,7 +148,15 @@ const available = rehearsalAvailable();
       expect({ status: installed.status, stderr: installed.stderr }).toEqual({ status: 0, stderr: "" });
       expect(rehearsal.cloud.hostNames()).toEqual(HOSTS);
       expect(stepsRun(installs[0].stdout)).toEqual(OLD_STEPS);
-      expect(installs.slice(1).map((apply) => stepsRun(apply.stdout))).toEqual(installs.length > 1 ? [["Orchestrate"]] : []);
+      // Each later apply ran Orchestrate again, and only it; each but the last failed there.
+      for (const [n, apply] of installs.slice(1).entries()) {
+        expect([n, stepsRun(apply.stdout)]).toEqual([n, ["Orchestrate"]]);
+        if (apply !== installed)
+          expect([n, scriptLines(apply.stdout).at(-1)]).toEqual([
+            n,
+            expect.stringMatching(/^Orchestrate: orchestration orch\.deploy failed: /),
+          ]);
+      }
       expect(Object.keys(highstates(installed.stdout)).sort()).toEqual(HOSTS);
       for (const result of Object.values(highstates(installed.stdout))) expect(result.line).toMatch(/, 0 failed$/);
       // Its install script downloaded the key and the packages, which apt verified and dpkg installed.
