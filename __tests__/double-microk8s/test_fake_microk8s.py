@@ -396,6 +396,52 @@ def test_a_refresh_without_waiting_prints_its_change_which_snap_watch_follows(in
     assert (none.returncode, none.stderr) == (1, 'error: no changes of type "auto-refresh" found\n')
 
 
+def test_drain_refuses_a_pod_no_controller_manages_without_force_and_waits_out_a_disruption_budget(installed):
+    """
+    kubectl's drain filters and the API server's eviction check (node_objects.drain_pods): a bare
+    pod fails the drain before any eviction unless --force deletes it; a pod a budget protects is
+    refused every 5 s until the drain's timeout.
+    """
+    name = nodes_json(installed)[0]["metadata"]["name"]
+    pods = f"""
+apiVersion: v1
+kind: Pod
+metadata: {{name: debug, namespace: default}}
+spec: {{nodeName: {name}, containers: [{{name: shell, image: busybox}}]}}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: db-0
+  namespace: default
+  labels: {{app: db}}
+  ownerReferences: [{{apiVersion: apps/v1, kind: StatefulSet, name: db, uid: 1f6c, controller: true}}]
+spec: {{nodeName: {name}, containers: [{{name: db, image: postgres}}]}}
+"""
+    assert installed.run("microk8s", "kubectl", "apply", "-f", "-", stdin=pods).returncode == 0
+    drain = ["microk8s", "kubectl", "drain", name, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=1s"]
+    refused = installed.run(*drain)
+    fatal = "cannot delete Pods declare no controller (use --force to override): default/debug"
+    assert (refused.returncode, refused.stdout) == (1, f"node/{name} cordoned\n")
+    assert refused.stderr == (
+        f'error: unable to drain node "{name}" due to error:{fatal}, continuing command...\n'
+        f"There are pending nodes to be drained:\n {name}\n{fatal}\n"
+    )
+    budget = "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: db, namespace: default}\n"
+    budget += "spec: {minAvailable: 1, selector: {matchLabels: {app: db}}}\n"
+    assert installed.run("microk8s", "kubectl", "apply", "-f", "-", stdin=budget).returncode == 0
+    blocked = installed.run(*drain, "--force")
+    assert blocked.returncode == 1
+    assert blocked.stdout == f"node/{name} already cordoned\nevicting pod default/db-0\n"
+    assert "WARNING: ignoring DaemonSet-managed Pods: kube-system/calico-node-" in blocked.stderr
+    assert "deleting Pods that declare no controller: default/debug" in blocked.stderr
+    assert (
+        'error when evicting pods/"db-0" -n "default" (will retry after 5s): Cannot evict pod as it would violate'
+        " the pod's disruption budget." in blocked.stderr
+    )
+    assert blocked.stderr.endswith('error when evicting pods/"db-0" -n "default": global timeout reached: 1s\n')
+
+
 def endpoint_ips(node: Node) -> list[str]:
     result = node.run("microk8s", "kubectl", "get", "endpoints", "kubernetes", "-n", "default", "-o", "json")
     assert result.returncode == 0, result.stderr

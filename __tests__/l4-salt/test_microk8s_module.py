@@ -1600,6 +1600,74 @@ def test_one_node_is_drained_refreshed_waited_for_and_uncordoned(microk8s, tmp_p
     assert master.upgrade_plan("1.29/stable")["roll"] == [MASTER, CP_JOINER]
 
 
+def apply_objects(node, manifest: str) -> None:
+    """kubectl apply -f - on a fake node, as a user would apply a workload."""
+    result = node.run_all(["microk8s", "kubectl", "apply", "-f", "-"], python_shell=False, timeout=60, stdin=manifest)
+    assert result["retcode"] == 0, result["stderr"]
+
+
+BARE_POD = """
+apiVersion: v1
+kind: Pod
+metadata: {name: debug, namespace: default}
+spec: {nodeName: k8s-worker-1, containers: [{name: shell, image: busybox}]}
+"""
+
+
+def test_every_drain_deletes_a_pod_no_controller_manages(microk8s, tmp_path, monkeypatch):
+    """
+    A pod that no controller manages (kubectl run, a pod applied by hand) cannot move to another
+    node: kubectl drain refuses it without --force. A roll, a reboot and a replacement delete it
+    (--force, as Kubespray's and Cluster API's drains do) rather than stop.
+    """
+    cluster = joined_cluster(microk8s, tmp_path)
+    monkeypatch.setattr(importlib.import_module("microk8s._scale").time, "sleep", lambda _s: None)
+    for drain in (
+        lambda master: master.drain_node("10.1.0.101", "1.29/stable", 60),
+        lambda master: master.drain_for_reboot("10.1.0.101", 60),
+        lambda master: master.drain_for_replacement("10.1.0.101", 60),
+    ):
+        apply_objects(cluster.master, BARE_POD)
+        master = cluster.as_master()
+        assert drain(master)["node"] == "k8s-worker-1"
+        objects = json.loads((cluster.master.home / "fake" / "objects.json").read_text())
+        assert "Pod/default/debug" not in objects
+        master.uncordon_node("10.1.0.101")
+
+
+def test_a_drain_a_disruption_budget_blocks_stops_the_roll_after_its_timeout_naming_the_pod(microk8s, tmp_path):
+    """
+    A PodDisruptionBudget is respected: its pod is not evicted while it allows no disruption, the
+    drain gives up at its timeout, and the roll stops there naming the node and the pod.
+    """
+    cluster = joined_cluster(microk8s, tmp_path)
+    apply_objects(
+        cluster.master,
+        """
+apiVersion: v1
+kind: Pod
+metadata:
+  name: db-0
+  namespace: default
+  labels: {app: db}
+  ownerReferences: [{apiVersion: apps/v1, kind: StatefulSet, name: db, uid: 1f6c, controller: true}]
+spec: {nodeName: k8s-worker-1, containers: [{name: db, image: postgres}]}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: db, namespace: default}
+spec: {minAvailable: 1, selector: {matchLabels: {app: db}}}
+""",
+    )
+    master = cluster.as_master()
+    with pytest.raises(CommandExecutionError) as raised:
+        master.drain_node("10.1.0.101", "1.29/stable", 1)
+    assert 'error when evicting pods/"db-0" -n "default": global timeout reached: 1s' in str(raised.value)
+    assert "k8s-worker-1" in str(raised.value)
+    objects = json.loads((cluster.master.home / "fake" / "objects.json").read_text())
+    assert "Pod/default/db-0" in objects
+
+
 def test_a_node_that_is_not_ready_at_the_release_in_time_stops_the_roll_naming_it(microk8s, tmp_path):
     master = joined_cluster(microk8s, tmp_path).as_master()
     with pytest.raises(CommandExecutionError) as raised:
@@ -1635,7 +1703,7 @@ def test_a_rebooted_node_counts_as_back_only_when_ready_with_a_new_boot_id(micro
     booted = cluster.worker.state()["boot_id"]
     assert master.drain_for_reboot("10.1.0.101", 60) == {"node": "k8s-worker-1", "boot_id": booted}
     assert calls_of(cluster.master, "kubectl drain") == [
-        "kubectl drain k8s-worker-1 --ignore-daemonsets --delete-emptydir-data --timeout=60s"
+        "kubectl drain k8s-worker-1 --ignore-daemonsets --delete-emptydir-data --force --timeout=60s"
     ]
     assert schedulable(master, "10.1.0.101") == [False]
     # Not rebooted yet: Ready with the boot id it was drained with is not back.
@@ -1690,7 +1758,7 @@ def test_a_departing_worker_is_drained_leaves_and_is_removed_and_a_second_run_fi
     assert vacated == {"outcome": "drained", "node": "k8s-worker-1", "member": None, "reason": None}
     assert schedulable(master, "10.1.0.101") == [False]
     assert calls_of(cluster.master, "kubectl drain") == [
-        "kubectl drain k8s-worker-1 --ignore-daemonsets --delete-emptydir-data --timeout=60s"
+        "kubectl drain k8s-worker-1 --ignore-daemonsets --delete-emptydir-data --force --timeout=60s"
     ]
     worker = microk8s
     worker.__salt__ = cluster.worker.salt_functions()

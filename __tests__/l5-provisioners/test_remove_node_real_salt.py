@@ -129,7 +129,7 @@ def test_a_departing_worker_is_drained_leaves_and_is_removed_and_a_second_run_is
         f"deleted minion key: {WORKER}",
     ]
     assert calls(cluster, MASTER, "kubectl drain") == [
-        "kubectl drain k8s-worker-2 --ignore-daemonsets --delete-emptydir-data --timeout=60s"
+        "kubectl drain k8s-worker-2 --ignore-daemonsets --delete-emptydir-data --force --timeout=60s"
     ]
     assert calls(cluster, WORKER, "leave") == ["leave"]
     # It left cleanly: a plain remove-node by name.

@@ -887,15 +887,14 @@ def kubectl_schedule(state: dict, verb: str, args: list[str]) -> int:
     print(f"node/{name} {'already ' if already else ''}{'cordoned' if desired else 'uncordoned'}")
     if verb != "drain":
         return 0
-    pod = calico_pod(name)
-    if "--ignore-daemonsets" not in args:
-        fatal = f"cannot delete DaemonSet-managed Pods (use --ignore-daemonsets to ignore): {pod}"
-        print(f'error: unable to drain node "{name}" due to error:{fatal}, continuing command...', file=sys.stderr)
-        print(f"There are pending nodes to be drained:\n {name}\n{fatal}", file=sys.stderr)
-        return 1
-    print(f"WARNING: ignoring DaemonSet-managed Pods: {pod}", file=sys.stderr)
-    print(f"node/{name} drained")
-    return 0
+    objects = db.setdefault("objects", {})
+    code, out, err, changed = node_objects.drain_pods(objects, name, args, calico_pod(name))
+    if changed:
+        save_database(state, db)
+        kube_objects.record(HOME, objects)
+    print(out, end="")
+    print(err, end="", file=sys.stderr)
+    return code
 
 
 def kubectl(state: dict, args: list[str]) -> int:

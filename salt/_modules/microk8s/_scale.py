@@ -23,10 +23,13 @@ HA_VOTERS = 3
 def drain(salt: dict, name: str, timeout: int) -> None:
     """
     ``kubectl drain`` (which cordons first) of the Kubernetes node ``name``: DaemonSet pods stay
-    (calico runs on every node); emptyDir data goes; kubectl gives up after ``timeout`` seconds,
-    and Salt stops waiting a minute later. Raises Microk8sError naming the node on failure.
+    (calico runs on every node); emptyDir data goes; a pod no controller manages is deleted
+    (``--force``: it cannot move to another node, and a roll, a reboot or a replacement must not
+    stop on it; Kubespray's and Cluster API's drains do the same); every other pod is evicted, so
+    PodDisruptionBudgets hold: kubectl gives up after ``timeout`` seconds while one allows no
+    eviction, and Salt stops waiting a minute later. Raises Microk8sError naming the node on failure.
     """
-    args = ("drain", name, "--ignore-daemonsets", "--delete-emptydir-data", f"--timeout={int(timeout)}s")
+    args = ("drain", name, "--ignore-daemonsets", "--delete-emptydir-data", "--force", f"--timeout={int(timeout)}s")
     _cli.run(salt, "kubectl", *args, timeout=int(timeout) + 60)
 
 

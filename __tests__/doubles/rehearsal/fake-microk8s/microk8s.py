@@ -1355,15 +1355,15 @@ def kubectl_schedule(state: dict, data: dict, verb: str, args: list[str]) -> int
     print(f"node/{name} {'already ' if already else ''}{'cordoned' if desired else 'uncordoned'}")
     if verb != "drain":
         return 0
-    pod = calico_pod(name)
-    if "--ignore-daemonsets" not in args:
-        fatal = f"cannot delete DaemonSet-managed Pods (use --ignore-daemonsets to ignore): {pod}"
-        print(f'error: unable to drain node "{name}" due to error:{fatal}, continuing command...', file=sys.stderr)
-        print(f"There are pending nodes to be drained:\n {name}\n{fatal}", file=sys.stderr)
-        return 1
-    print(f"WARNING: ignoring DaemonSet-managed Pods: {pod}", file=sys.stderr)
-    print(f"node/{name} drained")
-    return 0
+    objects = data.setdefault("objects", {})
+    code, out, err, changed = node_objects.drain_pods(objects, name, args, calico_pod(name))
+    if changed:
+        if not update(state, data):
+            return api_unavailable([verb, name])
+        kube_objects.record(SNAP_DATA, objects)
+    print(out, end="")
+    print(err, end="", file=sys.stderr)
+    return code
 
 
 def kubectl(state: dict, args: list[str]) -> int:

@@ -57,13 +57,32 @@ Where each behaviour comes from (kubernetes/kubectl, k8s.io/apimachinery):
   (cloud-provider-openstack v1.35.0 pkg/openstack/instances_addresses.go nodeAddresses), reordered
   only by the `address-sort-order` option. ``remove-node`` finds the node given by name or by any
   of its InternalIPs, then its dqlite member by the node's *first* InternalIP (microk8s
-  scripts/wrappers/remove_node.py remove_dqlite_node): ``removal_target``.
+  scripts/wrappers/remove_node.py remove_dqlite_node): ``removal_target``;
+- ``kubectl drain NODE``, once the node is cordoned (pkg/drain/drain.go GetPodsForDeletion,
+  filters.go; pkg/cmd/drain/drain.go RunDrain): the node's pods, the calico-node DaemonSet pod
+  microk8s runs on every node and the Pods applied with ``spec.nodeName`` set to it, go through
+  kubectl's filters: a DaemonSet's pod stays (fatal without --ignore-daemonsets), a pod with an
+  emptyDir volume needs --delete-emptydir-data, and a pod whose ownerReferences name no
+  controller needs --force ("cannot delete Pods declare no controller (use --force to override)",
+  kubectl 1.28); fatal filters fail the drain before any pod is evicted (`error: unable to drain
+  node "n" due to error:<errors>, continuing command...`, then "There are pending nodes to be
+  drained:"), the others print "WARNING: <why>: <pods>; ...". Each other pod is evicted ("evicting
+  pod ns/name", then "pod/name evicted"), unless a PodDisruptionBudget of its namespace whose
+  selector matches its labels allows no disruption (the API server's eviction REST handler,
+  pkg/registry/core/pod/storage/eviction.go, and the disruption controller's
+  disruptionsAllowed: the matching pods less minAvailable, or maxUnavailable; every pod counted
+  healthy): the eviction is refused with 429, which kubectl retries every 5 s (`error when
+  evicting pods/"name" -n "ns" (will retry after 5s): Cannot evict pod as it would violate the
+  pod's disruption budget.`) until --timeout, then fails (`global timeout reached: <d>`). An
+  evicted pod is gone from its node; the fakes run no controller to create its replacement:
+  ``drain_pods``.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import time
 
 EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 # k8s.io/apimachinery pkg/api/validate/content/kube.go and dns.go: label keys and values.
@@ -475,3 +494,130 @@ def patched_node(args: list[str]) -> str | None:
 def _invalid_forbidden(name: str, field: str, why: str) -> tuple[int, str, str, bool]:
     """checkErr on an Invalid StatusError with one Forbidden cause (field.Forbidden)."""
     return _fail(f'The Node "{name}" is invalid: {field}: Forbidden: {why}')
+
+
+DAEMONSET_FATAL = "DaemonSet-managed Pods (use --ignore-daemonsets to ignore)"
+DAEMONSET_WARNING = "ignoring DaemonSet-managed Pods"
+LOCAL_STORAGE_FATAL = "Pods with local storage (use --delete-emptydir-data to override)"
+LOCAL_STORAGE_WARNING = "deleting Pods with local storage"
+UNMANAGED_FATAL = "Pods declare no controller (use --force to override)"
+UNMANAGED_WARNING = "deleting Pods that declare no controller"
+DISRUPTION_BUDGET = "Cannot evict pod as it would violate the pod's disruption budget."
+EVICTION_RETRY_SECONDS = 5
+
+
+def _timeout_seconds(args: list[str]) -> float:
+    """drain's --timeout (a Go duration: 300s, 5m, 1m30s); 0, the default, waits for ever."""
+    value = next((a.split("=", 1)[1] for a in args if a.startswith("--timeout=")), "0s")
+    units = {"h": 3600, "m": 60, "s": 1, "ms": 0.001}
+    return sum(float(n) * units[u] for n, u in re.findall(r"([0-9.]+)(ms|h|m|s)", value))
+
+
+def _go_duration(seconds: float) -> str:
+    """A whole number of seconds as Go's time.Duration prints it (20s, 1m30s, 1h0m0s)."""
+    hours, rest = divmod(int(seconds), 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes}m{secs}s"
+    return f"{minutes}m{secs}s" if minutes else f"{secs}s"
+
+
+def _controller(pod: dict) -> dict | None:
+    return next((ref for ref in pod["metadata"].get("ownerReferences") or [] if ref.get("controller")), None)
+
+
+def _budget_allows(objects: dict, pod: dict) -> bool:
+    """Whether the PodDisruptionBudgets selecting ``pod`` allow one more disruption (see the docstring)."""
+    namespace, labels = pod["metadata"].get("namespace", "default"), pod["metadata"].get("labels") or {}
+    pods = [
+        o for o in objects.values() if o.get("kind") == "Pod" and o["metadata"].get("namespace", "default") == namespace
+    ]
+    for budget in objects.values():
+        if budget.get("kind") != "PodDisruptionBudget" or budget["metadata"].get("namespace", "default") != namespace:
+            continue
+        selector = (budget.get("spec", {}).get("selector") or {}).get("matchLabels") or {}
+        if not selector or any(labels.get(k) != v for k, v in selector.items()):
+            continue
+        healthy = sum(
+            1 for o in pods if all((o["metadata"].get("labels") or {}).get(k) == v for k, v in selector.items())
+        )
+        spec = budget["spec"]
+        allowed = (
+            int(spec["maxUnavailable"]) if "maxUnavailable" in spec else healthy - int(spec.get("minAvailable", 0))
+        )
+        if allowed <= 0:
+            return False
+    return True
+
+
+def drain_pods(objects: dict, node: str, args: list[str], calico: str) -> tuple[int, str, str, bool]:
+    """
+    ``kubectl drain`` of the cordoned ``node`` (see the docstring): ``calico`` is its calico-node
+    pod, ``objects`` the cluster's API objects (kube_objects.py), whose evicted Pods go.
+    """
+    pods = {calico: {"kind": "DaemonSet"}}
+    for ref, obj in sorted(objects.items()):
+        if obj.get("kind") == "Pod" and obj.get("spec", {}).get("nodeName") == node:
+            pods[f"{obj['metadata'].get('namespace', 'default')}/{obj['metadata']['name']}"] = {"pod": ref, "obj": obj}
+    fatal: dict[str, list[str]] = {}
+    warnings: dict[str, list[str]] = {}
+    evict = []
+    for name, pod in pods.items():
+        if pod.get("kind") == "DaemonSet" or (_controller(pod["obj"]) or {}).get("kind") == "DaemonSet":
+            (warnings if "--ignore-daemonsets" in args else fatal).setdefault(
+                DAEMONSET_WARNING if "--ignore-daemonsets" in args else DAEMONSET_FATAL, []
+            ).append(name)
+            continue
+        obj, ok = pod["obj"], True
+        if any("emptyDir" in volume for volume in obj.get("spec", {}).get("volumes") or []):
+            if "--delete-emptydir-data" in args:
+                warnings.setdefault(LOCAL_STORAGE_WARNING, []).append(name)
+            else:
+                fatal.setdefault(LOCAL_STORAGE_FATAL, []).append(name)
+                ok = False
+        if _controller(obj) is None:
+            if "--force" in args:
+                warnings.setdefault(UNMANAGED_WARNING, []).append(name)
+            else:
+                fatal.setdefault(UNMANAGED_FATAL, []).append(name)
+                ok = False
+        if ok:
+            evict.append((name, pod["pod"]))
+    if fatal:
+        errors = [f"cannot delete {why}: {', '.join(names)}" for why, names in sorted(fatal.items())]
+        shown = errors[0] if len(errors) == 1 else f"[{', '.join(errors)}]"
+        err = f'error: unable to drain node "{node}" due to error:{shown}, continuing command...\n'
+        return (
+            1,
+            "",
+            err + f"There are pending nodes to be drained:\n {node}\n" + "".join(f"{e}\n" for e in errors),
+            False,
+        )
+    err = (
+        "WARNING: " + "; ".join(f"{why}: {', '.join(names)}" for why, names in warnings.items()) + "\n"
+        if warnings
+        else ""
+    )
+    out, changed = "", False
+    deadline = time.time() + _timeout_seconds(args) if _timeout_seconds(args) else float("inf")
+    for name, ref in evict:
+        namespace, pod_name = name.split("/", 1)
+        out += f"evicting pod {name}\n"
+        while not _budget_allows(objects, objects[ref]):
+            err += (
+                f'error when evicting pods/"{pod_name}" -n "{namespace}" (will retry after 5s): {DISRUPTION_BUDGET}\n'
+            )
+            if time.time() + EVICTION_RETRY_SECONDS <= deadline:
+                time.sleep(EVICTION_RETRY_SECONDS)
+                continue
+            time.sleep(max(0.0, deadline - time.time()))
+            timeout = _go_duration(_timeout_seconds(args))
+            why = f'error when evicting pods/"{pod_name}" -n "{namespace}": global timeout reached: {timeout}'
+            err += f'There are pending pods in node "{node}" when an error occurred: {why}\n'
+            err += f'error: unable to drain node "{node}" due to error:{why}, continuing command...\n'
+            err += f"There are pending nodes to be drained:\n {node}\n{why}\n"
+            return 1, out, err, changed
+        del objects[ref]
+        changed = True
+        out += f"pod/{pod_name} evicted\n"
+    return 0, out + f"node/{node} drained\n", err, changed
