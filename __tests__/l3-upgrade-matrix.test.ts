@@ -157,6 +157,8 @@ const PLANNED: Record<string, string[]> = {
   "77ee009": [],
   // The roll waits on snapd's refresh change (Salt only: the chain alone changes).
   "2695ec6": [],
+  // Drains delete unmanaged pods (Salt only: the chain alone changes).
+  "4fe7df1": [],
 };
 
 it("keeps one fixture per version listed, and says what today's stack plans for each", () => {
