@@ -140,9 +140,11 @@ const available = rehearsalAvailable();
       // writes the master's configuration and restarts it under the orchestration: a first deploy
       // failed there, and the next apply, running Orchestrate again, found it configured (28c3aec
       // fixed it: orchestrate.sh configures the master before salt-run).
+      // The restart shows as salt-run losing the master, or as the master's own highstate failing
+      // when its return comes back through the restarted master (ValueError: Invalid file object).
       if (installs.length > 1) {
-        expect(scriptLines(installs[0].stdout).at(-1)).toBe(
-          "Orchestrate: orchestration orch.deploy failed: salt-run exited 1 without a result: tornado.iostream.StreamClosedError: Stream is closed",
+        expect(scriptLines(installs[0].stdout).at(-1)).toMatch(
+          /^Orchestrate: orchestration orch\.deploy failed: (salt-run exited 1 without a result: tornado\.iostream\.StreamClosedError: Stream is closed|orch-deploy-salt-state-salt-master: .*)$/,
         );
       }
       expect({ status: installed.status, stderr: installed.stderr }).toEqual({ status: 0, stderr: "" });
