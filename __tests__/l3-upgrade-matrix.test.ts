@@ -15,7 +15,7 @@ import { NOBLE_IMAGE, OpenStackDouble, startOpenStackDouble } from "./doubles/op
 import { StateServer, startStateServer } from "./doubles/http-state/server";
 import { synthStack } from "./support/synth";
 import { initOffline, RunResult, runTf, runTfAsync, TfCli, tfClis } from "./support/tofu";
-import { ADDED_SINCE_A4E49BC, plannedChanges } from "./support/upgrade";
+import { ADDED_SINCE_A4E49BC, MACHINE_TYPES, plannedChanges } from "./support/upgrade";
 import { Workspace, workspace } from "./support/workspace";
 
 const FIXTURES = path.join(__dirname, "fixtures", "upgrade");
@@ -32,9 +32,6 @@ const NEWER_NOBLE = {
   tofu: { id: "9a4c6e1f-2b3d-4f5a-8c7e-1d2f3a4b5c6d", name: NOBLE_IMAGE.name },
   terraform: { id: "3e5b7d9f-4a6c-4e8b-9d1f-5c7e9a1b3d5f", name: NOBLE_IMAGE.name },
 };
-
-/** The resources a cluster lives on: replacing or destroying one loses a machine or its data. */
-const MACHINE_TYPES = ["openstack_compute_instance_v2", "openstack_blockstorage_volume_v3", "openstack_compute_volume_attach_v2"];
 
 let double: OpenStackDouble;
 let state: StateServer;

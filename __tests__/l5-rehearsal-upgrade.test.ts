@@ -19,6 +19,7 @@ import { rehearsalAvailable, Rehearsal, startRehearsal } from "./doubles/rehears
 import { highstates, rehearsedCluster, scriptLines, stepsRun } from "./support/rehearsal";
 import { synthToDir } from "./support/synth";
 import { RunResult, runTfAsync, tofuBinary } from "./support/tofu";
+import { MACHINE_TYPES } from "./support/upgrade";
 
 /** The oldest version: the matrix's first fixture. */
 const VERSION = "dc03610";
@@ -58,8 +59,6 @@ const WORKLOAD_REFS = ["Secret/default/shop-settings", "Deployment/default/shop"
  * that does not answer saltutil.find_job within gather_job_timeout, 10 s, while its highstate runs).
  */
 const APPLIES = 3;
-/** What the machines live on: none may be replaced or destroyed. */
-const MACHINE_TYPES = ["openstack_compute_instance_v2", "openstack_blockstorage_volume_v3", "openstack_compute_volume_attach_v2"];
 
 const available = rehearsalAvailable();
 (available.ok ? describe : describe.skip)(

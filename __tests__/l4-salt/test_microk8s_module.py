@@ -874,6 +874,15 @@ def test_refreshes_held_through_the_real_loader_are_held_once_and_stop_auto_refr
     assert call("microk8s.refresh", "1.29/stable") == {"old": "1.28/stable", "new": "1.29/stable"}
 
 
+def refreshing_node(tmp_path, faults: dict) -> tuple[FakeMicrok8s, LocalMinion]:
+    """A fake node at 1.28 with snapd's ``faults`` (fake/faults.json), and a minion with the modules synced."""
+    node = FakeMicrok8s(tmp_path / "node", tmp_path / "cluster")
+    minion = LocalMinion(tmp_path, MASTER, file_root=ROOT / "salt", env=node.env)
+    minion.call("saltutil.sync_all")
+    (node.home / "fake" / "faults.json").write_text(json.dumps(faults))
+    return node, minion
+
+
 def test_a_refresh_refused_by_a_change_in_progress_waits_it_out_and_is_asked_again(tmp_path):
     """
     snapd refuses a change to microk8s while another one runs (the fake's snapd.py: an
@@ -881,10 +890,8 @@ def test_a_refresh_refused_by_a_change_in_progress_waits_it_out_and_is_asked_aga
     for that change (`snap watch --last=auto-refresh?`) and asks again, then waits for its own
     change to finish, by its id, not for the snap client that a timeout would cut off.
     """
-    node = FakeMicrok8s(tmp_path / "node", tmp_path / "cluster")
-    call = LocalMinion(tmp_path, MASTER, file_root=ROOT / "salt", env=node.env).call
-    call("saltutil.sync_all")
-    (node.home / "fake" / "faults.json").write_text(json.dumps({"auto_refresh_in_progress": 2}))
+    node, minion = refreshing_node(tmp_path, {"auto_refresh_in_progress": 2})
+    call = minion.call
 
     assert call("microk8s.refresh", "1.29/stable") == {"old": "1.28/stable", "new": "1.29/stable"}
     snap_calls = [
@@ -905,11 +912,8 @@ def test_a_refresh_refused_by_a_change_in_progress_waits_it_out_and_is_asked_aga
 
 def test_a_refresh_refused_past_the_bound_fails_naming_the_change_in_progress(tmp_path):
     """Three refusals in a row fail the refresh, naming what snapd refused it for; the snap stays."""
-    node = FakeMicrok8s(tmp_path / "node", tmp_path / "cluster")
-    minion = LocalMinion(tmp_path, MASTER, file_root=ROOT / "salt", env=node.env)
+    _, minion = refreshing_node(tmp_path, {"auto_refresh_in_progress": 5})
     call = minion.call
-    call("saltutil.sync_all")
-    (node.home / "fake" / "faults.json").write_text(json.dumps({"auto_refresh_in_progress": 5}))
 
     error = minion.call_error("microk8s.refresh", "1.29/stable")
     assert error == (
@@ -925,11 +929,8 @@ def test_a_refresh_whose_change_fails_is_an_error_naming_the_change(tmp_path):
     undoes it: the error names the change, whose tasks `snap change ID` lists, and the snap keeps
     its channel.
     """
-    node = FakeMicrok8s(tmp_path / "node", tmp_path / "cluster")
-    minion = LocalMinion(tmp_path, MASTER, file_root=ROOT / "salt", env=node.env)
+    node, minion = refreshing_node(tmp_path, {"refresh_fails": 1})
     call = minion.call
-    call("saltutil.sync_all")
-    (node.home / "fake" / "faults.json").write_text(json.dumps({"refresh_fails": 1}))
 
     error = minion.call_error("microk8s.refresh", "1.29/stable")
     change = node.state()["change_seq"]

@@ -28,6 +28,9 @@ export async function plannedChanges(tofu: (args: string[]) => Promise<RunResult
 }
 
 /** The API load balancer's resources at 3 nodes, as changesOf() names them. */
+/** The resources a cluster lives on: replacing or destroying one loses a machine or its data. */
+export const MACHINE_TYPES = ["openstack_compute_instance_v2", "openstack_blockstorage_volume_v3", "openstack_compute_volume_attach_v2"];
+
 export const API_LOAD_BALANCER = [
   "openstack_lb_listener_v2.Listener[0]",
   "openstack_lb_loadbalancer_v2.ApiLoadBalancer[0]",

@@ -853,9 +853,15 @@ def kubectl_objects(state: dict, verb: str, args: list[str]) -> int:
         code, out, err, changed = kube_objects.get(objects, args)
     else:
         code, out, err, changed = kube_objects.annotate(objects, args)
+    return objects_written(state, db, (code, out, err, changed))
+
+
+def objects_written(state: dict, db: dict, result: tuple[int, str, str, bool]) -> int:
+    """Prints a kubectl result on the objects; when it changed them, writes the database and the record back."""
+    code, out, err, changed = result
     if changed:
         save_database(state, db)
-        kube_objects.record(HOME, objects)
+        kube_objects.record(HOME, db["objects"])
     print(out, end="")
     print(err, end="", file=sys.stderr)
     return code
@@ -887,14 +893,9 @@ def kubectl_schedule(state: dict, verb: str, args: list[str]) -> int:
     print(f"node/{name} {'already ' if already else ''}{'cordoned' if desired else 'uncordoned'}")
     if verb != "drain":
         return 0
-    objects = db.setdefault("objects", {})
-    code, out, err, changed = node_objects.drain_pods(objects, name, args, calico_pod(name))
-    if changed:
-        save_database(state, db)
-        kube_objects.record(HOME, objects)
-    print(out, end="")
-    print(err, end="", file=sys.stderr)
-    return code
+    return objects_written(
+        state, db, node_objects.drain_pods(db.setdefault("objects", {}), name, args, calico_pod(name))
+    )
 
 
 def kubectl(state: dict, args: list[str]) -> int:

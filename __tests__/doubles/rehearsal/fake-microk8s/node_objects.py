@@ -564,9 +564,10 @@ def drain_pods(objects: dict, node: str, args: list[str], calico: str) -> tuple[
     evict = []
     for name, pod in pods.items():
         if pod.get("kind") == "DaemonSet" or (_controller(pod["obj"]) or {}).get("kind") == "DaemonSet":
-            (warnings if "--ignore-daemonsets" in args else fatal).setdefault(
-                DAEMONSET_WARNING if "--ignore-daemonsets" in args else DAEMONSET_FATAL, []
-            ).append(name)
+            if "--ignore-daemonsets" in args:
+                warnings.setdefault(DAEMONSET_WARNING, []).append(name)
+            else:
+                fatal.setdefault(DAEMONSET_FATAL, []).append(name)
             continue
         obj, ok = pod["obj"], True
         if any("emptyDir" in volume for volume in obj.get("spec", {}).get("volumes") or []):
@@ -599,7 +600,8 @@ def drain_pods(objects: dict, node: str, args: list[str], calico: str) -> tuple[
         else ""
     )
     out, changed = "", False
-    deadline = time.time() + _timeout_seconds(args) if _timeout_seconds(args) else float("inf")
+    timeout = _timeout_seconds(args)
+    deadline = time.time() + timeout if timeout else float("inf")
     for name, ref in evict:
         namespace, pod_name = name.split("/", 1)
         out += f"evicting pod {name}\n"
@@ -611,8 +613,8 @@ def drain_pods(objects: dict, node: str, args: list[str], calico: str) -> tuple[
                 time.sleep(EVICTION_RETRY_SECONDS)
                 continue
             time.sleep(max(0.0, deadline - time.time()))
-            timeout = _go_duration(_timeout_seconds(args))
-            why = f'error when evicting pods/"{pod_name}" -n "{namespace}": global timeout reached: {timeout}'
+            reached = f"global timeout reached: {_go_duration(timeout)}"
+            why = f'error when evicting pods/"{pod_name}" -n "{namespace}": {reached}'
             err += f'There are pending pods in node "{node}" when an error occurred: {why}\n'
             err += f'error: unable to drain node "{node}" due to error:{why}, continuing command...\n'
             err += f"There are pending nodes to be drained:\n {node}\n{why}\n"
