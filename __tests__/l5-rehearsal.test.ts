@@ -83,6 +83,33 @@ const available = rehearsalAvailable();
   let roll: RunResult;
   /** Each apply of the roll, by the node whose machine it replaced, in the roll's order. */
   const rollApplies = new Map<string, string>();
+  /**
+   * Each node's cloud labels and taints, as the cloud controller manager the fake models leaves
+   * them (fake-microk8s/cloud_controller.py), by node name.
+   */
+  const cloudInitialized = async () => {
+    const listed = await rehearsal.cloud.host(MASTER).exec("microk8s kubectl get nodes -o json");
+    return Object.fromEntries(
+      JSON.parse(listed.stdout).items.map((node: any) => [
+        node.metadata.name,
+        {
+          zone: node.metadata.labels["topology.kubernetes.io/zone"],
+          region: node.metadata.labels["topology.kubernetes.io/region"],
+          instanceType: node.metadata.labels["node.kubernetes.io/instance-type"],
+          taints: node.spec.taints ?? [],
+        },
+      ]),
+    );
+  };
+  /** What initialization gives the nodes of these hosts: their servers' zone and flavor, the cloud's region. */
+  const serversAsLabels = async (hosts: string[]) =>
+    Object.fromEntries(
+      hosts.map((host) => {
+        const server = rehearsal.double.nova.servers.all().find((each) => String(each.name).split(".")[0] === host) as any;
+        const zone = server.availability_zone;
+        return [host, { zone, region: "RegionOne", instanceType: server.flavor.name, taints: [] }];
+      }),
+    );
   /** The Nova servers by host name before the roll, and the objects the cluster held. */
   let beforeRoll: Map<string, string>;
   let objectsBeforeRoll: Record<string, any>;
@@ -315,7 +342,7 @@ const available = rehearsalAvailable();
       );
     });
 
-    it("deploys the cloud controller manager and Cinder CSI from the pinned manifests, Cinder the default class, after every node's providerID", async () => {
+    it("deploys the cloud controller manager and Cinder CSI from the pinned manifests, Cinder the default class, and it initializes every node", async () => {
       const objects = JSON.parse(fs.readFileSync(`/proc/${rehearsal.cloud.host(MASTER).pid}/root${OBJECTS}`, "utf8"));
       const shipped = path.join(ROOT, "salt", "microk8s", "files", "cloud-provider");
       const expected = fs
@@ -341,6 +368,8 @@ const available = rehearsalAvailable();
       expect(Object.fromEntries(nodes.map((node: any) => [node.metadata.name, node.spec.providerID]))).toEqual(
         Object.fromEntries(["k8s-master", "k8s-worker-0", "k8s-worker-1"].map((host) => [host, `openstack:///${ids.get(host)}`])),
       );
+      // The master too, which its kubelet registered before the cloud integration.
+      expect(await cloudInitialized()).toEqual(await serversAsLabels(["k8s-master", "k8s-worker-0", "k8s-worker-1"]));
     });
 
     it("points the kubeconfig at the API load balancer: its command, run as the README says, gives a server on its floating IP", async () => {
@@ -545,8 +574,11 @@ const available = rehearsalAvailable();
       expect(Object.entries(results).filter(([, result]) => result.failed > 0)).toEqual([]);
     });
 
-    it("joins the new nodes as workers past the three voters, and every node is Ready", async () => {
+    it("joins the new nodes as workers past the three voters, every node Ready and initialized by the cloud controller manager", async () => {
       expect(await readyNodes()).toEqual(["k8s-master", "k8s-worker-0", "k8s-worker-1", "k8s-worker-2", "k8s-worker-3"]);
+      expect(await cloudInitialized()).toEqual(
+        await serversAsLabels(["k8s-master", "k8s-worker-0", "k8s-worker-1", "k8s-worker-2", "k8s-worker-3"]),
+      );
       expect(await voters()).toBe(3);
       for (const worker of workers(5).slice(2)) expect(await isWorker(worker)).toBe(true);
       for (const voter of workers(5).slice(0, 2)) expect(await isWorker(voter)).toBe(false);

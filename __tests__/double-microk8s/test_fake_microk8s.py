@@ -1868,3 +1868,156 @@ def test_l4_kubectl_applies_gets_annotates_and_patches_objects_and_records_them(
     check_objects(kubectl, master.home / "fake" / "objects.json", "k8s-master", enable)
     recorded = json.loads((master.home / "fake" / "objects.json").read_text())
     assert sorted(master.database()["objects"]) == sorted(recorded)
+
+
+# --- the cloud controller manager both fakes model (cloud_controller.py) --------------------------
+
+UNINITIALIZED = {"key": "node.cloudprovider.kubernetes.io/uninitialized", "value": "true", "effect": "NoSchedule"}
+CLOUD_CONTROLLER = """
+apiVersion: v1
+kind: Secret
+metadata: {name: cloud-config, namespace: kube-system}
+stringData:
+  cloud.conf: |
+    [Global]
+    region = "RegionTwo"
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: openstack-cloud-controller-manager, namespace: kube-system}
+spec: {}
+"""
+
+
+@pytest.fixture(params=["rehearsal", "l4"])
+def cloud_pair(request, tmp_path):
+    """
+    A control-plane node whose kubelet runs with --cloud-provider=external and a node that joined
+    it (both fakes): ``kubectl``, ``joiner(command)`` (start or stop), ``listing(servers)``.
+    """
+    if request.param == "rehearsal":
+        master, joiner = cluster_of(tmp_path, 2)
+        request.addfinalizer(master.close)
+        request.addfinalizer(joiner.close)
+        args, listing = master.snap_data / "args/kubelet", master.root / "var/lib/koo-rehearsal/nova-servers.json"
+        args.write_text(args.read_text() + "--cloud-provider=external\n")
+        assert joiner.run("microk8s", "join", url_to(master, issue(master))).returncode == 0
+
+        def kubectl(*words: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+            return master.run("microk8s", "kubectl", *words, stdin=stdin)
+
+        def turn(command: str) -> None:
+            assert joiner.run("microk8s", command).returncode == 0
+
+    else:
+        cluster = L4(tmp_path)
+        master = cluster.node("master", "10.1.0.10", "k8s-master")
+        joiner = cluster.node("joiner", "10.1.0.100", "k8s-worker-0")
+        args, listing = master.home / "args/kubelet", tmp_path / "cluster" / ".nova" / "servers.json"
+        args.write_text(args.read_text() + "--cloud-provider=external\n")
+        assert joiner.run("join", l4_url(master)).returncode == 0
+
+        def kubectl(*words: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+            return subprocess.run(
+                [str(master.bin / "microk8s"), "kubectl", *words],
+                env=master.env,
+                input=stdin,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+
+        def turn(command: str) -> None:
+            assert joiner.run(command).returncode == 0
+
+    def write_listing(servers: list[dict]) -> None:
+        listing.parent.mkdir(parents=True, exist_ok=True)
+        listing.write_text(json.dumps(servers))
+
+    kubectl.joiner, kubectl.listing = turn, write_listing
+    return kubectl
+
+
+def test_the_cloud_controller_initializes_a_tainted_node_it_finds_and_deletes_one_whose_server_is_gone(cloud_pair):
+    """
+    kubelet_node_status.go initialNode; cloud-provider-openstack v1.35.0 instances.go getInstance,
+    getServerByName; k8s.io/cloud-provider node_controller.go syncNode, nodelifecycle MonitorNodes.
+    """
+    kubectl = cloud_pair
+
+    def nodes() -> dict:
+        items = json.loads(kubectl("get", "nodes", "-o", "json").stdout)["items"]
+        return {item["metadata"]["name"]: item for item in items}
+
+    # The master registered before its kubelet had the flag; the joiner took it with the join.
+    (master, joiner) = sorted(nodes(), key=lambda name: "taints" in nodes()[name]["spec"])
+    assert "taints" not in nodes()[master]["spec"] and nodes()[joiner]["spec"]["taints"] == [UNINITIALIZED]
+    servers = [
+        {
+            "id": "3f1c2a9e-5b7d-4e21-9a0c-1d2e3f4a5b6c",
+            "name": f"{master}.lab.example",
+            "status": "ACTIVE",
+            "OS-EXT-AZ:availability_zone": "az 1",
+            "flavor": {"original_name": "m1.large"},
+        },
+        {
+            "id": "8a7b6c5d-4e3f-4a1b-8c9d-0e1f2a3b4c5d",
+            "name": f"{joiner}.lab.example",
+            "status": "ACTIVE",
+            "OS-EXT-AZ:availability_zone": "az-2",
+            "flavor": {"original_name": "m1.medium"},
+        },
+    ]
+    kubectl.listing(servers)
+    # No controller manager until its DaemonSet and Secret are applied.
+    assert nodes()[joiner]["spec"]["taints"] == [UNINITIALIZED]
+    assert kubectl("apply", "-f", "-", stdin=CLOUD_CONTROLLER).returncode == 0
+    # Without a providerID it looks for a server named as the node: Nova's names are FQDNs.
+    assert nodes()[joiner]["spec"] == {"taints": [UNINITIALIZED]}
+    # Nor does it delete a NotReady node it cannot find by name (ErrNotFound is no InstanceNotFound).
+    kubectl.joiner("stop")
+    assert nodes()[joiner]["status"]["conditions"][0]["status"] != "True"
+    kubectl.joiner("start")
+    patch = [
+        "patch",
+        "node",
+        joiner,
+        "--type=merge",
+        "-p",
+        json.dumps({"spec": {"providerID": f"openstack:///{servers[1]['id']}"}}),
+    ]
+    assert kubectl(*patch).returncode == 0
+    initialized = nodes()[joiner]
+    assert initialized["spec"] == {"providerID": f"openstack:///{servers[1]['id']}"}
+    cloud_labels = {
+        "node.kubernetes.io/instance-type": "m1.medium",
+        "beta.kubernetes.io/instance-type": "m1.medium",
+        "topology.kubernetes.io/zone": "az-2",
+        "failure-domain.beta.kubernetes.io/zone": "az-2",
+        "topology.kubernetes.io/region": "RegionTwo",
+        "failure-domain.beta.kubernetes.io/region": "RegionTwo",
+    }
+    assert cloud_labels.items() <= initialized["metadata"]["labels"].items()
+    # A node without the taint is never initialized, whatever it has; given the taint, it is.
+    assert "topology.kubernetes.io/region" not in nodes()[master]["metadata"]["labels"]
+    assert (
+        kubectl("taint", "node", master, "node.cloudprovider.kubernetes.io/uninitialized=true:NoSchedule").returncode
+        == 0
+    )
+    assert nodes()[master]["spec"] == {"taints": [UNINITIALIZED]}
+    patch = [
+        "patch",
+        "node",
+        master,
+        "--type=merge",
+        "-p",
+        json.dumps({"spec": {"providerID": f"openstack:///{servers[0]['id']}"}}),
+    ]
+    assert kubectl(*patch).returncode == 0
+    assert nodes()[master]["spec"] == {"providerID": f"openstack:///{servers[0]['id']}"}
+    assert nodes()[master]["metadata"]["labels"]["topology.kubernetes.io/zone"] == "az-1"  # util.SanitizeLabel
+    # A NotReady node whose server the cloud no longer has is deleted; a Ready one is not.
+    kubectl.listing(servers[:1])
+    assert joiner in nodes()
+    kubectl.joiner("stop")
+    assert list(nodes()) == [master]

@@ -13,7 +13,7 @@ import json
 
 import pytest
 import yaml
-from harness.salt_minion import ROOT
+from harness.salt_minion import ROOT, load_module
 from salt.exceptions import CommandExecutionError
 from test_microk8s_module import CP_JOINER, MASTER, PILLAR, WORKER, joined_cluster
 
@@ -479,3 +479,72 @@ def test_the_secret_with_a_private_ca_is_applied_and_a_new_ca_alone_changes_it(m
     assert master.cloud_config_apply()["operation"] == "configured"
     secret = cluster.master.database()["objects"]["Secret/kube-system/cloud-config"]
     assert base64.b64decode(secret["data"]["ca.crt"]).decode() == other
+
+
+def test_nodes_initialized_fails_naming_the_node_and_takes_its_taint_back_when_the_controller_does_not_come(
+    microk8s, tmp_path
+):
+    """The state microk8s.nodes_initialized over this module, against the fakes' cloud controller manager."""
+    cluster, master = master_of(microk8s, tmp_path)
+    for entry in master.provider_id_plan().values():
+        master.set_provider_id(entry["node"], entry["new"])
+    states = load_module("microk8s_states_initialized", ROOT / "salt" / "_states" / "microk8s.py")
+    states.__salt__ = {
+        f"microk8s.{name}": getattr(master, name)
+        for name in ("initialization_plan", "wait_initialized", "mark_uninitialized")
+    }
+    states.__opts__ = {"test": False}
+    everyone = (MASTER, CP_JOINER, WORKER)
+    # These kubelets never ran with --cloud-provider=external: no node was ever initialized.
+    assert {node: plan["state"] for node, plan in master.initialization_plan().items()} == dict.fromkeys(
+        everyone, "never"
+    )
+    states.__opts__ = {"test": True}
+    predicted = states.nodes_initialized("microk8s:nodes")
+    assert (predicted["result"], sorted(predicted["changes"])) == (None, sorted(everyone))
+    assert not any("taints" in node for node in cluster.master.database()["nodes"])
+    states.__opts__ = {"test": False}
+
+    # No controller manager runs: the state waits, fails naming every node, and leaves no taint.
+    failed = states.nodes_initialized("microk8s:nodes", timeout=0.5, interval=0.1)
+    assert (failed["result"], failed["changes"]) == (False, {})
+    assert failed["comment"] == (
+        f"the cloud controller manager did not initialize {', '.join(everyone)} within 0.5 s "
+        "(microk8s kubectl -n kube-system logs daemonset/openstack-cloud-controller-manager says why;"
+        f" the taint this state added is removed again from {', '.join(everyone)})"
+    )
+    assert not any(node.get("taints") for node in cluster.master.database()["nodes"])
+
+    # Once it runs and the cloud lists the servers, the state has it initialize every node.
+    listing = tmp_path / "cluster" / ".nova" / "servers.json"
+    listing.parent.mkdir(parents=True, exist_ok=True)
+    servers = [
+        {
+            "id": INSTANCES[node],
+            "name": node,
+            "status": "ACTIVE",
+            "OS-EXT-AZ:availability_zone": "nova",
+            "flavor": {"original_name": "m1.large"},
+        }
+        for node in everyone
+    ]
+    listing.write_text(json.dumps(servers))
+    master.cloud_config_apply()
+    master.manifests_apply(MANIFESTS)
+    done = states.nodes_initialized("microk8s:nodes", timeout=5, interval=0.1)
+    labels = (
+        "topology.kubernetes.io/zone=nova topology.kubernetes.io/region=RegionOne "
+        "node.kubernetes.io/instance-type=m1.large"
+    )
+    assert done == {
+        "name": "microk8s:nodes",
+        "result": True,
+        "changes": {node: {"old": "not initialized", "new": labels} for node in everyone},
+        "comment": f"the cloud controller manager initialized {', '.join(everyone)}",
+    }
+    again = states.nodes_initialized("microk8s:nodes")
+    assert (again["result"], again["changes"], again["comment"]) == (
+        True,
+        {},
+        "the cloud controller manager initialized all 3 nodes",
+    )

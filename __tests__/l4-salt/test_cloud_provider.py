@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import shutil
 
 import pytest
 import yaml
@@ -41,6 +42,22 @@ INSTANCES = {
     VOTER: "8a7b6c5d-4e3f-4a1b-8c9d-0e1f2a3b4c5d",
     WORKER: "c0ffee00-1234-4abc-9def-0123456789ab",
 }
+# The project's Nova servers, as the fakes' cloud controller manager finds them
+# (cloud_controller.py): named by FQDN, each in a zone of its own, the flavors by name.
+ZONES = {MASTER: "az-1", VOTER: "az-2", WORKER: "az-3"}
+FLAVORS = {MASTER: "m1.large", VOTER: "m1.large", WORKER: "m1.medium"}
+
+
+def server(node: str, instance_id: str | None = None) -> dict:
+    return {
+        "id": instance_id or INSTANCES[node],
+        "name": node,
+        "status": "ACTIVE",
+        "OS-EXT-AZ:availability_zone": ZONES[node],
+        "flavor": {"original_name": FLAVORS[node]},
+    }
+
+
 # A secret with what gcfg must have quoted and escaped: a comment character, a quote, a backslash.
 SECRET = 'sup3r;secret#"cred\\ential'
 CLOUD = {
@@ -146,6 +163,7 @@ def cluster(tmp_path_factory):
         (cluster.pillar_root / "_cloud.sls").write_text(f"#!yaml\n{yaml.safe_dump(CLOUD)}")
         # microk8s' hostpath-storage addon (enabled by microk8s.addons) made its class the default.
         assert cluster.fakes[MASTER].run("enable", "hostpath-storage").returncode == 0
+        listing(cluster, [server(node) for node in KUBERNETES])
         try:
             cluster.start()
             yield cluster
@@ -153,20 +171,52 @@ def cluster(tmp_path_factory):
             cluster.stop()
 
 
+def listing(cluster, servers: list[dict]) -> None:
+    """The servers the cloud lists (cloud_controller.py reads them from the fake cluster's directory)."""
+    path = cluster.root / "fake-cluster" / ".nova" / "servers.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(servers))
+
+
+def orchestrate(cluster, data: dict | None = None) -> tuple[int, dict, str]:
+    """
+    orch.deploy with ``data`` (default: ``pillar()``) as _from_terraform.sls: salt-run's exit
+    code, its steps, and all it printed.
+    """
+    (cluster.pillar_root / "_from_terraform.sls").write_text(from_terraform_sls(data or pillar()))
+    result = cluster._run("salt-run", "--out=json", "state.orchestrate", "orch.deploy", timeout=600)
+    steps = next(iter(json.loads(result.stdout)["data"].values())) if result.stdout.startswith("{") else {}
+    return result.returncode, steps, result.stdout + result.stderr + (cluster.logs() if result.returncode else "")
+
+
+def step_states(steps: dict, step: str) -> dict:
+    """The master's states in orch.deploy's ``step`` (salt.state reports them only when one changed something)."""
+    found = next(value for key, value in steps.items() if step in key)
+    assert found["result"] is True, found
+    states = found["changes"].get("ret", {}).get(MASTER, {})
+    return {key.split("_|-")[1]: value for key, value in states.items()}
+
+
 def deploy(cluster, data: dict | None = None) -> tuple[dict, str]:
     """
     orch.deploy with ``data`` (default: ``pillar()``) as _from_terraform.sls; every step must
     succeed. The cloud-provider step's states, and all salt-run printed.
     """
-    (cluster.pillar_root / "_from_terraform.sls").write_text(from_terraform_sls(data or pillar()))
-    result = cluster._run("salt-run", "--out=json", "state.orchestrate", "orch.deploy", timeout=600)
-    assert result.returncode == 0, result.stdout[-4000:] + result.stderr + cluster.logs()
-    steps = next(iter(json.loads(result.stdout)["data"].values()))
-    step = next(value for key, value in steps.items() if "orch-deploy-salt-state-cloud-provider" in key)
-    assert step["result"] is True, step
-    # salt.state reports the minion's states only when one of them changed something.
-    states = step["changes"].get("ret", {}).get(MASTER, {})
-    return {key.split("_|-")[1]: value for key, value in states.items()}, result.stdout + result.stderr
+    code, steps, printed = orchestrate(cluster, data)
+    assert code == 0, printed[-8000:]
+    return step_states(steps, "orch-deploy-salt-state-cloud-provider"), printed
+
+
+def node_objects(cluster) -> dict:
+    """The Nodes, by name, as the master's kubectl lists them."""
+    shown = json.loads(cluster.fakes[MASTER].run("kubectl", "get", "nodes", "-o", "json").stdout)
+    return {item["metadata"]["name"]: item for item in shown["items"]}
+
+
+def cloud_labels(item: dict) -> dict:
+    labels = item["metadata"]["labels"]
+    wanted = ("topology.kubernetes.io/zone", "topology.kubernetes.io/region", "node.kubernetes.io/instance-type")
+    return {key: labels[key] for key in wanted if key in labels}
 
 
 def objects(cluster) -> dict:
@@ -175,8 +225,7 @@ def objects(cluster) -> dict:
 
 
 def provider_ids(cluster) -> dict:
-    shown = json.loads(cluster.fakes[MASTER].run("kubectl", "get", "nodes", "-o", "json").stdout)
-    return {item["metadata"]["name"]: item["spec"].get("providerID") for item in shown["items"]}
+    return {name: item["spec"].get("providerID") for name, item in node_objects(cluster).items()}
 
 
 def calls(cluster, *prefix: str) -> list[str]:
@@ -196,7 +245,9 @@ def kubelet_flags(cluster) -> dict:
 
 
 def test_orch_deploy_applies_the_cloud_integration_with_the_secret_in_no_output_then_changes_nothing(cluster):
-    states, printed = deploy(cluster)
+    code, steps, printed = orchestrate(cluster)
+    assert code == 0, printed[-8000:]
+    states = step_states(steps, "orch-deploy-salt-state-cloud-provider")
     # The master's highstate wrote the flag and restarted its kubelite, then once more for the
     # address its API server advertises (microk8s.apiserver); the joiners, after it, got the
     # master's kubelet arguments with their join (join.py store_base_kubelet_args), so their own
@@ -207,10 +258,30 @@ def test_orch_deploy_applies_the_cloud_integration_with_the_secret_in_no_output_
         WORKER: (["--cloud-provider=external"], 0),
     }
     assert all(state["result"] is True for state in states.values()), states
-    assert states["microk8s-cloud-provider-microk8s-provider-ids-set"]["changes"] == {
-        node: {"old": None, "new": f"openstack:///{INSTANCES[node]}"} for node in KUBERNETES
-    }
+    # The providerIDs came right after the joins, in a step of their own.
+    assert step_states(steps, "orch-deploy-salt-state-provider-ids")["microk8s-provider-ids-microk8s-provider-ids-set"][
+        "changes"
+    ] == {node: {"old": None, "new": f"openstack:///{INSTANCES[node]}"} for node in KUBERNETES}
     assert provider_ids(cluster) == {NODES[node][1]: f"openstack:///{INSTANCES[node]}" for node in KUBERNETES}
+    # The cloud controller manager initialized every node: the joiners once it ran (their kubelets
+    # registered them tainted), the master once Salt tainted it (its kubelet registered it before
+    # it ran with --cloud-provider=external).
+    initialized = states["microk8s-cloud-provider-microk8s-nodes-initialized"]
+    assert initialized["changes"] == {
+        MASTER: {
+            "old": "not initialized",
+            "new": "topology.kubernetes.io/zone=az-1 topology.kubernetes.io/region=RegionOne "
+            "node.kubernetes.io/instance-type=m1.large",
+        }
+    }
+    for node, item in node_objects(cluster).items():
+        assert "taints" not in item["spec"], item
+        zone = ZONES[f"{node}.{DOMAIN}"]
+        assert cloud_labels(item) == {
+            "topology.kubernetes.io/zone": zone,
+            "topology.kubernetes.io/region": "RegionOne",
+            "node.kubernetes.io/instance-type": FLAVORS[f"{node}.{DOMAIN}"],
+        }
 
     record = objects(cluster)
     secret = record["Secret/kube-system/cloud-config"]
@@ -343,3 +414,40 @@ def test_a_tainted_default_pool_a_private_ca_and_an_ovn_provider_reach_the_cloud
     assert sorted(node["metadata"]["name"] for node in nodes if admits(ccm, node)) == ["k8s-master", "k8s-worker-0"]
     controller = record["Deployment/kube-system/csi-cinder-controllerplugin"]["spec"]["template"]["spec"]
     assert all(admits(controller, node) for node in nodes)
+
+
+def test_a_rebuilt_node_that_stays_not_ready_is_initialized_though_the_deploy_stops_at_the_cluster_check(cluster):
+    # The worker's machine rebuilt under its name: its old server deleted, a new one listed.
+    deploy(cluster)
+    rebuilt = "d15ea5e0-7a1e-4b2c-9d3e-4f5a6b7c8d9e"
+    listing(cluster, [server(MASTER), server(VOTER), server(WORKER, rebuilt)])
+    fake = cluster.fakes[WORKER]
+    shutil.rmtree(fake.home)
+    fake.run("status", "--format", "yaml")  # the snap's install: a new $SNAP_DATA
+    shutil.rmtree(cluster.root / WORKER / "cache" / "kube-on-os", ignore_errors=True)
+    # Its old Node is NotReady and names a server the cloud no longer has: the controller manager
+    # deletes it (nodelifecycle MonitorNodes).
+    assert "k8s-worker-1" not in node_objects(cluster)
+    # The new kubelet will not turn Ready (its container network, say): the deploy stops at the
+    # cluster check, after the join.
+    (fake.home / "fake").mkdir(parents=True, exist_ok=True)
+    (fake.home / "fake" / "faults.json").write_text(json.dumps({"not_ready": True}))
+    data = pillar()
+    next(node for node in data["microk8s"]["nodes"] if node["id"] == WORKER)["instance_id"] = rebuilt
+    code, steps, printed = orchestrate(cluster, data)
+    assert code != 0, printed[-8000:]
+    check = next(value for key, value in steps.items() if "orch-deploy-salt-function-cluster-check" in key)
+    assert check["result"] is False, check
+    # Yet the node has its providerID, so the controller manager found its server and
+    # initialized it: no uninitialized taint keeps it unschedulable until a deploy completes.
+    item = node_objects(cluster)["k8s-worker-1"]
+    assert item["spec"] == {"providerID": f"openstack:///{rebuilt}"}
+    assert cloud_labels(item) == {
+        "topology.kubernetes.io/zone": "az-3",
+        "topology.kubernetes.io/region": "RegionOne",
+        "node.kubernetes.io/instance-type": "m1.medium",
+    }
+    # Ready again, the next deploy completes and initializes nothing more.
+    (fake.home / "fake" / "faults.json").unlink()
+    states, _ = deploy(cluster, data)
+    assert "microk8s-cloud-provider-microk8s-nodes-initialized" not in states

@@ -1260,6 +1260,9 @@ PUBLIC = {
     "manifests_apply": "(sources: list[str], dry_run: bool = False)",
     "provider_id_plan": "()",
     "set_provider_id": "(node: str, provider_id: str)",
+    "initialization_plan": "()",
+    "wait_initialized": "(timeout: float = 300, interval: float = 5)",
+    "mark_uninitialized": "(node: str, marked: bool = True)",
     "storage_class_plan": "(name: str)",
     "default_storage_class": "(name: str)",
     # orch.reboot calls them.

@@ -267,6 +267,8 @@ def test_orchestration_joins_voters_one_at_a_time_then_workers_in_batches(tmp_pa
         "orch-deploy-salt-function-release-check",
         *(f"orch-deploy-salt-state-{step}" for step in steps),
         "orch-deploy-salt-state-spent-tokens",
+        # Right after the joins, every node's providerID (a no-op without openstack:cloud).
+        "orch-deploy-salt-state-provider-ids",
         "orch-deploy-salt-function-cluster-check",
         # A node drained before its machine was replaced is back in service once Ready.
         "orch-deploy-salt-function-uncordon-replaced",
@@ -976,6 +978,13 @@ def test_orchestration_applies_the_cloud_integration_from_the_master_after_the_l
         "sls": "microk8s.cloud_provider",
         "require": [{"salt": "orch-deploy-salt-state-node-labels"}],
     }
+    # The providerIDs come right after the joins, in a step of their own.
+    ids = args_of(orch["orch-deploy-salt-state-provider-ids"], "salt.state")
+    assert without_order(ids) == {
+        "tgt": f"k8s-master.{DOMAIN}",
+        "sls": "microk8s.provider_ids",
+        "require": [{"salt": "orch-deploy-salt-state-spent-tokens"}],
+    }
 
 
 def test_the_master_renders_the_cloud_integration_in_order_with_no_secret_in_any_argument(tmp_path, pillar_data):
@@ -983,9 +992,10 @@ def test_the_master_renders_the_cloud_integration_in_order_with_no_secret_in_any
     shown = minion.call("state.show_sls", "microk8s.cloud_provider")
     # Salt's order: the SLS's (each state also requires the one before it).
     assert sorted(shown, key=lambda state_id: args_of(shown[state_id], "microk8s.")["order"]) == [
-        "microk8s-cloud-provider-microk8s-provider-ids-set",
+        "microk8s-provider-ids-microk8s-provider-ids-set",
         "microk8s-cloud-provider-microk8s-cloud-config-secret",
         "microk8s-cloud-provider-microk8s-manifests-applied",
+        "microk8s-cloud-provider-microk8s-nodes-initialized",
         "microk8s-cloud-provider-microk8s-default-storage-class",
     ]
     secret = args_of(shown["microk8s-cloud-provider-microk8s-cloud-config-secret"], "microk8s.cloud_config_secret")
@@ -993,7 +1003,13 @@ def test_the_master_renders_the_cloud_integration_in_order_with_no_secret_in_any
         "name": "kube-system/cloud-config",
         "ignore_volume_az": False,
         "metadata_search_order": "configDrive,metadataService",
-        "require": [{"microk8s": "microk8s-cloud-provider-microk8s-provider-ids-set"}],
+        "require": [{"sls": "microk8s.provider_ids"}],
+    }
+    initialized = args_of(shown["microk8s-cloud-provider-microk8s-nodes-initialized"], "microk8s.nodes_initialized")
+    assert without_order(initialized) == {
+        "name": "microk8s:nodes",
+        "timeout": 300,
+        "require": [{"microk8s": "microk8s-cloud-provider-microk8s-manifests-applied"}],
     }
     manifests = args_of(shown["microk8s-cloud-provider-microk8s-manifests-applied"], "microk8s.manifests_applied")
     defaults = yaml.safe_load((SALT / "microk8s" / "defaults.yaml").read_text())["microk8s"]["cloud_provider"]

@@ -554,6 +554,81 @@ def provider_ids_set(name: str) -> dict:
     return ret
 
 
+def nodes_initialized(name: str, timeout: float = 300, interval: float = 5) -> dict:
+    """
+    On the master, once the cloud controller manager is applied: it has initialized every node of
+    pillar ``microk8s:nodes`` (their zone, region and instance-type labels). It initializes only a
+    Node that carries the uninitialized taint, which a kubelet adds only to a Node it creates
+    while it runs with --cloud-provider=external; a node registered before (the master, on every
+    deployment; every node, when the cloud integration comes to a running cluster) is given that
+    taint here, so the controller manager initializes it and removes the taint. Then the state
+    waits up to ``timeout`` seconds until no node has the taint. A node still tainted then fails
+    the state, named; the taint this state added is removed again from it, so no node is left
+    unschedulable by it. Changes: ``{id: {"old", "new"}}``, the labels the node got.
+
+    .. code-block:: yaml
+
+        microk8s-cloud-provider-microk8s-nodes-initialized:
+          microk8s.nodes_initialized:
+            - name: microk8s:nodes
+    """
+    ret = _ret(name)
+    try:
+        plans = __salt__["microk8s.initialization_plan"]()
+    except CommandExecutionError as error:
+        ret["comment"] = f"cannot tell which nodes the cloud controller manager initialized: {error}"
+        return ret
+    never = [node for node, plan in plans.items() if plan["state"] == "never"]
+    pending = [node for node, plan in plans.items() if plan["state"] == "pending"]
+    if not never and not pending:
+        ret.update(result=True, comment=f"the cloud controller manager initialized all {len(plans)} nodes")
+        return ret
+    if __opts__["test"]:
+        changes = {node: {"old": "registered before the cloud integration", "new": "initialized"} for node in never}
+        waited = f"; it has yet to initialize {', '.join(pending)}" if pending else ""
+        marked = f"{', '.join(never)} would be tainted for the cloud controller manager to initialize" if never else ""
+        ret.update(result=None, changes=changes, comment=(marked + waited).lstrip("; "))
+        return ret
+    marked, failed = [], []
+    for node in never:
+        try:
+            __salt__["microk8s.mark_uninitialized"](plans[node]["node"])
+        except CommandExecutionError as error:
+            failed.append(f"{node}: {error}")
+            continue
+        marked.append(node)
+    try:
+        final = __salt__["microk8s.wait_initialized"](timeout, interval)
+    except CommandExecutionError as error:
+        final, failed = {}, [*failed, f"cannot tell which nodes it initialized: {error}"]
+    done = [node for node in marked + pending if (final.get(node) or {}).get("state") == "initialized"]
+    ret["changes"] = {
+        node: {"old": "not initialized", "new": " ".join(f"{k}={v}" for k, v in final[node]["labels"].items())}
+        for node in done
+    }
+    left = [node for node in marked + pending if node not in done]
+    untainted = []
+    for node in (n for n in left if n in marked):
+        try:
+            __salt__["microk8s.mark_uninitialized"](plans[node]["node"], False)
+        except CommandExecutionError as error:
+            failed.append(f"{node}: the taint could not be removed again: {error}")
+            continue
+        untainted.append(node)
+    if left or failed:
+        why = []
+        if left:
+            logs = "microk8s kubectl -n kube-system logs daemonset/openstack-cloud-controller-manager says why"
+            back = f"; the taint this state added is removed again from {', '.join(untainted)}" if untainted else ""
+            why.append(
+                f"the cloud controller manager did not initialize {', '.join(left)} within {timeout:g} s ({logs}{back})"
+            )
+        ret["comment"] = "; ".join(why + failed)
+        return ret
+    ret.update(result=True, comment=f"the cloud controller manager initialized {', '.join(done)}")
+    return ret
+
+
 def cloud_config_secret(name: str, ignore_volume_az: bool = False, metadata_search_order: str | None = None) -> dict:
     """
     On the master: the Secret kube-system/cloud-config holds, under cloud.conf, what pillar

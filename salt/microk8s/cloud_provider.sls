@@ -2,21 +2,23 @@
   The OpenStack cloud integration, on the Kubernetes master (orch.deploy's step after the node
   labels), only where pillar openstack:cloud exists (pillar/_cloud.sls, which the pillar top
   gives the master alone); without it this renders nothing. In this order:
-  - every node's providerID (openstack:///<instance_id>), before the cloud controller manager
-    runs: its node lifecycle controller deletes a NotReady node whose instance it cannot find;
+  - every node's providerID (openstack:///<instance_id>, microk8s.provider_ids), before the
+    cloud controller manager runs: without one it looks a server up by the node's name, which no
+    Nova server has;
   - the Secret kube-system/cloud-config, from the pillar by the microk8s module (the credential
     is never a state argument, so it is in no output or log);
   - the pinned manifests of the cloud controller manager and the Cinder CSI driver, which read it
     only when they start: their pod templates carry the Secret's checksum, so a new Secret rolls them;
+  - every node initialized by the controller manager (its zone, region and instance-type
+    labels): a node registered before the kubelets ran with --cloud-provider=external gets the
+    uninitialized taint, which the controller manager removes once it has initialized it;
   - the Cinder StorageClass as the one default.
 #}
 {%- from "microk8s/map.jinja" import microk8s, cloud_provider_enabled with context %}
 {%- if cloud_provider_enabled %}
 {%- set cloud_provider = microk8s.cloud_provider %}
-
-microk8s-cloud-provider-microk8s-provider-ids-set:
-  microk8s.provider_ids_set:
-    - name: microk8s:nodes
+include:
+  - microk8s.provider_ids
 
 microk8s-cloud-provider-microk8s-cloud-config-secret:
   microk8s.cloud_config_secret:
@@ -24,7 +26,7 @@ microk8s-cloud-provider-microk8s-cloud-config-secret:
     - ignore_volume_az: {{ cloud_provider.ignore_volume_az | json }}
     - metadata_search_order: {{ cloud_provider.metadata_search_order | json }}
     - require:
-      - microk8s: microk8s-cloud-provider-microk8s-provider-ids-set
+      - sls: microk8s.provider_ids
 
 microk8s-cloud-provider-microk8s-manifests-applied:
   microk8s.manifests_applied:
@@ -32,6 +34,13 @@ microk8s-cloud-provider-microk8s-manifests-applied:
     - sources: {{ cloud_provider.manifests | map("regex_replace", "^", "salt://microk8s/files/cloud-provider/") | list | json }}
     - require:
       - microk8s: microk8s-cloud-provider-microk8s-cloud-config-secret
+
+microk8s-cloud-provider-microk8s-nodes-initialized:
+  microk8s.nodes_initialized:
+    - name: microk8s:nodes
+    - timeout: {{ cloud_provider.initialization_timeout | json }}
+    - require:
+      - microk8s: microk8s-cloud-provider-microk8s-manifests-applied
 
 microk8s-cloud-provider-microk8s-default-storage-class:
   microk8s.default_storage_class:

@@ -6,12 +6,13 @@
   every joiner; then the bastion and the Kubernetes master (which issues and publishes the join
   tokens) together; then the other control-plane nodes one at a time (dqlite takes one new voter
   at a time: microk8s#4696, #2348); then the workers in batches; then the master retracts the
-  tokens spent; then a cluster check against microk8s:nodes; then a node drained before its
+  tokens spent; then, where the master's pillar has openstack:cloud, it gives every node its
+  providerID; then a cluster check against microk8s:nodes; then a node drained before its
   machine was replaced is uncordoned; then the master gives every node its
   labels and taints from microk8s:nodes; then, where the master's pillar has openstack:cloud, the
-  master applies the OpenStack cloud integration (providerIDs, the cloud-config Secret, the cloud
-  controller manager, the Cinder CSI driver, the default StorageClass). The chain has the same
-  length at any number of nodes.
+  master applies the OpenStack cloud integration (the cloud-config Secret, the cloud controller
+  manager, the Cinder CSI driver, every node initialized by the controller manager, the default
+  StorageClass). The chain has the same length at any number of nodes.
 
   After an apply that only replaced machines, orchestrate.sh passes orchestration:replaced (the
   minions on new machines, everything else as the last orch.deploy left it): only they are synced
@@ -163,12 +164,23 @@ orch-deploy-salt-state-spent-tokens:
     - require:
       - salt: {{ "orch-deploy-salt-state-workers" if joining_workers else joined_before_workers }}
 
+{#- Right after the joins, the master gives every node its providerID (microk8s.provider_ids,
+    a no-op without openstack:cloud): a joiner's kubelet registered it with the uninitialized
+    taint, and the cloud controller manager, running since an earlier deploy, finds its server by
+    providerID only, so it initializes the node now, whatever the rest of this run does. #}
+orch-deploy-salt-state-provider-ids:
+  salt.state:
+    - tgt: {{ master | yaml_encode }}
+    - sls: microk8s.provider_ids
+    - require:
+      - salt: orch-deploy-salt-state-spent-tokens
+
 orch-deploy-salt-function-cluster-check:
   salt.function:
     - name: microk8s.cluster_check
     - tgt: "k8s-master.*"
     - require:
-      - salt: orch-deploy-salt-state-spent-tokens
+      - salt: orch-deploy-salt-state-provider-ids
 
 {#- A node drained before its machine was replaced (provisioners/drain-node.sh: by the master, or
     for the master itself by the next voter) is back in service once its new machine is Ready. #}
@@ -190,10 +202,11 @@ orch-deploy-salt-state-node-labels:
     - require:
       - salt: orch-deploy-salt-function-uncordon-replaced
 
-{#- Every node is in the cluster and labelled: the master gives each its providerID, then the
-    cloud-config Secret, the cloud controller manager and the Cinder CSI driver, and the default
-    StorageClass (microk8s.cloud_provider). Only the master's pillar holds openstack:cloud;
-    without it the SLS renders nothing and the step succeeds with no state. #}
+{#- Every node is in the cluster and labelled: the master applies the cloud-config Secret, the
+    cloud controller manager and the Cinder CSI driver, waits until the controller manager has
+    initialized every node, and makes the default StorageClass (microk8s.cloud_provider). Only
+    the master's pillar holds openstack:cloud; without it the SLS renders nothing and the step
+    succeeds with no state. #}
 orch-deploy-salt-state-cloud-provider:
   salt.state:
     - tgt: {{ master | yaml_encode }}

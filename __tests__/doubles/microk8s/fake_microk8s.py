@@ -94,6 +94,13 @@ Also reproduced:
   the cluster's database, as node_objects.py (beside the rehearsal's fake, shared by both)
   reproduces them and cites kubectl for each behaviour;
 - kubectl patch node <n> (spec.providerID, from "" only: node_objects.py);
+- the OpenStack cloud controller manager's effect on Nodes (cloud_controller.py, shared by both
+  fakes): a joiner's Node registers with the uninitialized taint when the kubelet arguments it
+  takes from the node joined say --cloud-provider=external; once kubectl applied the controller's
+  DaemonSet and the cloud-config Secret, and $FAKE_MICROK8S_CLUSTER/.nova/servers.json lists the
+  project's servers, every kubectl first lets it initialize the tainted Nodes it finds and delete
+  the NotReady ones whose server is gone; fake/faults.json "not_ready" keeps a running node's
+  kubelet reporting it not Ready;
 - kubectl apply -f - (the manifest on stdin, --dry-run=server too), get and annotate of other
   objects (Secrets, StorageClasses, RBAC, DaemonSets, ...), kept with the cluster's database under
   "objects", as kube_objects.py (beside node_objects.py, shared by both fakes) reproduces them;
@@ -164,6 +171,7 @@ from pathlib import Path
 # Labels, taints and annotations: the one implementation both fakes share, kept beside the
 # rehearsal's fake, which carries it into the hosts' images.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "rehearsal" / "fake-microk8s"))
+import cloud_controller
 import dqlite
 import kube_objects
 import node_objects
@@ -609,6 +617,10 @@ def admit(state: dict, master: Path, token: str, worker: bool) -> int:
     # A kubelet whose Node exists takes it over, with the providerID the API server never changes
     # once set (kubelet_node_status.go tryRegisterWithAPIServer; ValidateNodeUpdate).
     taken = next((n for n in db["nodes"] if n["address"] == ADDRESS and n.get("providerID")), None)
+    # A new Node has the taints of the kubelet arguments the joiner takes from the node it joins
+    # (below): with --cloud-provider=external, the uninitialized one (cloud_controller.py).
+    args = (master / KUBELET_ARGS).read_text() if (master / KUBELET_ARGS).exists() else None
+    taints = [] if taken else cloud_controller.registration_taints(args)
     db["nodes"] = [n for n in db["nodes"] if n["address"] != ADDRESS] + [
         # join.py join_dqlite_worker_node starts a worker's kubelet with the worker's --node-labels.
         {
@@ -618,6 +630,7 @@ def admit(state: dict, master: Path, token: str, worker: bool) -> int:
             **internal_ips(),
             **({"worker": True} if worker else {}),
             **({"providerID": taken["providerID"]} if taken else {}),
+            **({"taints": taints} if taints else {}),
         }
     ]
     save_database(master_state, db, joining=ADDRESS)
@@ -751,7 +764,25 @@ def ready(node: dict, cluster: str) -> bool:
     if not link.exists():
         return False
     other = load(link.resolve())
-    return other["running"] and not restarting(other) and other["cluster"] == cluster
+    # fake/faults.json "not_ready": a kubelet that runs but reports its node not Ready (its
+    # container network not ready yet, say), until the setting goes.
+    posting = not setting(link.resolve(), "not_ready", False)
+    return other["running"] and not restarting(other) and other["cluster"] == cluster and posting
+
+
+def cloud_controllers(state: dict) -> None:
+    """
+    The OpenStack cloud controller manager's work since the last command (cloud_controller.py),
+    with $FAKE_MICROK8S_CLUSTER/.nova/servers.json for the cloud's servers: the database written
+    back when it changed a Node.
+    """
+    with database_locked(state):
+        db = database(state)
+        listing = cloud_controller.servers(CLUSTER / ".nova" / "servers.json")
+        if cloud_controller.reconcile(
+            db["nodes"], db.get("objects", {}), listing, lambda n: ready(n, state["cluster"])
+        ):
+            save_database(state, db)
 
 
 def node_item(state: dict, node: dict) -> dict:
@@ -909,6 +940,7 @@ def kubectl(state: dict, args: list[str]) -> int:
         # The API server's datastore does not answer: its 504.
         print(dqlite.timed_out(args, operands(args[1:])), file=sys.stderr)
         return 1
+    cloud_controllers(state)
     if args[:2] in (["get", "nodes"], ["get", "node"]) and len(operands(args)) == 3:
         return kubectl_node(state, operands(args)[2])
     if args[:2] == ["get", "nodes"]:

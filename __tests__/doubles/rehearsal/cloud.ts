@@ -31,6 +31,8 @@ import { Host } from "./host";
 import type { StandIn } from "./salt-repository";
 
 const IMAGE = path.join(__dirname, "image");
+/** Where every host finds the project's servers (publishServers). */
+const NOVA_SERVERS = "/var/lib/koo-rehearsal/nova-servers.json";
 
 export interface CloudOptions {
   readonly double: OpenStackDouble;
@@ -88,6 +90,8 @@ export class Cloud {
   private readonly bridges = new Map<string, string>();
   private readonly routerAddresses = new Set<string>();
   private readonly gone = new Set<string>();
+  /** The server listing last written into each host (publishServers), by server id. */
+  private readonly published = new Map<string, string>();
   private readonly resolvers = new Set<string>();
   private dns?: ChildProcess;
   private readonly services: ChildProcess[] = [];
@@ -188,6 +192,39 @@ export class Cloud {
     for (const running of this.hosts.values()) {
       this.attachVolumes(running);
       this.routeFloatingIps(running);
+    }
+    this.publishServers(servers);
+  }
+
+  /**
+   * The project's servers as Nova's `GET /servers/detail` lists them (the fields the cloud
+   * controller manager reads: id, name, status, zone, flavor name), written into every host at
+   * NOVA_SERVERS whenever they change: the hosts cannot reach the double, and the fake microk8s
+   * models the controller manager against this listing (fake-microk8s/cloud_controller.py).
+   */
+  private publishServers(servers: Record<string, unknown>[]): void {
+    // A server being deleted is still listed (task_state deleting) until its host has removed it.
+    const listing = JSON.stringify(
+      servers.map((server) => ({
+        id: server.id,
+        name: server.name,
+        status: server.status,
+        "OS-EXT-AZ:availability_zone": server.availability_zone,
+        flavor: { original_name: (server.flavor as { name?: string } | undefined)?.name },
+      })),
+    );
+    for (const running of this.hosts.values()) {
+      if (this.published.get(running.serverId) === listing || !running.host.pid) continue;
+      const target = `/proc/${running.host.pid}/root${NOVA_SERVERS}`;
+      try {
+        fs.mkdirSync(path.dirname(target), { recursive: true });
+        fs.writeFileSync(`${target}.new`, listing);
+        fs.renameSync(`${target}.new`, target);
+        this.published.set(running.serverId, listing);
+      } catch (error) {
+        // A host powering off: nothing to list to.
+        if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+      }
     }
   }
 

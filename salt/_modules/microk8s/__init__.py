@@ -346,6 +346,26 @@ def set_provider_id(node: str, provider_id: str) -> str:
     return _sub("_cloud").set_provider_id(__salt__, node, provider_id)
 
 
+def initialization_plan() -> dict:
+    """
+    Whether the cloud controller manager initialized each node of pillar ``microk8s:nodes``:
+    ``{id: {"node", "state", "labels"}}``, ``state`` one of initialized, pending, never.
+
+    CLI Example: ``salt k8s-master.* microk8s.initialization_plan``
+    """
+    return _sub("_cloud").initialization_plan(__salt__)
+
+
+def wait_initialized(timeout: float = 300, interval: float = 5) -> dict:
+    """``initialization_plan`` once no node is left pending, or after ``timeout`` seconds: the last one read."""
+    return _sub("_cloud").wait_initialized(__salt__, timeout, interval)
+
+
+def mark_uninitialized(node: str, marked: bool = True) -> str:
+    """Adds (or with ``marked=False`` removes) the uninitialized taint on Kubernetes node ``node``."""
+    return _sub("_cloud").mark_uninitialized(__salt__, node, marked)
+
+
 def storage_class_plan(name: str) -> dict:
     """
     On the master: what makes the Cinder StorageClass ``name`` the cluster's one default:

@@ -38,6 +38,7 @@ import base64
 import hashlib
 import json
 import re
+import time
 import uuid
 
 import yaml
@@ -57,6 +58,14 @@ CHECKSUM = "kube-on-os/cloud-conf-sha256"
 PROVIDER = "openstack"
 DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
 CINDER = "cinder.csi.openstack.org"
+# The taint a kubelet with --cloud-provider=external registers its Node with, which the cloud
+# controller manager removes once it has initialized the Node (kubernetes
+# pkg/kubelet/kubelet_node_status.go initialNode; k8s.io/cloud-provider controllers/node
+# syncNode), and the labels it sets then (getNodeModifiersFromCloudProvider): the region's on
+# every node, the other two where the server has a flavor name and a zone.
+UNINITIALIZED = "node.cloudprovider.kubernetes.io/uninitialized"
+INITIALIZED_LABEL = "topology.kubernetes.io/region"
+CLOUD_LABELS = ("topology.kubernetes.io/zone", INITIALIZED_LABEL, "node.kubernetes.io/instance-type")
 REQUIRED = ("auth_url", "region", "application_credential_id", "application_credential_secret")
 # [LoadBalancer] options, each written as its name with '-' for '_' (lb-provider, lb-method).
 OPTIONAL = ("floating_network_id", "subnet_id", "member_subnet_id", "lb_provider", "lb_method")
@@ -423,6 +432,69 @@ def set_provider_id(salt: dict, node: str, wanted: str) -> str:
     """``kubectl patch node NODE`` with spec.providerID ``wanted`` (from "" only); kubectl's line."""
     patch = json.dumps({"spec": {"providerID": wanted}})
     return _cli.run(salt, "kubectl", "patch", "node", node, "--type=merge", "-p", patch).strip()
+
+
+def initialization_plan(salt: dict) -> dict:
+    """
+    ``{id: {"node", "state", "labels"}}`` for every node of pillar ``microk8s:nodes``, from one
+    ``kubectl get nodes -o json``; ``labels``: its zone, region and instance-type labels.
+    ``state``: ``initialized`` (the cloud controller manager has labelled it: it sets
+    ``topology.kubernetes.io/region`` on every node it initializes, from cloud.conf's region,
+    which the Secret always has), ``pending`` (it has the uninitialized taint, which the
+    controller manager removes once it has initialized it), or ``never`` (neither: its kubelet
+    registered it before it ran with --cloud-provider=external, and the controller manager
+    initializes only tainted nodes: k8s.io/cloud-provider controllers/node syncNode). Raises
+    naming the node Kubernetes does not know.
+    """
+    settings_ = salt["pillar.get"]("microk8s", {})
+    addresses = _membership.parse_roles(settings_)["addresses"]
+    text = _cli.run(salt, "kubectl", "get", "nodes", "-o", "json")
+    known = _membership.parse_nodes(text)
+    items = {item["metadata"]["name"]: item for item in json.loads(text).get("items") or []}
+    plans = {}
+    for node in settings_["nodes"]:
+        node_id = str(node["id"])
+        found = _membership.node_of(known, node_id, addresses[node_id])
+        if found is None:
+            raise CommandExecutionError(f"Kubernetes has no node at {addresses[node_id]} ({node_id})")
+        item = items.get(found["name"]) or {}
+        taints = (item.get("spec") or {}).get("taints") or []
+        labels = (item.get("metadata") or {}).get("labels") or {}
+        if any(taint.get("key") == UNINITIALIZED for taint in taints):
+            state = "pending"
+        elif INITIALIZED_LABEL in labels:
+            state = "initialized"
+        else:
+            state = "never"
+        plans[node_id] = {
+            "node": found["name"],
+            "state": state,
+            "labels": {key: labels[key] for key in CLOUD_LABELS if key in labels},
+        }
+    return plans
+
+
+def wait_initialized(salt: dict, timeout: float, interval: float) -> dict:
+    """
+    ``initialization_plan`` read every ``interval`` seconds until no node is ``pending``, or
+    ``timeout`` seconds have passed: the last one read.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        plans = initialization_plan(salt)
+        if all(plan["state"] != "pending" for plan in plans.values()) or time.monotonic() >= deadline:
+            return plans
+        time.sleep(interval)
+
+
+def mark_uninitialized(salt: dict, node: str, marked: bool = True) -> str:
+    """
+    ``kubectl taint node NODE`` with the uninitialized taint (``marked``), or without it: the
+    cloud controller manager initializes a node that has it, then removes it (syncNode,
+    excludeCloudTaint). kubectl's line.
+    """
+    change = f"{UNINITIALIZED}=true:NoSchedule" if marked else f"{UNINITIALIZED}:NoSchedule-"
+    return _cli.run(salt, "kubectl", "taint", "node", node, change).strip()
 
 
 def storage_class_manifest(name: str) -> str:

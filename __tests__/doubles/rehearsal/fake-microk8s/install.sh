@@ -9,6 +9,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 install -D -m 0755 "$here/run.py" "$root/usr/local/lib/fake-microk8s/run.py"
 install -D -m 0755 "$here/microk8s.py" "$root/usr/local/lib/fake-microk8s/microk8s.py"
 install -D -m 0644 "$here/node_objects.py" "$root/usr/local/lib/fake-microk8s/node_objects.py"
+install -D -m 0644 "$here/cloud_controller.py" "$root/usr/local/lib/fake-microk8s/cloud_controller.py"
 install -D -m 0644 "$here/dqlite.py" "$root/usr/local/lib/fake-microk8s/dqlite.py"
 install -D -m 0644 "$here/kube_objects.py" "$root/usr/local/lib/fake-microk8s/kube_objects.py"
 install -D -m 0644 "$here/server_cert.py" "$root/usr/local/lib/fake-microk8s/server_cert.py"

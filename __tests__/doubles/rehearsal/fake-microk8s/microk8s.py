@@ -121,6 +121,12 @@ canonical/microk8s-cluster-agent; where the current release differs it says so):
   the cluster database, a write like cordon's; node_objects.py (installed beside this file,
   shared with the L4 fake) reproduces kubectl and cites it for each behaviour; so is
   `kubectl patch node <n>` of spec.providerID (settable from "" only);
+- the OpenStack cloud controller manager's effect on Nodes (cloud_controller.py, installed beside
+  this file, shared with the L4 fake): a joiner's Node registers with the uninitialized taint when
+  the kubelet arguments it takes from the node joined say --cloud-provider=external; once kubectl
+  applied the controller's DaemonSet and the cloud-config Secret, every kubectl first lets it
+  initialize the tainted Nodes it finds and delete the NotReady ones whose server is gone, against
+  the project's servers the rehearsal's cloud lists on every host (NOVA_SERVERS);
 - kubectl apply -f - (the manifest on stdin; --dry-run=server too), get and annotate of objects
   other than Nodes (Secrets, StorageClasses, RBAC, DaemonSets, ...), kept in the cluster database
   under "objects" and written like any other change; kube_objects.py (installed beside this
@@ -236,6 +242,7 @@ from pathlib import Path
 
 # Beside this program, here and in the image (install.sh), also when a test loads this file as a module.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import cloud_controller
 import dqlite
 import kube_objects
 import node_objects
@@ -257,6 +264,9 @@ CA_CRT = SNAP_DATA / "certs/ca.crt"
 CA_KEY = SNAP_DATA / "certs/ca.key"
 REMOTE_CA = SNAP_DATA / "certs/ca.remote.crt"
 KUBELET_ARGS = SNAP_DATA / "args/kubelet"
+# The project's Nova servers, as the rehearsal's cloud (cloud.ts) lists them on every host: what
+# the modelled cloud controller manager asks (cloud_controller.py).
+NOVA_SERVERS = ROOT / "var/lib/koo-rehearsal/nova-servers.json"
 # The API server's arguments, which kubelite reads as it starts (kube_objects.py: the defaults,
 # and the address the API server advertises from them).
 APISERVER_ARGS = SNAP_DATA / "args/kube-apiserver"
@@ -591,6 +601,11 @@ class Agent(http.server.BaseHTTPRequestHandler):
             copy["index"] += 1
             write(CLUSTER, copy)
         entry = {"name": name, "address": joiner, "version": body.get("version")}
+        # The joiner's kubelet starts with this node's arguments (below): with
+        # --cloud-provider=external it creates its Node with the uninitialized taint (cloud_controller.py).
+        taints = cloud_controller.registration_taints(kubelet_args())
+        if taints:
+            entry["taints"] = taints
         if body.get("worker"):
             # join.py join_dqlite_worker_node starts its kubelet with the worker's --node-labels.
             entry["worker"] = True
@@ -652,6 +667,9 @@ def register(db: dict, entry: dict) -> None:
     machine's node names the server it replaced.
     """
     same_name = next((n for n in db["nodes"] if n["name"] == entry["name"]), None)
+    if same_name is not None:
+        # Taken over, not created: no taint of initialNode's.
+        entry = {k: v for k, v in entry.items() if k != "taints"}
     if same_name is not None and same_name.get("providerID"):
         entry = {**entry, "providerID": same_name["providerID"]}
     db["nodes"] = [n for n in db["nodes"] if entry["address"] != n["address"] and entry["name"] != n["name"]] + [entry]
@@ -1386,6 +1404,15 @@ def kubectl(state: dict, args: list[str]) -> int:
     data = read_db(state)
     if data is None:
         return api_unavailable(args)
+    # The cloud controller manager's work since the last command (cloud_controller.py), against
+    # the servers the rehearsal's cloud lists on every host.
+    listing = cloud_controller.servers(NOVA_SERVERS)
+    ready = lambda entry: node_ready(state, health(entry["address"]))  # noqa: E731
+    if cloud_controller.reconcile(data["nodes"], data.get("objects", {}), listing, ready):
+        if not update(state, data):
+            return api_unavailable(args)
+        AS_READ.clear()
+        AS_READ.update(json.loads(json.dumps(data)))
     nodes = node_word(args[1:])
     if args[:1] == ["get"] and nodes and len(operands(args)) == 3:
         return kubectl_node(state, data, operands(args)[2])
