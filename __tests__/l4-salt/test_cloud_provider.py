@@ -418,7 +418,10 @@ def test_a_tainted_default_pool_a_private_ca_and_an_ovn_provider_reach_the_cloud
 
 def test_a_rebuilt_node_that_stays_not_ready_is_initialized_though_the_deploy_stops_at_the_cluster_check(cluster):
     # The worker's machine rebuilt under its name: its old server deleted, a new one listed.
-    deploy(cluster)
+    # Deployed already when the tests before ran: an orch.deploy less.
+    record = cluster.fakes[MASTER].home / "fake" / "objects.json"
+    if not record.exists() or "Secret/kube-system/cloud-config" not in objects(cluster):
+        deploy(cluster)
     rebuilt = "d15ea5e0-7a1e-4b2c-9d3e-4f5a6b7c8d9e"
     listing(cluster, [server(MASTER), server(VOTER), server(WORKER, rebuilt)])
     fake = cluster.fakes[WORKER]
@@ -450,4 +453,4 @@ def test_a_rebuilt_node_that_stays_not_ready_is_initialized_though_the_deploy_st
     # Ready again, the next deploy completes and initializes nothing more.
     (fake.home / "fake" / "faults.json").unlink()
     states, _ = deploy(cluster, data)
-    assert "microk8s-cloud-provider-microk8s-nodes-initialized" not in states
+    assert states.get("microk8s-cloud-provider-microk8s-nodes-initialized", {}).get("changes", {}) == {}
