@@ -62,6 +62,17 @@ const NOVA = "/compute/v2.1";
 const MICROVERSION = (v: string) => ({ "openstack-api-version": `compute ${v}`, "x-openstack-nova-api-version": v });
 
 describe("Nova", () => {
+  it("serves a keypair by a name of 255 characters, Nova's longest: no URL is too long for it", async () => {
+    const { line } = newKey();
+    const name = "k".repeat(255);
+    const created = await api("POST", `${NOVA}/os-keypairs`, { keypair: { name, public_key: line } });
+    expect(created.status).toBe(200);
+    const shown = await api("GET", `${NOVA}/os-keypairs/${name}`);
+    expect([shown.status, (shown.body as any).keypair?.name]).toEqual([200, name]);
+    expect((await api("DELETE", `${NOVA}/os-keypairs/${name}`)).status).toBe(202);
+    expect((await api("GET", `${NOVA}/os-keypairs/${name}`)).status).toBe(404);
+  });
+
   it("refuses dots in keypair names before microversion 2.92 and accepts them from it", async () => {
     const { line } = newKey();
     const old = await api("POST", `${NOVA}/os-keypairs`, { keypair: { name: "lab.example.org-deploy", public_key: line } });

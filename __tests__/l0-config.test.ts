@@ -164,7 +164,10 @@ describe("loadConfig", () => {
       [{ TF_VAR_ssh_allowed_cidrs: '["10.0.0.1/8"]' }, "ssh_allowed_cidrs must be a list of at least 1 IPv4 networks in CIDR form"],
       [{ TF_VAR_api_allowed_cidrs: '["any"]' }, "api_allowed_cidrs must be a list of IPv4 networks in CIDR form"],
       [{ TF_VAR_api_allowed_cidrs: '"0.0.0.0/0"' }, 'Invalid TF_VAR_api_allowed_cidrs="\\"0.0.0.0/0\\"": must be a list of strings.'],
-      [{ TF_VAR_dns_nameservers: '["dns.example"]' }, "dns_nameservers must be a list of 1 to 5 IPv4 addresses"],
+      [
+        { TF_VAR_dns_nameservers: '["dns.example"]' },
+        "dns_nameservers must be a list of 1 to 5 distinct IPv4 addresses other than 0.0.0.0",
+      ],
       [
         { TF_VAR_ssh_host_keys: '{ salt = "ssh-ed25519 AAAA" }' },
         "Invalid TF_VAR_ssh_host_keys=(not shown): ssh_host_keys must be a map whose keys are bastion or salt_master.",

@@ -16,6 +16,7 @@ import {
   pattern,
   TAINT,
   TRIMMED,
+  UNRESERVED_KEY,
   wholeNumber,
 } from "./rules";
 import { parseTerraformNumber } from "./terraform-number";
@@ -169,16 +170,21 @@ export const VOLUME_TYPE = allowing("", all(NOT_BLANK, TRIMMED, characters({ max
 export const VOLUME_TYPE_MUST_BE =
   "empty (the cloud's default volume type) or a Cinder volume type name without leading or trailing spaces";
 
+/** What a key may not be, said once for labels and taints (rules.ts UNRESERVED_KEY). */
+const RESERVED_KEYS =
+  "outside the kubernetes.io and k8s.io namespaces, which Kubernetes and microk8s keep for their own labels and taints " +
+  "(node-role.kubernetes.io/ and node-restriction.kubernetes.io/ are allowed)";
+
 export const LABELS: Check<Readonly<Record<string, string>>> = all(
-  eachKey("label", all(LABEL_KEY, isNot(POOL_LABEL))),
+  eachKey("label", all(LABEL_KEY, isNot(POOL_LABEL), UNRESERVED_KEY)),
   eachValue("value", LABEL_VALUE),
 );
 export const LABELS_MUST_BE =
   "a map of Kubernetes node labels: keys [prefix/]name (a DNS subdomain prefix, a name of 1 to 63 characters of A-Z, a-z, 0-9, '-', '_' and '.' " +
-  `that starts and ends with a letter or digit) other than ${POOL_LABEL}, which every node gets, and values empty or like a name`;
+  `that starts and ends with a letter or digit) other than ${POOL_LABEL}, which every node gets, ${RESERVED_KEYS}, and values empty or like a name`;
 
-export const TAINTS: Check<readonly string[]> = all(each("taint", TAINT), DISTINCT_TAINTS);
-export const TAINTS_MUST_BE = `a list of Kubernetes taints key=value:Effect or key:Effect (key and value as in a label, Effect one of ${TAINT_EFFECTS.join(", ")}), no two with the same key and effect`;
+export const TAINTS: Check<readonly string[]> = all(each("taint", all(TAINT, UNRESERVED_KEY)), DISTINCT_TAINTS);
+export const TAINTS_MUST_BE = `a list of Kubernetes taints key=value:Effect or key:Effect (key and value as in a label, the key ${RESERVED_KEYS}, Effect one of ${TAINT_EFFECTS.join(", ")}), no two with the same key and effect`;
 
 /** A pool name: a DNS label that starts with a letter, short enough for `k8s-<pool>-<n>` to be a host name the layout allows. */
 export const POOL_NAME = all(

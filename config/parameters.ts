@@ -9,6 +9,7 @@ import {
   CrossRule,
   CRYPT_HASH,
   disjointFrom,
+  DISTINCT,
   distinctBy,
   DNS_NAME,
   each,
@@ -21,6 +22,7 @@ import {
   LINUX_USERNAME,
   NOT_BLANK,
   oneOf,
+  outside,
   pattern,
   PEM_CERTIFICATES,
   PlanTimeRule,
@@ -244,11 +246,18 @@ function nonEmptyString(name: string): Rule<string> {
   return rule(name, all(NOT_BLANK, TRIMMED), "a non-empty string without leading or trailing spaces");
 }
 
+/**
+ * Networks no subnet of the cluster may overlap: loopback, and link-local, where the metadata
+ * service that cloud-init and the cloud controller manager read answers (169.254.169.254).
+ */
+const HOST_ONLY_NETWORKS = ["127.0.0.0/8", "169.254.0.0/16"];
+
 function subnetCidr(name: string): Rule<string> {
   return rule(
     name,
-    ipv4Network(SUBNET_PREFIX),
-    `an IPv4 network address in CIDR form with a prefix from /${SUBNET_PREFIX.min} to /${SUBNET_PREFIX.max}, such as 10.0.0.0/16`,
+    all(ipv4Network(SUBNET_PREFIX), outside(HOST_ONLY_NETWORKS)),
+    `an IPv4 network address in CIDR form with a prefix from /${SUBNET_PREFIX.min} to /${SUBNET_PREFIX.max}, such as 10.0.0.0/16, ` +
+      `overlapping neither ${HOST_ONLY_NETWORKS[0]} (loopback) nor ${HOST_ONLY_NETWORKS[1]} (link-local: the metadata service)`,
   );
 }
 
@@ -470,7 +479,15 @@ export const VARIABLES = {
     type: "string",
     description: "Name of an existing Nova keypair for deploy_user, used when deploy_ssh_public_key is empty.",
     default: "",
-    rules: [rule("keypair_name", TRIMMED, "a keypair name without leading or trailing spaces")],
+    rules: [
+      rule(
+        "keypair_name",
+        // nova/api/validation/parameter_types.py keypair_name_special_chars_v292: the widest set
+        // Nova ever accepted in a keypair name.
+        allowing("", all(TRIMMED, pattern("^[-_@. a-zA-Z0-9]{1,255}$"))),
+        "empty, or a Nova keypair name: 1 to 255 characters of a-z, A-Z, 0-9, space, '_', '-', '@' and '.', without leading or trailing spaces",
+      ),
+    ],
   } satisfies VariableSpec<string>,
   bastion_flavor: {
     type: "string",
@@ -610,8 +627,10 @@ export const VARIABLES = {
     rules: [
       rule(
         "dns_nameservers",
-        all(items(NAMESERVERS), each("a", ipv4Address())),
-        `a list of ${NAMESERVERS.min} to ${NAMESERVERS.max} IPv4 addresses`,
+        // Neutron refuses a repeated one (neutron-lib validate_nameservers: "Duplicate
+        // nameserver"); 0.0.0.0 is no server a resolver can ask.
+        all(items(NAMESERVERS), each("a", all(ipv4Address(), isNot("0.0.0.0"))), DISTINCT),
+        `a list of ${NAMESERVERS.min} to ${NAMESERVERS.max} distinct IPv4 addresses other than 0.0.0.0`,
       ),
     ],
   } satisfies VariableSpec<string[]>,

@@ -195,11 +195,25 @@ export function ipv4Address(): Check<string> {
   return { test: (s) => host.test(`${s}/32`), condition: (ref) => host.condition(`format("%s/32", ${ref})`), total: true };
 }
 
-/** Every element of a list passes `check`; `element` names it in the Terraform `for`. */
-export function each<T>(element: string, check: Check<T>): Check<readonly T[]> {
+/**
+ * `check` on an element of a list or a value of a map, a null failing it: a null element is no
+ * value (`["nova", null]`), and `check`'s condition need not survive one. The conditional keeps
+ * Terraform from reporting the error a function of `check` makes on null ("Invalid function
+ * argument"), which a `&&` would not (Terraform evaluates both of its sides).
+ */
+function present<T>(check: Check<T>) {
   return {
-    test: (list) => list.every((value) => check.test(value)),
-    condition: (ref) => `alltrue([for ${element} in ${ref} : ${check.condition(element)}])`,
+    test: (value: T) => value !== null && value !== undefined && check.test(value),
+    condition: (ref: string) => `${ref} == null ? false : ${check.condition(ref)}`,
+  };
+}
+
+/** Every element of a list passes `check` (a null none); `element` names it in the Terraform `for`. */
+export function each<T>(element: string, check: Check<T>): Check<readonly T[]> {
+  const inList = present(check);
+  return {
+    test: (list) => list.every((value) => inList.test(value)),
+    condition: (ref) => `alltrue([for ${element} in ${ref} : ${inList.condition(element)}])`,
   };
 }
 
@@ -211,11 +225,12 @@ export function eachKey(key: string, check: Check<string>): Check<Readonly<Recor
   };
 }
 
-/** Every value of a map passes `check`; `value` names it in the Terraform `for`. */
+/** Every value of a map passes `check` (a null none); `value` names it in the Terraform `for`. */
 export function eachValue<T>(value: string, check: Check<T>): Check<Readonly<Record<string, T>>> {
+  const inMap = present(check);
   return {
-    test: (map) => Object.values(map).every((v) => check.test(v)),
-    condition: (ref) => `alltrue([for ${value} in values(${ref}) : ${check.condition(value)}])`,
+    test: (map) => Object.values(map).every((v) => inMap.test(v)),
+    condition: (ref) => `alltrue([for ${value} in values(${ref}) : ${inMap.condition(value)}])`,
   };
 }
 
@@ -317,16 +332,36 @@ export const PEM_CERTIFICATES = pattern(`^${PEM_CERTIFICATE}(\\n+${PEM_CERTIFICA
 export const CRYPT_HASH = pattern("^[$](5|6|y|2b)[$][^[:space:]]+$");
 
 /**
- * `name` and each of `others` are disjoint IPv4 networks. Two networks overlap when their
- * addresses agree on the shorter prefix of the two.
+ * Whether the IPv4 networks `a` and `b` (Terraform expressions of CIDR strings) are disjoint:
+ * two networks overlap when their addresses agree on the shorter prefix of the two. True where
+ * either is no network (its own rule says so).
  */
-export function disjointFrom<N extends string>(name: N, others: readonly N[]): CrossRule<Readonly<Record<N, string>>> {
+function disjoint(a: string, b: string): string {
   const address = (ref: string) => `split("/", ${ref})[0]`;
   const prefix = (ref: string) => `tonumber(split("/", ${ref})[1])`;
-  const disjoint = (a: string, b: string) => {
-    const shorter = `min(${prefix(a)}, ${prefix(b)})`;
-    return `try(cidrhost(format("%s/%d", ${address(a)}, ${shorter}), 0) != cidrhost(format("%s/%d", ${address(b)}, ${shorter}), 0), true)`;
+  const shorter = `min(${prefix(a)}, ${prefix(b)})`;
+  return `try(cidrhost(format("%s/%d", ${address(a)}, ${shorter}), 0) != cidrhost(format("%s/%d", ${address(b)}, ${shorter}), 0), true)`;
+}
+
+/** An IPv4 network that overlaps none of `networks` (CIDR literals); anything that is no network passes. */
+export function outside(networks: readonly string[]): Check<string> {
+  const fixed = networks.map((cidr) => {
+    const network = parseIpv4Network(cidr);
+    if (typeof network === "string") throw new Error(`outside: ${cidr}: ${network}`);
+    return network;
+  });
+  return {
+    test: (s) => {
+      const network = parseIpv4Network(s);
+      return typeof network === "string" || fixed.every((other) => !networksOverlap(network, other));
+    },
+    condition: (ref) => networks.map((cidr) => disjoint(ref, JSON.stringify(cidr))).join(" && "),
+    total: true,
   };
+}
+
+/** `name` and each of `others` are disjoint IPv4 networks. */
+export function disjointFrom<N extends string>(name: N, others: readonly N[]): CrossRule<Readonly<Record<N, string>>> {
   return {
     test: (config) => {
       const network = parseIpv4Network(config[name]);
@@ -368,6 +403,26 @@ export const LABEL_VALUE = pattern(`^${K8S_LABEL_VALUE}$`);
  * the effects Kubernetes knows.
  */
 export const TAINT = qualified(`^(${K8S_SUBDOMAIN}/)?${K8S_NAME}(=${K8S_LABEL_VALUE})?:(NoSchedule|PreferNoSchedule|NoExecute)$`);
+
+const RESERVED_NAMESPACE = pattern("^([a-z0-9.-]*[.])?(kubernetes|k8s)[.]io/");
+const ADMIN_NAMESPACE = pattern("^node-(role|restriction)[.]kubernetes[.]io/");
+
+/**
+ * A label or taint key outside the namespaces Kubernetes keeps for itself: `kubernetes.io` and
+ * `k8s.io` and their subdomains, which the kubelet refuses in its own --node-labels
+ * (cmd/kubelet/app/options/options.go, ValidateKubeletFlags) and which hold the labels and
+ * taints the kubelet, the node controllers and microk8s set (`kubernetes.io/hostname`,
+ * `node.kubernetes.io/microk8s-controlplane`, which the cloud controller manager's placement
+ * selects, `node.kubernetes.io/unreachable`). Two prefixes of theirs are meant for the cluster's
+ * administrator and stay allowed: `node-role.kubernetes.io/` and
+ * `node-restriction.kubernetes.io/` (which the NodeRestriction admission keeps kubelets from
+ * setting). Read on a taint too: its key is where it starts.
+ */
+export const UNRESERVED_KEY: Check<string> = {
+  test: (s) => !RESERVED_NAMESPACE.test(s) || ADMIN_NAMESPACE.test(s),
+  condition: (ref) => `(!${RESERVED_NAMESPACE.condition(ref)} || ${ADMIN_NAMESPACE.condition(ref)})`,
+  total: true,
+};
 
 /** Taints unique by key and effect, as the API server wants them (validateNodeTaints). */
 export const DISTINCT_TAINTS: Check<readonly string[]> = {
