@@ -43,6 +43,15 @@ describe("README and docs/", () => {
     expect(missing).toEqual([]);
   });
 
+  it("draws the provisioning chain's steps in the README as the code makes them, in order", () => {
+    const chain = fs.readFileSync(path.join(__dirname, "..", "constructs", "provisioning", "chain.ts"), "utf8");
+    const steps = [...chain.matchAll(/new NullResource\(this, "([A-Za-z]+)"/g)].map(([, step]) => step);
+    expect(steps.length).toBeGreaterThan(5);
+    const picture = readme.slice(readme.indexOf("chain of provisioning steps")).split("```")[1];
+    expect(picture.split("\n")[1].split(" → ")).toEqual(steps);
+    expect(picture).toContain("NodeMembership");
+  });
+
   it("gives the two setup commands and the command .ci/run calls", () => {
     expect(readme).toContain("npm ci && npm run synth");
     expect(readme).toContain("npm test");
