@@ -79,6 +79,19 @@ describe("quotas", () => {
     expect(double.requests.some((r) => r.url.includes("/os-quota-sets/") && r.status !== 200)).toBe(false);
   });
 
+  it("stops it at plan with a deploy key too, on both CLIs: the keypair is counted from the variable", async () => {
+    // The README's laptop steps set a key; counted from the keypair resource, the quota reads
+    // waited for it and ran during the apply, after about 55 resources.
+    for (const cli of tfClis()) {
+      const ws = await workspace(double, state, {}, { TF_VAR_run_provisioners: "false", TF_VAR_deploy_ssh_public_key: SSH_KEY }, cli);
+      const cores = await ws.tofu(["plan", "-input=false"], { TF_VAR_num_kube_nodes: "5" });
+      expect({ cli, status: cores.status }).toEqual({ cli, status: 1 });
+      expect(oneLine(cores)).toContain("Quota too small: this deployment needs Nova quota cores = 23, but the project allows 20");
+      expect(oneLine(cores)).not.toContain("will be read during apply");
+    }
+    expect(double.resourceCount()).toBe(0);
+  });
+
   it("counts in quota_needs exactly what the apply then uses of every quota", async () => {
     const ws = await workspace(double, state, {}, { TF_VAR_run_provisioners: "false", TF_VAR_deploy_ssh_public_key: SSH_KEY });
     const before = { nova: double.nova.usage(), cinder: double.cinder.usage(), neutron: double.neutron.usage() };

@@ -119,11 +119,10 @@ export class KubeOnOsStack extends TerraformStack {
 
     // A new keypair from deploy_ssh_public_key, or the existing keypair_name, or none.
     // (cdktf renders a falsy right operand of Op as "undefined", hence length() < 1, not == "".)
+    // The key is sensitive to Terraform (config/terraform-variables.ts); whether one is given is not.
+    const newKeypairs = Token.asNumber(Fn.conditional(Fn.nonsensitive(Op.lt(Fn.lengthOf(v.deploy_ssh_public_key.stringValue), 1)), 0, 1));
     const keypair = new ComputeKeypairV2(this, "DeployKeypair", {
-      // The key is sensitive to Terraform (config/terraform-variables.ts); whether one is given is not.
-      count: TerraformCount.of(
-        Token.asNumber(Fn.conditional(Fn.nonsensitive(Op.lt(Fn.lengthOf(v.deploy_ssh_public_key.stringValue), 1)), 0, 1)),
-      ),
+      count: TerraformCount.of(newKeypairs),
       name: deployKeypairName(v.deploy_domain_name.stringValue),
       publicKey: v.deploy_ssh_public_key.stringValue,
     });
@@ -203,7 +202,9 @@ export class KubeOnOsStack extends TerraformStack {
       },
       serverGroupPolicy: v.kube_server_group_policy.stringValue,
       saltVolumeSize: v.salt_volume_size.numberValue,
-      newKeypairs: Token.asNumber(Fn.lengthOf(splat(keypair, "name"))),
+      // From the variable, as the keypair's count: a reference to the keypair would make the quota
+      // reads wait for it, so they would run during the apply, after the keypair.
+      newKeypairs,
       securityGroups: Object.keys(this.network.securityGroups).length,
       securityGroupRules: Token.asNumber(Op.add(this.network.securityGroupRuleCount, this.cloudIntegration.securityGroupRules)),
       network: this.network.created,
