@@ -238,6 +238,14 @@ describeEachCli("L2: an existing router or network that cannot serve fails the p
     );
   });
 
+  it("names public_network_cidr and external_network_name when the new public network overlaps the external one", async () => {
+    // Neutron refuses the router's interface on it (l3_db.py _check_for_dup_router_subnets), after most of the stack.
+    const stderr = await failedPlan({ TF_VAR_public_network_cidr: "192.0.0.0/16" });
+    expect(stderr).toContain(
+      "Invalid public network: public_network_cidr=192.0.0.0/16 overlaps 192.0.2.0/24, a subnet of external_network_name=vlan1066, and Neutron puts no two overlapping subnets on one router: choose a public_network_cidr outside it.",
+    );
+  });
+
   it("names public_network_id and public_network_cidr when the network has no subnet of that CIDR", async () => {
     const stderr = await failedPlan({ TF_VAR_public_network_id: networkId(CAMPUS.name) });
     expect(stderr).toContain(

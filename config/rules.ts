@@ -336,7 +336,7 @@ export const CRYPT_HASH = pattern("^[$](5|6|y|2b)[$][^[:space:]]+$");
  * two networks overlap when their addresses agree on the shorter prefix of the two. True where
  * either is no network (its own rule says so).
  */
-function disjoint(a: string, b: string): string {
+export function disjoint(a: string, b: string): string {
   const address = (ref: string) => `split("/", ${ref})[0]`;
   const prefix = (ref: string) => `tonumber(split("/", ${ref})[1])`;
   const shorter = `min(${prefix(a)}, ${prefix(b)})`;

@@ -21,7 +21,7 @@ import { NetworkingRouterV2 } from "../.gen/providers/openstack/networking-route
 import { NetworkingSecgroupRuleV2 } from "../.gen/providers/openstack/networking-secgroup-rule-v2";
 import { NetworkingSecgroupV2 } from "../.gen/providers/openstack/networking-secgroup-v2";
 import { NetworkingSubnetV2 } from "../.gen/providers/openstack/networking-subnet-v2";
-import { UUID_PATTERN } from "../config/rules";
+import { disjoint, UUID_PATTERN } from "../config/rules";
 import { HOSTS } from "./cluster-layout";
 import { parseIpv4Network } from "./cidr";
 import { splat } from "./machine";
@@ -183,6 +183,35 @@ export class Network extends Construct {
     const createsRouter = counted("creates_router", Op.and(empty(routerId), empty(publicNetworkId)));
     const existingRouter = counted("uses_existing_router", Op.not(empty(routerId)));
     const existingPublicNetwork = counted("uses_existing_public_network", Op.not(empty(publicNetworkId)));
+
+    // The external network's subnets, read at plan: Neutron puts no two overlapping subnets on
+    // one router (neutron/db/l3_db.py _check_for_dup_router_subnets, "Cidr ... overlaps with
+    // cidr ..."), so a new public network that overlaps one fails the router's interface, after
+    // most of the stack. Listed, not read by the network's subnet ids: a project may read only
+    // its own and shared subnets (neutron/conf/policies/subnet.py get_subnet), and an external
+    // network is often not shared; a list leaves out what it may not see, where a read would
+    // fail. IPv6 subnets never overlap an IPv4 network (disjoint's try()).
+    const externalSubnetIds = new DataOpenstackNetworkingSubnetIdsV2(this, "ExternalSubnetIds", {
+      count: createsPublicNetwork(),
+      networkId: this.externalNetwork.id,
+    });
+    const visibleExternalSubnets = Fn.flatten(splat(externalSubnetIds, "ids"));
+    const publicCidrLocal = new TerraformLocal(this, "public_cidr", publicCidr);
+    new DataOpenstackNetworkingSubnetV2(this, "ExternalSubnets", {
+      count: TerraformCount.of(Token.asNumber(Fn.lengthOf(visibleExternalSubnets))),
+      subnetId: `\${flatten(${externalSubnetIds.fqn}[*].ids)[count.index]}`,
+      lifecycle: {
+        postcondition: [
+          {
+            condition: `\${${disjoint("self.cidr", `local.${publicCidrLocal.friendlyUniqueId}`)}}`,
+            errorMessage:
+              `Invalid public network: public_network_cidr=${publicCidr} overlaps \${self.cidr}, a subnet of ` +
+              `external_network_name=${props.externalNetworkName}, and Neutron puts no two overlapping subnets on one router: ` +
+              "choose a public_network_cidr outside it.",
+          },
+        ],
+      },
+    });
 
     this.router = new NetworkingRouterV2(this, "Router", {
       count: createsRouter(),
