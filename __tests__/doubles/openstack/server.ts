@@ -153,7 +153,7 @@ export async function startOpenStackDouble(options: OpenStackDoubleOptions = {})
   // A path parameter as long as a request line may be: the services run behind Apache or uWSGI,
   // whose request lines reach 8190 bytes (Apache's LimitRequestLine), not Fastify's 100
   // characters, which answered 414 to a keypair named by Nova's longest name (255 characters).
-  const app: FastifyInstance = Fastify({ logger: false, maxParamLength: 8190 });
+  const app: FastifyInstance = Fastify({ logger: false, routerOptions: { maxParamLength: 8190 } });
   // Clients send Content-Type: application/json on bodiless DELETEs too; an empty body is fine.
   app.removeContentTypeParser("application/json");
   app.addContentTypeParser("application/json", { parseAs: "string" }, (_request, body, done) => {
