@@ -776,9 +776,12 @@ def cloud_controllers(state: dict) -> None:
     with $FAKE_MICROK8S_CLUSTER/.nova/servers.json for the cloud's servers: the database written
     back when it changed a Node.
     """
+    listing = cloud_controller.servers(CLUSTER / ".nova" / "servers.json")
+    if listing is None:
+        # No cloud to ask: no controller to model, and no database to lock and read for it.
+        return
     with database_locked(state):
         db = database(state)
-        listing = cloud_controller.servers(CLUSTER / ".nova" / "servers.json")
         if cloud_controller.reconcile(
             db["nodes"], db.get("objects", {}), listing, lambda n: ready(n, state["cluster"])
         ):

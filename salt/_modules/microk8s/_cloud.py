@@ -382,6 +382,27 @@ def provider_id(instance_id) -> str:
     return f"{PROVIDER}:///{parsed}"
 
 
+def _node_objects(salt: dict):
+    """
+    Pillar ``microk8s:nodes``, and ``node_object(id)``: that node's name and Node object, from one
+    ``kubectl get nodes -o json`` (each found by its private address, ``_membership.node_of``);
+    raises naming the node Kubernetes does not know.
+    """
+    settings_ = salt["pillar.get"]("microk8s", {})
+    addresses = _membership.parse_roles(settings_)["addresses"]
+    text = _cli.run(salt, "kubectl", "get", "nodes", "-o", "json")
+    known = _membership.parse_nodes(text)
+    items = {item["metadata"]["name"]: item for item in json.loads(text).get("items") or []}
+
+    def node_object(node_id: str) -> tuple[str, dict]:
+        found = _membership.node_of(known, node_id, addresses[node_id])
+        if found is None:
+            raise CommandExecutionError(f"Kubernetes has no node at {addresses[node_id]} ({node_id})")
+        return found["name"], items.get(found["name"]) or {}
+
+    return settings_["nodes"], node_object
+
+
 def provider_id_plan(salt: dict) -> dict:
     """
     ``{id: {"node", "old", "new", "changed"}}`` for every node of pillar ``microk8s:nodes``, from one
@@ -390,16 +411,9 @@ def provider_id_plan(salt: dict) -> dict:
     is false. Raises naming the node when its entry has no instance_id or Kubernetes does not
     know it.
     """
-    settings_ = salt["pillar.get"]("microk8s", {})
-    addresses = _membership.parse_roles(settings_)["addresses"]
-    text = _cli.run(salt, "kubectl", "get", "nodes", "-o", "json")
-    known = _membership.parse_nodes(text)
-    current = {
-        item["metadata"]["name"]: (item.get("spec") or {}).get("providerID") or ""
-        for item in json.loads(text).get("items") or []
-    }
+    nodes, node_object = _node_objects(salt)
     plans = {}
-    for node in settings_["nodes"]:
+    for node in nodes:
         node_id = str(node["id"])
         if not node.get("instance_id"):
             raise CommandExecutionError(f"pillar microk8s:nodes entry {node_id} has no instance_id")
@@ -407,10 +421,8 @@ def provider_id_plan(salt: dict) -> dict:
             wanted = provider_id(node["instance_id"])
         except CommandExecutionError as error:
             raise CommandExecutionError(f"pillar microk8s:nodes entry {node_id}: {error}") from None
-        found = _membership.node_of(known, node_id, addresses[node_id])
-        if found is None:
-            raise CommandExecutionError(f"Kubernetes has no node at {addresses[node_id]} ({node_id})")
-        old = current.get(found["name"], "")
+        name, item = node_object(node_id)
+        old = (item.get("spec") or {}).get("providerID") or ""
         # Another providerID: the machine was rebuilt under the same name, and its kubelet took over
         # the old Node object (kubelet_node_status.go tryRegisterWithAPIServer, on AlreadyExists),
         # whose providerID the API server never changes. The cloud controller manager deletes a
@@ -419,7 +431,7 @@ def provider_id_plan(salt: dict) -> dict:
         # and the join. Reported, not an error: failing here would fail every such deploy.
         stale = bool(old) and old != wanted
         plans[node_id] = {
-            "node": found["name"],
+            "node": name,
             "old": old or None,
             "new": wanted,
             "changed": not old,
@@ -446,18 +458,11 @@ def initialization_plan(salt: dict) -> dict:
     initializes only tainted nodes: k8s.io/cloud-provider controllers/node syncNode). Raises
     naming the node Kubernetes does not know.
     """
-    settings_ = salt["pillar.get"]("microk8s", {})
-    addresses = _membership.parse_roles(settings_)["addresses"]
-    text = _cli.run(salt, "kubectl", "get", "nodes", "-o", "json")
-    known = _membership.parse_nodes(text)
-    items = {item["metadata"]["name"]: item for item in json.loads(text).get("items") or []}
+    nodes, node_object = _node_objects(salt)
     plans = {}
-    for node in settings_["nodes"]:
+    for node in nodes:
         node_id = str(node["id"])
-        found = _membership.node_of(known, node_id, addresses[node_id])
-        if found is None:
-            raise CommandExecutionError(f"Kubernetes has no node at {addresses[node_id]} ({node_id})")
-        item = items.get(found["name"]) or {}
+        name, item = node_object(node_id)
         taints = (item.get("spec") or {}).get("taints") or []
         labels = (item.get("metadata") or {}).get("labels") or {}
         if any(taint.get("key") == UNINITIALIZED for taint in taints):
@@ -467,7 +472,7 @@ def initialization_plan(salt: dict) -> dict:
         else:
             state = "never"
         plans[node_id] = {
-            "node": found["name"],
+            "node": name,
             "state": state,
             "labels": {key: labels[key] for key in CLOUD_LABELS if key in labels},
         }
