@@ -21,6 +21,7 @@ import {
   gitlabCiSchema,
   gitlabCiValidator,
   makeProject,
+  resolveExtends,
   runPipeline,
   startGitLabApi,
   zipEntries,
@@ -29,6 +30,10 @@ import { evaluateIf, evaluateRules, Variables } from "./gitlab-ci/rules";
 import { machineNetworkEnv, runAsync, runTofuAsync } from "./support/tofu";
 
 const PIPELINE = YAML.parse(fs.readFileSync(path.join(ROOT, ".gitlab-ci.yml"), "utf8"));
+/** The jobs as GitLab runs them, their `extends` applied. */
+const JOBS = resolveExtends(PIPELINE);
+/** The jobs that take GitLab's state lock. */
+const LOCKING = ["plan", "apply", "destroy-plan", "destroy"];
 const STACK = "cdktf.out/stacks/kube-on-os";
 
 function venvTool(name: string): string {
@@ -147,8 +152,8 @@ describe("lint", () => {
 
 describe("the pipeline's structure", () => {
   it("keys the resource group and the environment of plan, apply and destroy by the state name, KUBE_ON_OS_DOMAIN", () => {
-    for (const job of ["plan", "apply", "destroy"]) {
-      expect({ job, group: PIPELINE[job].resource_group, environment: PIPELINE[job].environment.name }).toEqual({
+    for (const job of LOCKING) {
+      expect({ job, group: JOBS[job].resource_group, environment: JOBS[job].environment.name }).toEqual({
         job,
         group: "$KUBE_ON_OS_DOMAIN",
         environment: "$KUBE_ON_OS_DOMAIN",
@@ -157,6 +162,7 @@ describe("the pipeline's structure", () => {
     expect(PIPELINE.apply.environment.action).toBe("start");
     expect(PIPELINE.destroy.environment.action).toBe("stop");
     expect(PIPELINE.plan.environment.action).toBe("prepare");
+    expect(PIPELINE["destroy-plan"].environment.action).toBe("prepare");
   });
 
   it("lints first, and applies only a plan of the same pipeline after the tests passed", () => {
@@ -169,8 +175,40 @@ describe("the pipeline's structure", () => {
 
   it("never cancels a job that holds the state lock: plan, apply and destroy are not interruptible", () => {
     expect(PIPELINE.default.interruptible).toBe(true);
-    for (const job of ["plan", "apply", "destroy"])
-      expect({ job, interruptible: PIPELINE[job].interruptible }).toEqual({ job, interruptible: false });
+    for (const job of LOCKING) expect({ job, interruptible: JOBS[job].interruptible }).toEqual({ job, interruptible: false });
+  });
+
+  it("stops a job that locks before GitLab's default 60 minutes, leaving its after_script time to give the lock back", () => {
+    const minutes = (value: string) => {
+      const match = /^(\d+)(m| minutes)$/.exec(value);
+      if (!match) throw new Error(`not a duration in minutes: ${value}`);
+      return Number(match[1]);
+    };
+    for (const job of LOCKING) {
+      const { timeout, variables, after_script: afterScript } = JOBS[job];
+      const script = minutes(variables.RUNNER_SCRIPT_TIMEOUT);
+      const after = minutes(variables.RUNNER_AFTER_SCRIPT_TIMEOUT);
+      expect({ job, below: minutes(timeout) < 60, room: script + after < minutes(timeout), afterScript }).toEqual({
+        job,
+        below: true,
+        room: true,
+        afterScript: ["bash scripts/ci/tofu.sh release-lock"],
+      });
+    }
+    // The other jobs give nothing back: they never lock.
+    expect(Object.keys(JOBS).filter((job) => !job.startsWith(".") && JOBS[job].after_script)).toEqual(LOCKING);
+  });
+
+  it("destroys only the destroy plan of the same pipeline, once confirmed", () => {
+    const destroy = JOBS.destroy;
+    expect(destroy.needs).toEqual(expect.arrayContaining([{ job: "destroy-plan", artifacts: true }]));
+    expect(destroy.manual_confirmation).toMatch(/^Destroy this cluster: .*\?/);
+    expect(destroy.script).toEqual(["bash scripts/ci/tofu.sh destroy"]);
+    expect(JOBS["destroy-plan"].artifacts).toMatchObject({
+      access: "none",
+      paths: expect.arrayContaining([`${STACK}/destroy.cache`, `${STACK}/destroy.cache.changes`, `${STACK}/destroy.json`]),
+      reports: { terraform: `${STACK}/destroy.json` },
+    });
   });
 
   it("saves a cache even from a failed job, and keeps npm's cache beside node_modules", () => {
@@ -191,12 +229,12 @@ describe("the pipeline's structure", () => {
       [
         "a push to the default branch",
         { ...base, CI_PIPELINE_SOURCE: "push", CI_COMMIT_BRANCH: "main" },
-        { plan: "on_success", apply: "manual", destroy: "manual" },
+        { plan: "on_success", apply: "manual", "destroy-plan": "manual", destroy: "manual" },
       ],
       [
         "a push to a branch without a merge request",
         { ...base, CI_PIPELINE_SOURCE: "push", CI_COMMIT_BRANCH: "feature" },
-        { plan: "on_success", apply: "never", destroy: "never" },
+        { plan: "on_success", apply: "never", "destroy-plan": "never", destroy: "never" },
       ],
       [
         "a push to a branch with an open merge request",
@@ -206,18 +244,18 @@ describe("the pipeline's structure", () => {
       [
         "the merge request pipeline",
         { ...base, CI_PIPELINE_SOURCE: "merge_request_event", CI_MERGE_REQUEST_IID: "3", CI_MERGE_REQUEST_SOURCE_BRANCH_NAME: "feature" },
-        { plan: "on_success", apply: "never", destroy: "never" },
+        { plan: "on_success", apply: "never", "destroy-plan": "never", destroy: "never" },
       ],
       ["a tag", { ...base, CI_PIPELINE_SOURCE: "push", CI_COMMIT_TAG: "v1.0.0" }, "no pipeline"],
       [
         "a schedule on the default branch",
         { ...base, CI_PIPELINE_SOURCE: "schedule", CI_COMMIT_BRANCH: "main" },
-        { plan: "on_success", apply: "manual", destroy: "manual" },
+        { plan: "on_success", apply: "manual", "destroy-plan": "manual", destroy: "manual" },
       ],
       [
         "Run pipeline for another cluster",
         { ...base, CI_PIPELINE_SOURCE: "web", CI_COMMIT_BRANCH: "main", KUBE_ON_OS_DOMAIN: "prod.example.org" },
-        { plan: "on_success", apply: "manual", destroy: "manual" },
+        { plan: "on_success", apply: "manual", "destroy-plan": "manual", destroy: "manual" },
       ],
     ];
     it.each(contexts)("%s", (_name, variables, expected) => {
@@ -228,7 +266,7 @@ describe("the pipeline's structure", () => {
       }
       expect(created).toBe(true);
       const jobs = Object.fromEntries(
-        ["plan", "apply", "destroy"].map((job) => [job, evaluateRules(PIPELINE[job].rules ?? [{}], variables)]),
+        ["plan", "apply", "destroy-plan", "destroy"].map((job) => [job, evaluateRules(PIPELINE[job].rules ?? [{}], variables)]),
       );
       expect(jobs).toEqual(expected);
       // Every other job has no rules: it runs in every pipeline, the merge request's included.
@@ -247,6 +285,10 @@ describe("the pipeline's structure", () => {
   it("reports the plan to the merge request widget: the terraform report is the plan job's plan.json", () => {
     expect(PIPELINE.plan.artifacts.reports.terraform).toBe(`${STACK}/plan.json`);
     expect(PIPELINE.plan.artifacts.paths).toEqual(expect.arrayContaining([`${STACK}/plan.cache`, `${STACK}/plan.json`]));
+  });
+
+  it("lets no one download a plan, which holds every planned value: the jobs that need it still receive it", () => {
+    for (const job of ["plan", "destroy-plan"]) expect({ job, access: PIPELINE[job].artifacts.access }).toEqual({ job, access: "none" });
   });
 
   it("pins every image to an exact version", () => {
@@ -303,6 +345,10 @@ describe("the pipeline, run locally by gitlab-ci-local", () => {
   // one; made up here, so that no file (this one included) can hold it by accident.
   const PROJECT_ID = "1217";
   const JOB_TOKEN = `glcbt-64_${randomUUID()}`;
+  // The GitLab user the jobs run as (GitLab's GITLAB_USER_LOGIN), whose token the job token is,
+  // and a colleague with a personal access token of her own.
+  const USER = "koo-maintainer";
+  const COLLEAGUE_TOKEN = `glpat-${randomUUID()}`;
   let double: OpenStackDouble;
   let state: StateServer;
   let api: GitLabApi;
@@ -320,8 +366,8 @@ describe("the pipeline, run locally by gitlab-ci-local", () => {
       project,
       [
         // GitLab's own address: CI_API_V4_URL becomes <this>/api/v4, as on gitlab.com.
-        ...["--variable", `CI_SERVER_URL=${api.serverUrl}`, "--ignore-predefined-vars", "CI_SERVER_URL"],
-        ...["--variable", `CI_JOB_TOKEN=${JOB_TOKEN}`],
+        ...["--variable", `CI_SERVER_URL=${api.serverUrl}`, "--ignore-predefined-vars", "CI_SERVER_URL,GITLAB_USER_LOGIN"],
+        ...["--variable", `CI_JOB_TOKEN=${JOB_TOKEN}`, "--variable", `GITLAB_USER_LOGIN=${USER}`],
         // No registry here: hashicorp/null too from the mirror (the stand-in), as a runner without
         // registry access would set it (scripts/ci/common.sh: ci_provider_config).
         ...["--variable", "KUBE_ON_OS_OFFLINE_PROVIDERS=true"],
@@ -335,12 +381,16 @@ describe("the pipeline, run locally by gitlab-ci-local", () => {
     return result;
   };
   const artifact = (job: string, file: string) => path.join(project, ".gitlab-ci-local", "artifacts", job, file);
-  const jobResult = (output: string, job: string) => new RegExp(`^ (PASS|FAIL) +(?:\\[[^\\]]+\\] )?${job}\\b`, "m").exec(output)?.[1];
+  // WARN: a job allowed to fail (destroy-plan, destroy) that failed.
+  const jobResult = (output: string, job: string) => new RegExp(`^ (PASS|FAIL|WARN) +(?:\\[[^\\]]+\\] )?${job}\\b`, "m").exec(output)?.[1];
 
   beforeAll(async () => {
     double = await startOpenStackDouble();
     state = await startStateServer({ username: "gitlab-ci-token", password: JOB_TOKEN });
-    api = await startGitLabApi(state, PROJECT_ID);
+    api = await startGitLabApi(state, PROJECT_ID, {
+      users: { [JOB_TOKEN]: USER, [COLLEAGUE_TOKEN]: "alice" },
+      upstream: { username: "gitlab-ci-token", password: JOB_TOKEN },
+    });
     project = tempDir("gitlab-project");
     // No cache is seeded: the first pipeline starts from empty caches, kept where GitLab keeps them,
     // inside the project directory (.gitlab-ci.yml: KUBE_ON_OS_CACHE, npm_config_cache), and the
@@ -459,10 +509,16 @@ describe("the pipeline, run locally by gitlab-ci-local", () => {
       `GET ${statePath} 204`,
       // scripts/quota-usage.js --initialised: the quota_needs output of a state not there yet
       `GET ${statePath} 204`,
+      // Who holds the lock before tofu runs (scripts/ci/state-lock.sh): no one, so the question
+      // took it and gave it back.
+      `POST ${statePath}/lock 200`,
+      `DELETE ${statePath}/lock 200`,
       `POST ${statePath}/lock 200`,
       `GET ${statePath} 204`,
       `DELETE ${statePath}/lock 200`,
     ]);
+    // The job succeeded, so its after_script asks nothing.
+    expect(pipeline.output).toMatch(/^plan +> ==> state lock: the job succeeded, so its tofu gave the lock back$/m);
     expect(pipeline.output).toContain(
       `state: ${DOMAIN} at ${api.serverUrl}${statePath} (lock ${api.serverUrl}${statePath}/lock, user gitlab-ci-token)`,
     );
@@ -480,6 +536,7 @@ describe("the pipeline, run locally by gitlab-ci-local", () => {
     const creates = plan.resource_changes.filter((c: any) => c.change.actions.join() === "create");
     expect(summary).toEqual({ create: creates.length, update: 0, delete: 0 });
     expect(summary.create).toBeGreaterThan(30);
+    expect(fs.readFileSync(artifact("plan", `${STACK}/plan.cache.changes`), "utf8")).toBe("true\n");
     expect(fs.readFileSync(artifact("plan", `${STACK}/plan.cache`))).toEqual(
       fs.readFileSync(path.join(project, ".gitlab-ci-local", "builds", "plan", STACK, "plan.cache")),
     );
@@ -564,10 +621,108 @@ describe("the pipeline, run locally by gitlab-ci-local", () => {
     expect(stored.resources.filter((r) => r.mode === "managed").length).toBeGreaterThan(20);
   });
 
+  it("plans no changes after the apply, says so, and its apply does nothing, the state untouched", async () => {
+    const plan = await run("plan");
+    expect({ status: plan.status, tail: plan.output.slice(-3000) }).toEqual({ status: 0, tail: expect.any(String) });
+    expect(plan.output).toMatch(/^plan +> ==> plan: no changes; this pipeline has nothing to apply/m);
+    expect(fs.readFileSync(artifact("plan", `${STACK}/plan.cache.changes`), "utf8")).toBe("false\n");
+    expect(JSON.parse(fs.readFileSync(artifact("plan", `${STACK}/plan.json`), "utf8"))).toEqual({ create: 0, update: 0, delete: 0 });
+    const asked = api.requests.length;
+    const apply = await run("apply");
+    expect({ status: apply.status, tail: apply.output.slice(-3000) }).toEqual({ status: 0, tail: expect.any(String) });
+    expect(apply.output).toMatch(/^apply +> ==> apply: the plan job's plan changes nothing; nothing to apply/m);
+    expect(apply.output).not.toMatch(/Apply complete/);
+    expect(api.requests.slice(asked)).toEqual([]);
+  });
+
+  /** The pid of the tofu that runs `tofu <args...>`, once it runs. */
+  const tofuRunning = (...args: string[]) => {
+    for (const pid of fs.readdirSync("/proc").filter((entry) => /^\d+$/.test(entry))) {
+      try {
+        const argv = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+        if (path.basename(argv[0]) === "tofu" && args.every((arg) => argv.includes(arg))) return Number(pid);
+      } catch {
+        // gone meanwhile
+      }
+    }
+    return undefined;
+  };
+
+  it("gives back the lock a killed tofu left behind, in the job's after_script, and the cluster stays", async () => {
+    const before = double.resourceCount();
+    const held = double.hold((method, url) => method === "GET" && url.startsWith("/compute/v2.1/servers/"));
+    const planning = run("destroy-plan");
+    await held.reached;
+    const lock = state.lockInfo(DOMAIN);
+    expect(lock).toMatchObject({ Operation: "OperationTypePlan" });
+    const pid = tofuRunning("plan", "-destroy");
+    expect(pid).toBeDefined();
+    process.kill(pid!, "SIGKILL");
+    held.release();
+    const killed = await planning;
+    expect(jobResult(killed.output, "destroy-plan")).toBe("WARN");
+    expect(killed.output).toContain(`destroy-plan > ==> state lock: gave back ${lock!.ID}, which this job's tofu took at `);
+    expect(state.lockInfo(DOMAIN)).toBeUndefined();
+    expect(double.resourceCount()).toBe(before);
+  });
+
+  it("leaves a lock another user holds, naming it, and tofu stops at it", async () => {
+    const address = `${api.serverUrl}/api/v4/projects/${PROJECT_ID}/terraform/state/${DOMAIN}/lock`;
+    const theirs = {
+      ID: randomUUID(),
+      Operation: "OperationTypeApply",
+      Info: "",
+      Who: "alice@laptop",
+      Version: "1.11.0",
+      Created: "",
+      Path: "",
+    };
+    const post = (method: string, body: object) =>
+      fetch(address, { method, headers: { authorization: api.authorization(COLLEAGUE_TOKEN) }, body: JSON.stringify(body) });
+    expect((await post("POST", theirs)).status).toBe(200);
+    try {
+      const planning = await run("destroy-plan");
+      expect(jobResult(planning.output, "destroy-plan")).toBe("WARN");
+      expect(planning.output).toMatch(/destroy-plan > .*Error acquiring the state lock/);
+      expect(planning.output).toContain(`destroy-plan > ==> state lock: ${theirs.ID}, held by alice since `);
+      expect(planning.output).toMatch(/was there before this job's tofu ran; not this job's, left alone/);
+      expect(state.lockInfo(DOMAIN)).toMatchObject({ ID: theirs.ID });
+    } finally {
+      expect((await post("DELETE", { ID: theirs.ID })).status).toBe(200);
+    }
+  });
+
+  it("refuses a destroy plan made stale by a change of the state since: nothing destroyed", async () => {
+    const planned = await run("destroy-plan");
+    expect({ status: planned.status, tail: planned.output.slice(-3000) }).toEqual({ status: 0, tail: expect.any(String) });
+    const summary = JSON.parse(fs.readFileSync(artifact("destroy-plan", `${STACK}/destroy.json`), "utf8"));
+    expect(summary).toEqual({ create: 0, update: 0, delete: expect.any(Number) });
+    expect(summary.delete).toBeGreaterThan(20);
+    expect(planned.output).toContain(`destroy-plan > ==> destroy plan: ${JSON.stringify(summary)}; read the plan above`);
+    // Another apply since: the state's serial moved on.
+    const file = path.join(state.dir, `${DOMAIN}.tfstate`);
+    const stored = JSON.parse(fs.readFileSync(file, "utf8"));
+    fs.writeFileSync(file, JSON.stringify({ ...stored, serial: stored.serial + 1 }));
+    const before = double.resourceCount();
+    const destroy = await run("destroy");
+    expect(jobResult(destroy.output, "destroy")).toBe("WARN");
+    expect(destroy.output).toMatch(/destroy +> .*Saved plan is stale/);
+    expect(double.resourceCount()).toBe(before);
+    expect(state.lockInfo(DOMAIN)).toBeUndefined();
+  });
+
   it("destroys the cluster when asked", async () => {
+    const planned = await run("destroy-plan");
+    expect({ status: planned.status, tail: planned.output.slice(-3000) }).toEqual({ status: 0, tail: expect.any(String) });
+    const { delete: deletes } = JSON.parse(fs.readFileSync(artifact("destroy-plan", `${STACK}/destroy.json`), "utf8"));
     const destroy = await run("destroy");
     expect({ status: destroy.status, tail: destroy.output.slice(-3000) }).toEqual({ status: 0, tail: expect.any(String) });
-    expect(destroy.output).toMatch(/destroy +> Destroy complete! Resources: \d+ destroyed\./);
+    expect(destroy.output).toMatch(
+      new RegExp(
+        `destroy +> (Apply complete! Resources: 0 added, 0 changed, ${deletes} destroyed|Destroy complete! Resources: ${deletes} destroyed)\\.`,
+      ),
+    );
+    expect(destroy.output).not.toMatch(/destroy +\$ bash scripts\/ci\/tofu\.sh destroy-plan/);
     expect(double.resourceCount()).toBe(0);
     expect(state.lockInfo(DOMAIN)).toBeUndefined();
   });
@@ -582,18 +737,18 @@ describe("the pipeline, run locally by gitlab-ci-local", () => {
     // gitlab-ci-local's rule evaluation and ours (gitlab-ci/rules.ts) agree where both can answer.
     const ours = (branch: string) =>
       Object.fromEntries(
-        ["apply", "destroy"].map((job) => [
+        ["apply", "destroy-plan", "destroy"].map((job) => [
           job,
           evaluateRules(PIPELINE[job].rules, { CI_COMMIT_BRANCH: branch, CI_DEFAULT_BRANCH: "main" }),
         ]),
       );
     const onMain = await list();
-    expect(onMain).toMatchObject({ plan: "on_success", apply: "manual", destroy: "manual" });
+    expect(onMain).toMatchObject({ plan: "on_success", apply: "manual", "destroy-plan": "manual", destroy: "manual" });
     expect(onMain).toMatchObject(ours("main"));
     git(project, ["checkout", "-q", "-b", "feature"]);
     try {
       const onFeature = await list();
-      expect(onFeature).toMatchObject({ plan: "on_success", apply: "never", destroy: "never" });
+      expect(onFeature).toMatchObject({ plan: "on_success", apply: "never", "destroy-plan": "never", destroy: "never" });
       expect(onFeature).toMatchObject(ours("feature"));
     } finally {
       git(project, ["checkout", "-q", "main"]);
@@ -617,8 +772,8 @@ describe("the pipeline's scripts on bad input", () => {
       { KUBE_ON_OS_DOMAIN: "lab.example.org", TF_VAR_deploy_domain_name: "prod.example.org" },
       "TF_VAR_deploy_domain_name='prod.example.org' differs from KUBE_ON_OS_DOMAIN='lab.example.org'",
     ],
-    ["tofu.sh", ["deploy"], {}, "usage: scripts/ci/tofu.sh validate|plan|plan-json|apply|destroy (got 'deploy')"],
-    ["tofu.sh", ["fmt"], {}, "usage: scripts/ci/tofu.sh validate|plan|plan-json|apply|destroy (got 'fmt')"],
+    ["tofu.sh", ["deploy"], {}, "usage: scripts/ci/tofu.sh validate|plan|plan-json|apply|destroy-plan|destroy|release-lock (got 'deploy')"],
+    ["tofu.sh", ["fmt"], {}, "usage: scripts/ci/tofu.sh validate|plan|plan-json|apply|destroy-plan|destroy|release-lock (got 'fmt')"],
     [
       "tofu.sh",
       ["plan"],
@@ -768,5 +923,101 @@ describe("the pipeline's scripts on bad input", () => {
     // It stops at the missing OpenStack credentials, after saying which state it would use.
     expect(result.stderr).toContain(`state: lab.example.org at ${own} (lock ${own}/lock, user gitlab-ci-token)`);
     expect(result.stderr).not.toContain("/projects/");
+  });
+});
+
+describe("scripts/ci/tofu.sh release-lock, the after_script of the jobs that lock", () => {
+  const DOMAIN = "lab.example.org";
+  const TOKEN = `glcbt-64_${randomUUID()}`;
+  const COLLEAGUE = `glpat-${randomUUID()}`;
+  let state: StateServer;
+  let api: GitLabApi;
+
+  beforeAll(async () => {
+    state = await startStateServer({ username: "gitlab-ci-token", password: TOKEN });
+    api = await startGitLabApi(state, "7", {
+      users: { [TOKEN]: "koo-maintainer", [COLLEAGUE]: "alice" },
+      upstream: { username: "gitlab-ci-token", password: TOKEN },
+    });
+  });
+  afterAll(async () => {
+    await Promise.all([state?.close(), api?.close()]);
+  });
+
+  const lockAddress = () => `${api.serverUrl}/api/v4/projects/7/terraform/state/${DOMAIN}/lock`;
+  const lock = async (token: string) => {
+    const info = { ID: randomUUID(), Operation: "OperationTypeApply", Info: "", Who: "x@y", Version: "1.11.0", Created: "", Path: "" };
+    const answer = await fetch(lockAddress(), {
+      method: "POST",
+      headers: { authorization: api.authorization(token) },
+      body: JSON.stringify(info),
+    });
+    expect(answer.status).toBe(200);
+    return info.ID;
+  };
+  /** release-lock in a copy of scripts/, after a job whose tofu noted the lock as `record` says. */
+  const release = async (record: string | undefined, extra: NodeJS.ProcessEnv = {}) => {
+    const copy = tempDir("release-lock");
+    fs.cpSync(path.join(ROOT, "scripts"), path.join(copy, "scripts"), { recursive: true });
+    const stack = path.join(copy, STACK);
+    fs.mkdirSync(stack, { recursive: true });
+    fs.writeFileSync(path.join(stack, "cdk.tf.json"), "{}");
+    if (record !== undefined) fs.writeFileSync(path.join(stack, ".state-lock-before"), record);
+    // Not spawnSync: the stand-in answers from this process.
+    const result = await runAsync("bash", [path.join(copy, "scripts", "ci", "tofu.sh"), "release-lock"], {
+      env: {
+        PATH: process.env.PATH,
+        HOME: os.homedir(),
+        KUBE_ON_OS_DOMAIN: DOMAIN,
+        CI_API_V4_URL: `${api.serverUrl}/api/v4`,
+        CI_PROJECT_ID: "7",
+        CI_JOB_TOKEN: TOKEN,
+        CI_JOB_STATUS: "canceled",
+        ...extra,
+      },
+    });
+    expect({ status: result.status, stderr: result.stderr }).toEqual({ status: 0, stderr: expect.any(String) });
+    return result.stderr.trim().split("\n").pop();
+  };
+
+  it("gives back a lock the job's own user took after the job noted the state free", async () => {
+    const id = await lock(TOKEN);
+    expect(await release("before=\nuser=koo-maintainer\n")).toMatch(
+      new RegExp(`^==> state lock: gave back ${id}, which this job's tofu took at \\S+ and left behind$`),
+    );
+    expect(state.lockInfo(DOMAIN)).toBeUndefined();
+  });
+
+  it("leaves a lock of another user, or one that was there before, and says whose it is", async () => {
+    const theirs = await lock(COLLEAGUE);
+    expect(await release("before=\nuser=koo-maintainer\n")).toMatch(
+      new RegExp(`^==> state lock: ${theirs} is held by alice since \\S+, not by this job's user koo-maintainer; left alone`),
+    );
+    expect(await release(`before=${theirs}\nuser=alice\n`)).toMatch(
+      new RegExp(`^==> state lock: ${theirs}, held by alice since \\S+, was there before`),
+    );
+    expect(state.lockInfo(DOMAIN)).toMatchObject({ ID: theirs });
+    // Who held it before the job's tofu ran could not be read: nothing is this job's.
+    expect(await release("before=<unread>\nuser=alice\n")).toMatch(
+      /^==> state lock: held by alice since \S+; who held it before this job's tofu ran is unknown, so it is left alone/,
+    );
+    expect(state.lockInfo(DOMAIN)).toMatchObject({ ID: theirs });
+    const answer = await fetch(lockAddress(), {
+      method: "DELETE",
+      headers: { authorization: api.authorization(COLLEAGUE) },
+      body: JSON.stringify({ ID: theirs }),
+    });
+    expect(answer.status).toBe(200);
+  });
+
+  it("asks nothing after a job that succeeded or whose tofu never ran, and finds a free state free", async () => {
+    const asked = api.requests.length;
+    expect(await release("before=\nuser=koo-maintainer\n", { CI_JOB_STATUS: "success" })).toBe(
+      "==> state lock: the job succeeded, so its tofu gave the lock back",
+    );
+    expect(await release(undefined)).toBe("==> state lock: tofu did not run in this job; no lock of its own to give back");
+    expect(api.requests.length).toBe(asked);
+    expect(await release("before=\nuser=koo-maintainer\n")).toBe("==> state lock: free; this job left none behind");
+    expect(state.lockInfo(DOMAIN)).toBeUndefined();
   });
 });

@@ -109,18 +109,41 @@ export interface GitLabApi {
   /** What GitLab's CI_SERVER_URL would be; CI_API_V4_URL is this + /api/v4. */
   readonly serverUrl: string;
   readonly requests: readonly ApiRequest[];
+  /** Basic auth as `login` (GitLab checks the password, a job or personal access token). */
+  authorization(token: string): string;
   close(): Promise<void>;
+}
+
+export interface GitLabApiOptions {
+  /** Token (the basic auth password) → the GitLab username it belongs to. */
+  readonly users: Record<string, string>;
+  /** The state server's own basic auth, which the stand-in uses upstream. */
+  readonly upstream: { readonly username: string; readonly password: string };
 }
 
 /**
  * GitLab's Terraform state API, /api/v4/projects/<id>/terraform/state/<name>[/lock], passed on to
- * the state server's /state/<name>[/lock], method, query, headers (basic auth) and body as they
- * come. Any other path is a 404 and stays in `requests`, so a wrong TF_HTTP_ADDRESS shows.
+ * the state server's /state/<name>[/lock], method, query and body as they come. Any other path is
+ * a 404 and stays in `requests`, so a wrong TF_HTTP_ADDRESS shows.
+ *
+ * It authenticates as GitLab does (the password is a token of one of `users`, else 401) and keeps
+ * locks as GitLab keeps them (lib/api/terraform/state.rb, app/services/terraform/
+ * remote_state_handler.rb): the lock's ID, the user whose token took it and when. A POST to the
+ * lock address answers, 200 or 409 when the state is locked, the request's Operation, Info,
+ * Version and Path with the holder's ID, Who (the username) and Created.
  */
-export async function startGitLabApi(state: StateServer, projectId: string): Promise<GitLabApi> {
+export async function startGitLabApi(state: StateServer, projectId: string, options: GitLabApiOptions): Promise<GitLabApi> {
   const requests: ApiRequest[] = [];
+  const holders = new Map<string, { user: string; created: string }>();
   const route = new RegExp(`^/api/v4/projects/${projectId}/terraform/state/([^/?]+)(/lock)?(\\?.*)?$`);
   const target = new URL(state.url);
+  const upstreamAuth = `Basic ${Buffer.from(`${options.upstream.username}:${options.upstream.password}`).toString("base64")}`;
+  const userOf = (header: string | undefined): string | undefined => {
+    const match = /^Basic (.+)$/.exec(header ?? "");
+    if (!match) return undefined;
+    const decoded = Buffer.from(match[1], "base64").toString("utf8");
+    return options.users[decoded.slice(decoded.indexOf(":") + 1)];
+  };
   const server = http.createServer((request, response) => {
     const match = route.exec(request.url ?? "");
     const done = (status: number) => requests.push({ method: request.method ?? "", path: request.url ?? "", status });
@@ -129,25 +152,55 @@ export async function startGitLabApi(state: StateServer, projectId: string): Pro
       done(404);
       return;
     }
-    const upstream = http.request(
-      {
-        host: target.hostname,
-        port: target.port,
-        method: request.method,
-        path: `/state/${match[1]}${match[2] ?? ""}${match[3] ?? ""}`,
-        headers: { ...request.headers, host: target.host },
-      },
-      (answer) => {
-        response.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(response);
-        done(answer.statusCode ?? 502);
-      },
-    );
-    upstream.on("error", () => {
-      response.writeHead(502).end();
-      done(502);
+    const user = userOf(request.headers.authorization);
+    if (user === undefined) {
+      response.writeHead(401, { "WWW-Authenticate": 'Basic realm="GitLab"' }).end("401 Unauthorized");
+      done(401);
+      return;
+    }
+    const [, name, lock] = match;
+    const chunks: Buffer[] = [];
+    request.on("data", (chunk: Buffer) => chunks.push(chunk));
+    request.on("end", () => {
+      const body = Buffer.concat(chunks);
+      const upstream = http.request(
+        {
+          host: target.hostname,
+          port: target.port,
+          method: request.method,
+          path: `/state/${name}${lock ?? ""}${match[3] ?? ""}`,
+          headers: { ...request.headers, host: target.host, authorization: upstreamAuth, "content-length": body.length },
+        },
+        (answer) => {
+          const answered: Buffer[] = [];
+          answer.on("data", (chunk: Buffer) => answered.push(chunk));
+          answer.on("end", () => {
+            let status = answer.statusCode ?? 502;
+            let reply = Buffer.concat(answered);
+            let headers: http.OutgoingHttpHeaders = answer.headers;
+            if (lock && request.method === "POST" && (status === 200 || status === 423)) {
+              const asked = JSON.parse(body.toString("utf8") || "{}");
+              if (status === 200) holders.set(name, { user, created: new Date().toISOString() });
+              const holder = status === 200 ? asked : JSON.parse(reply.toString("utf8"));
+              const kept = holders.get(name) ?? { user: String(holder.Who), created: String(holder.Created) };
+              status = status === 200 ? 200 : 409;
+              const { Operation, Info, Version, Path } = asked;
+              reply = Buffer.from(JSON.stringify({ Operation, Info, Version, Path, ID: holder.ID, Who: kept.user, Created: kept.created }));
+              headers = { "content-type": "application/json" };
+            }
+            if (lock && request.method === "DELETE" && status === 200) holders.delete(name);
+            response.writeHead(status, headers);
+            response.end(reply);
+            done(status);
+          });
+        },
+      );
+      upstream.on("error", () => {
+        response.writeHead(502).end();
+        done(502);
+      });
+      upstream.end(body);
     });
-    request.pipe(upstream);
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const address = server.address();
@@ -155,6 +208,7 @@ export async function startGitLabApi(state: StateServer, projectId: string): Pro
   return {
     serverUrl: `http://127.0.0.1:${address.port}`,
     requests,
+    authorization: (token) => `Basic ${Buffer.from(`user:${token}`).toString("base64")}`,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
@@ -216,4 +270,35 @@ export function zipEntries(file: string): Map<string, Buffer> {
   const result = spawnSync(python, ["-c", script, file], { encoding: "utf8", maxBuffer: 256 * 1024 * 1024 });
   if (result.status !== 0) throw new Error(`could not read ${file} as a zip: ${result.stderr}`);
   return new Map(Object.entries(JSON.parse(result.stdout) as Record<string, string>).map(([n, b]) => [n, Buffer.from(b, "base64")]));
+}
+
+type Json = Record<string, any>;
+const isHash = (value: unknown): value is Json => typeof value === "object" && value !== null && !Array.isArray(value);
+
+function deepMerge(base: Json, over: Json): Json {
+  const merged: Json = { ...base };
+  for (const [key, value] of Object.entries(over))
+    merged[key] = isHash(value) && isHash(merged[key]) ? deepMerge(merged[key], value) : value;
+  return merged;
+}
+
+/**
+ * Every job and template of a parsed .gitlab-ci.yml with its `extends` applied as GitLab applies
+ * them (ci/yaml/yaml_optimization.md): hashes merged deeply, each later template and then the job
+ * itself winning, anything else (lists, strings) replaced whole.
+ */
+export function resolveExtends(pipeline: Json): Json {
+  const resolve = (name: string, seen: string[]): Json => {
+    if (seen.includes(name)) throw new Error(`extends: a loop through ${[...seen, name].join(" → ")}`);
+    const job = pipeline[name];
+    if (!isHash(job)) throw new Error(`extends: no job or template ${JSON.stringify(name)}`);
+    const { extends: parents, ...own } = job;
+    const base = [parents ?? []].flat().reduce((merged: Json, parent: string) => deepMerge(merged, resolve(parent, [...seen, name])), {});
+    return deepMerge(base, own);
+  };
+  return Object.fromEntries(
+    Object.keys(pipeline)
+      .filter((name) => isHash(pipeline[name]))
+      .map((name) => [name, resolve(name, [])]),
+  );
 }

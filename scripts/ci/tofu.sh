@@ -2,7 +2,11 @@
 # The pipeline's tofu: what GitLab's gitlab-tofu (the OpenTofu CI/CD component's wrapper) does,
 # with its variable names, on the project's own tofu and offline provider mirror.
 #
-#   tofu.sh validate | plan | plan-json | apply | destroy
+#   tofu.sh validate | plan | plan-json | apply | destroy-plan | destroy | release-lock
+#
+# plan and destroy-plan save a plan (plan.cache, destroy.cache) and a marker saying whether it
+# changes anything; apply and destroy apply exactly that saved plan, which tofu refuses when the
+# state moved on since. release-lock is the jobs' after_script (scripts/ci/state-lock.sh).
 #
 # GitLab-managed state comes through TF_HTTP_* alone, each defaulting as in gitlab-tofu:
 # TF_HTTP_ADDRESS=$CI_API_V4_URL/projects/$CI_PROJECT_ID/terraform/state/<state name, URL-encoded>
@@ -16,29 +20,26 @@
 # the plan file, and the token would outlive the job in the plan.cache artifact.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/state-lock.sh"
 cd "$KOO_ROOT"
 
 command=${1:-}
 case $command in
-  validate | plan | plan-json | apply | destroy) ;;
-  *) ci_die "usage: scripts/ci/tofu.sh validate|plan|plan-json|apply|destroy (got '${command}')" ;;
+  validate | plan | plan-json | apply | destroy-plan | destroy | release-lock) ;;
+  *) ci_die "usage: scripts/ci/tofu.sh validate|plan|plan-json|apply|destroy-plan|destroy|release-lock (got '${command}')" ;;
 esac
 
 root=cdktf.out/stacks/kube-on-os
 plan_cache=plan.cache
 plan_json=plan.json
+destroy_cache=destroy.cache
+destroy_json=destroy.json
 for fixed in "GITLAB_TOFU_ROOT_DIR=$root" "GITLAB_TOFU_PLAN_CACHE=$plan_cache" "GITLAB_TOFU_PLAN_JSON=$plan_json"; do
   name=${fixed%%=*} value=${fixed#*=}
   [[ -z ${!name:-} || ${!name} == "$value" || ${!name} == "$KOO_ROOT/$root/$value" || ${!name} == "$KOO_ROOT/$value" ]] ||
     ci_die "$name='${!name}' cannot be changed here: the stack and its plan files are at $root/$plan_cache and $root/$plan_json (the artifacts name them); unset $name"
 done
 [[ -f $root/cdk.tf.json ]] || ci_die "$root/cdk.tf.json is missing: the synth job's cdktf.out/ artifact did not arrive"
-
-ci_go
-bash scripts/toolchain/terraform.sh
-source scripts/toolchain/env.sh
-ci_provider_config
-export TF_IN_AUTOMATION=true
 
 # jq's @uri, as gitlab-tofu encodes the state name: unreserved characters stay, the rest is %XX
 # (ASCII is enough: synth accepts only a DNS name for the domain).
@@ -112,6 +113,60 @@ init() {
   tofu -chdir="$root" init -input=false -reconfigure "$@" >&2
 }
 
+# Developers may read but not lock GitLab-managed state (GitLab's state docs; gitlab-tofu).
+developer_plan() {
+  [[ ${GITLAB_TOFU_ALLOW_DEVELOPER_ROLE:-false} == true ]]
+}
+
+# save_plan FILE [ARGS]: `tofu plan -detailed-exitcode -out=FILE`, and FILE.changes saying
+# whether the plan changes anything ("true") or not ("false"), for the job that applies it.
+save_plan() {
+  local file=$1 status=0
+  shift
+  rm -f "$root/$file" "$root/$file.changes"
+  tofu -chdir="$root" plan -input=false -detailed-exitcode -out="$file" "$@" || status=$?
+  case $status in
+    0) echo false >"$root/$file.changes" ;;
+    2) echo true >"$root/$file.changes" ;;
+    *) exit "$status" ;;
+  esac
+}
+
+# summary PLAN JSON: GitLab's terraform report of a saved plan.
+summary() {
+  [[ -f $root/$1 ]] || ci_die "$root/$1 is missing: run 'tofu.sh ${1%.cache}' first"
+  tofu -chdir="$root" show -json "$1" | node scripts/ci/plan-summary.js >"$root/$2"
+}
+
+# saved_plan FILE JOB: FILE from JOB's artifacts, and whether it changes anything.
+saved_plan() {
+  [[ -f $root/$1 && -f $root/$1.changes ]] ||
+    ci_die "$root/$1 is missing: the $2 job's artifact did not arrive; run the $2 job again"
+  [[ $(cat "$root/$1.changes") == true ]]
+}
+
+# The after_script of the jobs that lock: needs no toolchain, only curl and the job's variables.
+if [[ $command == release-lock ]]; then
+  # tofu gives its lock back before it exits, and exits non-zero when it cannot.
+  if [[ ${CI_JOB_STATUS:-} == success ]]; then
+    log "state lock: the job succeeded, so its tofu gave the lock back"
+    exit 0
+  fi
+  if ! (backend_env) >/dev/null 2>&1; then
+    log "state lock: no GitLab-managed state in this job; nothing to give back"
+    exit 0
+  fi
+  backend_env 2>/dev/null
+  developer_plan || state_lock_release
+  exit 0
+fi
+
+ci_go
+bash scripts/toolchain/terraform.sh
+source scripts/toolchain/env.sh
+ci_provider_config
+export TF_IN_AUTOMATION=true
+
 case $command in
   validate)
     init -backend=false
@@ -126,28 +181,51 @@ case $command in
     usage=$(node scripts/quota-usage.js --initialised "$root" "$(command -v tofu)")
     [[ -z $usage ]] || export TF_VAR_quota_usage=$usage
     plan_args=()
-    # Developers may read but not lock GitLab-managed state (GitLab's state docs; gitlab-tofu).
-    [[ ${GITLAB_TOFU_ALLOW_DEVELOPER_ROLE:-false} != true ]] || plan_args+=(-lock=false)
-    tofu -chdir="$root" plan -input=false -out="$plan_cache" "${plan_args[@]}"
+    if developer_plan; then plan_args+=(-lock=false); else state_lock_note; fi
+    save_plan "$plan_cache" "${plan_args[@]}"
+    if [[ $(cat "$root/$plan_cache.changes") == false ]]; then
+      log "plan: no changes; this pipeline has nothing to apply, and its apply job, if started, does nothing"
+    fi
     ;;
   plan-json)
-    [[ -f $root/$plan_cache ]] || ci_die "$root/$plan_cache is missing: run 'tofu.sh plan' first"
-    tofu -chdir="$root" show -json "$plan_cache" | node scripts/ci/plan-summary.js >"$root/$plan_json"
+    summary "$plan_cache" "$plan_json"
     log "plan.json: $(cat "$root/$plan_json")"
     ;;
   apply)
+    if ! saved_plan "$plan_cache" plan; then
+      log "apply: the plan job's plan changes nothing; nothing to apply (the state is not touched)"
+      exit 0
+    fi
     backend_env
     openstack_env
-    [[ -f $root/$plan_cache ]] || ci_die "$root/$plan_cache is missing: the plan job's artifact did not arrive; run the plan job again"
     ssh_agent
     init
+    state_lock_note
     tofu -chdir="$root" apply -input=false -auto-approve "$plan_cache"
     ;;
+  destroy-plan)
+    backend_env
+    openstack_env
+    init
+    state_lock_note
+    save_plan "$destroy_cache" -destroy
+    summary "$destroy_cache" "$destroy_json"
+    if [[ $(cat "$root/$destroy_cache.changes") == false ]]; then
+      log "destroy plan: nothing to destroy; the destroy job, if started, does nothing"
+    else
+      log "destroy plan: $(cat "$root/$destroy_json"); read the plan above, then start the destroy job, which destroys exactly this"
+    fi
+    ;;
   destroy)
+    if ! saved_plan "$destroy_cache" destroy-plan; then
+      log "destroy: the destroy-plan job's plan destroys nothing; nothing to do"
+      exit 0
+    fi
     backend_env
     openstack_env
     ssh_agent
     init
-    tofu -chdir="$root" destroy -input=false -auto-approve
+    state_lock_note
+    tofu -chdir="$root" apply -input=false -auto-approve "$destroy_cache"
     ;;
 esac

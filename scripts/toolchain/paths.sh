@@ -89,8 +89,8 @@ koo_debian_root_dir() {
   hash=$(printf '%s %s' "$KOO_DEBIAN_PACKAGES" "$(sha256sum <"$KOO_REQUIREMENTS" | cut -d' ' -f1)" | sha256sum | cut -c1-12)
   echo "$KOO_CACHE/debian-root/$KOO_DEBIAN_SUITE-$KOO_DEBIAN_PYTHON-salt-$(koo_salt_version)-$hash"
 }
-# "-gitlab-keys": patched to key caches as GitLab does (gitlab-ci-local.sh).
-koo_gcl_dir() { echo "$KOO_CACHE/gitlab-ci-local/$KOO_GCL_VERSION-gitlab-keys"; }
+# "-gitlab-patched-2": patched to key caches and run after_script as GitLab does (gitlab-ci-local.sh).
+koo_gcl_dir() { echo "$KOO_CACHE/gitlab-ci-local/$KOO_GCL_VERSION-gitlab-patched-2"; }
 
 # OpenSSH's sshd for the provisioning test's hosts, unpacked from the openssh-server package that
 # apt offers (keyed by its version: Debian replaces the package with every security update).
