@@ -226,6 +226,34 @@ describe("quotas with what the project already uses", () => {
   });
 });
 
+describe("cloud objects the variables name", () => {
+  it("stops the plan at a keypair_name the project lacks, on both CLIs, and plans with one it has", async () => {
+    for (const cli of tfClis()) {
+      const ws = await workspace(double, state, {}, { TF_VAR_run_provisioners: "false" }, cli);
+      const missing = await ws.tofu(["plan", "-input=false"], { TF_VAR_keypair_name: "ops-key" });
+      expect({ cli, status: missing.status }).toEqual({ cli, status: 1 });
+      expect(oneLine(missing)).toMatch(
+        /Error retrieving openstack_compute_keypair_v2 ops-key: .*with data\.openstack_compute_keypair_v2\.keypair_name\[0\]/,
+      );
+      double.nova.keypairs.add({
+        id: "ops-key",
+        name: "ops-key",
+        public_key: SSH_KEY,
+        type: "ssh",
+        fingerprint: "x",
+        user_id: double.identity.user.id,
+      });
+      try {
+        const found = await ws.tofu(["plan", "-input=false"], { TF_VAR_keypair_name: "ops-key" });
+        expect({ cli, status: found.status, stderr: found.stderr }).toEqual({ cli, status: 0, stderr: "" });
+      } finally {
+        double.nova.keypairs.delete("ops-key");
+      }
+    }
+    expect(double.resourceCount()).toBe(0);
+  });
+});
+
 describe("a server that goes to ERROR", () => {
   it("fails the apply naming the instance, keeps the scheduler's reason as its fault, and a re-apply after the fix replaces it", async () => {
     // Hard anti-affinity for 3 nodes on a cloud with 2 compute hosts: the third cannot be placed.

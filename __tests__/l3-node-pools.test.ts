@@ -137,6 +137,20 @@ describeEachCli("L2: node pools planned against the OpenStack API double", (cli)
       "Unknown availability zone: az9 (in kube_node_availability_zones or node_pools) is not one of this cloud's available zones, az1, az2, az3 (openstack availability zone list).",
     );
   });
+
+  it("fails the plan in one line naming a volume type the cloud lacks, before anything is created", async () => {
+    const ws = await workspace({}, {}, cli);
+    const result = await ws.tofu(["plan", "-input=false"], {
+      TF_VAR_kube_node_boot_volume_size: "20",
+      TF_VAR_kube_node_boot_volume_type: "nvme",
+      TF_VAR_node_pools:
+        '{ web = { count = 1, boot_volume_size = 20, boot_volume_type = "ssd" }, db = { count = 1, boot_volume_size = 20, boot_volume_type = "hdd" } }',
+    });
+    expect(result.status).not.toBe(0);
+    expect(result.stderr.replace(/\s+/g, " ")).toContain(
+      "Unknown volume type: hdd, nvme (in kube_node_boot_volume_type or node_pools) is not one of this cloud's volume types, __DEFAULT__, ssd (openstack volume type list).",
+    );
+  });
 });
 
 describe("L3: two pools over zones: apply, re-plan with no changes, change the pools, destroy", () => {

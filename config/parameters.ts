@@ -477,7 +477,8 @@ export const VARIABLES = {
   } satisfies VariableSpec<string>,
   keypair_name: {
     type: "string",
-    description: "Name of an existing Nova keypair for deploy_user, used when deploy_ssh_public_key is empty.",
+    description:
+      "Name of an existing Nova keypair for deploy_user, used when deploy_ssh_public_key is empty. The plan reads it, and fails naming it when the project has no such keypair.",
     default: "",
     rules: [
       rule(

@@ -13,12 +13,14 @@ import {
 import { NullProvider } from "@cdktf/provider-null/lib/provider";
 import { Construct } from "constructs";
 import { ComputeKeypairV2 } from "../.gen/providers/openstack/compute-keypair-v2";
+import { DataOpenstackComputeKeypairV2 } from "../.gen/providers/openstack/data-openstack-compute-keypair-v2";
 import { OpenstackProvider } from "../.gen/providers/openstack/provider";
 import { BackendKind } from "../config/load";
 import { KubeOnOsConfig, VariableName } from "../config/parameters";
 import { declareVariables } from "../config/terraform-variables";
 import { ApiLoadBalancer } from "./api-load-balancer";
 import { AvailabilityZones } from "./availability-zones";
+import { VolumeTypes } from "./volume-types";
 import { Bastion } from "./bastion";
 import { CloudIntegration } from "./cloud-integration";
 import { ClusterLayout } from "./cluster-layout";
@@ -104,6 +106,7 @@ export class KubeOnOsStack extends TerraformStack {
       pools: v.node_pools.value,
     });
     new AvailabilityZones(this, "AvailabilityZones", { defaultPool: v.kube_node_availability_zones.listValue, pools: v.node_pools.value });
+    new VolumeTypes(this, "VolumeTypes", { defaultPool: v.kube_node_boot_volume_type.stringValue, pools: v.node_pools.value });
     this.network = new Network(this, "Network", {
       externalNetworkName: v.external_network_name.stringValue,
       routerId: v.router_id.stringValue,
@@ -129,6 +132,12 @@ export class KubeOnOsStack extends TerraformStack {
     const keyPair = Token.asString(
       Fn.conditional(Op.gte(Fn.lengthOf(v.keypair_name.stringValue), 1), v.keypair_name.stringValue, Fn.one(splat(keypair, "name"))),
     );
+    // An existing keypair is read at plan time: a name the project lacks fails the plan, naming
+    // it, rather than each server at apply time after the network was created.
+    new DataOpenstackComputeKeypairV2(this, "ExistingKeypair", {
+      count: TerraformCount.of(Token.asNumber(Fn.conditional(Op.gte(Fn.lengthOf(v.keypair_name.stringValue), 1), 1, 0))),
+      name: v.keypair_name.stringValue,
+    }).overrideLogicalId("keypair_name");
     const rootPassword = new RootPassword(this);
     const machine: MachineProps = {
       network: this.network,
