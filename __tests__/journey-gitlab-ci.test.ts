@@ -635,6 +635,22 @@ describe("the pipeline, run locally by gitlab-ci-local", () => {
     expect(api.requests.slice(asked)).toEqual([]);
   });
 
+  /** The processes below `pid`, from /proc's parent ids. */
+  const descendants = (pid: number): number[] => {
+    const parents = new Map<number, number>();
+    for (const entry of fs.readdirSync("/proc").filter((name) => /^\d+$/.test(name))) {
+      try {
+        // The field after the command's closing parenthesis: state, then the parent's pid.
+        parents.set(Number(entry), Number(fs.readFileSync(`/proc/${entry}/stat`, "utf8").split(") ")[1].split(" ")[1]));
+      } catch {
+        // gone meanwhile
+      }
+    }
+    const below = (parent: number): number[] =>
+      [...parents].filter(([, ppid]) => ppid === parent).flatMap(([child]) => [child, ...below(child)]);
+    return below(pid);
+  };
+
   /** The pid of the tofu that runs `tofu <args...>`, once it runs. */
   const tofuRunning = (...args: string[]) => {
     for (const pid of fs.readdirSync("/proc").filter((entry) => /^\d+$/.test(entry))) {
@@ -657,7 +673,9 @@ describe("the pipeline, run locally by gitlab-ci-local", () => {
     expect(lock).toMatchObject({ Operation: "OperationTypePlan" });
     const pid = tofuRunning("plan", "-destroy");
     expect(pid).toBeDefined();
-    process.kill(pid!, "SIGKILL");
+    // tofu and its provider plugins, as a runner ends a cancelled job's processes: a plugin whose
+    // tofu is gone would otherwise outlive the test.
+    for (const each of [pid!, ...descendants(pid!)]) process.kill(each, "SIGKILL");
     held.release();
     const killed = await planning;
     expect(jobResult(killed.output, "destroy-plan")).toBe("WARN");
