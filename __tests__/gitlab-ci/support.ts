@@ -109,7 +109,7 @@ export interface GitLabApi {
   /** What GitLab's CI_SERVER_URL would be; CI_API_V4_URL is this + /api/v4. */
   readonly serverUrl: string;
   readonly requests: readonly ApiRequest[];
-  /** Basic auth as `login` (GitLab checks the password, a job or personal access token). */
+  /** A basic Authorization header with `token` as the password, as GitLab takes a job or personal access token. */
   authorization(token: string): string;
   close(): Promise<void>;
 }
