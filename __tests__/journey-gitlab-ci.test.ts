@@ -63,6 +63,15 @@ function tempDir(prefix: string): string {
   return dir;
 }
 
+/** A copy of scripts/ beside a stand-in synthesized stack, for tofu.sh (its stack's path is fixed). */
+function scriptsBesideStack(prefix: string): string {
+  const copy = tempDir(prefix);
+  fs.cpSync(path.join(ROOT, "scripts"), path.join(copy, "scripts"), { recursive: true });
+  fs.mkdirSync(path.join(copy, STACK), { recursive: true });
+  fs.writeFileSync(path.join(copy, STACK, "cdk.tf.json"), "{}");
+  return copy;
+}
+
 // The local pipeline copies node_modules into three jobs' builds: gigabytes, not to be left behind.
 afterAll(() => {
   for (const dir of tempDirs) fs.rmSync(dir, { recursive: true, force: true });
@@ -871,10 +880,7 @@ describe("the pipeline's scripts on bad input", () => {
 
   /** tofu.sh in a copy of scripts/ beside a stand-in synthesized stack (its path is fixed). */
   const tofuScript = (args: string[], extra: NodeJS.ProcessEnv) => {
-    const copy = tempDir("ci-scripts");
-    fs.cpSync(path.join(ROOT, "scripts"), path.join(copy, "scripts"), { recursive: true });
-    fs.mkdirSync(path.join(copy, "cdktf.out", "stacks", "kube-on-os"), { recursive: true });
-    fs.writeFileSync(path.join(copy, "cdktf.out", "stacks", "kube-on-os", "cdk.tf.json"), "{}");
+    const copy = scriptsBesideStack("ci-scripts");
     return spawnSync("bash", [path.join(copy, "scripts", "ci", "tofu.sh"), ...args], {
       encoding: "utf8",
       stdio: ["ignore", "pipe", "pipe"],
@@ -975,12 +981,8 @@ describe("scripts/ci/tofu.sh release-lock, the after_script of the jobs that loc
   };
   /** release-lock in a copy of scripts/, after a job whose tofu noted the lock as `record` says. */
   const release = async (record: string | undefined, extra: NodeJS.ProcessEnv = {}) => {
-    const copy = tempDir("release-lock");
-    fs.cpSync(path.join(ROOT, "scripts"), path.join(copy, "scripts"), { recursive: true });
-    const stack = path.join(copy, STACK);
-    fs.mkdirSync(stack, { recursive: true });
-    fs.writeFileSync(path.join(stack, "cdk.tf.json"), "{}");
-    if (record !== undefined) fs.writeFileSync(path.join(stack, ".state-lock-before"), record);
+    const copy = scriptsBesideStack("release-lock");
+    if (record !== undefined) fs.writeFileSync(path.join(copy, STACK, ".state-lock-before"), record);
     // Not spawnSync: the stand-in answers from this process.
     const result = await runAsync("bash", [path.join(copy, "scripts", "ci", "tofu.sh"), "release-lock"], {
       env: {

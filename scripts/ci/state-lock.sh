@@ -49,6 +49,15 @@ state_lock_curl() {
   return "$status"
 }
 
+# state_lock_unlock ID: releases the lock ID through the unlock address; fails unless GitLab says
+# 200 (it answers 409 when the lock is another's, or gone).
+state_lock_unlock() {
+  local answer
+  answer=$(state_lock_curl "${TF_HTTP_UNLOCK_METHOD:-DELETE}" "$TF_HTTP_UNLOCK_ADDRESS" "{\"ID\":\"$1\"}") || answer=$'\n000'
+  state_lock_status=${answer##*$'\n'}
+  [[ $state_lock_status == 200 ]]
+}
+
 # state_lock_holder: prints the holder's LockInfo JSON when the state is locked, nothing when it
 # is free; fails (with a line on stderr) when GitLab answers anything else.
 state_lock_holder() {
@@ -63,9 +72,8 @@ state_lock_holder() {
   case $status in
     200)
       # It was free, and this took it: give it back, with its own ID.
-      answer=$(state_lock_curl "${TF_HTTP_UNLOCK_METHOD:-DELETE}" "$TF_HTTP_UNLOCK_ADDRESS" "{\"ID\":\"$id\"}") || return 1
-      [[ ${answer##*$'\n'} == 200 ]] || {
-        printf 'kube-on-os ci: state lock: could not give back the lock %s taken to read it (HTTP %s)\n' "$id" "${answer##*$'\n'}" >&2
+      state_lock_unlock "$id" || {
+        printf 'kube-on-os ci: state lock: could not give back the lock %s taken to read it (HTTP %s)\n' "$id" "$state_lock_status" >&2
         return 1
       }
       ;;
@@ -103,7 +111,7 @@ state_lock_note() {
 # job's own GitLab user; the resource group keeps every other job of this cluster out meanwhile.
 # Any other lock is named and left alone; docs/gitlab-ci.md#a-lock-left-behind says what to do.
 state_lock_release() {
-  local record before="" user="" holder id who created answer
+  local record before="" user="" holder id who created
   record=$(state_lock_record)
   if [[ ! -f $record ]]; then
     log "state lock: tofu did not run in this job; no lock of its own to give back"
@@ -129,11 +137,10 @@ state_lock_release() {
   elif [[ -z $user || $who != "$user" ]]; then
     log "state lock: $id is held by $who since $created, not by this job's user ${user:-(unknown)}; left alone (docs/gitlab-ci.md#a-lock-left-behind)"
   else
-    answer=$(state_lock_curl "${TF_HTTP_UNLOCK_METHOD:-DELETE}" "$TF_HTTP_UNLOCK_ADDRESS" "{\"ID\":\"$id\"}") || answer=$'\n000'
-    if [[ ${answer##*$'\n'} == 200 ]]; then
+    if state_lock_unlock "$id"; then
       log "state lock: gave back $id, which this job's tofu took at $created and left behind"
     else
-      log "state lock: could not give back $id (HTTP ${answer##*$'\n'}); see docs/gitlab-ci.md#a-lock-left-behind"
+      log "state lock: could not give back $id (HTTP $state_lock_status); see docs/gitlab-ci.md#a-lock-left-behind"
     fi
   fi
 }

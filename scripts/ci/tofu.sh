@@ -119,17 +119,19 @@ developer_plan() {
 }
 
 # save_plan FILE [ARGS]: `tofu plan -detailed-exitcode -out=FILE`, and FILE.changes saying
-# whether the plan changes anything ("true") or not ("false"), for the job that applies it.
+# whether the plan changes anything ("true") or not ("false"), for the job that applies it; the
+# same word in $changes.
 save_plan() {
   local file=$1 status=0
   shift
   rm -f "$root/$file" "$root/$file.changes"
   tofu -chdir="$root" plan -input=false -detailed-exitcode -out="$file" "$@" || status=$?
   case $status in
-    0) echo false >"$root/$file.changes" ;;
-    2) echo true >"$root/$file.changes" ;;
+    0) changes=false ;;
+    2) changes=true ;;
     *) exit "$status" ;;
   esac
+  echo "$changes" >"$root/$file.changes"
 }
 
 # summary PLAN JSON: GitLab's terraform report of a saved plan.
@@ -138,11 +140,23 @@ summary() {
   tofu -chdir="$root" show -json "$1" | node scripts/ci/plan-summary.js >"$root/$2"
 }
 
-# saved_plan FILE JOB: FILE from JOB's artifacts, and whether it changes anything.
-saved_plan() {
-  [[ -f $root/$1 && -f $root/$1.changes ]] ||
-    ci_die "$root/$1 is missing: the $2 job's artifact did not arrive; run the $2 job again"
-  [[ $(cat "$root/$1.changes") == true ]]
+# apply_saved FILE JOB EMPTY: applies FILE from JOB's artifacts, exactly that plan (tofu refuses
+# it when the state moved on since), holding the lock; when the plan changes nothing, says EMPTY
+# and touches nothing.
+apply_saved() {
+  local file=$1 job=$2 empty=$3
+  [[ -f $root/$file && -f $root/$file.changes ]] ||
+    ci_die "$root/$file is missing: the $job job's artifact did not arrive; run the $job job again"
+  if [[ $(cat "$root/$file.changes") != true ]]; then
+    log "$empty"
+    return 0
+  fi
+  backend_env
+  openstack_env
+  ssh_agent
+  init
+  state_lock_note
+  tofu -chdir="$root" apply -input=false -auto-approve "$file"
 }
 
 # The after_script of the jobs that lock: needs no toolchain, only curl and the job's variables.
@@ -183,7 +197,7 @@ case $command in
     plan_args=()
     if developer_plan; then plan_args+=(-lock=false); else state_lock_note; fi
     save_plan "$plan_cache" "${plan_args[@]}"
-    if [[ $(cat "$root/$plan_cache.changes") == false ]]; then
+    if [[ $changes == false ]]; then
       log "plan: no changes; this pipeline has nothing to apply, and its apply job, if started, does nothing"
     fi
     ;;
@@ -192,16 +206,7 @@ case $command in
     log "plan.json: $(cat "$root/$plan_json")"
     ;;
   apply)
-    if ! saved_plan "$plan_cache" plan; then
-      log "apply: the plan job's plan changes nothing; nothing to apply (the state is not touched)"
-      exit 0
-    fi
-    backend_env
-    openstack_env
-    ssh_agent
-    init
-    state_lock_note
-    tofu -chdir="$root" apply -input=false -auto-approve "$plan_cache"
+    apply_saved "$plan_cache" plan "apply: the plan job's plan changes nothing; nothing to apply (the state is not touched)"
     ;;
   destroy-plan)
     backend_env
@@ -210,22 +215,13 @@ case $command in
     state_lock_note
     save_plan "$destroy_cache" -destroy
     summary "$destroy_cache" "$destroy_json"
-    if [[ $(cat "$root/$destroy_cache.changes") == false ]]; then
+    if [[ $changes == false ]]; then
       log "destroy plan: nothing to destroy; the destroy job, if started, does nothing"
     else
       log "destroy plan: $(cat "$root/$destroy_json"); read the plan above, then start the destroy job, which destroys exactly this"
     fi
     ;;
   destroy)
-    if ! saved_plan "$destroy_cache" destroy-plan; then
-      log "destroy: the destroy-plan job's plan destroys nothing; nothing to do"
-      exit 0
-    fi
-    backend_env
-    openstack_env
-    ssh_agent
-    init
-    state_lock_note
-    tofu -chdir="$root" apply -input=false -auto-approve "$destroy_cache"
+    apply_saved "$destroy_cache" destroy-plan "destroy: the destroy-plan job's plan destroys nothing; nothing to do"
     ;;
 esac
