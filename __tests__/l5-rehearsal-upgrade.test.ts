@@ -58,8 +58,9 @@ const WORKLOAD_REFS = ["Secret/default/shop-settings", "Deployment/default/shop"
  * test), and on a loaded machine its workers' batch can fail too (Salt's batch gives up on a minion
  * that does not answer saltutil.find_job within gather_job_timeout, 10 s, while its highstate runs),
  * and so can the Salt master's highstate again while the master it restarted is still coming back
- * (seen twice in six runs on 2026-12-05, three applies in a row). Every failed apply's last lines
- * are printed when none completes.
+ * (seen twice in six runs on 2026-12-05, three applies in a row). A failed apply can also leave a
+ * minion hung for good (restartHungMinions), which is restarted before the next. Every failed
+ * apply's last lines are printed when none completes.
  */
 const APPLIES = 5;
 
@@ -78,6 +79,38 @@ const available = rehearsalAvailable();
     /** The cluster as dc03610 left it, with the user's workload. */
     let before: { servers: Map<string, string>; volumes: string[]; objects: Record<string, any>; channel: string };
 
+    /**
+     * What dc03610's user had to do after a failed apply: restart the salt-minion of every host
+     * that no longer answers. dc03610 restarts the Salt master under its own orchestration, while
+     * its minions run Salt 3007's default zmq_monitor, and such a minion's main process can hang
+     * for good in pyzmq's Context.term (core/files/minion.conf); no later apply of dc03610 brings
+     * it back. Today's version gives the minions their options before it restarts the master.
+     */
+    const restartHungMinions = async (apply: number) => {
+      const pinged = await rehearsal.cloud.host(SALT).exec("salt --out=json --static --timeout=15 '*' test.ping");
+      let answers: Record<string, unknown> = {};
+      try {
+        answers = JSON.parse(pinged.stdout);
+      } catch {
+        console.warn(`${VERSION}'s apply ${apply} failed and its Salt master did not answer: ${pinged.stderr.trim()}`);
+      }
+      for (const host of HOSTS.filter((minion) => answers[minion] !== true)) {
+        console.warn(`${VERSION}'s apply ${apply} failed and left ${host}'s salt-minion silent: restarted it, as its user had to`);
+        const restarted = await rehearsal.cloud.host(host).exec("/etc/init.d/salt-minion restart");
+        if (restarted.status !== 0) throw new Error(`restarting salt-minion on ${host} failed: ${restarted.stderr}`);
+      }
+    };
+    /** When each host's salt-minion (and the Salt master's salt-master) started, in clock ticks since boot. */
+    const started = async () => {
+      const since = async (host: string, daemon: string) => {
+        const stat = await rehearsal.cloud.host(host).exec(`cat /proc/$(cat /var/run/${daemon}.pid)/stat`);
+        return Number(stat.stdout.slice(stat.stdout.lastIndexOf(")") + 2).split(" ")[19]);
+      };
+      const minions = Object.fromEntries(await Promise.all(HOSTS.map(async (host) => [host, await since(host, "salt-minion")])));
+      return { minions, master: await since(SALT, "salt-master") };
+    };
+    let startedBefore: Awaited<ReturnType<typeof started>>;
+    let startedAfter: Awaited<ReturnType<typeof started>>;
     const tofu = (dir: string, args: string[]) => runTfAsync({ name: "tofu", path: tofuBinary() }, args, dir, env);
     const channel = async () => (await rehearsal.cloud.host(MASTER).exec("snap list microk8s")).stdout.split("\n")[1]?.split(/\s+/)[3];
     const volumes = () =>
@@ -102,8 +135,11 @@ const available = rehearsalAvailable();
       fs.writeFileSync(path.join(old, "cdk.tf.json"), JSON.stringify(json, null, 2));
       const init = await tofu(old, ["init", "-input=false"]);
       if (init.status !== 0) throw new Error(`tofu init of ${VERSION} failed:\n${init.stderr}`);
-      do installs.push(await tofu(old, ["apply", "-auto-approve", "-input=false"]));
-      while (installs.at(-1)!.status !== 0 && installs.length < APPLIES);
+      for (;;) {
+        installs.push(await tofu(old, ["apply", "-auto-approve", "-input=false"]));
+        if (installs.at(-1)!.status === 0 || installs.length === APPLIES) break;
+        await restartHungMinions(installs.length);
+      }
       installed = installs.at(-1)!;
       if (installed.status !== 0) {
         for (const [n, each] of installs.entries())
@@ -123,7 +159,9 @@ const available = rehearsalAvailable();
       const today = await synthToDir(fs.mkdtempSync(path.join(rehearsal.dir, "synth-")), env);
       const initToday = await tofu(today, ["init", "-input=false"]);
       if (initToday.status !== 0) throw new Error(`tofu init of today's stack failed:\n${initToday.stderr}`);
+      startedBefore = await started();
       upgraded = await tofu(today, ["apply", "-auto-approve", "-input=false"]);
+      startedAfter = await started();
       if (upgraded.status !== 0)
         console.error(`today's apply failed; its last lines:\n${scriptLines(upgraded.stdout).slice(-20).join("\n")}`);
       again = await tofu(today, ["apply", "-auto-approve", "-input=false"]);
@@ -191,6 +229,28 @@ const available = rehearsalAvailable();
       expect(rehearsal.cloud.hostNames()).toEqual(HOSTS);
       expect(cluster.servers()).toEqual(before.servers);
       expect(volumes()).toEqual(before.volumes);
+    });
+
+    it("gives every minion today's options before it restarts the Salt master, which dc03610 configured otherwise", () => {
+      const lines = scriptLines(upgraded.stdout);
+      expect(lines).toContainEqual(
+        `Orchestrate: the Salt master's configuration changes on ${SALT}: every minion takes its options before the master restarts`,
+      );
+      expect(lines).toContainEqual(expect.stringMatching(/^Orchestrate: orchestration orch\.minions succeeded in \d+ s: 3 steps, /));
+      expect(lines).toContainEqual(
+        expect.stringMatching(
+          new RegExp(
+            `^Orchestrate: Salt master configured on ${SALT.replace(".", "\\.")}: \\d+ states changed; 5 minions answer it again$`,
+          ),
+        ),
+      );
+      // Every minion restarted under today's apply (with core.minion's options), each before the
+      // master restarted; none after it.
+      for (const host of HOSTS) {
+        expect([host, startedAfter.minions[host] > startedBefore.minions[host]]).toEqual([host, true]);
+        expect([host, startedAfter.minions[host] < startedAfter.master]).toEqual([host, true]);
+      }
+      expect(startedAfter.master).toBeGreaterThan(startedBefore.master);
     });
 
     it("configures every host with today's Salt: the whole orchestration, no failed state", () => {

@@ -10,8 +10,9 @@ JSON. Every subcommand reads what one Salt command printed:
   key-status ID...      stdin: salt-key --list=all --out=json. Prints "<status> <id>" per ID,
                         status one of denied, rejected, accepted, pending, absent; then
                         "unexpected <id>" for every pending key that is not an ID.
-  answered ID...        stdin: salt --out=json --static --list IDS test.ping. Prints the IDs that
-                        answered True, one per line.
+  answered [ID...]      stdin: salt --out=json --static [--list IDS|TARGET] test.ping. Prints the
+                        IDs that answered True (with no ID given, every minion that did), one per
+                        line.
   up ID...              stdin: salt-run --out=json manage.status tgt=IDS tgt_type=list. Prints
                         the IDs it lists as up, one per line.
   vacate-node MINION    stdin: salt --out=json --static MINION microk8s.vacate_node ADDRESS SECONDS.
@@ -166,7 +167,7 @@ def key_status(expected: list[str], text: str) -> list[str]:
 
 def answered(expected: list[str], text: str) -> list[str]:
     returns = last_object(text) or {}
-    return [minion for minion in expected if returns.get(minion) is True]
+    return [minion for minion in (expected or sorted(returns)) if returns.get(minion) is True]
 
 
 def up(expected: list[str], text: str) -> list[str]:

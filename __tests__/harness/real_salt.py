@@ -99,6 +99,21 @@ orch-test-salt-state-control-plane:
 koo-test-salt-master-test-succeed_without_changes:
   test.succeed_without_changes: []
 """,
+    # core.minion as orch.minions applies it, its file beside this minion's own configuration
+    # (the real one writes /etc/salt/minion.d): the same options, and the same restart.
+    "core/minion.sls": """
+core-minion-config-file-managed:
+  file.managed:
+    - name: {{ salt["file.dirname"](opts["conf_file"]) }}/minion.d/kube-on-os.conf
+    - source: salt://core/files/minion.conf
+    - makedirs: true
+
+core-minion-restarted:
+  module.run:
+    - kube_on_os.restart_minion: []
+    - onchanges:
+      - file: core-minion-config-file-managed
+""",
     "koo_test/ok.sls": """
 koo-test-ok-test-succeed_with_changes:
   test.succeed_with_changes: []

@@ -214,6 +214,25 @@ def test_orchestration_gives_every_minion_its_options_and_waits_until_each_runs_
     assert check["retry"] == {"attempts": 40, "interval": 5}
 
 
+def test_orch_minions_gives_every_minion_its_options_as_orch_deploy_begins(tmp_path, pillar_data):
+    # orchestrate.sh runs orch.minions before a Salt master configuration change restarts the master.
+    minion = Minion(tmp_path, f"salt.{DOMAIN}", pillar_data)
+    deploy = minion.call("state.show_sls", "orch.deploy")
+    minions = minion.call("state.show_sls", "orch.minions")
+    steps = ["salt-function-sync-all", "salt-state-minion-config", "salt-function-minion-options"]
+    assert sorted(minions) == sorted(f"orch-minions-{step}" for step in steps)
+
+    def without_ids(step: dict) -> str:
+        return json.dumps({key: value for key, value in step.items() if key != "__sls__"}, sort_keys=True).replace(
+            "orch-minions-", "orch-deploy-"
+        )
+
+    assert [without_ids(minions[f"orch-minions-{step}"]) for step in steps] == [
+        without_ids(deploy[f"orch-deploy-{step}"]) for step in steps
+    ]
+    assert args_of(minions["orch-minions-salt-function-sync-all"], "salt.function")["tgt"] == "*"
+
+
 def test_orchestration_syncs_every_minion_first_so_that_no_highstate_needs_to(tmp_path, pillar_data):
     # The minions run with autoload_dynamic_modules off (core/files/minion.conf): a highstate
     # finds the custom modules only as the last sync left them.

@@ -297,3 +297,78 @@ def test_only_a_run_that_succeeded_is_on_record(fakes):
     replay(fakes, "succeeded")
     assert fakes.run("orchestrate.sh").returncode == 0
     assert orchestrations(fakes) == [["state.orchestrate", "orch.deploy", "--out=json"]] * 3
+
+
+# --- a change to the Salt master's own configuration ----------------------------------------------
+
+CLUSTER = [HOST, "k8s-master.lab.example.org", "k8s-worker-0.lab.example.org"]
+
+
+def before_a_master_change(fakes, *, minions_outcome: str = "succeeded", **timeouts) -> subprocess.CompletedProcess:
+    """
+    orchestrate.sh where the tree's salt_master state changes the master's configuration (and so
+    restarts it), on minions an earlier version configured: none runs core.minion's options yet.
+    """
+    replay(fakes, "succeeded")
+    config = fakes.read()["state_orchestrate"]
+    minions = {
+        "stdout_file": str(FIXTURES / f"orchestrate-{minions_outcome}.out"),
+        "exit": 0 if minions_outcome == "succeeded" else 1,
+    }
+    fakes.update(
+        keys={"minions": CLUSTER},
+        ping=dict.fromkeys(CLUSTER, 1),
+        master_config={"changes": 2},
+        state_orchestrate={**config, "per_sls": {"orch.minions": minions}},
+    )
+    return fakes.run("orchestrate.sh", env={key: str(value) for key, value in timeouts.items()})
+
+
+def test_a_master_change_gives_every_minion_its_options_before_the_master_restarts(fakes):
+    result = before_a_master_change(fakes)
+    assert result.returncode == 0, result.stderr
+    state = fakes.read()
+    # No minion went through the restart without the options: each still answers.
+    assert (state["master_restarts"], state["minion_options"], state.get("hung", [])) == (1, sorted(CLUSTER), [])
+    # The master's configuration is checked, then applied once: after orch.minions, before orch.deploy.
+    assert [
+        call[-1] if call[0] == "salt-call" else call[2]
+        for call in fakes.calls()
+        if call[0] == "salt-call" or call[1:2] == ["state.orchestrate"]
+    ] == ["test=True", "orch.minions", "salt_master", "orch.deploy"]
+    assert without_duration(result.stdout)[:2] == [
+        f"the Salt master's configuration changes on {HOST}: every minion takes its options before the master restarts",
+        f"orchestration orch.minions started on {HOST}",
+    ]
+    assert f"Salt master configured on {HOST}: 2 states changed; 3 minions answer it again" in lines(result.stdout)
+    assert lines(result.stdout)[-1].startswith("orchestration orch.deploy succeeded in ")
+
+
+def test_a_failed_orch_minions_leaves_the_master_as_it_was(fakes):
+    result = before_a_master_change(fakes, minions_outcome="failed")
+    assert result.returncode == 1
+    assert lines(result.stderr)[-1] == FAILED_MESSAGE.replace("orch.koo_test_failed", "orch.minions")
+    state = fakes.read()
+    assert (state.get("master_restarts", 0), state["master_config"]) == (0, {"changes": 2})
+    assert [call[1] for call in fakes.calls("salt-run") if call[0] == "state.orchestrate"] == ["orch.minions"]
+
+
+def test_a_minion_that_does_not_answer_the_restarted_master_is_named(fakes):
+    # One that answered before the restart and not after it: here the one minion the fake's
+    # orch.minions skipped, which then hangs when the master restarts.
+    fakes.update(hung=["k8s-worker-0.lab.example.org"])
+    result = before_a_master_change(fakes, KOO_MASTER_RESTART_TIMEOUT=3)
+    assert result.returncode == 1
+    assert lines(result.stderr)[-1] == (
+        f"the Salt master on {HOST} restarted with its new configuration, and k8s-worker-0.lab.example.org "
+        "did not answer it for 3 s"
+    )
+
+
+def test_no_master_change_no_orch_minions(fakes):
+    replay(fakes, "succeeded")
+    result = fakes.run("orchestrate.sh")
+    assert result.returncode == 0, result.stderr
+    assert [call[-1] for call in fakes.calls("salt-call")] == ["test=True", "salt_master"]
+    assert [call[1] for call in fakes.calls("salt-run") if call[0] == "state.orchestrate"] == ["orch.deploy"]
+    assert "Salt master configured" not in result.stdout

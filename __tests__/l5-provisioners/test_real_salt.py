@@ -15,7 +15,8 @@ import subprocess
 import time
 
 import pytest
-from harness.provisioners import PROVISIONERS, leftover_processes
+import yaml
+from harness.provisioners import PROVISIONERS, ROOT, leftover_processes
 from harness.real_salt import (
     DOMAIN,
     FAILED_LINES,
@@ -219,3 +220,77 @@ def test_a_minion_restarted_by_its_own_job_restarts_once_the_job_has_returned(cl
             break
         assert time.monotonic() < deadline, f"the minion did not restart: {pinged}\n{cluster.logs()}"
         time.sleep(1)
+
+
+def restarted(cluster, minions: tuple[str, ...], before: list[str]) -> list[str]:
+    """Waits until each minion runs as a new process that answers; its pids."""
+    pidfiles = [cluster.root / minion / "minion.pid" for minion in minions]
+    deadline = time.monotonic() + 120
+    while True:
+        pids = [pidfile.read_text().strip() if pidfile.exists() else "" for pidfile in pidfiles]
+        try:
+            pinged = cluster.salt(",".join(minions), "test.ping", tgt_type="list", timeout=10)
+        except AssertionError:
+            pinged = {}
+        if all(pid not in ("", old) for pid, old in zip(pids, before, strict=True)) and pinged == dict.fromkeys(
+            minions, True
+        ):
+            return pids
+        assert time.monotonic() < deadline, f"the minions did not restart: {pinged}\n{cluster.logs()}"
+        time.sleep(1)
+
+
+def test_a_master_change_restarts_every_minion_with_its_options_before_the_master(cluster, accepted):
+    """
+    A change to the Salt master's configuration restarts the master. orchestrate.sh runs the real
+    orch.minions first: each minion writes core.minion's options and restarts with them, and only
+    then is the master configured. Here the master's state records each minion's pid and options
+    instead of restarting the master (the test above restarts it).
+    """
+    minions = (MASTER, WORKER)
+    # Minions as an earlier version left them: Salt 3007's default zmq_monitor.
+    for minion in minions:
+        config_file = cluster.root / minion / "etc" / "minion"
+        config_file.write_text(yaml.safe_dump({**yaml.safe_load(config_file.read_text()), "zmq_monitor": True}))
+    before = [(cluster.root / minion / "minion.pid").read_text().strip() for minion in minions]
+    assert cluster.salt(",".join(minions), "saltutil.sync_modules", tgt_type="list").keys() == set(minions)
+    cluster.salt(",".join(minions), "kube_on_os.restart_minion", tgt_type="list")
+    old = restarted(cluster, minions, before)
+    running = cluster.salt(",".join(minions), "config.get", "zmq_monitor", tgt_type="list")
+    assert running == dict.fromkeys(minions, True)
+
+    seen = cluster.root / "minions-when-the-master-is-configured"
+    state = cluster.overlay / "salt_master" / "init.sls"
+    unchanged = state.read_text()
+    state.write_text(
+        "koo-test-salt-master-config-file-managed:\n"
+        "  file.managed:\n"
+        f"    - name: {cluster.root / 'master-config'}\n"
+        '    - contents: "changed"\n'
+        "koo-test-salt-master-restarted:\n"
+        "  cmd.run:\n"
+        f"    - name: awk 1 {' '.join(str(cluster.root / minion / 'minion.pid') for minion in minions)} > {seen}\n"
+        "    - onchanges:\n"
+        "      - file: koo-test-salt-master-config-file-managed\n"
+    )
+    try:
+        result = run(cluster, "orchestrate.sh", "orch.koo_test_succeeded")
+    finally:
+        state.write_text(unchanged)
+    assert result.returncode == 0, f"{result.stdout}\n{result.stderr}\n{cluster.logs()}"
+    out = result.stdout.splitlines()
+    assert re.fullmatch(
+        r"the Salt master's configuration changes on \S+: every minion takes its options before the master restarts",
+        out[0],
+    )
+    assert re.fullmatch(r"orchestration orch\.minions started on \S+", out[1])
+    assert any(re.fullmatch(r"orchestration orch\.minions succeeded in \d+ s: 3 steps, .*", line) for line in out), out
+    # Both minions ran as new processes, with the options, when the master's state ran.
+    at_master_change = seen.read_text().split()
+    assert [pid not in ("", was) for pid, was in zip(at_master_change, old, strict=True)] == [True, True]
+    running = cluster.salt(",".join(minions), "config.get", "zmq_monitor", tgt_type="list")
+    assert running == dict.fromkeys(minions, False)
+    options = (ROOT / "salt" / "core" / "files" / "minion.conf").read_text()
+    for minion in minions:
+        assert (cluster.root / minion / "etc" / "minion.d" / "kube-on-os.conf").read_text() == options
+    assert out[-1].startswith("orchestration orch.koo_test_succeeded succeeded in "), out

@@ -21,7 +21,7 @@
 #}
 {%- from "orch/map.jinja" import orchestration with context %}
 {%- from "microk8s/map.jinja" import microk8s with context %}
-{%- import_yaml "core/files/minion.conf" as minion_options %}
+{%- from "orch/minions.jinja" import steps %}
 {#- Who is who, looked up from the pillar (microk8s.node_roles checks it on the minions). Salt
     fails a batched salt.state that targets no minion ("No minions returned"), so a step with
     nobody to target is left out. #}
@@ -55,33 +55,7 @@
 {%- endmacro %}
 {%- set joined_before_workers = "orch-deploy-salt-state-control-plane" if joining_voters else "orch-deploy-salt-function-release-check" %}
 
-orch-deploy-salt-function-sync-all:
-  salt.function:
-    - name: saltutil.sync_all
-{{- targeting(tgt) }}
-
-orch-deploy-salt-state-minion-config:
-  salt.state:
-{{- targeting(tgt) }}
-    - sls: core.minion
-    - require:
-      - salt: orch-deploy-salt-function-sync-all
-
-{#- A minion whose options changed restarts once the job has returned (kube_on_os.restart_minion):
-    until it runs with them (and while it restarts, when it does not answer), the check fails and
-    is tried again. Every minion the step targeted is checked, since any may have restarted.
-    Nothing else runs before the check passes, so no restart cuts off another step's job. #}
-orch-deploy-salt-function-minion-options:
-  salt.function:
-    - name: kube_on_os.minion_options
-{{- targeting(tgt) }}
-    - arg:
-      - {{ minion_options | json }}
-    - retry:
-        attempts: 40
-        interval: 5
-    - require:
-      - salt: orch-deploy-salt-state-minion-config
+{{ steps("orch-deploy", targeting(tgt)) }}
 
 {#- core.minion is part of every highstate: from here on it finds its file as the step above left it. #}
 {%- if not partial %}

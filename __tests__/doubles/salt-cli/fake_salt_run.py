@@ -10,7 +10,9 @@ salt-run, three runners over the fake event bus (fakestate.bus_path), and manage
   Each one records its pid in state-event.pids beside the state file.
 - ``state.orchestrate SLS --out=json``: "state_orchestrate" says what happens:
   {"events_file": captured state.event lines to put on the bus first, "hold_until": a path
-  that must exist before it returns, "stdout_file" or "stdout", "stderr", "exit"}.
+  that must exist before it returns, "stdout_file" or "stdout", "stderr", "exit"}, or for one
+  SLS what its "per_sls" maps it to. An orch.minions that exits 0 gives every accepted minion that
+  answers (none hung, fake_salt_call.py) core.minion's options: "minion_options" lists them.
 - ``manage.status tgt=IDS tgt_type=list timeout=N gather_job_timeout=N``: test.ping as the fake
   salt answers it ("ping": a minion answers from that call on, counted with salt's; only accepted
   keys are targeted), printed as {"up": [...], "down": [...]} (salt/runners/manage.py status).
@@ -33,6 +35,8 @@ runner, arguments = positional[0], positional[1:]
 keywords = dict(argument.split("=", 1) for argument in arguments if "=" in argument)
 with state() as current:
     config = current.get(runner.replace(".", "_"), {})
+    if runner == "state.orchestrate":
+        config = config.get("per_sls", {}).get(arguments[0], config)
 
 
 def expr_match(tag: str, expression: str) -> bool:
@@ -85,6 +89,12 @@ elif runner == "state.orchestrate":
     elif "stdout" in config:
         sys.stdout.write(config["stdout"] if isinstance(config["stdout"], str) else json.dumps(config["stdout"]))
     sys.stderr.write(config.get("stderr", ""))
+    if arguments[0] == "orch.minions" and config.get("exit", 0) == 0:
+        with state() as current:
+            hung = set(current.get("hung", []))
+            configured = set(current.get("minion_options", []))
+            configured.update(m for m in current.get("keys", {}).get("minions", []) if m not in hung)
+            current["minion_options"] = sorted(configured)
     sys.exit(config.get("exit", 0))
 elif runner == "manage.status":
     with state() as current:
