@@ -90,9 +90,9 @@ describe("loadConfig", () => {
       [{ TF_VAR_num_kube_nodes: "abc" }, 'Invalid TF_VAR_num_kube_nodes="abc": must be a number'],
       [
         { TF_VAR_num_kube_nodes: "0" },
-        'Invalid TF_VAR_num_kube_nodes="0": num_kube_nodes must be a whole number from 1 to 1025 (the master counts;',
+        'Invalid TF_VAR_num_kube_nodes="0": num_kube_nodes must be a whole number from 1 to 256 (the master counts,',
       ],
-      [{ TF_VAR_num_kube_nodes: "-1" }, 'Invalid TF_VAR_num_kube_nodes="-1": num_kube_nodes must be a whole number from 1 to 1025'],
+      [{ TF_VAR_num_kube_nodes: "-1" }, 'Invalid TF_VAR_num_kube_nodes="-1": num_kube_nodes must be a whole number from 1 to 256'],
       [{ TF_VAR_num_kube_nodes: "2.5" }, 'Invalid TF_VAR_num_kube_nodes="2.5": num_kube_nodes must be a whole number'],
       [{ TF_VAR_num_kube_nodes: "" }, 'Invalid TF_VAR_num_kube_nodes="": must be a number'],
       [{ TF_VAR_set_root_password: "yes" }, 'Invalid TF_VAR_set_root_password="yes": must be true or false.'],

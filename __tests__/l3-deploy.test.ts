@@ -251,7 +251,7 @@ describeEachCli("L2: plan against the OpenStack API double", (cli) => {
   it("rejects a bad plan-time TF_VAR_ with the variable's validation message", async () => {
     const result = await ws.tofu(["plan", "-input=false"], { TF_VAR_num_kube_nodes: "0" });
     expect(result.status).not.toBe(0);
-    expect(result.stderr.replace(/\s+/g, " ")).toContain("num_kube_nodes must be a whole number from 1 to 1025 (the master counts;");
+    expect(result.stderr.replace(/\s+/g, " ")).toContain("num_kube_nodes must be a whole number from 1 to 256 (the master counts,");
   });
 
   it("keeps fixed addresses out of the DHCP pool whatever the plan-time values, before creating anything", async () => {

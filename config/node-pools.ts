@@ -1,4 +1,4 @@
-import { MAX_WORKERS, POOL_NAME_MAX } from "../constructs/cluster-layout";
+import { MAX_NODES, POOL_NAME_MAX } from "../constructs/cluster-layout";
 import {
   all,
   allowing,
@@ -61,8 +61,8 @@ export const DEFAULT_POOL = "default";
 /** The label Terraform gives every node: the name of its pool. */
 export const POOL_LABEL = "kube-on-os/pool";
 
-/** The most workers a pool has: its names come from range(), as the default pool's do. */
-export const MAX_POOL_NODES = MAX_WORKERS;
+/** The most workers a pool has: the cluster's cap, less the master. */
+export const MAX_POOL_NODES = MAX_NODES - 1;
 
 /**
  * Pool names no pool may take: the default pool's name, "worker" (whose workers would be

@@ -1,5 +1,5 @@
 import { networkSize, parseIpv4Network } from "../constructs/cidr";
-import { HOSTS, LONGEST_HOST, LONGEST_NAME_SUFFIX, MAX_WORKERS } from "../constructs/cluster-layout";
+import { HOSTS, LONGEST_HOST, LONGEST_NAME_SUFFIX, MAX_NODES } from "../constructs/cluster-layout";
 import {
   all,
   allowing,
@@ -169,8 +169,8 @@ const PERSON_NAME = all(LINUX_USERNAME, ...RESERVED_ACCOUNTS.map((name) => isNot
 /** Addresses of the private DHCP range kept for what is not a pool worker: Neutron's DHCP ports, load balancers' VIPs. */
 export const DHCP_RESERVE = 16;
 
-/** The most Kubernetes nodes: the master and as many workers as the layout can name. */
-export const MAX_KUBE_NODES = 1 + MAX_WORKERS;
+/** The most Kubernetes nodes in the default pool, the master counted: the cluster's cap. */
+export const MAX_KUBE_NODES = MAX_NODES;
 
 /** Nova's server and Neutron's port name columns hold 255 characters. */
 const OPENSTACK_NAME_MAX = 255;
@@ -284,7 +284,7 @@ export const VARIABLES = {
       rule(
         "num_kube_nodes",
         wholeNumber({ min: 1, max: MAX_KUBE_NODES }),
-        `a whole number from 1 to ${MAX_KUBE_NODES} (the master counts; Terraform's range() names ${MAX_WORKERS} workers at most)`,
+        `a whole number from 1 to ${MAX_KUBE_NODES} (the master counts, and so do node_pools' workers: ${MAX_NODES} nodes in all at most)`,
       ),
     ],
   } satisfies VariableSpec<number>,
@@ -684,6 +684,13 @@ export type ConfigRule = CrossRule<KubeOnOsConfig>;
  * The rules that read several parameters, by the variable whose `validation` block holds each
  * and whose name the message gives.
  */
+/** Every pool's workers together; undefined while a count is not a number yet (its own rule says so). */
+function poolWorkers(config: KubeOnOsConfig): number | undefined {
+  const counts = Object.values(config.node_pools).map((pool) => pool?.count);
+  if (counts.some((count) => typeof count !== "number")) return undefined;
+  return (counts as number[]).reduce((sum, count) => sum + count, 0);
+}
+
 export const CROSS_RULES: { readonly [K in VariableName]?: readonly ConfigRule[] } = {
   keypair_name: [
     {
@@ -728,13 +735,20 @@ export const CROSS_RULES: { readonly [K in VariableName]?: readonly ConfigRule[]
   ],
   node_pools: [
     {
+      test: (config) => {
+        const workers = poolWorkers(config);
+        return workers === undefined || config.num_kube_nodes + workers <= MAX_NODES;
+      },
+      condition: `try(var.num_kube_nodes + sum(concat([0], [for pool in values(var.node_pools) : pool.count])) <= ${MAX_NODES}, true)`,
+      mustBe: `small enough that num_kube_nodes and every pool's workers add up to ${MAX_NODES} nodes at most: use fewer or smaller pools`,
+    },
+    {
       // Pool workers take DHCP addresses: the upper half of the private network, but its last address.
       test: (config) => {
         const privateNetwork = parseIpv4Network(config.private_network_cidr);
-        const counts = Object.values(config.node_pools).map((pool) => pool?.count);
-        if (typeof privateNetwork === "string" || counts.some((count) => typeof count !== "number")) return true;
-        const total = (counts as number[]).reduce((sum, count) => sum + count, 0);
-        return total + DHCP_RESERVE <= networkSize(privateNetwork) / 2 - 1;
+        const workers = poolWorkers(config);
+        if (typeof privateNetwork === "string" || workers === undefined) return true;
+        return workers + DHCP_RESERVE <= networkSize(privateNetwork) / 2 - 1;
       },
       condition:
         `try(sum(concat([0], [for pool in values(var.node_pools) : pool.count])) + ${DHCP_RESERVE} <= ` +

@@ -3,7 +3,7 @@
 // CLI running cdktf.json's app) beside a trivial one-output cdktf app through the same CLI, and
 // directly (the app's command, and the compiled JavaScript), of `tofu plan` against the OpenStack API
 // double at 3 and at 100 nodes, in one pool and in two pools over three zones (with the resources
-// that plan counts), and of a deploy (apply) and a destroy of the default stack against
+// that plan counts), and at the cluster's cap of 256 nodes, and of a deploy (apply) and a destroy of the default stack against
 // the double, on OpenTofu and on Terraform (when on PATH), without the provisioning chain, which
 // needs machines to log in to. A benchmark, not a test: it asserts nothing.
 "use strict";
@@ -17,7 +17,10 @@ const { toolchainEnv } = require("./stack-graph");
 const root = path.resolve(__dirname, "..");
 /** The double's availability zones, which the two-pool plan spreads over. */
 const ZONES = ["az1", "az2", "az3"];
-/** The plans measured: one pool at 3 and 100 nodes, and 100 nodes in two pools over three zones. */
+/**
+ * The plans measured: one pool at 3 and 100 nodes, 100 nodes in two pools over three zones, and
+ * the cluster's cap (MAX_NODES) in one pool and over three pools.
+ */
 const PLANS = [
   ["num_kube_nodes=3", { TF_VAR_num_kube_nodes: "3" }],
   ["num_kube_nodes=100", { TF_VAR_num_kube_nodes: "100" }],
@@ -27,6 +30,15 @@ const PLANS = [
       TF_VAR_num_kube_nodes: "3",
       TF_VAR_kube_node_availability_zones: JSON.stringify(ZONES),
       TF_VAR_node_pools: JSON.stringify({ web: { count: 97, availability_zones: ZONES } }),
+    },
+  ],
+  ["num_kube_nodes=256, the cap", { TF_VAR_num_kube_nodes: "256" }],
+  [
+    "3 pools, 256 nodes, the cap (6 + a 200 + b 50)",
+    {
+      TF_VAR_num_kube_nodes: "6",
+      TF_VAR_kube_node_availability_zones: JSON.stringify(ZONES),
+      TF_VAR_node_pools: JSON.stringify({ a: { count: 200, availability_zones: ZONES }, b: { count: 50 } }),
     },
   ],
 ];
@@ -61,7 +73,7 @@ async function benchPlans(outdir, env) {
   const { startOpenStackDouble } = require(path.join(root, "__tests__", "doubles", "openstack", "server"));
   const { spawn } = require("node:child_process");
   const double = await startOpenStackDouble({ availabilityZones: ZONES });
-  // A project with room for 100 nodes: the upstream default quotas allow 4.
+  // A project with room for 256 nodes: the upstream default quotas allow 4.
   Object.assign(double.nova.quotas, { instances: -1, cores: -1, ram: -1, server_group_members: -1 });
   const stackDir = path.join(outdir, "plan", "cdktf.out", "stacks", "kube-on-os");
   const tofuEnv = { ...env, ...double.passwordEnv(), TF_IN_AUTOMATION: "1" };

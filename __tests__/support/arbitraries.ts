@@ -122,7 +122,7 @@ const INTEGER_FORMS: readonly ((n: number) => string)[] = [
 const NUMBER_EDGES = [
   ...["0", "1", "-1", "-0", "3", "2.5", "0.5", ".5", "5.", "+3", "3.0", "1e1", "1E+1", "1e+1", "10e-1", "1p3", "0x3", "0b11", "0o3", "1_0"],
   ...["Inf", "-Inf", "+Inf", "inf", "-inf", "Infinity", "NaN", "nan", "1e400", "-1e400", "1e-400", "1e308", "1.7976931348623157e309"],
-  ...["9007199254740993", "18446744073709551617", "1024", "1025", "1100", "32669", "100000", "3.0000000000000000001"],
+  ...["9007199254740993", "18446744073709551617", "256", "257", "1024", "1025", "1100", "32669", "100000", "3.0000000000000000001"],
   ...[
     "",
     " ",
@@ -833,7 +833,7 @@ const POOL = fc.oneof(
   {
     arbitrary: fc.record(
       {
-        count: fc.constantFrom<Tree>(0, 1, 3, 1024, 1025, -1, 2.5, "2", "x", null, true),
+        count: fc.constantFrom<Tree>(0, 1, 3, 120, 255, 256, 1024, 1025, -1, 2.5, "2", "x", null, true),
         flavor: fc.constantFrom<Tree>("m1.large", " m1.large", "", null, 1),
         image: fc.constantFrom<Tree>("Ubuntu 24.04", "ad156007-77bb-4e32-ac97-7f8340cab73d", "", null),
         availability_zones: fc.array(ZONE, { maxLength: 3 }),
@@ -914,7 +914,7 @@ const CA_CERTIFICATES = edgesAnd(
  * with its own (and the test checks the keys against VARIABLE_NAMES too, as ts-jest does not type-check).
  */
 export const VALUES: { readonly [K in VariableName]: Values } = {
-  num_kube_nodes: numberText([0, 1, 3, maxNodesFor(16), 100, 1000]),
+  num_kube_nodes: numberText([0, 1, 3, maxNodesFor(16), 100, 256, 257, 1000]),
   kube_node_flavor: NAME,
   kube_node_availability_zones: ZONE_LISTS,
   kube_node_boot_volume_size: numberText([0, 1, 30, 16384, 16385]),
