@@ -680,10 +680,6 @@ export type KubeOnOsConfig = { readonly [K in Exclude<VariableName, SecretName>]
 /** A rule over several parameters, at synth over the validated values. */
 export type ConfigRule = CrossRule<KubeOnOsConfig>;
 
-/**
- * The rules that read several parameters, by the variable whose `validation` block holds each
- * and whose name the message gives.
- */
 /** Every pool's workers together; undefined while a count is not a number yet (its own rule says so). */
 function poolWorkers(config: KubeOnOsConfig): number | undefined {
   const counts = Object.values(config.node_pools).map((pool) => pool?.count);
@@ -691,6 +687,10 @@ function poolWorkers(config: KubeOnOsConfig): number | undefined {
   return (counts as number[]).reduce((sum, count) => sum + count, 0);
 }
 
+/**
+ * The rules that read several parameters, by the variable whose `validation` block holds each
+ * and whose name the message gives.
+ */
 export const CROSS_RULES: { readonly [K in VariableName]?: readonly ConfigRule[] } = {
   keypair_name: [
     {
