@@ -5,11 +5,16 @@ salt-call, for ``salt-call --local --retcode-passthrough --out=json state.apply 
 (``{"local": {<state key>: <state return>}}``).
 
 "master_config": {"changes": N} is the Salt master's configuration N changes away from the
-tree's. test=True reports them as changes it would make (result None) and does nothing. A real
-apply makes them and restarts the master, as the salt_master state does: "master_restarts"
-counts the restarts, and a minion that does not run core.minion's options then ("minion_options",
-the minions orch.minions configured) hangs and answers nothing from then on (its "ping" entry
-goes), as a Salt 3007 minion with the default zmq_monitor can (core/files/minion.conf).
+tree's. test=True reports them as changes it would make, with result None, and does nothing
+(salt/states/file.py, managed: "The file ... is set to be changed"; salt/states/service.py,
+mod_watch: "Service is set to be restarted"). A real apply makes them and restarts the master,
+as the salt_master state's watch does (service.py mod_watch): "master_restarts" counts the
+restarts, and a minion that does not run core.minion's options then ("minion_options", the
+minions orch.minions configured) hangs and answers nothing from then on (its "ping" entry goes).
+A Salt 3007 minion with the default zmq_monitor rebuilds its channels when its master restarts
+(salt/minion.py, the __master_disconnected handler) and can hang for good in pyzmq's
+Context.term (core/files/minion.conf). The real hang depends on timing; the fake always hangs
+such a minion, the case the order of orchestrate.sh must survive.
 
 "salt_call" (or "salt_call_test" for test=True) replaces the output with {"stdout", "exit"};
 the default is the salt_master state with nothing changed, exit 0.

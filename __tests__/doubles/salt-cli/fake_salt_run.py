@@ -12,7 +12,9 @@ salt-run, three runners over the fake event bus (fakestate.bus_path), and manage
   {"events_file": captured state.event lines to put on the bus first, "hold_until": a path
   that must exist before it returns, "stdout_file" or "stdout", "stderr", "exit"}, or for one
   SLS what its "per_sls" maps it to. An orch.minions that exits 0 gives every accepted minion that
-  answers (none hung, fake_salt_call.py) core.minion's options: "minion_options" lists them.
+  answers (none hung, fake_salt_call.py) core.minion's options, as its steps do
+  (salt/orch/minions.jinja: core.minion, then kube_on_os.minion_options until each runs with
+  them): "minion_options" lists them.
 - ``manage.status tgt=IDS tgt_type=list timeout=N gather_job_timeout=N``: test.ping as the fake
   salt answers it ("ping": a minion answers from that call on, counted with salt's; only accepted
   keys are targeted), printed as {"up": [...], "down": [...]} (salt/runners/manage.py status).
