@@ -45,6 +45,13 @@ const REPORT = process.env.KOO_REHEARSAL_REPORT;
 /** root's console password: ephemeral, given at plan and apply time only, as docs/provisioning.md says. */
 const ROOT_PASSWORD = "rehearsal console password 4e2a";
 const STRANGER = id("stranger");
+/** The file the edit's pillar sends with the file_transfer state, and the hosts it names (globs). */
+const TRANSFER = {
+  source: "rehearsal-ca.crt",
+  target: "/usr/local/share/ca-certificates/rehearsal-ca.crt",
+  hosts: ["bastion", "k8s-worker-*"],
+  text: "-----BEGIN CERTIFICATE-----\nrehearsal\n-----END CERTIFICATE-----\n",
+};
 /** Another Salt tree to rehearse instead of salt/ (e.g. an older commit's, to see its defects). */
 const SALT_TREE = process.env.KOO_REHEARSAL_SALT_TREE || undefined;
 /** The fake microk8s' record of the objects kubectl applied, on the node that ran kubectl (fake-microk8s/microk8s.py). */
@@ -128,8 +135,8 @@ const available = rehearsalAvailable();
     return String((rehearsal.double.neutron.networks.all().find((n: any) => n["router:external"]) as any).id);
   }
 
-  async function workspace(extra: NodeJS.ProcessEnv = {}, saltTree = SALT_TREE): Promise<Tofu> {
-    const dir = await synthToDir(fs.mkdtempSync(path.join(rehearsal.dir, "synth-")), { ...synthEnv, ...extra }, { saltTree });
+  async function workspace(extra: NodeJS.ProcessEnv = {}, saltTree = SALT_TREE, pillarTree?: string): Promise<Tofu> {
+    const dir = await synthToDir(fs.mkdtempSync(path.join(rehearsal.dir, "synth-")), { ...synthEnv, ...extra }, { saltTree, pillarTree });
     const env = {
       ...rehearsal.double.passwordEnv(),
       ...rehearsal.state.backendEnv("rehearsal"),
@@ -180,6 +187,17 @@ const available = rehearsalAvailable();
     const tree = fs.mkdtempSync(path.join(rehearsal.dir, "salt-"));
     fs.cpSync(SALT_TREE ?? path.join(ROOT, "salt"), tree, { recursive: true });
     fs.appendFileSync(path.join(tree, "core", "motd.sls"), `\n${line}\n`);
+    // A user's own file for the file_transfer state, where docs/salt.md says to put it.
+    fs.writeFileSync(path.join(tree, "file_transfer", "files", TRANSFER.source), TRANSFER.text);
+    return tree;
+  }
+
+  /** pillar/ with the domain's layer sending TRANSFER to the hosts it names, as a user would write it. */
+  function transferPillar(): string {
+    const tree = fs.mkdtempSync(path.join(rehearsal.dir, "pillar-"));
+    fs.cpSync(path.join(ROOT, "pillar"), tree, { recursive: true });
+    const layer = { file_transfer: { [TRANSFER.target]: { source: TRANSFER.source, hosts: TRANSFER.hosts, mode: "0640" } } };
+    fs.writeFileSync(path.join(tree, "environments", `${DOMAIN.replace(/\./g, "_")}.sls`), `#!yaml\n${YAML.stringify(layer)}`);
     return tree;
   }
 
@@ -502,7 +520,7 @@ const available = rehearsalAvailable();
     });
   });
 
-  describe("an edit of one SLS file", () => {
+  describe("an edit of one SLS file and of the pillar", () => {
     let apply: RunResult;
 
     beforeAll(async () => {
@@ -522,7 +540,7 @@ const available = rehearsalAvailable();
       // microk8s_channel unset from here on, as a deployment left with no value of its own: the
       // cluster keeps the channel its nodes track.
       delete synthEnv.TF_VAR_microk8s_channel;
-      const tofu = await workspace({}, editedSaltTree("# edited by the rehearsal"));
+      const tofu = await workspace({}, editedSaltTree("# edited by the rehearsal"), transferPillar());
       apply = await tofu(["apply", "-auto-approve", "-input=false"]);
       measured.secondRun = highstates(apply.stdout);
     }, 1_500_000);
@@ -551,10 +569,25 @@ const available = rehearsalAvailable();
       expect(keys.minions).not.toContain(STRANGER);
     });
 
-    it("finds every host as the first run left it: every highstate changes nothing", () => {
+    it("finds every host as the first run left it: every highstate changes nothing but the transferred file", () => {
       const results = highstates(apply.stdout);
       expect(Object.keys(results).sort()).toEqual([BASTION, MASTER, ...workers(3), SALT].sort());
-      expect(Object.entries(results).filter(([, result]) => result.changed > 0 || result.failed > 0)).toEqual([]);
+      const changed = Object.entries(results).map(([minion, result]) => [minion, result.changed, result.failed]);
+      expect(changed).toEqual(Object.keys(results).map((minion) => [minion, [BASTION, ...workers(3)].includes(minion) ? 1 : 0, 0]));
+    });
+
+    it("transfers the pillar's file to exactly the hosts it names, and a second run changes nothing", async () => {
+      for (const host of rehearsal.cloud.hostNames()) {
+        const held = await rehearsal.cloud.host(host).exec(`stat -c '%a %U %G' ${TRANSFER.target} && cat ${TRANSFER.target}`);
+        const named = [BASTION, ...workers(3)].includes(host);
+        expect([host, held.status === 0 ? held.stdout : "none"]).toEqual([host, named ? `640 root root\n${TRANSFER.text}` : "none"]);
+      }
+      const again = await rehearsal.cloud.host(SALT).exec("salt --out=json --static '*' state.apply file_transfer");
+      const results = Object.entries<any>(JSON.parse(again.stdout)).map(([minion, states]) => {
+        const [state] = Object.values<any>(states);
+        return [minion, state.result, state.changes];
+      });
+      expect(results.sort()).toEqual([BASTION, MASTER, ...workers(3), SALT].sort().map((minion) => [minion, true, {}]));
     });
   });
 

@@ -3,6 +3,8 @@
 base:
   '*':
     - core
+    # The user's own files, on the hosts the pillar's file_transfer names.
+    - file_transfer
   'salt.*':
     - salt_master
   'bastion.*':

@@ -199,3 +199,77 @@ def test_an_unset_channel_is_the_one_the_cluster_tracks(kube_on_os, reports, cha
     kube_on_os.__salt__ = {"mine.get": lambda target, function: asked.append((target, function)) or reports}
     assert kube_on_os.microk8s_channel("k8s-master.lab.example", "1.35/stable") == channel
     assert asked == [("k8s-*", "microk8s.installed")]
+
+
+def test_file_transfers_gives_this_hosts_files_sorted_with_their_defaults(kube_on_os):
+    kube_on_os.__grains__ = {"id": "k8s-gpu-2.lab.example"}
+    files = {
+        "/etc/z.conf": {"source": "z.conf", "hosts": ["k8s-gpu-*"], "user": "ubuntu", "group": "adm", "mode": "0600"},
+        "/etc/a.conf": {"source": "dir/a.conf", "hosts": ["bastion", "k8s-*"]},
+        "/etc/bastion.conf": {"source": "b.conf", "hosts": ["bastion"]},
+    }
+    sources = "salt://file_transfer/files"
+    assert kube_on_os.file_transfers(files) == [
+        {"name": "/etc/a.conf", "source": f"{sources}/dir/a.conf", "user": "root", "group": "root", "mode": "0644"},
+        {"name": "/etc/z.conf", "source": f"{sources}/z.conf", "user": "ubuntu", "group": "adm", "mode": "0600"},
+    ]
+    assert kube_on_os.file_transfers(None) == []
+
+
+TARGET_RULE = "the target must be an absolute path with no '.', '..' or trailing '/'"
+SOURCE_RULE = "source: must be a file's path under salt/file_transfer/files/, relative and with no '..'"
+HOSTS_RULE = "hosts: must list the host names (globs, e.g. [k8s-*]) that take the file"
+MODE_RULE = "mode: must be an octal mode in quotes, e.g. '0644'"
+
+
+@pytest.mark.parametrize(
+    ("target", "spec", "message"),
+    [
+        ("etc/x.conf", {}, f"file_transfer:etc/x.conf: {TARGET_RULE}"),
+        ("/etc/../root/x", {}, f"file_transfer:/etc/../root/x: {TARGET_RULE}"),
+        ("/etc/x/", {}, f"file_transfer:/etc/x/: {TARGET_RULE}"),
+        ("/", {}, "file_transfer:/: the target must be a file, not /"),
+        ("/etc/x", "x.conf", "file_transfer:/etc/x: must be a mapping with source and hosts"),
+        (
+            "/etc/x",
+            {"source": "x", "hosts": ["*"], "owner": "root"},
+            "file_transfer:/etc/x: unknown key owner (expected group, hosts, mode, source, user)",
+        ),
+        ("/etc/x", {"hosts": ["*"]}, f"file_transfer:/etc/x:{SOURCE_RULE}"),
+        ("/etc/x", {"source": "../top.sls", "hosts": ["*"]}, f"file_transfer:/etc/x:{SOURCE_RULE}"),
+        ("/etc/x", {"source": "/etc/shadow", "hosts": ["*"]}, f"file_transfer:/etc/x:{SOURCE_RULE}"),
+        ("/etc/x", {"source": "x"}, f"file_transfer:/etc/x:{HOSTS_RULE}"),
+        ("/etc/x", {"source": "x", "hosts": "k8s-*"}, f"file_transfer:/etc/x:{HOSTS_RULE}"),
+        ("/etc/x", {"source": "x", "hosts": ["*"], "mode": 420}, f"file_transfer:/etc/x:{MODE_RULE}"),
+        ("/etc/x", {"source": "x", "hosts": ["*"], "mode": "0999"}, f"file_transfer:/etc/x:{MODE_RULE}"),
+        ("/etc/x", {"source": "x", "hosts": ["*"], "user": ""}, "file_transfer:/etc/x:user: must be a name, e.g. root"),
+    ],
+    ids=[
+        "a relative target",
+        "a target with ..",
+        "a target ending in /",
+        "the root",
+        "an entry that is no mapping",
+        "an unknown key",
+        "no source",
+        "a source with ..",
+        "an absolute source",
+        "no hosts",
+        "hosts that are no list",
+        "an unquoted mode",
+        "a mode that is not octal",
+        "an empty user",
+    ],
+)
+def test_file_transfers_refuses_a_bad_entry_naming_its_key_on_every_host(kube_on_os, target, spec, message):
+    # A rule holds on every host, whichever hosts the entry names: every highstate fails alike.
+    kube_on_os.__grains__ = {"id": "bastion.lab.example"}
+    with pytest.raises(CommandExecutionError) as error:
+        kube_on_os.file_transfers({target: spec})
+    assert str(error.value) == message
+
+
+def test_file_transfers_needs_a_mapping_of_targets(kube_on_os):
+    kube_on_os.__grains__ = {"id": "bastion.lab.example"}
+    with pytest.raises(CommandExecutionError, match=r"^file_transfer: must map each target path to its file"):
+        kube_on_os.file_transfers([{"name": "/etc/x", "source": "x"}])

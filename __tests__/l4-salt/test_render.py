@@ -104,22 +104,19 @@ class Minion(LocalMinion):
         return copy.deepcopy(Minion._highstates[self.inputs])
 
 
+# Every host runs core and file_transfer (the user's own files, where the pillar names the host).
+EVERY_HOST = {"core", "file_transfer"}
+# A Kubernetes node's states; microk8s.master only includes them (joined, kubelet, the microk8s
+# SLS, tokens) and has no state of its own.
+NODE = EVERY_HOST | {"microk8s", "microk8s.joined", "microk8s.kubelet", "microk8s.tokens"}
 ROLES = {
-    "salt": {"core", "salt_master"},
-    "bastion": {"core", "bastion"},
-    # microk8s.master only includes (joined, kubelet, apiserver, the microk8s SLS, tokens): no
-    # state of its own. A dqlite voter (microk8s:control_plane) runs an API server too.
-    "k8s-master": {"core", "microk8s", "microk8s.joined", "microk8s.kubelet", "microk8s.apiserver", "microk8s.tokens"},
-    "k8s-worker-0": {
-        "core",
-        "microk8s",
-        "microk8s.joined",
-        "microk8s.kubelet",
-        "microk8s.apiserver",
-        "microk8s.tokens",
-    },
+    "salt": EVERY_HOST | {"salt_master"},
+    "bastion": EVERY_HOST | {"bastion"},
+    # A dqlite voter (microk8s:control_plane), the master among them, runs an API server too.
+    "k8s-master": NODE | {"microk8s.apiserver"},
+    "k8s-worker-0": NODE | {"microk8s.apiserver"},
     # A node pool's worker (node_pools): a worker, no API server.
-    "k8s-gpu-0": {"core", "microk8s", "microk8s.joined", "microk8s.kubelet", "microk8s.tokens"},
+    "k8s-gpu-0": NODE,
 }
 BASTION_GRAINS = {"ip4_interfaces": {"lo": ["127.0.0.1"], "ens4": ["10.1.0.1"], "ens3": ["10.0.0.10"]}}
 

@@ -7,12 +7,16 @@ Lookups the kube-on-os states need that would otherwise be logic in Jinja.
 - ``reboot_required``, ``reboot``: the node's side of the rolling reboot (orch.reboot).
 - ``minion_options``: whether salt-minion runs with the options core.minion wrote (orch.deploy).
 - ``restart_minion``: restarts salt-minion once the job that asked has returned (core.minion).
+- ``file_transfers``: the pillar's ``file_transfer`` files this host takes, checked (file_transfer).
 """
 
 from __future__ import annotations
 
+import fnmatch
 import ipaddress
 import os
+import posixpath
+import re
 
 from salt.exceptions import CommandExecutionError
 
@@ -31,6 +35,10 @@ REBOOT_DELAY = 5
 # command (the tests' minions, which no service manager runs).
 MINION_RESTART = "salt-call --local service.restart salt-minion"
 MINION_RESTART_OPTION = "kube_on_os.minion_restart"
+# The pillar's file_transfer files come from this folder of the Salt tree (salt/file_transfer/files/).
+FILE_TRANSFER_SOURCES = "file_transfer/files"
+FILE_TRANSFER_KEYS = {"source", "hosts", "user", "group", "mode"}
+FILE_TRANSFER_MODE = re.compile(r"^[0-7]{3,4}$")
 
 
 def __virtual__():
@@ -200,3 +208,70 @@ def minion_options(expected: dict) -> dict:
             f"salt-minion runs with {', '.join(differ)}: it has not restarted since core.minion wrote them"
         )
     return {"options": expected}
+
+
+def file_transfers(files: dict | None) -> list[dict]:
+    """
+    The files of the ``file_transfer`` pillar that this host takes, each checked: ``name`` (the
+    target, an absolute path), ``source`` (``salt://file_transfer/files/...``), ``user``,
+    ``group`` and ``mode``, sorted by target. A host takes a file when its host name (the minion
+    id before the first dot) matches one of the file's ``hosts`` globs. A value that breaks a rule
+    raises ``CommandExecutionError`` naming its pillar key, whichever host it is meant for.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt '*' kube_on_os.file_transfers "$(salt-call --out=json pillar.get file_transfer)"
+    """
+    if files is None:
+        return []
+    if not isinstance(files, dict):
+        raise CommandExecutionError("file_transfer: must map each target path to its file (source, hosts, ...)")
+    host = __grains__["id"].partition(".")[0]
+    wanted = []
+    for target, spec in sorted(files.items(), key=lambda item: str(item[0])):
+        key = f"file_transfer:{target}"
+        if not (isinstance(target, str) and target.startswith("/") and posixpath.normpath(target) == target):
+            raise CommandExecutionError(f"{key}: the target must be an absolute path with no '.', '..' or trailing '/'")
+        if target == "/":
+            raise CommandExecutionError(f"{key}: the target must be a file, not /")
+        if not isinstance(spec, dict):
+            raise CommandExecutionError(f"{key}: must be a mapping with source and hosts")
+        unknown = sorted(set(spec) - FILE_TRANSFER_KEYS)
+        if unknown:
+            expected = ", ".join(sorted(FILE_TRANSFER_KEYS))
+            raise CommandExecutionError(f"{key}: unknown key {unknown[0]} (expected {expected})")
+        source = spec.get("source")
+        if not (
+            isinstance(source, str)
+            and source
+            and not source.startswith("/")
+            and posixpath.normpath(source) == source
+            and not source.startswith("..")
+        ):
+            raise CommandExecutionError(
+                f"{key}:source: must be a file's path under salt/{FILE_TRANSFER_SOURCES}/, relative and with no '..'"
+            )
+        hosts = spec.get("hosts")
+        if not (isinstance(hosts, list) and hosts and all(isinstance(glob, str) and glob for glob in hosts)):
+            raise CommandExecutionError(
+                f"{key}:hosts: must list the host names (globs, e.g. [k8s-*]) that take the file"
+            )
+        mode = spec.get("mode", "0644")
+        if not (isinstance(mode, str) and FILE_TRANSFER_MODE.match(mode)):
+            raise CommandExecutionError(f"{key}:mode: must be an octal mode in quotes, e.g. '0644'")
+        for owner in ("user", "group"):
+            if not isinstance(spec.get(owner, "root"), str) or not spec.get(owner, "root"):
+                raise CommandExecutionError(f"{key}:{owner}: must be a name, e.g. root")
+        if any(fnmatch.fnmatchcase(host, glob) for glob in hosts):
+            wanted.append(
+                {
+                    "name": target,
+                    "source": f"salt://{FILE_TRANSFER_SOURCES}/{source}",
+                    "user": spec.get("user", "root"),
+                    "group": spec.get("group", "root"),
+                    "mode": mode,
+                }
+            )
+    return wanted
