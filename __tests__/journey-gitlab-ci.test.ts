@@ -27,9 +27,21 @@ import {
   zipEntries,
 } from "./gitlab-ci/support";
 import { evaluateIf, evaluateRules, Variables } from "./gitlab-ci/rules";
+import { NodeBuild, nodeBuilds } from "./support/node";
 import { machineNetworkEnv, runAsync, runTofuAsync } from "./support/tofu";
 
 const PIPELINE = YAML.parse(fs.readFileSync(path.join(ROOT, ".gitlab-ci.yml"), "utf8"));
+
+/** The toolchain's build of the Node.js release the image holds: the local run's jobs run on it. */
+function imageNode(): NodeBuild {
+  const version = /^node:(\d+\.\d+\.\d+)-/.exec(PIPELINE.default.image)?.[1];
+  const build = nodeBuilds().find((b) => b.version === version);
+  if (!build) {
+    const built = nodeBuilds().map((b) => b.version);
+    throw new Error(`.gitlab-ci.yml's image ${PIPELINE.default.image} holds no Node.js the toolchain builds (${built.join(", ")})`);
+  }
+  return build;
+}
 /** The jobs as GitLab runs them, their `extends` applied. */
 const JOBS = resolveExtends(PIPELINE);
 /** The jobs that take GitLab's state lock. */
@@ -303,7 +315,8 @@ describe("the pipeline's structure", () => {
   it("pins every image to an exact version", () => {
     const images = [...new Set([PIPELINE.default.image, ...Object.values(PIPELINE).map((job: any) => job?.image)].filter(Boolean))];
     for (const image of images) expect(image).toMatch(/^[a-z0-9./-]+:\d+\.\d+\.\d+[\w.-]*(@sha256:[0-9a-f]{64})?$/);
-    expect(images).toEqual(["node:20.20.2-bookworm"]);
+    // Debian 12, whose packages the toolchain installs, with a Node.js release the toolchain builds.
+    expect(images).toEqual([`node:${imageNode().version}-bookworm`]);
   });
 
   it("documents in docs/gitlab-ci.md every variable the pipeline's scripts read", () => {
@@ -443,15 +456,26 @@ describe("the pipeline, run locally by gitlab-ci-local", () => {
     };
     fs.writeFileSync(path.join(project, ".gitlab-ci-local-variables.yml"), YAML.stringify(variables));
 
-    // A runner's environment: nothing of this process's toolchain, credentials or CI settings, and
-    // no OpenTofu or Terraform, which the pipeline's image (node:*-bookworm) does not have.
+    // A runner's environment: nothing of this process's toolchain, credentials or CI settings, no
+    // OpenTofu or Terraform, which the pipeline's image (node:*-bookworm) does not have, and the
+    // image's Node.js first on PATH (gitlab-ci-local runs on it too).
     const runnerPath = (process.env.PATH ?? "")
       .split(":")
       .filter((dir) => !["tofu", "terraform"].some((cli) => fs.existsSync(path.join(dir, cli))))
       .join(":");
     // The machine's own network settings stay, as a runner on it would have them: the registries'
     // certificate authorities and proxies (an empty cache is filled from the package registries).
-    env = { PATH: runnerPath, HOME: os.homedir(), LANG: "C.UTF-8", ...machineNetworkEnv() };
+    env = {
+      PATH: `${path.dirname(imageNode().node)}:${runnerPath}`,
+      HOME: os.homedir(),
+      LANG: "C.UTF-8",
+      ...machineNetworkEnv(),
+      // cdktf's node-pty has no prebuilt binary for this Node.js: npm ci compiles it with node-gyp,
+      // which would fetch the headers from nodejs.org; here they are the build's own. GitHub,
+      // where prebuild-install would look for a binary first, is out of reach too.
+      npm_config_nodedir: imageNode().home,
+      "prebuild-install_buildFromSource": "true",
+    };
 
     // From empty caches the pipeline builds the whole toolchain: CI's loaded machine took more
     // than 30 minutes for it beside the other suites (stop 51).
@@ -472,6 +496,13 @@ describe("the pipeline, run locally by gitlab-ci-local", () => {
       expect({ job, result: jobResult(pipeline.output, job) }).toEqual({ job, result: "PASS" });
     expect(pipeline.output).not.toMatch(/^(apply|destroy) +starting/m);
     expect(double.nova.servers.all()).toEqual([]);
+  });
+
+  it("runs the jobs on the image's Node.js release, the toolchain's build of it", () => {
+    for (const job of ["lint", "test", "synth"]) {
+      const node = new RegExp(`^${job} +> ==> Node\\.js (\\S+)$`, "m").exec(pipeline.output)?.[1];
+      expect({ job, node }).toEqual({ job, node: `v${imageNode().version}` });
+    }
   });
 
   it("starts from empty caches, builds the toolchain inside the project directory, lints past it and saves it", () => {

@@ -1,9 +1,14 @@
 /**
  * The laptop path as a new user walks it: README.md's "Deploying" commands, run exactly as written
  * (the shell blocks marked `laptop:deploy` and `laptop:destroy`), in a fresh copy of the project,
- * at a terminal that answers cdktf's approval questions, once with OpenTofu and once with
- * Terraform, against the OpenStack API double. Local state, as a laptop has by default; the
- * providers from the toolchain's offline mirror, as a user with a mirror would.
+ * at a terminal that answers cdktf's approval questions, against the OpenStack API double. Local
+ * state, as a laptop has by default; the providers from the toolchain's offline mirror, as a user
+ * with a mirror would.
+ *
+ * The walk is taken once on each maintained Node.js LTS line (the toolchain's builds, first on
+ * PATH, so that npm and every command it starts run on it), with OpenTofu and Terraform taking
+ * turns: 22 on OpenTofu, 24 on Terraform, 26 on OpenTofu. Every line walks the whole path, each CLI
+ * at least once, for one walk more than the two CLIs alone needed (docs/development.md).
  *
  * What differs from a user's laptop is only the environment: HOME holds the openrc file and the
  * SSH key the README names; TF_VAR_run_provisioners=false, the documented switch, because the
@@ -16,7 +21,8 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { OpenStackDouble, startOpenStackDouble } from "./doubles/openstack/server";
-import { describeEachCli, machineNetworkEnv, runAsync, RunResult, TfCli } from "./support/tofu";
+import { NodeBuild, nodeBuilds } from "./support/node";
+import { machineNetworkEnv, runAsync, RunResult, TfCli, tfClis } from "./support/tofu";
 
 const ROOT = path.join(__dirname, "..");
 /** Installing, synthesizing and two applies against the double: minutes, not seconds. */
@@ -53,12 +59,34 @@ function userHome(double: OpenStackDouble): string {
   return home;
 }
 
-/** PATH with the chosen CLI as the user's only `tofu` or `terraform`. */
-function pathWith(cli: TfCli): string {
+/** PATH with the chosen Node.js first, and the chosen CLI as the user's only `tofu` or `terraform`. */
+function pathWith(build: NodeBuild, cli: TfCli): string {
   const others = [process.env.KOO_TOFU, process.env.KOO_TERRAFORM].filter((b): b is string => Boolean(b) && b !== cli.path);
   const hidden = new Set(others.map((b) => path.dirname(b)));
   const dirs = (process.env.PATH ?? "").split(path.delimiter).filter((dir) => !hidden.has(dir));
-  return [path.dirname(cli.path), ...dirs].join(path.delimiter);
+  return [path.dirname(build.node), path.dirname(cli.path), ...dirs].join(path.delimiter);
+}
+
+const TITLE = "the README's laptop commands against the OpenStack API double";
+
+/**
+ * describe() once per Node.js LTS line, oldest first, each with the next CLI in turn. A CLI's first
+ * walk is titled by the CLI alone, as the walks were before there were lines to walk (the
+ * test-name lists hold those titles); a later walk names its line too. Without Terraform its turn
+ * goes to OpenTofu, and Terraform's walk is reported skipped, never passed.
+ */
+function describeEachWalk(body: (build: NodeBuild, cli: TfCli) => void): void {
+  const clis = tfClis();
+  const walked = new Set<string>();
+  for (const [i, build] of nodeBuilds().entries()) {
+    const cli = clis[i % clis.length];
+    const title = walked.has(cli.name) ? `${TITLE} (${cli.name}, Node.js ${build.line})` : `${TITLE} (${cli.name})`;
+    walked.add(cli.name);
+    describe(title, () => body(build, cli));
+  }
+  if (!process.env.KOO_TERRAFORM) {
+    describe.skip(`${TITLE} (terraform: none >= the minimum on PATH)`, () => it("runs on Terraform", () => undefined));
+  }
 }
 
 /** Strips the terminal's colours and cursor moves, for assertions on the text. */
@@ -67,7 +95,7 @@ function plain(output: string): string {
   return output.replace(/\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Z0-9]|\r/g, "");
 }
 
-describeEachCli("the README's laptop commands against the OpenStack API double", (cli) => {
+describeEachWalk((build, cli) => {
   let double: OpenStackDouble;
   let project: string;
   let env: NodeJS.ProcessEnv;
@@ -75,13 +103,20 @@ describeEachCli("the README's laptop commands against the OpenStack API double",
   /**
    * Runs `script` in bash at a terminal (answer_prompts.py), approving cdktf's questions. Like one
    * terminal session, each step starts with the environment the previous one ended with (the
-   * credentials it sourced, the ssh-agent it started, the TF_VAR_ it exported).
+   * credentials it sourced, the ssh-agent it started, the TF_VAR_ it exported). A step that ends
+   * with another `node` first on PATH than the walk's Node.js build fails the test.
    */
   async function atTerminal(script: string): Promise<RunResult & { text: string }> {
     const file = path.join(project, ".laptop-step.sh");
     const envFile = path.join(project, ".laptop-env");
-    fs.writeFileSync(file, `set -e\n${script}\nenv -0 > ${JSON.stringify(envFile)}\n`);
+    const nodeFile = path.join(project, ".laptop-node");
+    fs.writeFileSync(
+      file,
+      `set -e\n${script}\nenv -0 > ${JSON.stringify(envFile)}\n` +
+        `printf '%s %s' "$(command -v node)" "$(node --version)" > ${JSON.stringify(nodeFile)}\n`,
+    );
     fs.rmSync(envFile, { force: true });
+    fs.rmSync(nodeFile, { force: true });
     const python = path.join(process.env.KOO_VENV ?? "", "bin", "python");
     const result = await runAsync(
       python,
@@ -97,6 +132,10 @@ describeEachCli("the README's laptop commands against the OpenStack API double",
           .map((entry) => [entry.slice(0, entry.indexOf("=")), entry.slice(entry.indexOf("=") + 1)]),
       );
     }
+    const ranOn = fs.existsSync(nodeFile) ? fs.readFileSync(nodeFile, "utf8") : undefined;
+    if (ranOn !== undefined && ranOn !== `${build.node} v${build.version}`) {
+      throw new Error(`the step ended with \`node\` at ${ranOn}, not the Node.js ${build.version} build (${build.node})`);
+    }
     return { ...result, text: plain(result.stdout) };
   }
 
@@ -107,13 +146,19 @@ describeEachCli("the README's laptop commands against the OpenStack API double",
     env = {
       ...machineNetworkEnv(),
       HOME: home,
-      PATH: pathWith(cli),
+      PATH: pathWith(build, cli),
       TERM: "xterm",
       LANG: "C.UTF-8",
       // The user's npm cache, so that `npm ci` in the copy is as quick as on their laptop.
       npm_config_cache: path.join(os.homedir(), ".npm"),
       npm_config_audit: "false",
       npm_config_fund: "false",
+      // Where cdktf's node-pty has no prebuilt binary (Node.js 24 and 26), npm ci compiles it with
+      // node-gyp, which fetches the Node.js headers from nodejs.org; here they are the build's own.
+      // Before that, prebuild-install would look for a binary on GitHub: this machine reaches
+      // neither, so it is told to leave the build to node-gyp at once.
+      npm_config_nodedir: build.home,
+      "prebuild-install_buildFromSource": "true",
       TF_CLI_CONFIG_FILE: process.env.TF_CLI_CONFIG_FILE,
       TF_VAR_run_provisioners: "false",
     };
@@ -132,6 +177,16 @@ describeEachCli("the README's laptop commands against the OpenStack API double",
 
   let deployed: RunResult & { text: string };
 
+  it(`runs npm, and what npm runs, on Node.js ${build.line}`, async () => {
+    // The node a script of npm's runs, and the one npm runs on (its user agent names it).
+    const probe = await atTerminal(`npm exec -c 'echo "node: $(node -p process.execPath)"; echo "npm: $npm_config_user_agent"'\n`);
+    expect(probe.status).toBe(0);
+    // npm's spinner may stand before either line.
+    const execPath = /node: (\S+)$/m.exec(probe.text)?.[1];
+    const agent = /npm: (npm\/.*)$/m.exec(probe.text)?.[1];
+    expect({ execPath, agent }).toEqual({ execPath: build.node, agent: expect.stringContaining(` node/v${build.version} `) });
+  });
+
   it(
     "deploys: npm ci, credentials, ssh-agent, diff, deploy",
     async () => {
@@ -140,6 +195,8 @@ describeEachCli("the README's laptop commands against the OpenStack API double",
       const name = cli.name === "tofu" ? "OpenTofu" : "Terraform";
       expect(deployed.text).toMatch(new RegExp(`kube-on-os: using ${name} \\d+\\.\\d+\\.\\d+ \\(${cli.path}, ${cli.name} on PATH;`));
       expect(deployed.text).toContain("--skip-provider-lock");
+      // A maintained line: scripts/cdktf.js has nothing to say about it.
+      expect(deployed.text).not.toContain("past its end of life");
       // Before each plan, what the project uses of its quotas (docs/quotas.md).
       expect(deployed.text).toMatch(
         /^kube-on-os: quotas: the plan compares what this deployment needs with what the project has free\r?$/m,

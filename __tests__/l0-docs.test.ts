@@ -57,4 +57,12 @@ describe("README and docs/", () => {
     expect(readme).toContain("npm test");
     expect(fs.readFileSync(path.join(__dirname, "..", ".ci", "run"), "utf8")).toMatch(/^npm test$/m);
   });
+
+  it("names the Node.js lines package.json's engines declares wherever it says what you need", () => {
+    const engines = JSON.parse(fs.readFileSync(path.join(__dirname, "..", "package.json"), "utf8")).engines.node;
+    const lines = [...engines.matchAll(/\^(\d+)\./g)].map(([, line]: string[]) => line);
+    expect(lines.length).toBeGreaterThan(1);
+    const named = `Node.js ${lines.slice(0, -1).join(", ")} or ${lines.at(-1)}`;
+    expect(readme.match(/You need Node\.js [\d, or]+\d/g)).toEqual([`You need ${named}`, `You need ${named}`]);
+  });
 });

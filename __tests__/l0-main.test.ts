@@ -78,6 +78,20 @@ describe("main.ts", () => {
     expect(fs.readFileSync(state, "utf8")).toBe("{}");
   });
 
+  it("tells a user on Node.js 20 in one line that it is past its end of life, and synthesizes all the same", () => {
+    // What scripts/cdktf.js reads of the Node.js it runs on, as Node.js 20 reports it, set by a
+    // preload in its process alone (cdktf and the app run on the test's Node.js).
+    const preload = path.join(tempDir(), "node-20.js");
+    fs.writeFileSync(preload, 'Object.defineProperty(process, "version", { value: "v20.20.2" });\n');
+    const outdir = tempDir();
+    const result = run("node", ["--require", preload, path.join(ROOT, "scripts", "cdktf.js"), "synth", "--output", outdir], {});
+    expect({ status: result.status, lines: result.stderr.split("\n").filter((line) => line.startsWith("kube-on-os:")) }).toEqual({
+      status: 0,
+      lines: ["kube-on-os: Node.js 20.20.2 is past its end of life; kube-on-os is tested on Node.js 22, 24 and 26: move to one of them"],
+    });
+    expect(readStack(outdir).variable.num_kube_nodes.default).toBe(3);
+  });
+
   it("synthesizes where neither OpenTofu nor Terraform is installed, as in the pipeline's synth job", () => {
     // This machine's PATH without the directories that hold a tofu or a terraform.
     const withoutClis = (process.env.PATH ?? "")

@@ -38,6 +38,7 @@ describe("toolchain", () => {
       "kube-on-os toolchain: 'go' is not installed; install Go >= 1.24 (https://go.dev/doc/install); it builds OpenTofu",
     ],
     ["python.sh", ["python3"], "kube-on-os toolchain: 'python3' is not installed; install Python 3.10 or newer"],
+    ["node.sh", ["npm"], "kube-on-os toolchain: 'npm' is not installed; install Node.js with npm; it downloads node-linux-"],
   ])("%s stops with one line naming the missing %j", (installer, missing, message) => {
     const result = bash(`bash scripts/toolchain/${installer}`, { PATH: pathWithout(missing), KUBE_ON_OS_CACHE: tempDir("cache") });
     expect(result.status).toBe(1);
@@ -66,6 +67,17 @@ describe("toolchain", () => {
     const result = bash("bash scripts/toolchain.sh", {});
     expect(result.status).toBe(0);
     expect(result.stderr.trim().split("\n")).toEqual([expect.stringMatching(/^==> toolchain ready in \d+ s \(cache: .+\)$/)]);
+  });
+
+  it("has Node.js of each line package.json's engines names, each its pinned release, and installs none again", () => {
+    // npm test ran node.sh already.
+    const again = bash("bash scripts/toolchain/node.sh", {});
+    expect({ status: again.status, stderr: again.stderr }).toEqual({ status: 0, stderr: "" });
+    const engines = JSON.parse(fs.readFileSync(path.join(ROOT, "package.json"), "utf8")).engines.node;
+    const lines = [...engines.matchAll(/\^(\d+)\./g)].map(([, line]: string[]) => line);
+    const builds = (process.env.KOO_NODES ?? "").split("\n").map((entry) => entry.split(" "));
+    expect(builds.map(([version]) => version.split(".")[0])).toEqual(lines);
+    for (const [version, node] of builds) expect(spawnSync(node, ["--version"], { encoding: "utf8" }).stdout.trim()).toBe(`v${version}`);
   });
 
   it("points tofu at the offline mirror unless the user has a CLI configuration of their own", () => {

@@ -20,6 +20,10 @@
 //   TF_VAR_quota_usage, so that the plan compares the deployment's needs with what is free.
 // - `roll`: synthesizes, then replaces the Kubernetes nodes' machines one apply at a time with the
 //   chosen CLI (scripts/roll.js).
+// - Node.js: package.json's engines names the maintained LTS lines, which the project is tested on.
+//   On an older line, past its end of life, every command but `output` says so in one line and goes
+//   on, as npm does with engines: a refusal would leave a running cluster's user stuck until they
+//   can move their machine to a new Node.js.
 "use strict";
 
 const { spawnSync } = require("node:child_process");
@@ -42,6 +46,21 @@ const PLANS = new Set(["diff", "deploy"]);
 function fail(message) {
   console.error(`kube-on-os: ${message}`);
   process.exit(1);
+}
+
+/** The release lines package.json's engines names (`^22.13.0 || ^24.0.0 || ^26.0.0`: 22, 24, 26). */
+function supportedNodeLines() {
+  const engines = require("../package.json").engines.node;
+  return [...engines.matchAll(/\^(\d+)\./g)].map((match) => Number(match[1]));
+}
+
+/** One line when this Node.js is older than every maintained LTS line: past its end of life. */
+function warnOldNode() {
+  const lines = supportedNodeLines();
+  const version = process.version.replace(/^v/, "");
+  if (Number(version.split(".")[0]) >= Math.min(...lines)) return;
+  const named = `${lines.slice(0, -1).join(", ")} and ${lines.at(-1)}`;
+  console.error(`kube-on-os: Node.js ${version} is past its end of life; kube-on-os is tested on Node.js ${named}: move to one of them`);
 }
 
 function onPath(name) {
@@ -142,6 +161,7 @@ function stackDir() {
 }
 
 const args = process.argv.slice(2);
+if (args[0] !== "output") warnOldNode();
 
 if (args[0] === "output") {
   const cli = chooseCli();

@@ -63,12 +63,15 @@ mark() {
 }
 
 mark toolchain
-# The Debian root (the rehearsal's hosts; it skips itself where namespaces are not allowed)
-# downloads while the rest of the toolchain builds.
+# The Debian root (the rehearsal's hosts; it skips itself where namespaces are not allowed) and
+# Node.js of each LTS line (the laptop journey's) download while the rest of the toolchain builds.
 bash "$KOO_ROOT/scripts/toolchain/debian-root.sh" &
 debian_root=$!
-bash "$KOO_ROOT/scripts/toolchain.sh" || { wait "$debian_root" || true; exit 1; }
+bash "$KOO_ROOT/scripts/toolchain/node.sh" &
+node_lines=$!
+bash "$KOO_ROOT/scripts/toolchain.sh" || { wait "$debian_root" "$node_lines" || true; exit 1; }
 wait "$debian_root"
+wait "$node_lines"
 source "$KOO_ROOT/scripts/toolchain/env.sh"
 cd "$KOO_ROOT"
 # npm ci generated the bindings already; this is a no-op then, and a repair if .gen/ was removed.

@@ -9,15 +9,25 @@ usage: answer_prompts.py --approve REGEX [--timeout SECONDS] -- bash SCRIPT
 """
 
 import argparse
+import fcntl
 import os
 import pty
 import re
 import select
+import struct
 import sys
+import termios
 import time
 
 # Ink's escape sequences (colours, cursor moves) sit between the words of a prompt.
 ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Z0-9]")
+# How much of the output before the latest read a prompt is searched in: a prompt is a few dozen
+# bytes, and searching all the output since the last one again at every read is quadratic.
+PROMPT_WINDOW = 4096
+# The size a terminal opens at. A pseudo-terminal starts at 0 rows, which Ink takes for a screen
+# shorter than any output: it then redraws cdktf's whole log at every frame, 25 MB for a deploy
+# where a terminal of this size gets 0.3 MB.
+ROWS, COLUMNS = 24, 80
 
 
 def main() -> int:
@@ -31,9 +41,10 @@ def main() -> int:
 
     pid, fd = pty.fork()
     if pid == 0:
+        fcntl.ioctl(sys.stdin.fileno(), termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLUMNS, 0, 0))
         os.execvp(command[0], command)
     deadline = time.monotonic() + args.timeout
-    pending = b""  # output since the last answered prompt, without escape sequences
+    pending = b""  # the tail of the output since the last answered prompt, without escape sequences
     approvals = 0
     while True:
         if time.monotonic() > deadline:
@@ -57,6 +68,8 @@ def main() -> int:
             os.write(fd, b"\r")
             approvals += 1
             pending = b""
+        else:
+            pending = pending[-PROMPT_WINDOW:]
     _, status = os.waitpid(pid, 0)
     print(f"\nanswer_prompts: {approvals} prompt(s) approved", file=sys.stderr)
     return os.waitstatus_to_exitcode(status)

@@ -5,6 +5,7 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 cd "$KOO_ROOT"
+log "Node.js $(node --version)"
 
 stamp=node_modules/.kube-on-os-package-lock.sha256
 want=$(sha256sum package-lock.json | cut -d ' ' -f 1)

@@ -13,7 +13,10 @@ PATH="$(dirname "$KOO_TOFU"):$PATH"
 KOO_TERRAFORM="$(koo_terraform_binary)"
 # The rehearsal's Debian root, when this machine could build it (scripts/toolchain/debian-root.sh).
 KOO_DEBIAN_ROOT="$(koo_debian_root_dir)"
-export KOO_TOFU KOO_TERRAFORM KOO_VENV KOO_CLOUD_INIT_SCHEMA KOO_GITLAB_CI_LOCAL KOO_SSHD KOO_DEBIAN_ROOT PATH
+# Node.js of each maintained LTS line (scripts/toolchain/node.sh), for the journeys: one line each,
+# "<version> <its node>". None of them goes on PATH: the tests choose.
+KOO_NODES=$(for version in $KOO_NODE_VERSIONS; do echo "$version $(koo_node_dir "$version")/bin/node"; done)
+export KOO_TOFU KOO_TERRAFORM KOO_VENV KOO_CLOUD_INIT_SCHEMA KOO_GITLAB_CI_LOCAL KOO_SSHD KOO_DEBIAN_ROOT KOO_NODES PATH
 export CHECKPOINT_DISABLE=1
 
 # A CLI configuration the user already has is respected; otherwise (or when the variable names a

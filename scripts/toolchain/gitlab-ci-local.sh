@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# gitlab-ci-local runs .gitlab-ci.yml jobs locally. 4.74+ needs Node 22, so it is pinned to the
-# last release that runs on Node 20, patched to keep caches and run after_script as GitLab does
-# (below). It needs rsync to copy the work tree into its builds.
+# gitlab-ci-local runs .gitlab-ci.yml jobs locally, patched to key caches and run after_script as
+# GitLab does (below). Pinned at 4.73.0, the last release that runs on Node.js 20 (4.74 and later
+# need 22): the local pipeline test, which runs it on the image's Node.js line, needs nothing a
+# later release adds, and a move would have to find the code both patches replace again. It needs
+# rsync to copy the work tree into its builds.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/paths.sh"
 
@@ -9,7 +11,7 @@ ensure_command rsync rsync
 
 dir=$(koo_gcl_dir)
 is_complete "$dir" && exit 0
-need npm "install Node.js 20 with npm"
+need npm "install Node.js with npm"
 log "gitlab-ci-local $KOO_GCL_VERSION: installing from npm (once)"
 fresh_dir "$dir"
 npm install --prefix "$dir" --no-audit --no-fund --loglevel=error "gitlab-ci-local@$KOO_GCL_VERSION" >/dev/null ||

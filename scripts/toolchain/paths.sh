@@ -50,6 +50,13 @@ KOO_REQUIREMENTS="$KOO_ROOT/scripts/toolchain/requirements.txt"
 KOO_CLOUD_INIT_VERSION="22.4.2-1+deb12u4"
 KOO_GCL_VERSION="4.73.0"
 
+# Node.js, one build of each maintained LTS line: the lines package.json's engines names, and the
+# laptop journey walks the README on each (scripts/toolchain/node.sh). The pipeline's image is the
+# 24 line's build (.gitlab-ci.yml; __tests__/journey-gitlab-ci.test.ts keeps the two equal).
+# shellcheck disable=SC2034 # read by node.sh and env.sh, which source this file
+KOO_NODE_VERSIONS="22.23.5 24.22.3 26.12.1"
+koo_node_dir() { echo "$KOO_CACHE/node/$1"; }
+
 koo_python_tag() {
   python3 -c 'import sys; print(f"py{sys.version_info[0]}.{sys.version_info[1]}")' 2>/dev/null || echo py-missing
 }
