@@ -244,6 +244,24 @@ describe("the pipeline's structure", () => {
     expect(PIPELINE.variables.KUBE_ON_OS_CACHE).toBe(".cache/kube-on-os");
   });
 
+  it("keeps the laptop journey's Node.js builds out of every cache: the test job downloads them where none is saved", () => {
+    const place = PIPELINE.test.variables.KUBE_ON_OS_NODE_CACHE;
+    expect(place).toBe(".cache/node-builds");
+    // Every job's caches, a `<<: *anchor` entry (this YAML parser keeps merge keys as they are) by its anchor's paths.
+    const cached = Object.values<any>(PIPELINE)
+      .flatMap((job) => (Array.isArray(job?.cache) ? job.cache : []))
+      .flatMap((cache: any) => (cache.paths ?? cache["<<"].paths) as string[]);
+    expect(cached).toEqual(expect.arrayContaining([".cache/kube-on-os/", ".cache/npm/"]));
+    expect(cached.filter((dir) => `${place}/`.startsWith(dir) || dir.startsWith(`${place}/`))).toEqual([]);
+    // scripts/toolchain/paths.sh resolves it in the checkout, as KUBE_ON_OS_CACHE.
+    const dir = spawnSync("bash", ["-c", "source scripts/toolchain/paths.sh && koo_node_dir 24.22.3"], {
+      cwd: ROOT,
+      env: { ...process.env, KUBE_ON_OS_NODE_CACHE: place },
+      encoding: "utf8",
+    });
+    expect(dir.stdout.trim()).toBe(path.join(ROOT, place, "24.22.3"));
+  });
+
   describe("which pipelines run, and which jobs in them (GitLab's predefined variables per pipeline source)", () => {
     const base = { CI_DEFAULT_BRANCH: "main", CI_PROJECT_PATH: "platform/kube-on-os" };
     const contexts: [string, Variables, Record<string, string> | "no pipeline"][] = [

@@ -55,7 +55,11 @@ KOO_GCL_VERSION="4.73.0"
 # 24 line's build (.gitlab-ci.yml; __tests__/journey-gitlab-ci.test.ts keeps the two equal).
 # shellcheck disable=SC2034 # read by node.sh and env.sh, which source this file
 KOO_NODE_VERSIONS="22.23.5 24.22.3 26.12.1"
-koo_node_dir() { echo "$KOO_CACHE/node/$1"; }
+# In KOO_CACHE, unless KUBE_ON_OS_NODE_CACHE names another place (relative: inside the project):
+# the pipeline's test job keeps them out of the toolchain cache that every job restores.
+KOO_NODE_CACHE="${KUBE_ON_OS_NODE_CACHE:-$KOO_CACHE/node}"
+[[ $KOO_NODE_CACHE == /* ]] || KOO_NODE_CACHE="$KOO_ROOT/$KOO_NODE_CACHE"
+koo_node_dir() { echo "$KOO_NODE_CACHE/$1"; }
 
 koo_python_tag() {
   python3 -c 'import sys; print(f"py{sys.version_info[0]}.{sys.version_info[1]}")' 2>/dev/null || echo py-missing
