@@ -120,8 +120,8 @@ def test_salt_and_microk8s_trees_are_never_written(tmp_path):
     result = transfer(minion_with(tmp_path, pillar), "test=True")
     assert (result["result"], result["comment"]) == (
         False,
-        "file_transfer:/var/snap/microk8s/current/args/kubelet: microk8s' own files, which the microk8s states change"
-        " manages this file: no file is transferred",
+        "file_transfer:/var/snap/microk8s/current/args/kubelet: /var/snap/microk8s holds microk8s' own files,"
+        " which the microk8s states change: no file is transferred",
     )
 
 

@@ -13,18 +13,19 @@ from salt.exceptions import CommandExecutionError
 __virtualname__ = "file_transfer"
 
 # Files that states of the Salt tree write other than by naming them (so the highstate's chunks
-# cannot show them), and trees that Salt or microk8s own. A transfer may write none of them.
+# cannot show them), and trees that Salt or microk8s own, with what they hold. A transfer may
+# write none of them.
 PROTECTED = {
     "/etc/salt": "Salt's own configuration and keys",
     "/srv/salt": "the Salt tree the chain uploads",
     "/srv/pillar": "the pillar the chain uploads",
     "/var/snap/microk8s": "microk8s' own files, which the microk8s states change",
     "/snap": "the snaps",
-    # salt.modules.linux_sysctl.persist's default config: core.sysctl's sysctl.present
-    "/etc/sysctl.d/99-salt.conf": "core.sysctl's sysctl.present",
-    # salt.modules.iptables._conf on Debian: bastion.iptables saves its rule there
-    "/etc/iptables/rules.v4": "bastion.iptables",
-    "/etc/iptables/rules.v6": "bastion.iptables",
+    # salt.modules.linux_sysctl.persist's default config
+    "/etc/sysctl.d/99-salt.conf": "core.sysctl's settings (sysctl.present)",
+    # salt.modules.iptables._conf on Debian
+    "/etc/iptables/rules.v4": "bastion.iptables' saved rules",
+    "/etc/iptables/rules.v6": "bastion.iptables' saved rules",
 }
 
 
@@ -39,7 +40,7 @@ def _under(path: str, tree: str) -> bool:
 
 
 def _claimed(path: str) -> str | None:
-    """What else manages ``path``: a state of another SLS in this run, or a protected tree."""
+    """Why ``path`` is not the user's: a state of another SLS in this run manages it, or it is protected."""
     this_sls = __low__.get("__sls__")
     for chunk in __lowstate__ or []:
         if chunk.get("__sls__") == this_sls:
@@ -51,10 +52,10 @@ def _claimed(path: str) -> str | None:
             chunk.get("fun") == "recurse" or (chunk.get("fun") == "directory" and chunk.get("recurse"))
         )
         if path == name or (whole_tree and _under(path, name)):
-            return f"{chunk['__sls__']} ({chunk['__id__']})"
-    for tree, owner in PROTECTED.items():
+            return f"{chunk['__sls__']} ({chunk['__id__']}) manages this file"
+    for tree, held in PROTECTED.items():
         if _under(path, tree):
-            return owner
+            return f"{tree} holds {held}"
     return None
 
 
@@ -79,9 +80,9 @@ def transferred(name: str) -> dict:
         ret.update(result=True, comment="the pillar's file_transfer names no file for this host")
         return ret
     for transfer in wanted:
-        owner = _claimed(transfer["name"])
-        if owner:
-            ret["comment"] = f"file_transfer:{transfer['name']}: {owner} manages this file: no file is transferred"
+        claimed = _claimed(transfer["name"])
+        if claimed:
+            ret["comment"] = f"file_transfer:{transfer['name']}: {claimed}: no file is transferred"
             return ret
     served = set(__salt__["cp.list_master"](saltenv=__env__, prefix="file_transfer/files/"))
     for transfer in wanted:
