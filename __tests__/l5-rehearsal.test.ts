@@ -52,6 +52,8 @@ const TRANSFER = {
   hosts: ["bastion", "k8s-worker-*"],
   text: "-----BEGIN CERTIFICATE-----\nrehearsal\n-----END CERTIFICATE-----\n",
 };
+/** The hosts TRANSFER.hosts names while the cluster has 3 nodes. */
+const TRANSFERRED_TO = [BASTION, ...workers(3)];
 /** Another Salt tree to rehearse instead of salt/ (e.g. an older commit's, to see its defects). */
 const SALT_TREE = process.env.KOO_REHEARSAL_SALT_TREE || undefined;
 /** The fake microk8s' record of the objects kubectl applied, on the node that ran kubectl (fake-microk8s/microk8s.py). */
@@ -573,13 +575,13 @@ const available = rehearsalAvailable();
       const results = highstates(apply.stdout);
       expect(Object.keys(results).sort()).toEqual([BASTION, MASTER, ...workers(3), SALT].sort());
       const changed = Object.entries(results).map(([minion, result]) => [minion, result.changed, result.failed]);
-      expect(changed).toEqual(Object.keys(results).map((minion) => [minion, [BASTION, ...workers(3)].includes(minion) ? 1 : 0, 0]));
+      expect(changed).toEqual(Object.keys(results).map((minion) => [minion, TRANSFERRED_TO.includes(minion) ? 1 : 0, 0]));
     });
 
     it("transfers the pillar's file to exactly the hosts it names, and a second run changes nothing", async () => {
       for (const host of rehearsal.cloud.hostNames()) {
         const held = await rehearsal.cloud.host(host).exec(`stat -c '%a %U %G' ${TRANSFER.target} && cat ${TRANSFER.target}`);
-        const named = [BASTION, ...workers(3)].includes(host);
+        const named = TRANSFERRED_TO.includes(host);
         expect([host, held.status === 0 ? held.stdout : "none"]).toEqual([host, named ? `640 root root\n${TRANSFER.text}` : "none"]);
       }
       const again = await rehearsal.cloud.host(SALT).exec("salt --out=json --static '*' state.apply file_transfer");

@@ -261,17 +261,12 @@ def file_transfers(files: dict | None) -> list[dict]:
         mode = spec.get("mode", "0644")
         if not (isinstance(mode, str) and FILE_TRANSFER_MODE.match(mode)):
             raise CommandExecutionError(f"{key}:mode: must be an octal mode in quotes, e.g. '0644'")
-        for owner in ("user", "group"):
-            if not isinstance(spec.get(owner, "root"), str) or not spec.get(owner, "root"):
+        owners = {owner: spec.get(owner, "root") for owner in ("user", "group")}
+        for owner, name in owners.items():
+            if not (isinstance(name, str) and name):
                 raise CommandExecutionError(f"{key}:{owner}: must be a name, e.g. root")
         if any(fnmatch.fnmatchcase(host, glob) for glob in hosts):
             wanted.append(
-                {
-                    "name": target,
-                    "source": f"salt://{FILE_TRANSFER_SOURCES}/{source}",
-                    "user": spec.get("user", "root"),
-                    "group": spec.get("group", "root"),
-                    "mode": mode,
-                }
+                {"name": target, "source": f"salt://{FILE_TRANSFER_SOURCES}/{source}", **owners, "mode": mode}
             )
     return wanted
