@@ -21,6 +21,50 @@ export default tseslint.config(
     // Synthesized Terraform JSON is untyped data; the tests read it as such.
     rules: { "@typescript-eslint/no-explicit-any": "off" },
   },
+  // The layers (docs/architecture.md, Layers), lowest first: facts/ (plain facts), config/ (the
+  // parameters and their rules), constructs/ (the stack), main.ts. A layer imports only those
+  // below it; scripts/check-import-cycles.js keeps the files of one layer from importing in a circle.
+  {
+    files: ["facts/**/*.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            {
+              group: ["../*", "cdktf", "@cdktf/*", "constructs"],
+              message: "facts/ is the lowest layer: it imports only other facts/ files and Node.js (docs/architecture.md, Layers).",
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    files: ["config/**/*.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            {
+              group: ["constructs", "../.gen/*", "cdktf", "@cdktf/*", "../main"],
+              message: "config/ reads and checks parameters: it imports facts/ and Node.js, never constructs/, cdktf or the bindings (docs/architecture.md, Layers).",
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    files: ["constructs/**/*.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        { patterns: [{ group: ["**/main"], message: "constructs/ is below main.ts: main.ts builds the stack (docs/architecture.md, Layers)." }] },
+      ],
+    },
+  },
   {
     rules: {
       // cdktf constructs are created for their side effect on the tree.
