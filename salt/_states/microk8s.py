@@ -2,12 +2,15 @@
 State module for microk8s, over the ``microk8s`` execution module. Each state checks first: when
 the node is already right it reports ``result=True`` with no changes (in test mode too); in test
 mode it reports ``result=None`` with the changes it would make; otherwise it acts and reports
-``{"old": ..., "new": ...}``.
+``{"old": ..., "new": ...}``. One skeleton does this for every state (``_converge``, and
+``_converge_nodes`` for a state over every node); each state gives only its own steps and words.
 """
 
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Callable
+from typing import Any
 
 from salt.exceptions import CommandExecutionError
 
@@ -24,8 +27,162 @@ def __virtual__():
     return (False, "the microk8s state module needs the microk8s execution module (and its binary)")
 
 
-def _ret(name: str) -> dict:
-    return {"name": name, "result": False, "changes": {}, "comment": ""}
+def _ret(name: str, **fields) -> dict:
+    return {"name": name, "result": False, "changes": {}, "comment": "", **fields}
+
+
+class _Refused(Exception):
+    """Raised by a state's ``compare``: the node must not be changed; the state fails with this comment."""
+
+
+class _Unfinished(Exception):
+    """
+    Raised by a state's action that changed the node but could not finish (kubelite not back
+    after new arguments, some of several nodes failing): the state fails with this comment,
+    reporting ``changes``, or the changes it predicted when None.
+    """
+
+    def __init__(self, comment: str, changes: dict | None = None):
+        super().__init__(comment)
+        self.changes = changes
+
+
+def _say(text: str | Callable[..., str], *values) -> str:
+    """A comment: fixed text, or made from what the state read (and what its action returned)."""
+    return text(*values) if callable(text) else text
+
+
+def _converge(
+    name: str,
+    *,
+    read: Callable[[], Any],
+    compare: Callable[[Any], str | None],
+    changes: Callable[[Any], dict],
+    would: str | Callable[[Any], str],
+    act: Callable[[Any], Any],
+    did: str | Callable[[Any, Any], str],
+    unreadable: str | None = "",
+    failed: str = "",
+    verify: Callable[[Any], str | None] | None = None,
+    report: Callable[[Any, Any], dict] | None = None,
+) -> dict:
+    """
+    The skeleton of every state here, read -> compare -> test -> act -> verify -> report:
+
+    - ``read()``: what the node has now (``current``). A CommandExecutionError fails the state,
+      its comment ``unreadable`` and the error (``unreadable=None``: Salt gets the error);
+    - ``compare(current)``: the comment when nothing needs doing (result True), else None; it
+      raises _Refused when the node must not be changed;
+    - ``changes(current)``: the changes predicted, which test mode reports (result None, comment
+      ``would``);
+    - ``act(current)`` makes them and returns what ``verify`` and ``report`` read (``after``). A
+      CommandExecutionError fails the state, its comment ``failed`` and the error, with no
+      changes; _Unfinished fails it with the changes made;
+    - ``verify(after)``, outside the action's error handling: why the action did not take (the
+      state fails, with no changes), or None. It may complete the action (publish to the mine);
+    - the report: result True, the changes ``report(current, after)`` (those the action made)
+      or else the prediction, and the comment ``did``.
+
+    ``would`` is text or a function of ``current``; ``did`` text or a function of ``current``
+    and ``after``.
+    """
+    ret = _ret(name)
+    try:
+        current = read()
+    except CommandExecutionError as error:
+        if unreadable is None:
+            raise
+        ret["comment"] = f"{unreadable}{error}"
+        return ret
+    try:
+        settled = compare(current)
+    except _Refused as refusal:
+        ret["comment"] = str(refusal)
+        return ret
+    if settled is not None:
+        ret.update(result=True, comment=settled)
+        return ret
+    predicted = changes(current)
+    if __opts__["test"]:
+        ret.update(result=None, changes=predicted, comment=_say(would, current))
+        return ret
+    try:
+        after = act(current)
+    except _Unfinished as unfinished:
+        ret.update(changes=predicted if unfinished.changes is None else unfinished.changes, comment=str(unfinished))
+        return ret
+    except CommandExecutionError as error:
+        ret["comment"] = f"{failed}{error}"
+        return ret
+    problem = None if verify is None else verify(after)
+    if problem is not None:
+        ret["comment"] = problem
+        return ret
+    made = predicted if report is None else report(current, after)
+    ret.update(result=True, changes=made, comment=_say(did, current, after))
+    return ret
+
+
+def _converge_value(name: str, key: str, wanted, *, already: str, **steps) -> dict:
+    """``_converge`` for one value that must equal ``wanted``: changes ``{key: {"old", "new"}}``."""
+    return _converge(
+        name,
+        compare=lambda current: already if current == wanted else None,
+        changes=lambda current: {key: {"old": current, "new": wanted}},
+        **steps,
+    )
+
+
+def _change(plan: dict) -> dict:
+    return {"old": plan["old"], "new": plan["new"]}
+
+
+def _converge_nodes(
+    name: str,
+    *,
+    read: Callable[[], dict],
+    unreadable: str,
+    settled: Callable[[dict], str],
+    act: Callable[[dict], dict],
+    would: str,
+    failed: str,
+    did: str,
+    note: Callable[[dict], str] = lambda _plans: "",
+) -> dict:
+    """
+    ``_converge`` over the Kubernetes nodes: ``read()`` gives ``{id: plan}``, each plan with
+    ``changed`` and the node's ``old`` and ``new``. With no plan changed, the comment is
+    ``settled(plans)``. Otherwise ``act(plan)`` changes each node whose plan changed, in order,
+    and returns its ``{"old", "new"}``; a node that fails does not stop the others, and the state
+    fails naming every failure, reporting the nodes done. ``would``, ``failed`` and ``did`` are
+    followed by the nodes (or the failures); ``did`` then by ``note(plans)``.
+    """
+
+    def pending(plans: dict) -> list[str]:
+        return [node for node, plan in plans.items() if plan["changed"]]
+
+    def act_on_each(plans: dict) -> dict:
+        done, failures = {}, []
+        for node in pending(plans):
+            try:
+                done[node] = act(plans[node])
+            except CommandExecutionError as error:
+                failures.append(f"{node}: {error}")
+        if failures:
+            raise _Unfinished(failed + "; ".join(failures), done)
+        return done
+
+    return _converge(
+        name,
+        read=read,
+        unreadable=unreadable,
+        compare=lambda plans: None if pending(plans) else settled(plans),
+        changes=lambda plans: {node: _change(plans[node]) for node in pending(plans)},
+        would=lambda plans: would + ", ".join(pending(plans)),
+        act=act_on_each,
+        report=lambda _plans, done: done,
+        did=lambda plans, _done: did + ", ".join(pending(plans)) + note(plans),
+    )
 
 
 def running(name: str = "microk8s", timeout: int = 300) -> dict:
@@ -37,54 +194,48 @@ def running(name: str = "microk8s", timeout: int = 300) -> dict:
         microk8s-running:
           microk8s.running: []
     """
-    ret = _ret(name)
-    if __salt__["microk8s.is_running"]():
-        ret.update(result=True, comment="microk8s is already running")
-        return ret
-    changes = {"running": {"old": False, "new": True}}
-    if __opts__["test"]:
-        ret.update(result=None, changes=changes, comment="microk8s would be started")
-        return ret
-    try:
+
+    def start(_stopped) -> None:
         __salt__["microk8s.start"]()
         # A worker has no status of its own to wait on; the control plane reports its readiness.
         if not __salt__["microk8s.is_worker"]():
             __salt__["microk8s.wait_ready"](timeout)
-    except CommandExecutionError as error:
-        ret["comment"] = f"microk8s could not be started: {error}"
-        return ret
-    ret.update(result=True, changes=changes, comment="microk8s started")
-    return ret
+
+    return _converge(
+        name,
+        read=__salt__["microk8s.is_running"],
+        unreadable=None,
+        compare=lambda started: "microk8s is already running" if started else None,
+        changes=lambda _started: {"running": {"old": False, "new": True}},
+        would="microk8s would be started",
+        act=start,
+        failed="microk8s could not be started: ",
+        did="microk8s started",
+    )
 
 
 def _addon(name: str, wanted: str, args: list[str] | None) -> dict:
-    ret = _ret(name)
-    try:
-        current = __salt__["microk8s.addon_status"](name)
-    except CommandExecutionError as error:
-        ret["comment"] = str(error)
-        return ret
-    if current == wanted:
-        ret.update(result=True, comment=f"addon {name} is already {wanted}")
-        return ret
-    changes = {name: {"old": current, "new": wanted}}
-    if __opts__["test"]:
-        ret.update(result=None, changes=changes, comment=f"addon {name} would be {wanted}")
-        return ret
-    try:
+    def switch(_current) -> str:
         if wanted == "enabled":
             __salt__["microk8s.enable"](name, args)
         else:
             __salt__["microk8s.disable"](name)
-        after = __salt__["microk8s.addon_status"](name)
-    except CommandExecutionError as error:
-        ret["comment"] = f"addon {name} could not be {wanted}: {error}"
-        return ret
-    if after != wanted:
-        ret["comment"] = f"addon {name} is still {after} after microk8s reported success"
-        return ret
-    ret.update(result=True, changes=changes, comment=f"addon {name} {wanted}")
-    return ret
+        return __salt__["microk8s.addon_status"](name)
+
+    return _converge_value(
+        name,
+        name,
+        wanted,
+        already=f"addon {name} is already {wanted}",
+        read=lambda: __salt__["microk8s.addon_status"](name),
+        would=f"addon {name} would be {wanted}",
+        act=switch,
+        failed=f"addon {name} could not be {wanted}: ",
+        verify=lambda after: (
+            None if after == wanted else f"addon {name} is still {after} after microk8s reported success"
+        ),
+        did=f"addon {name} {wanted}",
+    )
 
 
 def addon_enabled(name: str, args: list[str] | None = None) -> dict:
@@ -118,35 +269,26 @@ def extra_sans(name: str, addresses: list[str]) -> dict:
           microk8s.extra_sans:
             - addresses: [203.0.113.10, 203.0.113.20, 10.1.0.5]
     """
-    ret = _ret(name)
     if not isinstance(addresses, (list, tuple)):
-        ret["comment"] = f"addresses must be a list of IPv4 addresses, not {addresses!r}"
-        return ret
+        return _ret(name, comment=f"addresses must be a list of IPv4 addresses, not {addresses!r}")
     wanted = list(addresses)
     listed = ", ".join(map(str, wanted))
-    try:
-        current = __salt__["microk8s.extra_sans"]()
-    except CommandExecutionError as error:
-        ret["comment"] = f"the certificate template cannot be read: {error}"
-        return ret
-    if current == wanted:
-        ret.update(result=True, comment=f"the extra SANs are already {listed}")
-        return ret
-    changes = {"extra_sans": {"old": current, "new": wanted}}
-    if __opts__["test"]:
-        ret.update(result=None, changes=changes, comment=f"the extra SANs would become {listed}")
-        return ret
-    try:
-        __salt__["microk8s.config_set_extra_sans"](wanted)
-    except CommandExecutionError as error:
-        ret["comment"] = f"the extra SANs could not be set to {listed}: {error}"
-        return ret
-    ret.update(result=True, changes=changes, comment=f"the extra SANs are {listed}")
-    return ret
+    return _converge_value(
+        name,
+        "extra_sans",
+        wanted,
+        already=f"the extra SANs are already {listed}",
+        read=__salt__["microk8s.extra_sans"],
+        unreadable="the certificate template cannot be read: ",
+        would=f"the extra SANs would become {listed}",
+        act=lambda _current: __salt__["microk8s.config_set_extra_sans"](wanted),
+        failed=f"the extra SANs could not be set to {listed}: ",
+        did=f"the extra SANs are {listed}",
+    )
 
 
 def _kubelite_argument(
-    ret: dict, wanted, shown: str, key: str, words: tuple[str, str, str], calls: tuple, timeout: int
+    name: str, wanted, shown: str, key: str, words: tuple[str, str, str], calls: tuple, timeout: int
 ) -> dict:
     """
     A state over one of kubelite's arguments: ``calls`` (execution module functions, and what the
@@ -157,30 +299,26 @@ def _kubelite_argument(
     """
     component, verb, predicted = words
     read, write, argument = calls
-    try:
-        current = __salt__[read]()
-    except CommandExecutionError as error:
-        ret["comment"] = f"{component}'s arguments cannot be read: {error}"
-        return ret
-    if current == wanted:
-        ret.update(result=True, comment=f"{component} already {verb} {shown}")
-        return ret
-    changes = {key: {"old": current, "new": wanted}}
-    if __opts__["test"]:
-        ret.update(result=None, changes=changes, comment=f"{component} {predicted} {shown} (kubelite restarted)")
-        return ret
-    try:
+
+    def write_and_restart(_current) -> None:
         __salt__[write](argument)
-    except CommandExecutionError as error:
-        ret["comment"] = f"{component}'s arguments could not be written: {error}"
-        return ret
-    try:
-        __salt__["microk8s.restart_kubelite"](timeout)
-    except CommandExecutionError as error:
-        ret.update(changes=changes, comment=f"{component}'s arguments say {shown}, but kubelite is not back: {error}")
-        return ret
-    ret.update(result=True, changes=changes, comment=f"{component} {verb} {shown} (kubelite restarted)")
-    return ret
+        try:
+            __salt__["microk8s.restart_kubelite"](timeout)
+        except CommandExecutionError as error:
+            raise _Unfinished(f"{component}'s arguments say {shown}, but kubelite is not back: {error}") from None
+
+    return _converge_value(
+        name,
+        key,
+        wanted,
+        already=f"{component} already {verb} {shown}",
+        read=__salt__[read],
+        unreadable=f"{component}'s arguments cannot be read: ",
+        would=f"{component} {predicted} {shown} (kubelite restarted)",
+        act=write_and_restart,
+        failed=f"{component}'s arguments could not be written: ",
+        did=f"{component} {verb} {shown} (kubelite restarted)",
+    )
 
 
 def kubelet_external_cloud_provider(name: str, external: bool = False, timeout: int = 300) -> dict:
@@ -196,14 +334,12 @@ def kubelet_external_cloud_provider(name: str, external: bool = False, timeout: 
           microk8s.kubelet_external_cloud_provider:
             - external: true
     """
-    ret = _ret(name)
     if not isinstance(external, bool):
-        ret["comment"] = f"external must be true or false, not {external!r}"
-        return ret
+        return _ret(name, comment=f"external must be true or false, not {external!r}")
     shown = "--cloud-provider=external" if external else "no --cloud-provider"
     words = ("the kubelet", "runs with", "would run with")
     calls = ("microk8s.kubelet_cloud_provider", "microk8s.set_kubelet_external_cloud_provider", external)
-    return _kubelite_argument(ret, "external" if external else None, shown, "cloud_provider", words, calls, timeout)
+    return _kubelite_argument(name, "external" if external else None, shown, "cloud_provider", words, calls, timeout)
 
 
 def apiserver_advertise_address(name: str, address: str, timeout: int = 300) -> dict:
@@ -220,16 +356,14 @@ def apiserver_advertise_address(name: str, address: str, timeout: int = 300) -> 
           microk8s.apiserver_advertise_address:
             - address: 10.1.0.10
     """
-    ret = _ret(name)
     try:
         if ipaddress.ip_address(address).version != 4:
             raise ValueError(address)
     except ValueError:
-        ret["comment"] = f"address must be the node's IPv4 address, not {address!r}"
-        return ret
+        return _ret(name, comment=f"address must be the node's IPv4 address, not {address!r}")
     words = ("the API server", "advertises", "would advertise")
     calls = ("microk8s.apiserver_advertise_address", "microk8s.set_apiserver_advertise_address", address)
-    return _kubelite_argument(ret, address, address, "advertise_address", words, calls, timeout)
+    return _kubelite_argument(name, address, address, "advertise_address", words, calls, timeout)
 
 
 def channel_tracked(name: str) -> dict:
@@ -244,29 +378,22 @@ def channel_tracked(name: str) -> dict:
           microk8s.channel_tracked:
             - name: 1.35/stable
     """
-    ret = _ret(name)
-    try:
-        current = __salt__["microk8s.installed"]()
-    except CommandExecutionError as error:
-        ret["comment"] = f"the installed microk8s cannot be read: {error}"
-        return ret
-    if current is None:
-        ret.update(result=True, comment=f"microk8s is not installed; microk8s.install installs {name}")
-        return ret
-    if current["tracking"] == name:
-        ret.update(result=True, comment=f"microk8s already tracks {name}")
-        return ret
-    changes = {"channel": {"old": current["tracking"], "new": name}}
-    if __opts__["test"]:
-        ret.update(result=None, changes=changes, comment=f"microk8s would be refreshed to {name}")
-        return ret
-    try:
-        __salt__["microk8s.refresh"](name)
-    except CommandExecutionError as error:
-        ret["comment"] = str(error)
-        return ret
-    ret.update(result=True, changes=changes, comment=f"microk8s refreshed to {name}")
-    return ret
+
+    def tracked(current: dict | None) -> str | None:
+        if current is None:
+            return f"microk8s is not installed; microk8s.install installs {name}"
+        return f"microk8s already tracks {name}" if current["tracking"] == name else None
+
+    return _converge(
+        name,
+        read=__salt__["microk8s.installed"],
+        unreadable="the installed microk8s cannot be read: ",
+        compare=tracked,
+        changes=lambda current: {"channel": {"old": current["tracking"], "new": name}},
+        would=f"microk8s would be refreshed to {name}",
+        act=lambda _current: __salt__["microk8s.refresh"](name),
+        did=f"microk8s refreshed to {name}",
+    )
 
 
 def refreshes_held(name: str = "microk8s") -> dict:
@@ -282,31 +409,21 @@ def refreshes_held(name: str = "microk8s") -> dict:
         microk8s-install-microk8s-refreshes-held:
           microk8s.refreshes_held: []
     """
-    ret = _ret(name)
-    try:
-        held = __salt__["microk8s.refreshes_held"]()
-    except CommandExecutionError as error:
-        ret["comment"] = str(error)
-        return ret
-    if held:
-        ret.update(result=True, comment="snapd's own refreshes of microk8s are held")
-        return ret
-    changes = {"refreshes_held": {"old": False, "new": True}}
-    if __opts__["test"]:
-        ret.update(result=None, changes=changes, comment="snapd's own refreshes of microk8s would be held")
-        return ret
-    try:
+
+    def hold(_held) -> bool:
         __salt__["microk8s.hold_refreshes"]()
-        held = __salt__["microk8s.refreshes_held"]()
-    except CommandExecutionError as error:
-        ret["comment"] = str(error)
-        return ret
-    if not held:
-        ret["comment"] = "snap refresh --hold microk8s succeeded, but snap list shows no hold"
-        return ret
-    comment = "held snapd's own refreshes of microk8s: only the roll refreshes it"
-    ret.update(result=True, changes=changes, comment=comment)
-    return ret
+        return __salt__["microk8s.refreshes_held"]()
+
+    return _converge(
+        name,
+        read=__salt__["microk8s.refreshes_held"],
+        compare=lambda held: "snapd's own refreshes of microk8s are held" if held else None,
+        changes=lambda _held: {"refreshes_held": {"old": False, "new": True}},
+        would="snapd's own refreshes of microk8s would be held",
+        act=hold,
+        verify=lambda held: None if held else "snap refresh --hold microk8s succeeded, but snap list shows no hold",
+        did="held snapd's own refreshes of microk8s: only the roll refreshes it",
+    )
 
 
 def join_tokens_published(name: str, ttl: int = -1) -> dict:
@@ -324,39 +441,46 @@ def join_tokens_published(name: str, ttl: int = -1) -> dict:
           microk8s.join_tokens_published:
             - ttl: -1
     """
-    ret = _ret(name)
     me = __opts__["id"]
-    try:
+
+    def read() -> dict:
         plan = __salt__["microk8s.join_token_plan"](ttl)
         published = (__salt__["mine.get"](me, MINE_FUNCTION) or {}).get(me) or {}
         stale_mine = published != __salt__["microk8s.join_tokens"]()
-    except CommandExecutionError as error:
-        ret["comment"] = f"join tokens cannot be checked: {error}"
-        return ret
-    affected = [*plan["issue"], *plan["withdraw"]]
-    if not affected and not stale_mine:
+        return {**plan, "stale_mine": stale_mine, "affected": [*plan["issue"], *plan["withdraw"]]}
+
+    def compare(plan: dict) -> str | None:
+        if plan["affected"] or plan["stale_mine"]:
+            return None
         if plan["issuer"] != me:
-            ret.update(result=True, comment=f"{plan['issuer']} issues the join tokens; this node holds none")
-        else:
-            ret.update(result=True, comment="every pending joiner holds a live, published join token")
-        return ret
-    old = {joiner: plan["serials"].get(joiner) for joiner in affected}
+            return f"{plan['issuer']} issues the join tokens; this node holds none"
+        return "every pending joiner holds a live, published join token"
 
-    def changes(new: dict) -> dict:
-        return {"tokens": {"old": old, "new": new}} if affected else {"mine": {"old": "stale", "new": "published"}}
+    def tokens(plan: dict, new: dict) -> dict:
+        if not plan["affected"]:
+            return {"mine": {"old": "stale", "new": "published"}}
+        return {"tokens": {"old": {joiner: plan["serials"].get(joiner) for joiner in plan["affected"]}, "new": new}}
 
-    if __opts__["test"]:
-        predicted = {**{j: "new token" for j in plan["issue"]}, **{j: None for j in plan["withdraw"]}}
-        ret.update(result=None, changes=changes(predicted), comment="join tokens would be issued and published")
-        return ret
-    try:
-        new = __salt__["microk8s.issue_join_tokens"](plan["issue"], plan["withdraw"], ttl) if affected else {}
+    def predicted(plan: dict) -> dict:
+        return tokens(plan, {**{j: "new token" for j in plan["issue"]}, **{j: None for j in plan["withdraw"]}})
+
+    def issue(plan: dict) -> dict:
+        new = __salt__["microk8s.issue_join_tokens"](plan["issue"], plan["withdraw"], ttl) if plan["affected"] else {}
         __salt__["mine.update"]()
-    except CommandExecutionError as error:
-        ret["comment"] = f"join tokens could not be issued: {error}"
-        return ret
-    ret.update(result=True, changes=changes(new), comment="join tokens issued and published")
-    return ret
+        return new
+
+    return _converge(
+        name,
+        read=read,
+        unreadable="join tokens cannot be checked: ",
+        compare=compare,
+        changes=predicted,
+        would="join tokens would be issued and published",
+        act=issue,
+        failed="join tokens could not be issued: ",
+        report=tokens,
+        did="join tokens issued and published",
+    )
 
 
 def _joined(membership: dict, worker: bool, master_address: str | None) -> bool:
@@ -409,46 +533,45 @@ def cluster_joined(
         microk8s-joined-microk8s-cluster-joined:
           microk8s.cluster_joined: []
     """
-    ret = _ret(name)
     try:
         if master is None or worker is None or master_address is None:
             master, worker, master_address = _role_in_pillar(master, worker, master_address)
     except CommandExecutionError as error:
-        ret["comment"] = f"this node's role is unknown: {error}"
-        return ret
+        return _ret(name, comment=f"this node's role is unknown: {error}")
     if master == __opts__["id"]:
-        ret.update(result=True, comment="this node issues the join tokens: it has no cluster to join")
-        return ret
-    try:
-        before = __salt__["microk8s.membership"]()
-    except CommandExecutionError as error:
-        ret["comment"] = f"cannot tell whether this node is in a cluster: {error}"
-        return ret
+        return _ret(name, result=True, comment="this node issues the join tokens: it has no cluster to join")
     wanted = "worker" if worker else "control-plane"
-    if _joined(before, worker, master_address):
-        ret.update(result=True, comment=f"already joined {master} as {wanted}")
-        return ret
-    if before["role"] != "standalone":
-        members = ", ".join(before["members"]) or "its control plane"
-        ret["comment"] = (
-            f"this node is already a {before['role']} of another cluster ({members}); "
-            f"run microk8s leave on it before it can join {master} as {wanted}"
-        )
-        return ret
-    changes = {"cluster": {"old": "standalone", "new": f"{wanted} of {master}"}}
-    if __opts__["test"]:
-        ret.update(result=None, changes=changes, comment=f"would join {master} as {wanted}")
-        return ret
-    try:
+
+    def compare(before: dict) -> str | None:
+        if _joined(before, worker, master_address):
+            return f"already joined {master} as {wanted}"
+        if before["role"] != "standalone":
+            members = ", ".join(before["members"]) or "its control plane"
+            raise _Refused(
+                f"this node is already a {before['role']} of another cluster ({members}); "
+                f"run microk8s leave on it before it can join {master} as {wanted}"
+            )
+        return None
+
+    def join(_before) -> None:
         # It returns once the membership shows the join, reading it again while microk8s restarts.
         __salt__["microk8s.join_cluster"](master, master_address, worker, attempts, interval, max_interval)
-    except CommandExecutionError as error:
-        ret["comment"] = str(error)
-        return ret
-    # The voters' memberships in the mine decide who issues tokens (microk8s.issuer).
-    __salt__["mine.update"]()
-    ret.update(result=True, changes=changes, comment=f"joined {master} as {wanted}")
-    return ret
+
+    def publish(_after) -> None:
+        # The voters' memberships in the mine decide who issues tokens (microk8s.issuer).
+        __salt__["mine.update"]()
+
+    return _converge(
+        name,
+        read=__salt__["microk8s.membership"],
+        unreadable="cannot tell whether this node is in a cluster: ",
+        compare=compare,
+        changes=lambda _before: {"cluster": {"old": "standalone", "new": f"{wanted} of {master}"}},
+        would=f"would join {master} as {wanted}",
+        act=join,
+        verify=publish,
+        did=f"joined {master} as {wanted}",
+    )
 
 
 def nodes_labelled(name: str) -> dict:
@@ -467,35 +590,20 @@ def nodes_labelled(name: str) -> dict:
           microk8s.nodes_labelled:
             - name: microk8s:nodes
     """
-    ret = _ret(name)
-    try:
-        plans = __salt__["microk8s.label_plan"]()
-    except CommandExecutionError as error:
-        ret["comment"] = f"node labels and taints cannot be checked: {error}"
-        return ret
-    pending = [node for node, plan in plans.items() if plan["changed"]]
-    if not pending:
-        ret.update(result=True, comment=f"all {len(plans)} nodes have their labels and taints")
-        return ret
-    changes = {node: {"old": plans[node]["old"], "new": plans[node]["new"]} for node in pending}
-    if __opts__["test"]:
-        ret.update(result=None, changes=changes, comment=f"labels and taints would change on {', '.join(pending)}")
-        return ret
-    done, failed = {}, []
-    for node in pending:
-        plan = plans[node]
-        try:
-            result = __salt__["microk8s.label_node"](plan["address"], plan["new"]["labels"], plan["new"]["taints"])
-        except CommandExecutionError as error:
-            failed.append(f"{node}: {error}")
-            continue
-        done[node] = {"old": result["old"], "new": result["new"]}
-    ret["changes"] = done
-    if failed:
-        ret["comment"] = "labels and taints could not be applied on " + "; ".join(failed)
-        return ret
-    ret.update(result=True, comment=f"labels and taints applied on {', '.join(pending)}")
-    return ret
+
+    def label(plan: dict) -> dict:
+        return _change(__salt__["microk8s.label_node"](plan["address"], plan["new"]["labels"], plan["new"]["taints"]))
+
+    return _converge_nodes(
+        name,
+        read=__salt__["microk8s.label_plan"],
+        unreadable="node labels and taints cannot be checked: ",
+        settled=lambda plans: f"all {len(plans)} nodes have their labels and taints",
+        act=label,
+        would="labels and taints would change on ",
+        failed="labels and taints could not be applied on ",
+        did="labels and taints applied on ",
+    )
 
 
 def provider_ids_set(name: str) -> dict:
@@ -512,46 +620,38 @@ def provider_ids_set(name: str) -> dict:
           microk8s.provider_ids_set:
             - name: microk8s:nodes
     """
-    ret = _ret(name)
-    try:
-        plans = __salt__["microk8s.provider_id_plan"]()
-    except CommandExecutionError as error:
-        ret["comment"] = f"providerIDs cannot be set: {error}"
-        return ret
-    pending = [node for node, plan in plans.items() if plan["changed"]]
-    stale = [
-        f"{plan['node']} keeps {plan['old']} of the machine it replaced (not {plan['new']}): delete the Node object "
-        "(microk8s kubectl delete node) and restart its microk8s to register it again"
-        for plan in plans.values()
-        if plan.get("stale")
-    ]
-    note = f"; {'; '.join(stale)}" if stale else ""
-    if not pending:
-        ret.update(
-            result=True,
-            comment=f"all {len(plans) - len(stale)} other nodes have their providerID{note}"
-            if stale
-            else f"all {len(plans)} nodes have their providerID",
-        )
-        return ret
-    changes = {node: {"old": plans[node]["old"], "new": plans[node]["new"]} for node in pending}
-    if __opts__["test"]:
-        ret.update(result=None, changes=changes, comment=f"providerIDs would be set on {', '.join(pending)}")
-        return ret
-    done, failed = {}, []
-    for node in pending:
-        try:
-            __salt__["microk8s.set_provider_id"](plans[node]["node"], plans[node]["new"])
-        except CommandExecutionError as error:
-            failed.append(f"{node}: {error}")
-            continue
-        done[node] = changes[node]
-    ret["changes"] = done
-    if failed:
-        ret["comment"] = "providerIDs could not be set on " + "; ".join(failed)
-        return ret
-    ret.update(result=True, comment=f"providerIDs set on {', '.join(pending)}{note}")
-    return ret
+
+    def stale(plans: dict) -> list[str]:
+        return [
+            f"{plan['node']} keeps {plan['old']} of the machine it replaced (not {plan['new']}): delete the Node "
+            "object (microk8s kubectl delete node) and restart its microk8s to register it again"
+            for plan in plans.values()
+            if plan.get("stale")
+        ]
+
+    def note(plans: dict) -> str:
+        return "".join(f"; {line}" for line in stale(plans))
+
+    def settled(plans: dict) -> str:
+        if stale(plans):
+            return f"all {len(plans) - len(stale(plans))} other nodes have their providerID{note(plans)}"
+        return f"all {len(plans)} nodes have their providerID"
+
+    def set_provider_id(plan: dict) -> dict:
+        __salt__["microk8s.set_provider_id"](plan["node"], plan["new"])
+        return _change(plan)
+
+    return _converge_nodes(
+        name,
+        read=__salt__["microk8s.provider_id_plan"],
+        unreadable="providerIDs cannot be set: ",
+        settled=settled,
+        act=set_provider_id,
+        would="providerIDs would be set on ",
+        failed="providerIDs could not be set on ",
+        did="providerIDs set on ",
+        note=note,
+    )
 
 
 def nodes_initialized(name: str, timeout: float = 300, interval: float = 5) -> dict:
@@ -572,61 +672,73 @@ def nodes_initialized(name: str, timeout: float = 300, interval: float = 5) -> d
           microk8s.nodes_initialized:
             - name: microk8s:nodes
     """
-    ret = _ret(name)
-    try:
-        plans = __salt__["microk8s.initialization_plan"]()
-    except CommandExecutionError as error:
-        ret["comment"] = f"cannot tell which nodes the cloud controller manager initialized: {error}"
-        return ret
-    never = [node for node, plan in plans.items() if plan["state"] == "never"]
-    pending = [node for node, plan in plans.items() if plan["state"] == "pending"]
-    if not never and not pending:
-        ret.update(result=True, comment=f"the cloud controller manager initialized all {len(plans)} nodes")
-        return ret
-    if __opts__["test"]:
-        changes = {node: {"old": "registered before the cloud integration", "new": "initialized"} for node in never}
+
+    def in_state(plans: dict, state: str) -> list[str]:
+        return [node for node, plan in plans.items() if plan["state"] == state]
+
+    def compare(plans: dict) -> str | None:
+        if in_state(plans, "never") or in_state(plans, "pending"):
+            return None
+        return f"the cloud controller manager initialized all {len(plans)} nodes"
+
+    def would(plans: dict) -> str:
+        never, pending = in_state(plans, "never"), in_state(plans, "pending")
         waited = f"; it has yet to initialize {', '.join(pending)}" if pending else ""
         marked = f"{', '.join(never)} would be tainted for the cloud controller manager to initialize" if never else ""
-        ret.update(result=None, changes=changes, comment=(marked + waited).lstrip("; "))
-        return ret
-    marked, failed = [], []
-    for node in never:
+        return (marked + waited).lstrip("; ")
+
+    def initialize(plans: dict) -> dict:
+        never, pending = in_state(plans, "never"), in_state(plans, "pending")
+        marked, failed = [], []
+        for node in never:
+            try:
+                __salt__["microk8s.mark_uninitialized"](plans[node]["node"])
+            except CommandExecutionError as error:
+                failed.append(f"{node}: {error}")
+                continue
+            marked.append(node)
         try:
-            __salt__["microk8s.mark_uninitialized"](plans[node]["node"])
+            final = __salt__["microk8s.wait_initialized"](timeout, interval)
         except CommandExecutionError as error:
-            failed.append(f"{node}: {error}")
-            continue
-        marked.append(node)
-    try:
-        final = __salt__["microk8s.wait_initialized"](timeout, interval)
-    except CommandExecutionError as error:
-        final, failed = {}, [*failed, f"cannot tell which nodes it initialized: {error}"]
-    done = [node for node in marked + pending if (final.get(node) or {}).get("state") == "initialized"]
-    ret["changes"] = {
-        node: {"old": "not initialized", "new": " ".join(f"{k}={v}" for k, v in final[node]["labels"].items())}
-        for node in done
-    }
-    left = [node for node in marked + pending if node not in done]
-    untainted = []
-    for node in (n for n in left if n in marked):
-        try:
-            __salt__["microk8s.mark_uninitialized"](plans[node]["node"], False)
-        except CommandExecutionError as error:
-            failed.append(f"{node}: the taint could not be removed again: {error}")
-            continue
-        untainted.append(node)
-    if left or failed:
-        why = []
-        if left:
-            logs = "microk8s kubectl -n kube-system logs daemonset/openstack-cloud-controller-manager says why"
-            back = f"; the taint this state added is removed again from {', '.join(untainted)}" if untainted else ""
-            why.append(
-                f"the cloud controller manager did not initialize {', '.join(left)} within {timeout:g} s ({logs}{back})"
-            )
-        ret["comment"] = "; ".join(why + failed)
-        return ret
-    ret.update(result=True, comment=f"the cloud controller manager initialized {', '.join(done)}")
-    return ret
+            final, failed = {}, [*failed, f"cannot tell which nodes it initialized: {error}"]
+        done = [node for node in marked + pending if (final.get(node) or {}).get("state") == "initialized"]
+        labelled = {
+            node: {"old": "not initialized", "new": " ".join(f"{k}={v}" for k, v in final[node]["labels"].items())}
+            for node in done
+        }
+        left = [node for node in marked + pending if node not in done]
+        untainted = []
+        for node in (n for n in left if n in marked):
+            try:
+                __salt__["microk8s.mark_uninitialized"](plans[node]["node"], False)
+            except CommandExecutionError as error:
+                failed.append(f"{node}: the taint could not be removed again: {error}")
+                continue
+            untainted.append(node)
+        if left or failed:
+            why = []
+            if left:
+                logs = "microk8s kubectl -n kube-system logs daemonset/openstack-cloud-controller-manager says why"
+                back = f"; the taint this state added is removed again from {', '.join(untainted)}" if untainted else ""
+                within = f"within {timeout:g} s ({logs}{back})"
+                why.append(f"the cloud controller manager did not initialize {', '.join(left)} {within}")
+            raise _Unfinished("; ".join(why + failed), labelled)
+        return labelled
+
+    return _converge(
+        name,
+        read=__salt__["microk8s.initialization_plan"],
+        unreadable="cannot tell which nodes the cloud controller manager initialized: ",
+        compare=compare,
+        changes=lambda plans: {
+            node: {"old": "registered before the cloud integration", "new": "initialized"}
+            for node in in_state(plans, "never")
+        },
+        would=would,
+        act=initialize,
+        report=lambda _plans, labelled: labelled,
+        did=lambda _plans, labelled: f"the cloud controller manager initialized {', '.join(labelled)}",
+    )
 
 
 def cloud_config_secret(name: str, ignore_volume_az: bool = False, metadata_search_order: str | None = None) -> dict:
@@ -647,27 +759,27 @@ def cloud_config_secret(name: str, ignore_volume_az: bool = False, metadata_sear
           microk8s.cloud_config_secret:
             - name: kube-system/cloud-config
     """
-    ret = _ret(name)
     options = {"ignore_volume_az": ignore_volume_az, "metadata_search_order": metadata_search_order}
-    try:
-        plan = __salt__["microk8s.cloud_config_plan"](options)
-    except CommandExecutionError as error:
-        ret["comment"] = f"the cloud-config Secret cannot be checked: {error}"
-        return ret
-    if not plan["changed"]:
-        ret.update(result=True, comment=f"{name} holds cloud.conf sha256 {plan['new']}")
-        return ret
-    changes = {"cloud.conf sha256": {"old": plan["old"], "new": plan["new"]}}
-    if __opts__["test"]:
-        ret.update(result=None, changes=changes, comment=f"{name} would hold cloud.conf sha256 {plan['new']}")
-        return ret
-    try:
-        done = __salt__["microk8s.cloud_config_apply"](options)
-    except CommandExecutionError as error:
-        ret["comment"] = f"the cloud-config Secret could not be applied: {error}"
-        return ret
-    ret.update(result=True, changes=changes, comment=f"{name} {done['operation']}: cloud.conf sha256 {plan['new']}")
-    return ret
+    return _converge(
+        name,
+        read=lambda: __salt__["microk8s.cloud_config_plan"](options),
+        unreadable="the cloud-config Secret cannot be checked: ",
+        compare=lambda plan: None if plan["changed"] else f"{name} holds cloud.conf sha256 {plan['new']}",
+        changes=lambda plan: {"cloud.conf sha256": _change(plan)},
+        would=lambda plan: f"{name} would hold cloud.conf sha256 {plan['new']}",
+        act=lambda _plan: __salt__["microk8s.cloud_config_apply"](options),
+        failed="the cloud-config Secret could not be applied: ",
+        did=lambda plan, done: f"{name} {done['operation']}: cloud.conf sha256 {plan['new']}",
+    )
+
+
+def _applied(operations: dict) -> dict:
+    """The changes of a kubectl apply, ``{ref: operation}``: what it created or configured."""
+    return {
+        ref: {"old": None if operation == "created" else "present", "new": operation}
+        for ref, operation in operations.items()
+        if operation != "unchanged"
+    }
 
 
 def manifests_applied(name: str, sources: list[str]) -> dict:
@@ -685,34 +797,18 @@ def manifests_applied(name: str, sources: list[str]) -> dict:
             - sources:
               - salt://microk8s/files/cloud-provider/csi-cinder-driver.yaml
     """
-    ret = _ret(name)
-    try:
-        planned = __salt__["microk8s.manifests_apply"](list(sources), True)
-    except CommandExecutionError as error:
-        ret["comment"] = f"the manifests of {name} cannot be checked: {error}"
-        return ret
-    pending = {ref: operation for ref, operation in planned.items() if operation != "unchanged"}
-    if not pending:
-        ret.update(result=True, comment=f"all {len(planned)} objects of {name} are applied")
-        return ret
-
-    def changes(applied: dict) -> dict:
-        return {
-            ref: {"old": None if operation == "created" else "present", "new": operation}
-            for ref, operation in applied.items()
-            if operation != "unchanged"
-        }
-
-    if __opts__["test"]:
-        ret.update(result=None, changes=changes(pending), comment=f"{len(pending)} objects of {name} would change")
-        return ret
-    try:
-        applied = __salt__["microk8s.manifests_apply"](list(sources))
-    except CommandExecutionError as error:
-        ret["comment"] = f"the manifests of {name} could not be applied: {error}"
-        return ret
-    ret.update(result=True, changes=changes(applied), comment=f"{name} applied")
-    return ret
+    return _converge(
+        name,
+        read=lambda: __salt__["microk8s.manifests_apply"](list(sources), True),
+        unreadable=f"the manifests of {name} cannot be checked: ",
+        compare=lambda planned: None if _applied(planned) else f"all {len(planned)} objects of {name} are applied",
+        changes=_applied,
+        would=lambda planned: f"{len(_applied(planned))} objects of {name} would change",
+        act=lambda _planned: __salt__["microk8s.manifests_apply"](list(sources)),
+        failed=f"the manifests of {name} could not be applied: ",
+        report=lambda _planned, applied: _applied(applied),
+        did=f"{name} applied",
+    )
 
 
 def default_storage_class(name: str) -> dict:
@@ -729,33 +825,22 @@ def default_storage_class(name: str) -> dict:
           microk8s.default_storage_class:
             - name: cinder
     """
-    ret = _ret(name)
-    try:
-        plan = __salt__["microk8s.storage_class_plan"](name)
-    except CommandExecutionError as error:
-        ret["comment"] = f"the default StorageClass cannot be checked: {error}"
-        return ret
-    if not plan["changed"]:
-        ret.update(result=True, comment=f"{name} is the only default StorageClass")
-        return ret
 
-    def changes(applied: dict) -> dict:
-        result = {
-            ref: {"old": None if operation == "created" else "present", "new": operation}
-            for ref, operation in applied.items()
-            if operation != "unchanged"
-        }
+    def changes(plan: dict, applied: dict) -> dict:
+        result = _applied(applied)
         if plan["undefault"]:
             result["other defaults"] = {"old": plan["undefault"], "new": []}
         return result
 
-    if __opts__["test"]:
-        ret.update(result=None, changes=changes(plan["apply"]), comment=f"{name} would become the default StorageClass")
-        return ret
-    try:
-        done = __salt__["microk8s.default_storage_class"](name)
-    except CommandExecutionError as error:
-        ret["comment"] = f"{name} could not be made the default StorageClass: {error}"
-        return ret
-    ret.update(result=True, changes=changes(done["apply"]), comment=f"{name} is the default StorageClass")
-    return ret
+    return _converge(
+        name,
+        read=lambda: __salt__["microk8s.storage_class_plan"](name),
+        unreadable="the default StorageClass cannot be checked: ",
+        compare=lambda plan: None if plan["changed"] else f"{name} is the only default StorageClass",
+        changes=lambda plan: changes(plan, plan["apply"]),
+        would=f"{name} would become the default StorageClass",
+        act=lambda _plan: __salt__["microk8s.default_storage_class"](name),
+        failed=f"{name} could not be made the default StorageClass: ",
+        report=lambda plan, done: changes(plan, done["apply"]),
+        did=f"{name} is the default StorageClass",
+    )
