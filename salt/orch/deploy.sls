@@ -22,14 +22,9 @@
 {%- from "orch/map.jinja" import orchestration with context %}
 {%- from "microk8s/map.jinja" import microk8s with context %}
 {%- from "orch/minions.jinja" import steps %}
-{#- Who is who, looked up from the pillar (microk8s.node_roles checks it on the minions). Salt
-    fails a batched salt.state that targets no minion ("No minions returned"), so a step with
-    nobody to target is left out. #}
-{%- set ids = microk8s.nodes | map(attribute="id") | list %}
-{%- set master = microk8s.master or (ids | first) %}
-{%- set voters = microk8s.get("control_plane") or [] %}
-{%- set cp_joiners = ids | select("in", voters) | reject("equalto", master) | list %}
-{%- set workers = ids | reject("in", voters) | reject("equalto", master) | list %}
+{#- Who is who (orch/roles.jinja). Salt fails a batched salt.state that targets no minion ("No
+    minions returned"), so a step with nobody to target is left out. #}
+{%- from "orch/roles.jinja" import ids, master, cp_joiners, workers with context %}
 {%- set replaced = orchestration.replaced or [] %}
 {#- Replaced minions that are no Kubernetes node: the bastion, or the Salt master. #}
 {%- set others = replaced | reject("in", ids) | list %}

@@ -11,7 +11,8 @@
   orchestration:roll; without it, every node in microk8s:nodes reboots.
 #}
 {%- from "orch/map.jinja" import orchestration with context %}
-{%- from "orch/roll.jinja" import addresses, master, voters, order with context %}
+{%- from "orch/roles.jinja" import addresses, master, voters with context %}
+{%- from "orch/roll.jinja" import order with context %}
 {%- set others = voters | reject("equalto", master) | list %}
 {%- set previous = namespace(step=none) %}
 {%- for node in order %}

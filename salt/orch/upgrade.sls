@@ -13,7 +13,8 @@
 #}
 {%- from "orch/map.jinja" import orchestration with context %}
 {%- from "microk8s/map.jinja" import microk8s with context %}
-{%- from "orch/roll.jinja" import ids, addresses, master, order with context %}
+{%- from "orch/roles.jinja" import ids, addresses, master with context %}
+{%- from "orch/roll.jinja" import order with context %}
 {%- set channel = orchestration.channel or microk8s.channel %}
 {%- if not channel %}
 
