@@ -20,6 +20,7 @@ import yaml
 from harness import salt_commands
 from harness.salt_cluster import from_terraform_sls
 from harness.salt_minion import ROOT, LocalMinion
+from salt.utils.functools import call_function
 
 DOMAIN = "lab.example"
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHhU0xQm2c2RZkzC9M7tRrFSe0Q5sQm8l8S3ZzQxYw1a waldorf@example"
@@ -615,6 +616,8 @@ def test_every_kubernetes_node_holds_snapds_own_refreshes_of_microk8s_once_it_is
 
 
 LB_ADDRESSES = ["203.0.113.10", "203.0.113.20", "10.1.0.5"]
+# certificates.sls' refresh of server.crt, which runs on the extra SANs' changes.
+REFRESH = "microk8s-certificates-module-run-refresh-certs"
 
 
 @pytest.mark.parametrize(
@@ -638,8 +641,8 @@ def test_the_api_certificate_names_every_api_address_and_is_refreshed_on_changes
     extra_sans = args_of(highstate["microk8s-certificates-microk8s-extra-sans"], "microk8s.extra_sans")
     assert extra_sans["addresses"] == sans
     assert {"sls": "microk8s.install"} in extra_sans["require"]
-    refresh = args_of(highstate["microk8s-certificates-cmd-run-refresh"], "cmd.run")
-    assert refresh["name"] == "microk8s refresh-certs --cert server.crt"
+    refresh = args_of(highstate[REFRESH], "module.run")
+    assert refresh["microk8s.refresh_certs"] == [{"cert": "server.crt"}]
     assert refresh["onchanges"] == [{"microk8s": "microk8s-certificates-microk8s-extra-sans"}]
 
 
@@ -668,8 +671,37 @@ def test_every_voter_names_every_api_address_in_its_certificate_after_its_join_a
     assert extra_sans["addresses"] == pillar_data["microk8s"]["api_addresses"]
     # After the join, whose new CA makes the node issue itself a certificate from its template.
     assert {"sls": "microk8s.joined"} in extra_sans["require"]
-    refresh = args_of(highstate["microk8s-certificates-cmd-run-refresh"], "cmd.run")
+    refresh = args_of(highstate[REFRESH], "module.run")
     assert refresh["onchanges"] == [{"microk8s": "microk8s-certificates-microk8s-extra-sans"}]
+
+
+@pytest.mark.parametrize("host", ["k8s-master", "k8s-worker-0"])
+def test_the_certificate_is_refreshed_by_the_modules_refresh_certs_not_by_a_shell_command(
+    tmp_path, pillar_data, microk8s, host
+):
+    # Like every other microk8s command, refresh-certs goes through the execution module (an
+    # argument list, a timeout, microk8s' reason in the error), not through cmd.run.
+    highstate = Minion(tmp_path, f"{host}.{DOMAIN}", {**pillar_data, "microk8s": three_voters(pillar_data)}).highstate()
+    certificates = [state for state in highstate.values() if state["__sls__"] == "microk8s.certificates"]
+    assert sorted(module for state in certificates for module in state if not module.startswith("__")) == [
+        "microk8s",
+        "module",
+    ]
+    refresh = args_of(highstate[REFRESH], "module.run")
+    assert "run" in highstate[REFRESH]["module"]
+    assert [name for name in refresh if "." in name] == ["microk8s.refresh_certs"]
+    assert refresh["onchanges"] == [{"microk8s": "microk8s-certificates-microk8s-extra-sans"}]
+    # module.run's own call (salt.utils.functools.call_function) with the rendered arguments runs
+    # the command the SLS ran before: microk8s refresh-certs --cert server.crt.
+    argv = []
+
+    def run_all(cmd, **kwargs):
+        argv.append(cmd)
+        return {"retcode": 0, "stdout": "Restarting services", "stderr": ""}
+
+    microk8s.__salt__ = {"cmd.run_all": run_all}
+    assert call_function(microk8s.refresh_certs, *refresh["microk8s.refresh_certs"]) == "Restarting services"
+    assert argv == [["microk8s", "refresh-certs", "--cert", "server.crt"]]
 
 
 @pytest.mark.parametrize("host", ["k8s-master", "k8s-worker-0", "k8s-worker-1", "k8s-worker-2"])

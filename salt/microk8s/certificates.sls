@@ -23,9 +23,13 @@ microk8s-certificates-microk8s-extra-sans:
       - sls: microk8s.install
       - sls: microk8s.joined
 
-microk8s-certificates-cmd-run-refresh:
-  cmd.run:
-    - name: microk8s refresh-certs --cert server.crt
+# Only a change of the template reissues server.crt (refresh-certs restarts kubelite). The
+# module runs it as it runs every microk8s command: an argument list, a timeout, and microk8s'
+# reason in the error; in test mode module.run only says it would.
+microk8s-certificates-module-run-refresh-certs:
+  module.run:
+    - microk8s.refresh_certs:
+      - cert: server.crt
     - onchanges:
       - microk8s: microk8s-certificates-microk8s-extra-sans
 {%- endif %}
