@@ -5,9 +5,13 @@
 
 KOO_PROVISIONERS="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 KOO_SCRIPT="$(basename "${BASH_SOURCE[1]:-$0}")"
-# The JSON helpers run on the host's own python3 (3.12 on Ubuntu 24.04, 3.8 on an older 20.04 image), never Salt's onedir one.
+# The Python helpers run on the host's own python3 (3.12 on Ubuntu 24.04, 3.8 on an older 20.04
+# image), never Salt's onedir one: salt_output.py reads Salt's JSON, supervise.py runs and stops the
+# Salt processes a script watches.
 # shellcheck disable=SC2034  # used by the scripts that source this file
 KOO_SALT_OUTPUT=(python3 "$KOO_PROVISIONERS/salt_output.py")
+# shellcheck disable=SC2034  # used by the scripts that source this file
+KOO_SUPERVISE=(python3 "$KOO_PROVISIONERS/supervise.py")
 
 # Errors go to stderr as one self-explanatory line; only usage errors name the script.
 koo_error() {

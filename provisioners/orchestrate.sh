@@ -79,13 +79,13 @@ master_states() {
 run_orchestration() {
   local sls=$1 nonce ready_tag done_tag ready_deadline started status=0 elapsed summary summary_status=0 reason
   shift
-  # The reader (salt_output.py events) runs state.event and prints a line per minion job return.
+  # The reader (supervise.py events) runs state.event and prints a line per minion job return.
   # Its own tags, unique to this run, mark when it is listening and when it has seen everything.
   nonce="$$-$RANDOM$RANDOM"
   ready_tag="kube-on-os/orchestrate/ready/$nonce"
   done_tag="kube-on-os/orchestrate/done/$nonce"
   rm -f -- "$work/ready"
-  "${KOO_SALT_OUTPUT[@]}" events --ready-tag "$ready_tag" --done-tag "$done_tag" --ready-file "$work/ready" -- \
+  "${KOO_SUPERVISE[@]}" events --ready-tag "$ready_tag" --done-tag "$done_tag" --ready-file "$work/ready" -- \
     salt-run state.event pretty=False "tagmatch=(salt/job/[0-9]+/ret/.+|kube-on-os/orchestrate/(ready|done)/$nonce)" &
   reader=$!
 

@@ -5,7 +5,8 @@ Reads Salt 3007's JSON output for the provisioner scripts and turns it into one-
 It runs on the host's system python3 (3.12 on Ubuntu 24.04; 3.8 on an
 older 20.04 image) with the standard library only: the
 onedir Salt packages keep their own Python to themselves, and no Salt module is needed to read
-JSON. Every subcommand reads what one Salt command printed:
+JSON. It only reads: starting and watching Salt's processes is supervise.py's job, which formats
+what it watches with this module. Every subcommand reads what one Salt command printed:
 
   key-status ID...      stdin: salt-key --list=all --out=json. Prints "<status> <id>" per ID,
                         status one of denied, rejected, accepted, pending, absent; then
@@ -36,20 +37,12 @@ JSON. Every subcommand reads what one Salt command printed:
   orchestration SLS SECONDS FILE
                         FILE: salt-run state.orchestrate SLS --out=json. Prints one summary line;
                         exits 0 on success, 1 on failure, 3 when FILE holds no result.
-  events --ready-tag TAG --done-tag TAG --ready-file FILE -- COMMAND...
-                        Runs COMMAND (salt-run state.event pretty=False tagmatch=...) and prints
-                        one line per minion job return until it sees the done tag, its parent
-                        exits, or it is terminated. Touches FILE on seeing the ready tag.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import select
-import signal
-import subprocess
 import sys
 from typing import Any
 
@@ -326,61 +319,18 @@ def job_return_line(tag: str, data: dict) -> str | None:
     return f"[{minion}] {function}: ok"
 
 
-def stream_events(ready_tag: str, done_tag: str, ready_file: str, command: list[str]) -> int:
-    parent = os.getppid()
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
-
-    def terminate(signum, frame):
-        raise SystemExit(0)
-
-    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(signum, terminate)
-    buffer = b""
+def state_event(line: str) -> tuple[str, str | None]:
+    """
+    A line of ``salt-run state.event pretty=False`` (a tag, a tab, the event's data as JSON): its
+    tag, and the line ``job_return_line`` makes of it (None for anything else, or data that is not
+    a JSON object).
+    """
+    tag, _, payload = line.partition("\t")
     try:
-        assert process.stdout is not None
-        descriptor = process.stdout.fileno()
-        while True:
-            # A reader orphaned by a killed script must not outlive it.
-            if os.getppid() != parent:
-                return 0
-            readable, _, _ = select.select([descriptor], [], [], 1.0)
-            if not readable:
-                continue
-            chunk = os.read(descriptor, 65536)
-            if not chunk:
-                return 0
-            buffer += chunk
-            *lines, buffer = buffer.split(b"\n")
-            for raw in lines:
-                tag, _, payload = raw.decode("utf-8", "replace").partition("\t")
-                if tag == ready_tag:
-                    with open(ready_file, "w"):
-                        pass
-                elif tag == done_tag:
-                    return 0
-                else:
-                    try:
-                        data = json.loads(payload)
-                    except ValueError:
-                        continue
-                    line = job_return_line(tag, data) if isinstance(data, dict) else None
-                    if line:
-                        print(line, flush=True)
-    finally:
-        stop(process)
-
-
-def stop(process: subprocess.Popen) -> None:
-    for signum, wait in ((signal.SIGTERM, 5), (signal.SIGKILL, 5)):
-        try:
-            os.killpg(process.pid, signum)
-        except ProcessLookupError:
-            break
-        try:
-            process.wait(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+        data = json.loads(payload)
+    except ValueError:
+        return tag, None
+    return tag, job_return_line(tag, data) if isinstance(data, dict) else None
 
 
 # --- state.orchestrate ------------------------------------------------------------------------
@@ -514,13 +464,6 @@ def main(argv: list[str]) -> int:
             code, line = orchestration(sls, seconds, output.read())
         print(line)
         return code
-    if command == "events" and "--" in arguments:
-        split = arguments.index("--")
-        options = dict(zip(arguments[:split:2], arguments[1:split:2]))
-        if set(options) == {"--ready-tag", "--done-tag", "--ready-file"} and arguments[split + 1 :]:
-            return stream_events(
-                options["--ready-tag"], options["--done-tag"], options["--ready-file"], arguments[split + 1 :]
-            )
     print(f"salt_output.py: bad arguments: {' '.join(argv)}", file=sys.stderr)
     return 2
 

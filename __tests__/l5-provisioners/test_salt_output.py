@@ -316,3 +316,13 @@ def test_orchestration_reports_a_minion_that_did_not_return_and_a_bare_retcode()
         "orchestration orch.deploy failed: salt-run returned retcode 2",
     )
     assert salt_output.orchestration("orch.deploy", "1", "Salt request timed out.\n")[0] == 3
+
+
+def test_state_event_lines_give_their_tag_and_the_job_return_line():
+    text = (FIXTURES / "state-event-failed.txt").read_text()
+    read = [salt_output.state_event(line) for line in text.splitlines()]
+    assert [line for _, line in read if line] == FAILED_LINES
+    assert [tag for tag, _ in read] == [line.split("\t", 1)[0] for line in text.splitlines()]
+    assert salt_output.state_event("kube-on-os/orchestrate/ready/1-2\t{}") == ("kube-on-os/orchestrate/ready/1-2", None)
+    assert salt_output.state_event("salt/job/1/ret/a.example\tnot json") == ("salt/job/1/ret/a.example", None)
+    assert salt_output.state_event('salt/job/1/ret/a.example\t["a list"]') == ("salt/job/1/ret/a.example", None)
