@@ -2,15 +2,16 @@
 """
 Reads Salt 3007's JSON output for the provisioner scripts and turns it into one-line messages.
 
-It runs on the host's system python3 (3.12 on Ubuntu 24.04; 3.8 on an
-older 20.04 image) with the standard library only: the
-onedir Salt packages keep their own Python to themselves, and no Salt module is needed to read
-JSON. It only reads: starting and watching Salt's processes is supervise.py's job, which formats
-what it watches with this module. Every subcommand reads what one Salt command printed:
+It runs on the host's system python3 (3.12 on Ubuntu 24.04; 3.8 on an older 20.04 image) with the
+standard library only: the onedir Salt packages keep their own Python to themselves, and no Salt
+module is needed to read JSON. It only reads: starting and watching Salt's processes is
+supervise.py's job, which formats what it watches with this module. Every subcommand reads what
+one Salt command printed; a bad command line exits 2.
 
   key-status ID...      stdin: salt-key --list=all --out=json. Prints "<status> <id>" per ID,
                         status one of denied, rejected, accepted, pending, absent; then
-                        "unexpected <id>" for every pending key that is not an ID.
+                        "unexpected <id>" for every pending key that is not an ID. Exits 3 when
+                        stdin holds no JSON.
   answered [ID...]      stdin: salt --out=json --static [--list IDS|TARGET] test.ping. Prints the
                         IDs that answered True (with no ID given, every minion that did), one per
                         line.
@@ -30,10 +31,13 @@ what it watches with this module. Every subcommand reads what one Salt command p
                         line "step <channel> <id>..." per minor the roll goes through, "absent"
                         (no microk8s module: the snap is not installed), "no-answer" or
                         "error <first line>".
-  reboot-plan ID...      stdin: salt --out=json --static --list IDS kube_on_os.reboot_required.
+  reboot-plan ID...     stdin: salt --out=json --static --list IDS kube_on_os.reboot_required.
                         Prints "needs <id>..." (the IDs whose updates need a reboot, in the
                         order given), "no-answer <id>" or "error <id> <first line>" for the first
                         ID that did not answer or failed.
+  local-states          stdin: salt-call --local --out=json state.apply SLS. Prints "<states>
+                        <changed states>", then each failing state on a line of its own; exits 1
+                        when a state failed, 3 when stdin holds no state results.
   orchestration SLS SECONDS FILE
                         FILE: salt-run state.orchestrate SLS --out=json. Prints one summary line;
                         exits 0 on success, 1 on failure, 3 when FILE holds no result.
@@ -41,10 +45,12 @@ what it watches with this module. Every subcommand reads what one Salt command p
 
 from __future__ import annotations
 
+import argparse
+import functools
 import json
 import re
 import sys
-from typing import Any
+from typing import Any, Callable
 
 # Salt-key's JSON names its lists after the pki directories (salt/key.py, Key.ACC and friends).
 # A denied key is a second key for an id that already has one, so it is checked first.
@@ -66,6 +72,10 @@ ERROR_PREFIX = "ERROR: "
 JOB_RETURN_TAG = re.compile(r"^salt/job/[0-9]+/ret/(?P<minion>[^/]+)$")
 FAILED_MINIONS = re.compile(r"failed on minions: (?P<minions>[^\s,]+(?:, [^\s,]+)*)")
 REQUISITE_FAILED = "One or more requisite failed"
+
+
+class NoResult(ValueError):
+    """Salt printed nothing a reader can take for its answer: the command exits 3 and says what it printed."""
 
 
 def json_documents(text: str) -> list[Any]:
@@ -139,7 +149,7 @@ def local_states(text: str) -> tuple[int, int, list[str]]:
     result = last_object(text)
     states = (result or {}).get("local")
     if not isinstance(states, dict):
-        raise ValueError(f"salt-call printed no state results: {one_line(text)}")
+        raise NoResult(f"salt-call printed no state results: {one_line(text)}")
     return len(ordered_states(states)), changed_count(states), failing_states(states)
 
 
@@ -149,7 +159,7 @@ def local_states(text: str) -> tuple[int, int, list[str]]:
 def key_status(expected: list[str], text: str) -> list[str]:
     keys = last_object(text)
     if keys is None:
-        raise ValueError("salt-key printed no JSON")
+        raise NoResult("salt-key printed no JSON")
     lines = []
     for minion in expected:
         status = next((name for name, listed in KEY_STATUSES if minion in keys.get(listed, [])), "absent")
@@ -188,10 +198,22 @@ def minion_return(minion: str, text: str) -> tuple[bool, Any]:
     return (False, None) if did_not_answer(minion, returns) else (True, returns[minion])
 
 
-def vacate_node(minion: str, text: str) -> str:
-    answered, value = minion_return(minion, text)
-    if not answered:
-        return "no-answer"
+def one_minion(read: Callable[[Any], str]) -> Callable[[str, str], str]:
+    """
+    A reader of one minion's return, ``(minion, text)``, from ``read``, which reads the value:
+    "no-answer" when the minion did not answer (``minion_return``), what ``read`` says otherwise.
+    """
+
+    @functools.wraps(read)
+    def reader(minion: str, text: str) -> str:
+        answered, value = minion_return(minion, text)
+        return read(value) if answered else "no-answer"
+
+    return reader
+
+
+@one_minion
+def vacate_node(value: Any) -> str:
     outcome = value.get("outcome") if isinstance(value, dict) else None
     if outcome in ("drained", "gave-up") and value.get("node"):
         line = f"{outcome} {value['node']} {int(value.get('seconds') or 0)}"
@@ -203,21 +225,17 @@ def vacate_node(minion: str, text: str) -> str:
     return f"error {one_line(value)}"
 
 
-def drained(minion: str, text: str) -> str:
+@one_minion
+def drained(value: Any) -> str:
     """microk8s.drain_for_replacement's ``{"node", "boot_id"}``: "drained <node>", "no-answer" or "error <line>"."""
-    answered, value = minion_return(minion, text)
-    if not answered:
-        return "no-answer"
     if isinstance(value, dict) and value.get("node"):
         return f"drained {value['node']}"
     return f"error {one_line(value)}"
 
 
-def leave(minion: str, text: str) -> str:
+@one_minion
+def leave(value: Any) -> str:
     """microk8s.leave returns what microk8s printed (a string); an error is a string too, hence the prefix test."""
-    answered, value = minion_return(minion, text)
-    if not answered:
-        return "no-answer"
     if isinstance(value, str) and not is_error(value):
         return "left"
     return f"error {one_line(value)}"
@@ -233,10 +251,8 @@ def is_error(value: str) -> bool:
     )
 
 
-def forget_node(minion: str, text: str) -> str:
-    answered, value = minion_return(minion, text)
-    if not answered:
-        return "no-answer"
+@one_minion
+def forget_node(value: Any) -> str:
     if value is True:
         return "removed"
     if value is False:
@@ -244,7 +260,8 @@ def forget_node(minion: str, text: str) -> str:
     return f"error {one_line(value)}"
 
 
-def upgrade_plan(minion: str, text: str) -> str:
+@one_minion
+def upgrade_plan(value: Any) -> str:
     """
     The roll microk8s.upgrade_plan returned ({"channel", "roll": [ids], "current": {id: version},
     "steps": [{"channel", "roll": [ids]}]}), as "roll <nodes in the cluster> <channel, or - when
@@ -254,9 +271,6 @@ def upgrade_plan(minion: str, text: str) -> str:
     orch.deploy. Salt 3007 answers that with the module's reason (salt/loader/lazy.py,
     missing_fun_string).
     """
-    answered, value = minion_return(minion, text)
-    if not answered:
-        return "no-answer"
     if isinstance(value, str) and value.startswith("'microk8s' __virtual__ returned False"):
         return "absent"
     if not (isinstance(value, dict) and isinstance(value.get("roll"), list) and isinstance(value.get("current"), dict)):
@@ -412,60 +426,74 @@ def orchestration(sls: str, seconds: str, text: str) -> tuple[int, str]:
 # --- command line -----------------------------------------------------------------------------
 
 
+def print_read(read: Callable[[Any, str], str | list[str]], argument: Any) -> int:
+    """Prints what ``read`` makes of ``argument`` (an id, or a list of ids) and stdin: a line, or lines."""
+    result = read(argument, sys.stdin.read())
+    print(result if isinstance(result, str) else "\n".join(result))
+    return 0
+
+
+def print_local_states() -> int:
+    total, changed, failed = local_states(sys.stdin.read())
+    print(f"{total} {changed}")
+    print("\n".join(failed))
+    return 1 if failed else 0
+
+
+def print_orchestration(sls: str, seconds: str, path: str) -> int:
+    with open(path, encoding="utf-8", errors="replace") as output:
+        code, line = orchestration(sls, seconds, output.read())
+    print(line)
+    return code
+
+
+def parser() -> argparse.ArgumentParser:
+    """
+    One subcommand per reader, each with the arguments it takes and ``run``: what it does with
+    them and stdin, returning the exit status. A bad command line exits 2, as argparse does.
+    """
+    root = argparse.ArgumentParser(
+        prog="salt_output.py",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,
+    )
+    subcommands = root.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    def command(name: str, run: Callable[..., int], *arguments: tuple[str, str, Any]) -> None:
+        """``arguments``: (keyword of ``run``, metavar, nargs) each."""
+        sub = subcommands.add_parser(name, allow_abbrev=False)
+        for dest, metavar, nargs in arguments:
+            sub.add_argument(dest, metavar=metavar, nargs=nargs)
+        sub.set_defaults(run=run)
+
+    for name, read in (("key-status", key_status), ("answered", answered), ("up", up)):
+        command(name, functools.partial(print_read, read), ("argument", "ID", "*"))
+    for name, read in (
+        ("vacate-node", vacate_node),
+        ("drained", drained),
+        ("leave", leave),
+        ("forget-node", forget_node),
+        ("upgrade-plan", upgrade_plan),
+    ):
+        command(name, functools.partial(print_read, read), ("argument", "MINION", None))
+    command("reboot-plan", functools.partial(print_read, reboot_plan), ("argument", "ID", "+"))
+    command("local-states", print_local_states)
+    command(
+        "orchestration", print_orchestration, ("sls", "SLS", None), ("seconds", "SECONDS", None), ("path", "FILE", None)
+    )
+    return root
+
+
 def main(argv: list[str]) -> int:
-    if not argv:
-        print(__doc__, file=sys.stderr)
-        return 2
-    command, arguments = argv[0], argv[1:]
-    if command == "key-status":
-        try:
-            lines = key_status(arguments, sys.stdin.read())
-        except ValueError as error:
-            print(error, file=sys.stderr)
-            return 3
-        print("\n".join(lines))
-        return 0
-    if command == "answered":
-        print("\n".join(answered(arguments, sys.stdin.read())))
-        return 0
-    if command == "up":
-        print("\n".join(up(arguments, sys.stdin.read())))
-        return 0
-    if command == "local-states" and not arguments:
-        try:
-            total, changed, failed = local_states(sys.stdin.read())
-        except ValueError as error:
-            print(error, file=sys.stderr)
-            return 3
-        print(f"{total} {changed}")
-        print("\n".join(failed))
-        return 1 if failed else 0
-    if command == "forget-node" and len(arguments) == 1:
-        print(forget_node(arguments[0], sys.stdin.read()))
-        return 0
-    if command == "upgrade-plan" and len(arguments) == 1:
-        print(upgrade_plan(arguments[0], sys.stdin.read()))
-        return 0
-    if command == "reboot-plan" and arguments:
-        print(reboot_plan(arguments, sys.stdin.read()))
-        return 0
-    if command == "vacate-node" and len(arguments) == 1:
-        print(vacate_node(arguments[0], sys.stdin.read()))
-        return 0
-    if command == "drained" and len(arguments) == 1:
-        print(drained(arguments[0], sys.stdin.read()))
-        return 0
-    if command == "leave" and len(arguments) == 1:
-        print(leave(arguments[0], sys.stdin.read()))
-        return 0
-    if command == "orchestration" and len(arguments) == 3:
-        sls, seconds, path = arguments
-        with open(path, encoding="utf-8", errors="replace") as output:
-            code, line = orchestration(sls, seconds, output.read())
-        print(line)
-        return code
-    print(f"salt_output.py: bad arguments: {' '.join(argv)}", file=sys.stderr)
-    return 2
+    arguments = vars(parser().parse_args(argv))
+    del arguments["command"]
+    run = arguments.pop("run")
+    try:
+        return run(**arguments)
+    except NoResult as error:
+        print(error, file=sys.stderr)
+        return 3
 
 
 if __name__ == "__main__":

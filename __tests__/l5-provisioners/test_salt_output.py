@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import io
 import json
 import sys
 
@@ -326,3 +327,105 @@ def test_state_event_lines_give_their_tag_and_the_job_return_line():
     assert salt_output.state_event("kube-on-os/orchestrate/ready/1-2\t{}") == ("kube-on-os/orchestrate/ready/1-2", None)
     assert salt_output.state_event("salt/job/1/ret/a.example\tnot json") == ("salt/job/1/ret/a.example", None)
     assert salt_output.state_event('salt/job/1/ret/a.example\t["a list"]') == ("salt/job/1/ret/a.example", None)
+
+
+# --- the command line, as the provisioner scripts run it: stdin in, lines and an exit status out
+
+
+def run(monkeypatch, capsys, argv: list[str], stdin: str = "") -> tuple[int, str, str]:
+    monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+    try:
+        status = salt_output.main(argv)
+    except SystemExit as exit:
+        status = exit.code
+    output = capsys.readouterr()
+    return status, output.out, output.err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [],
+        ["events", "--ready-tag", "r", "--done-tag", "d", "--ready-file", "f", "--", "salt-run", "state.event"],
+        ["key-status", "--all"],
+        ["leave"],
+        ["leave", "a.example", "b.example"],
+        ["reboot-plan"],
+        ["local-states", "salt_master"],
+        ["orchestration", "orch.deploy", "12"],
+        ["vacate", "a.example"],
+    ],
+    ids=lambda argv: " ".join(argv) or "nothing",
+)
+def test_a_bad_command_line_exits_2_with_the_usage_and_reads_nothing(monkeypatch, capsys, argv):
+    status, out, err = run(monkeypatch, capsys, argv, stdin="{}")
+    assert (status, out) == (2, "")
+    assert err.startswith("usage: salt_output.py")
+    assert err.splitlines()[-1].startswith("salt_output.py")
+    assert ": error: " in err.splitlines()[-1]
+    assert sys.stdin.read() == "{}"
+
+
+def test_every_command_line_of_the_scripts_prints_its_readers_lines(monkeypatch, capsys):
+    assert run(monkeypatch, capsys, ["key-status", "k8s-master.lab.example", "gone.lab.example"], SALT_KEY) == (
+        0,
+        "accepted k8s-master.lab.example\nabsent gone.lab.example\nunexpected intruder.lab.example\n"
+        "unexpected k8s-worker-1.lab.example\n",
+        "",
+    )
+    pings = '{"a.example": true, "b.example": false, "c.example": true}'
+    assert run(monkeypatch, capsys, ["answered"], pings) == (0, "a.example\nc.example\n", "")
+    assert run(monkeypatch, capsys, ["answered", "b.example", "c.example"], pings) == (0, "c.example\n", "")
+    assert run(monkeypatch, capsys, ["up", "a.example", "b.example"], '{"up": ["b.example"]}') == (0, "b.example\n", "")
+    assert run(monkeypatch, capsys, ["up", "a.example"], "") == (0, "\n", "")
+    assert run(monkeypatch, capsys, ["forget-node", "m.example"], '{"m.example": true}') == (0, "removed\n", "")
+    assert run(monkeypatch, capsys, ["leave", "n.example"], "{}") == (0, "no-answer\n", "")
+    assert run(monkeypatch, capsys, ["drained", "m.example"], '{"m.example": {"node": "n"}}') == (0, "drained n\n", "")
+    assert run(monkeypatch, capsys, ["vacate-node", "m.example"], vacated(outcome="no-node")) == (0, "no-node\n", "")
+    plan = '{"m.example": {"channel": null, "roll": [], "current": {}, "steps": []}}'
+    assert run(monkeypatch, capsys, ["upgrade-plan", "m.example"], plan) == (0, "roll 0 -\n", "")
+    required = '{"a.example": {"required": true}, "b.example": {"required": false}}'
+    assert run(monkeypatch, capsys, ["reboot-plan", "a.example", "b.example"], required) == (0, "needs a.example\n", "")
+
+
+def test_local_states_prints_the_counts_then_each_failing_state_and_exits_1_on_a_failure(monkeypatch, capsys):
+    def applied(*results):
+        return json.dumps(
+            {
+                "local": {
+                    f"file_|-s{index}_|-/x_|-managed": {"result": result, "changes": {}, "comment": "bad\nmore"}
+                    for index, result in enumerate(results)
+                }
+            }
+        )
+
+    assert run(monkeypatch, capsys, ["local-states"], applied(True, True)) == (0, "2 0\n\n", "")
+    assert run(monkeypatch, capsys, ["local-states"], applied(True, False)) == (1, "2 0\ns1 (bad)\n", "")
+
+
+def test_orchestration_reads_the_file_it_is_given_and_exits_with_the_summarys_status(monkeypatch, capsys, tmp_path):
+    succeeded = str(FIXTURES / "orchestrate-succeeded.out")
+    status, out, _ = run(monkeypatch, capsys, ["orchestration", "orch.x", "12", succeeded])
+    assert (status, out) == (0, "orchestration orch.x succeeded in 12 s: 2 steps, 2 states changed on 2 minions\n")
+    status, out, _ = run(
+        monkeypatch, capsys, ["orchestration", "orch.x", "12", str(FIXTURES / "orchestrate-failed.out")]
+    )
+    assert status == 1
+    assert out.startswith("orchestration orch.x failed: ")
+    (tmp_path / "empty.json").write_text("Salt request timed out.\n")
+    assert run(monkeypatch, capsys, ["orchestration", "orch.x", "1", str(tmp_path / "empty.json")]) == (
+        3,
+        "orchestration orch.x failed: salt-run printed no result\n",
+        "",
+    )
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["key-status", "a.example"], "salt-key printed no JSON\n"),
+        (["local-states"], "salt-call printed no state results: Salt request timed out.\n"),
+    ],
+)
+def test_output_with_nothing_to_read_exits_3_saying_so(monkeypatch, capsys, argv, message):
+    assert run(monkeypatch, capsys, argv, "Salt request timed out.\n") == (3, "", message)
