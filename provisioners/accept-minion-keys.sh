@@ -70,18 +70,10 @@ fix_hint() {
   echo "if the machine is genuine, run 'salt-key -y --delete=$1' on $host, restart salt-minion on $1 and apply again"
 }
 
-# read_key_status: "<status> <id>" lines for the expected ids into $work/status (salt_output.py).
-read_key_status() {
-  salt-key --list=all --out=json >"$work/keys.json" 2>"$work/keys.err" ||
-    koo_die 1 "salt-key --list=all failed on $host: $(koo_first_line "$(cat "$work/keys.err")")"
-  "${KOO_SALT_OUTPUT[@]}" key-status "${ids[@]}" <"$work/keys.json" >"$work/status" 2>/dev/null ||
-    koo_die 1 "salt-key --list=all printed no key lists on $host: $(koo_first_line "$(cat "$work/keys.json")")"
-}
-
 # accept_key ID: accepts exactly ID; false when its key is no longer pending.
 accept_key() {
   local id=$1 output accepted
-  output=$(salt-key -y --accept="$id" 2>&1) || koo_die 1 "salt-key --accept=$id failed on $host: $(koo_first_line "$output")"
+  koo_salt_key accept "$id" output
   accepted=$(sed -n 's/^Key for minion \(.*\) accepted\.$/\1/p' <<<"$output")
   [[ -n $accepted ]] || return 1
   [[ $accepted == "$id" ]] || koo_die 1 "salt-key --accept=$id accepted other keys on $host: ${accepted//$'\n'/, }"
@@ -98,12 +90,12 @@ for id in "${ids[@]}"; do
   [[ -z ${machine[$id]:-} || -z $known || $known == "${machine[$id]}" ]] || was[$id]=$known
 done
 if ((${#was[@]} > 0)); then
-  read_key_status
+  koo_key_status "$work" "${ids[@]}" >"$work/status"
   while read -r status id; do
     [[ -n ${was[$id]:-} ]] || continue
     koo_ledger_set "$id"
     [[ $status == accepted || $status == denied ]] || continue
-    output=$(salt-key -y --delete="$id" 2>&1) || koo_die 1 "salt-key --delete=$id failed on $host: $(koo_first_line "$output")"
+    koo_salt_key delete "$id"
     replaced+=("$id")
     echo "deleted the minion key of $id: its machine ${was[$id]} was replaced by ${machine[$id]}"
   done <"$work/status"
@@ -134,7 +126,7 @@ pause() {
 declare -A reported=()
 deadline=$((SECONDS + timeout))
 while :; do
-  read_key_status
+  koo_key_status "$work" "${ids[@]}" >"$work/status"
   waiting=()
   while read -r status id; do
     case $status in

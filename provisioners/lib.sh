@@ -93,6 +93,28 @@ koo_last_line() {
   echo "$last"
 }
 
+# koo_key_status DIR MINION_ID...: prints "<status> <id>" for each MINION_ID (denied, rejected,
+# accepted, pending or absent), then "unexpected <id>" for every other pending key (salt_output.py
+# key-status); salt-key's own output goes to DIR. Ends the script when salt-key fails or prints no
+# key lists.
+koo_key_status() {
+  local dir=$1
+  shift
+  salt-key --list=all --out=json >"$dir/keys.json" 2>"$dir/keys.err" ||
+    koo_die 1 "salt-key --list=all failed on $(koo_host): $(koo_first_line "$(cat "$dir/keys.err")")"
+  "${KOO_SALT_OUTPUT[@]}" key-status "$@" <"$dir/keys.json" 2>/dev/null ||
+    koo_die 1 "salt-key --list=all printed no key lists on $(koo_host): $(koo_first_line "$(cat "$dir/keys.json")")"
+}
+
+# koo_salt_key ACTION ID [VAR]: `salt-key -y --ACTION=ID` (accept, delete), what it printed into
+# VAR; ends the script when salt-key fails.
+koo_salt_key() {
+  local koo_salt_key_output
+  koo_salt_key_output=$(salt-key -y "--$1=$2" 2>&1) ||
+    koo_die 1 "salt-key --$1=$2 failed on $(koo_host): $(koo_first_line "$koo_salt_key_output")"
+  [[ -z ${3:-} ]] || printf -v "$3" '%s' "$koo_salt_key_output"
+}
+
 # koo_silent ARRAY JSON_FILE MINION_ID...: sets ARRAY to the given minions that did not return
 # True in the JSON that `salt --out=json --static` wrote to JSON_FILE (no answer, False or an
 # error). Fails, rather than reporting everyone as answered, when the JSON cannot be read.

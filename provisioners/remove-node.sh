@@ -91,10 +91,7 @@ fi
 # read_key_status: the node's key status (accepted, pending, rejected, denied or absent) into
 # $key_status.
 read_key_status() {
-  salt-key --list=all --out=json >"$work/keys.json" 2>"$work/keys.err" ||
-    koo_die 1 "salt-key --list=all failed on $host: $(koo_first_line "$(cat "$work/keys.err")")"
-  "${KOO_SALT_OUTPUT[@]}" key-status "$node" <"$work/keys.json" >"$work/status" 2>/dev/null ||
-    koo_die 1 "salt-key --list=all printed no key lists on $host: $(koo_first_line "$(cat "$work/keys.json")")"
+  koo_key_status "$work" "$node" >"$work/status"
   read -r key_status _ <"$work/status"
 }
 
@@ -105,7 +102,7 @@ if [[ $key_status == absent ]]; then
   echo "minion key of $node is already absent on $host"
   exit 0
 fi
-output=$(salt-key -y --delete="$node" 2>&1) || koo_die 1 "salt-key --delete=$node failed on $host: $(koo_first_line "$output")"
+koo_salt_key delete "$node"
 read_key_status
 # The node's machine runs until Terraform deletes it after this script: its minion may ask the
 # master again at once, which leaves its key pending, never accepted.
