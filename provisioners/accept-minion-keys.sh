@@ -44,8 +44,8 @@ while (($#)); do
       ;;
   esac
 done
-koo_is_positive_int "$timeout" || koo_usage_error "--timeout must be a positive whole number of seconds, got \"$timeout\""
-koo_is_positive_int "$interval" || koo_usage_error "--interval must be a positive whole number of seconds, got \"$interval\""
+koo_require_seconds --timeout "$timeout"
+koo_require_seconds --interval "$interval"
 [[ ${#ids[@]} -gt 0 ]] || koo_usage_error "no minion ids given"
 declare -A seen=() machine=()
 replaced=()
@@ -56,7 +56,7 @@ for i in "${!ids[@]}"; do
     [[ ${machine[$id]} =~ ^[A-Za-z0-9-]+$ ]] || koo_usage_error "machine id of $id must be letters, digits and dashes, got \"${machine[$id]}\""
   fi
   ids[i]=$id
-  koo_is_dns_name "$id" || koo_usage_error "minion id \"$id\" is not a lower-case DNS name"
+  koo_require_dns_name "minion id" "$id"
   [[ -z ${seen[$id]:-} ]] || koo_usage_error "minion id $id is given twice"
   seen[$id]=1
 done
@@ -171,9 +171,9 @@ while :; do
   silent=()
   koo_unlisted silent "$up" "${ids[@]}"
   [[ ${#silent[@]} -gt 0 ]] || break
-  reason=$(koo_first_line "$(cat "$work/ping.err")")
+  reason=$(koo_salt_said "$work/ping")
   if ((SECONDS >= deadline)); then
-    koo_die 1 "timed out after $timeout s waiting for minions to answer test.ping: $(koo_join ", " "${silent[@]}")${reason:+ (salt: $reason)}"
+    koo_die 1 "timed out after $timeout s waiting for minions to answer test.ping: $(koo_join ", " "${silent[@]}")$reason"
   fi
   # A replaced machine's minion may have missed the first restart (not yet authenticated). It is
   # restarted again only when it missed a ping sent 30 s or more after its last restart: counting

@@ -15,24 +15,19 @@ KOO_USAGE="drain-node.sh OPERATOR_ID NODE_ID NODE_ADDRESS [DRAIN_SECONDS]"
 
 [[ $# -eq 3 || $# -eq 4 ]] || koo_usage_error "expected three or four arguments, got $#"
 operator=$1 node=$2 address=$3 drain_seconds=${4:-300}
-koo_is_dns_name "$operator" || koo_usage_error "OPERATOR_ID \"$operator\" is not a lower-case DNS name"
-koo_is_dns_name "$node" || koo_usage_error "NODE_ID \"$node\" is not a lower-case DNS name"
-koo_is_ipv4 "$address" || koo_usage_error "NODE_ADDRESS \"$address\" is not an IPv4 address"
-{ koo_is_positive_int "$drain_seconds" && ((drain_seconds <= 3600)); } ||
-  koo_usage_error "DRAIN_SECONDS \"$drain_seconds\" is not a whole number of seconds from 1 to 3600"
+koo_require_dns_name OPERATOR_ID "$operator"
+koo_require_dns_name NODE_ID "$node"
+koo_require_ipv4 NODE_ADDRESS "$address"
+koo_require_drain_seconds "$drain_seconds"
 
 work=$(mktemp -d)
 trap 'rm -rf -- "$work"' EXIT
 
 # Salt stops waiting a minute and a half after kubectl's own bound (the module's is a minute).
-salt --out=json --static --timeout=$((drain_seconds + 90)) "$operator" microk8s.drain_for_replacement "$address" "$drain_seconds" \
-  >"$work/drain.json" 2>"$work/drain.err" || true
+koo_salt "$work/drain" $((drain_seconds + 90)) "$operator" microk8s.drain_for_replacement "$address" "$drain_seconds"
 result=$("${KOO_SALT_OUTPUT[@]}" drained "$operator" <"$work/drain.json")
 case $result in
   drained\ *) echo "drained node ${result#drained } ($address) on $operator before its machine is deleted" ;;
-  no-answer)
-    reason=$(koo_first_line "$(cat "$work/drain.err")")
-    echo "node $node ($address) not drained: $operator did not answer${reason:+ (salt: $reason)}; its machine is deleted anyway"
-    ;;
+  no-answer) echo "node $node ($address) not drained: $operator did not answer$(koo_salt_said "$work/drain"); its machine is deleted anyway" ;;
   *) echo "node $node ($address) not drained: ${result#error }; its machine is deleted anyway" ;;
 esac

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Sourced by the provisioner scripts: one-line messages and the argument checks they share.
+# Sourced by the provisioner scripts: one-line messages, and the argument checks and Salt calls they share.
 # Terraform uploads this directory to $HOME/.kube-on-os/bin/ and runs each script with bash, so
 # nothing here relies on the executable bit.
 
@@ -58,6 +58,26 @@ koo_is_ipv4() {
   done
 }
 
+# koo_require_dns_name WHAT VALUE, koo_require_ipv4 WHAT VALUE, koo_require_seconds WHAT VALUE:
+# a usage error naming WHAT unless VALUE is a minion id, an IPv4 address, a number of seconds.
+koo_require_dns_name() {
+  koo_is_dns_name "$2" || koo_usage_error "$1 \"$2\" is not a lower-case DNS name"
+}
+
+koo_require_ipv4() {
+  koo_is_ipv4 "$2" || koo_usage_error "$1 \"$2\" is not an IPv4 address"
+}
+
+koo_require_seconds() {
+  koo_is_positive_int "$2" || koo_usage_error "$1 must be a positive whole number of seconds, got \"$2\""
+}
+
+# koo_require_drain_seconds VALUE: how long kubectl may drain a node (drain-node.sh, remove-node.sh).
+koo_require_drain_seconds() {
+  { koo_is_positive_int "$1" && (($1 <= 3600)); } ||
+    koo_usage_error "DRAIN_SECONDS \"$1\" is not a whole number of seconds from 1 to 3600"
+}
+
 # The name this machine is known by in messages: its FQDN, or its short name when that fails.
 koo_host() {
   hostname -f 2>/dev/null || hostname
@@ -91,6 +111,28 @@ koo_last_line() {
     [[ -z ${line//[[:space:]]/} ]] || last=$line
   done <<<"$1"
   echo "$last"
+}
+
+# koo_salt OUT TIMEOUT ARG...: `salt --out=json --static --timeout=TIMEOUT ARG...`, its JSON into
+# OUT.json and its stderr into OUT.err. Its exit status tells nothing the JSON does not: non-zero
+# when a minion did not answer (the others' returns are there all the same), 0 when the function
+# raised.
+koo_salt() {
+  local out=$1 timeout=$2
+  shift 2
+  salt --out=json --static --timeout="$timeout" "$@" >"$out.json" 2>"$out.err" || true
+}
+
+# koo_salt_said OUT [last]: " (salt: LINE)", LINE being the first non-empty line of OUT.err (with
+# `last`, the last one: where a traceback names its error), or nothing when OUT.err has none.
+koo_salt_said() {
+  local said
+  if [[ ${2:-} == last ]]; then
+    said=$(koo_last_line "$(cat "$1.err")")
+  else
+    said=$(koo_first_line "$(cat "$1.err")")
+  fi
+  echo "${said:+ (salt: $said)}"
 }
 
 # koo_key_status DIR MINION_ID...: prints "<status> <id>" for each MINION_ID (denied, rejected,

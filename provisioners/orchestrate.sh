@@ -24,11 +24,9 @@ if [[ $# -eq 2 ]]; then
 fi
 host=$(koo_host)
 ready_timeout=${KOO_EVENT_READY_TIMEOUT:-30}
-koo_is_positive_int "$ready_timeout" ||
-  koo_usage_error "KOO_EVENT_READY_TIMEOUT must be a positive whole number of seconds, got \"$ready_timeout\""
+koo_require_seconds KOO_EVENT_READY_TIMEOUT "$ready_timeout"
 restart_timeout=${KOO_MASTER_RESTART_TIMEOUT:-120}
-koo_is_positive_int "$restart_timeout" ||
-  koo_usage_error "KOO_MASTER_RESTART_TIMEOUT must be a positive whole number of seconds, got \"$restart_timeout\""
+koo_require_seconds KOO_MASTER_RESTART_TIMEOUT "$restart_timeout"
 
 work=$(mktemp -d)
 reader=""
@@ -151,7 +149,7 @@ if ((master_changes > 0)); then
   echo "the Salt master's configuration changes on $host: every minion takes its options before the master restarts"
   run_orchestration orch.minions
   # The minions the restarted master must hear again: every one that answers it now.
-  salt --out=json --static --timeout=10 '*' test.ping >"$work/answering.json" 2>/dev/null || true
+  koo_salt "$work/answering" 10 '*' test.ping
   mapfile -t answering < <("${KOO_SALT_OUTPUT[@]}" answered <"$work/answering.json")
 fi
 salt-call --local --retcode-passthrough --out=json state.apply salt_master >"$work/master.json" 2>"$work/master.err" || true
@@ -164,8 +162,8 @@ if ((master_changed > 0)); then
   ((${#expected[@]} > 0)) || expected=("$(cat /etc/salt/minion_id 2>/dev/null || hostname -f)")
   silent=("${expected[@]}")
   deadline=$((SECONDS + restart_timeout))
-  # salt fails while any minion is silent; what the others answered still counts.
-  until { salt --out=json --static --timeout=10 --list "$(koo_join , "${silent[@]}")" test.ping >"$work/self.json" 2>/dev/null || true; } &&
+  # salt fails while any minion is silent; what the others answered still counts (koo_salt).
+  until koo_salt "$work/self" 10 --list "$(koo_join , "${silent[@]}")" test.ping &&
     koo_silent silent "$work/self.json" "${silent[@]}" && ((${#silent[@]} == 0)); do
     ((SECONDS < deadline)) ||
       koo_die 1 "the Salt master on $host restarted with its new configuration, and ${silent[*]} did not answer it for $restart_timeout s"

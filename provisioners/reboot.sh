@@ -14,7 +14,7 @@ roll=$1
 shift
 [[ $roll == true || $roll == false ]] || koo_usage_error "ROLL must be true or false, got \"$roll\""
 for node in "$@"; do
-  koo_is_dns_name "$node" || koo_usage_error "NODE_ID \"$node\" is not a lower-case DNS name"
+  koo_require_dns_name NODE_ID "$node"
 done
 nodes=("$@")
 targets=$(koo_join "," "${nodes[@]}")
@@ -23,14 +23,13 @@ work=$(mktemp -d)
 trap 'rm -rf -- "$work"' EXIT
 
 # The nodes need this tree's kube_on_os module (a cluster deployed before it has an older one).
-salt --out=json --static --timeout=120 --list "$targets" saltutil.sync_modules >/dev/null 2>"$work/sync.err" || true
-salt --out=json --static --timeout=120 --list "$targets" kube_on_os.reboot_required >"$work/plan.json" 2>"$work/plan.err" || true
+koo_salt "$work/sync" 120 --list "$targets" saltutil.sync_modules
+koo_salt "$work/plan" 120 --list "$targets" kube_on_os.reboot_required
 read -r verdict rest <<<"$("${KOO_SALT_OUTPUT[@]}" reboot-plan "${nodes[@]}" <"$work/plan.json")" || true
 case $verdict in
   needs) ;;
   no-answer)
-    reason=$(koo_last_line "$(cat "$work/plan.err")")
-    koo_die 1 "cannot tell whether $rest needs a reboot: it did not answer kube_on_os.reboot_required${reason:+ (salt: $reason)}"
+    koo_die 1 "cannot tell whether $rest needs a reboot: it did not answer kube_on_os.reboot_required$(koo_salt_said "$work/plan" last)"
     ;;
   *)
     koo_die 1 "cannot tell whether ${rest%% *} needs a reboot: ${rest#* }"

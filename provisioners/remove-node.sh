@@ -19,34 +19,18 @@ LEAVE_SECONDS=30
 
 [[ $# -eq 3 || $# -eq 4 ]] || koo_usage_error "expected three or four arguments, got $#"
 master=$1 node=$2 address=$3 drain_seconds=${4:-300}
-koo_is_dns_name "$master" || koo_usage_error "MASTER_ID \"$master\" is not a lower-case DNS name"
-koo_is_dns_name "$node" || koo_usage_error "NODE_ID \"$node\" is not a lower-case DNS name"
-koo_is_ipv4 "$address" || koo_usage_error "NODE_ADDRESS \"$address\" is not an IPv4 address"
+koo_require_dns_name MASTER_ID "$master"
+koo_require_dns_name NODE_ID "$node"
+koo_require_ipv4 NODE_ADDRESS "$address"
 [[ $master != "$node" ]] || koo_usage_error "NODE_ID $node is the Kubernetes master itself"
-{ koo_is_positive_int "$drain_seconds" && ((drain_seconds <= 3600)); } ||
-  koo_usage_error "DRAIN_SECONDS \"$drain_seconds\" is not a whole number of seconds from 1 to 3600"
+koo_require_drain_seconds "$drain_seconds"
 
 host=$(koo_host)
 work=$(mktemp -d)
 trap 'rm -rf -- "$work"' EXIT
 
-# salt_call NAME TIMEOUT MINION FUNCTION ARGS...: salt's JSON into $work/NAME.json, its stderr
-# into $work/NAME.err. salt exits 0 even when the function raised; the return value tells.
-salt_call() {
-  local name=$1 timeout=$2
-  shift 2
-  salt --out=json --static --timeout="$timeout" "$@" >"$work/$name.json" 2>"$work/$name.err" || true
-}
-
-# no_answer NAME: why salt got no return, from its stderr.
-no_answer() {
-  local reason
-  reason=$(koo_first_line "$(cat "$work/$1.err")")
-  echo "${reason:+ (salt: $reason)}"
-}
-
 # 1. Out of service, unless it is a voter the cluster cannot lose.
-salt_call vacate $((drain_seconds + 90)) "$master" microk8s.vacate_node "$address" "$drain_seconds"
+koo_salt "$work/vacate" $((drain_seconds + 90)) "$master" microk8s.vacate_node "$address" "$drain_seconds"
 result=$("${KOO_SALT_OUTPUT[@]}" vacate-node "$master" <"$work/vacate.json")
 vacated=yes
 case $result in
@@ -61,27 +45,27 @@ case $result in
   no-node) echo "node $node ($address) is a dqlite member without a Kubernetes node; nothing to drain" ;;
   absent) vacated=no ;;
   refused\ *) koo_die 1 "cannot remove node $node ($address): ${result#refused }" ;;
-  no-answer) koo_die 1 "cannot remove node $node ($address): $master did not answer microk8s.vacate_node$(no_answer vacate)" ;;
+  no-answer) koo_die 1 "cannot remove node $node ($address): $master did not answer microk8s.vacate_node$(koo_salt_said "$work/vacate")" ;;
   *) koo_die 1 "cannot remove node $node ($address): microk8s.vacate_node on $master failed: ${result#error }" ;;
 esac
 
 if [[ $vacated == yes ]]; then
   # 2. The node leaves by itself; it may be down already.
-  salt_call leave "$LEAVE_SECONDS" "$node" microk8s.leave
+  koo_salt "$work/leave" "$LEAVE_SECONDS" "$node" microk8s.leave
   result=$("${KOO_SALT_OUTPUT[@]}" leave "$node" <"$work/leave.json")
   case $result in
     left) echo "node $node left the microk8s cluster" ;;
-    no-answer) echo "node $node did not answer microk8s.leave$(no_answer leave); removing it without leaving" ;;
+    no-answer) echo "node $node did not answer microk8s.leave$(koo_salt_said "$work/leave"); removing it without leaving" ;;
     *) echo "node $node did not leave (microk8s.leave failed: ${result#error }); removing it without leaving" ;;
   esac
 
   # 3. The master forgets it.
-  salt_call forget 30 "$master" microk8s.forget_node "$address"
+  koo_salt "$work/forget" 30 "$master" microk8s.forget_node "$address"
   result=$("${KOO_SALT_OUTPUT[@]}" forget-node "$master" <"$work/forget.json")
   case $result in
     removed) echo "removed node $node ($address) from the microk8s cluster on $master" ;;
     absent) echo "node $node ($address) is not in the microk8s cluster on $master any more; nothing to remove" ;;
-    no-answer) koo_die 1 "cannot remove node $node ($address): $master did not answer microk8s.forget_node$(no_answer forget)" ;;
+    no-answer) koo_die 1 "cannot remove node $node ($address): $master did not answer microk8s.forget_node$(koo_salt_said "$work/forget")" ;;
     *) koo_die 1 "cannot remove node $node ($address): microk8s.forget_node on $master failed: ${result#error }" ;;
   esac
 else

@@ -19,7 +19,7 @@ work=""
 trap 'rm -f -- "$secret"; [[ -z $work ]] || rm -rf -- "$work"' EXIT
 [[ -f $secret ]] || koo_usage_error "SECRET_FILE $secret does not exist"
 for id in "${ids[@]}"; do
-  koo_is_dns_name "$id" || koo_usage_error "minion id \"$id\" is not a lower-case DNS name"
+  koo_require_dns_name "minion id" "$id"
 done
 [[ -s $secret ]] || exit 0
 
@@ -41,13 +41,8 @@ case $(head -n 1 -- "$secret") in
 esac
 rm -f -- "$secret"
 
-# salt exits non-zero when a minion does not answer; its JSON still holds those that did.
-salt --out=json --static --timeout=60 --list "$(koo_join , "${ids[@]}")" shadow.set_password root "$hash" \
-  >"$work/set.json" 2>"$work/set.err" || true
+koo_salt "$work/set" 60 --list "$(koo_join , "${ids[@]}")" shadow.set_password root "$hash"
 failed=()
 koo_silent failed "$work/set.json" "${ids[@]}"
-if [[ ${#failed[@]} -gt 0 ]]; then
-  reason=$(koo_first_line "$(cat "$work/set.err")")
-  koo_die 1 "root password: not set on $(koo_join ", " "${failed[@]}")${reason:+ (salt: $reason)}"
-fi
+((${#failed[@]} == 0)) || koo_die 1 "root password: not set on $(koo_join ", " "${failed[@]}")$(koo_salt_said "$work/set")"
 echo "root password: set on ${#ids[@]} machines"

@@ -15,7 +15,7 @@ KOO_USAGE="upgrade.sh MASTER_ID CHANNEL (\"\": microk8s_channel unset, keep the 
 
 [[ $# -eq 2 ]] || koo_usage_error "expected two arguments, got $#"
 master=$1 channel=$2
-koo_is_dns_name "$master" || koo_usage_error "MASTER_ID \"$master\" is not a lower-case DNS name"
+koo_require_dns_name MASTER_ID "$master"
 if [[ -n $channel ]]; then
   [[ $channel =~ ^1\.[0-9]+/(stable|candidate|beta|edge)$ ]] ||
     koo_usage_error "CHANNEL must be 1.<minor>/<stable|candidate|beta|edge> or empty, got \"$channel\""
@@ -29,10 +29,7 @@ trap 'rm -rf -- "$work"' EXIT
 
 # call NAME FUNCTION [ARG...]: runs FUNCTION on the Kubernetes master, its JSON in $work/NAME.json.
 call() {
-  local name=$1
-  shift
-  # salt exits 0 even when the function raised; the return value tells.
-  salt --out=json --static --timeout=120 "$master" "$@" >"$work/$name.json" 2>"$work/$name.err" || true
+  koo_salt "$work/$1" 120 "$master" "${@:2}"
 }
 
 # minor CHANNEL: the Kubernetes minor of 1.<minor>/<risk>.
@@ -55,8 +52,7 @@ case $verdict in
     exit 0
     ;;
   no-answer)
-    reason=$(koo_last_line "$(cat "$work/plan.err")")
-    koo_die 1 "cannot plan the upgrade to $asked: $master did not answer microk8s.upgrade_plan${reason:+ (salt: $reason)}"
+    koo_die 1 "cannot plan the upgrade to $asked: $master did not answer microk8s.upgrade_plan$(koo_salt_said "$work/plan" last)"
     ;;
   *)
     reason=${plan[0]:-}
