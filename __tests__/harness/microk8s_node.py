@@ -7,6 +7,7 @@ import os
 import subprocess
 from pathlib import Path
 
+from harness.layout import LAB
 from harness.salt_minion import ROOT
 
 # What each fake node's microk8s and snap link to: fake_microk8s.py, imported (run.py says why).
@@ -25,11 +26,14 @@ class FakeMicrok8s:
         self,
         root: Path,
         cluster: Path,
-        address: str = "10.1.0.10",
-        hostname: str = "k8s-master",
+        address: str = LAB.master.address,
+        hostname: str = LAB.master.name,
         internal_ips: list[str] | None = None,
     ) -> None:
-        """``internal_ips``: the Node's InternalIPs in its status's order, when not ``address`` alone."""
+        """
+        ``address`` and ``hostname``: the Kubernetes master's unless given. ``internal_ips``: the
+        Node's InternalIPs in its status's order, when not ``address`` alone.
+        """
         self.home = root / "snap_data"
         self.bin = root / "bin"
         self.bin.mkdir(parents=True, exist_ok=True)

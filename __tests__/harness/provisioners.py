@@ -12,6 +12,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from harness.layout import Layout
+
 ROOT = Path(__file__).resolve().parents[2]
 PROVISIONERS = ROOT / "provisioners"
 FAKES = ROOT / "__tests__" / "doubles" / "salt-cli"
@@ -24,7 +26,9 @@ PROGRAMS = {
     "cloud-init": "fake_cloud_init.py",
     "hostname": "fake_hostname.py",
 }
-HOST = "salt.lab.example.org"
+# The cluster the scripts provision, and the Salt master they run on.
+LAYOUT = Layout("lab.example.org")
+HOST = LAYOUT.salt_master.fqdn
 
 
 def lines(text: str) -> list[str]:

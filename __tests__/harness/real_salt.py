@@ -10,11 +10,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from harness.layout import LAB, fake_nodes
+
 ROOT = Path(__file__).resolve().parents[2]
-DOMAIN = "lab.example"
-MASTER = f"k8s-master.{DOMAIN}"
-WORKER = f"k8s-worker-0.{DOMAIN}"
-NODES = {MASTER: ("10.1.0.10", "k8s-master"), WORKER: ("10.1.0.100", "k8s-worker-0")}
+DOMAIN = LAB.domain
+MASTER = LAB.master.fqdn
+WORKER = LAB.worker(0).fqdn
+NODES = fake_nodes(LAB.master, LAB.worker(0))
 
 # Shaped like orch/deploy.sls: module sync first, then states per role, then a cluster check.
 # The failing one fails in three ways: a minion state, a function that raises, and a step that

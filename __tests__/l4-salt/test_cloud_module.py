@@ -13,6 +13,7 @@ import json
 
 import pytest
 import yaml
+from harness.layout import PRIVATE_CIDR
 from harness.salt_minion import ROOT, load_module
 from salt.exceptions import CommandExecutionError
 from test_microk8s_module import CP_JOINER, MASTER, PILLAR, WORKER, joined_cluster
@@ -55,7 +56,7 @@ def cloud(microk8s):
 
 def pillar_of(cloud: dict | None = None, instances: dict | None = None) -> dict:
     nodes = [{**node, "instance_id": (instances or INSTANCES).get(node["id"])} for node in PILLAR["nodes"]]
-    result = {"microk8s": {**PILLAR, "nodes": nodes}, "network": {"private_cidr": "10.1.0.0/16"}}
+    result = {"microk8s": {**PILLAR, "nodes": nodes}, "network": {"private_cidr": PRIVATE_CIDR}}
     if cloud is not None:
         result["openstack"] = {"cloud": cloud}
     return result

@@ -22,20 +22,12 @@ import shutil
 import pytest
 import yaml
 from harness import salt_cluster
+from harness.layout import DOMAIN, LAB, PRIVATE_CIDR, PUBLIC_CIDR, fake_nodes
 from harness.salt_cluster import PROTOCOL_OVERLAY, SaltCluster, from_terraform_sls
 from test_cloud_module import CA, DEFAULT_POOL_TAINTS, admits
 
-DOMAIN = "lab.example"
-SALT_MASTER = f"salt.{DOMAIN}"
-MASTER = f"k8s-master.{DOMAIN}"
-VOTER = f"k8s-worker-0.{DOMAIN}"
-WORKER = f"k8s-worker-1.{DOMAIN}"
-NODES = {
-    SALT_MASTER: ("10.1.0.5", "salt"),
-    MASTER: ("10.1.0.10", "k8s-master"),
-    VOTER: ("10.1.0.100", "k8s-worker-0"),
-    WORKER: ("10.1.0.101", "k8s-worker-1"),
-}
+SALT_MASTER, MASTER, VOTER, WORKER = (m.fqdn for m in (LAB.salt_master, LAB.master, LAB.worker(0), LAB.worker(1)))
+NODES = fake_nodes(LAB.salt_master, LAB.master, LAB.worker(0), LAB.worker(1))
 KUBERNETES = (MASTER, VOTER, WORKER)
 INSTANCES = {
     MASTER: "3f1c2a9e-5b7d-4e21-9a0c-1d2e3f4a5b6c",
@@ -131,7 +123,7 @@ def pillar() -> dict:
     """The pillar as Terraform writes it, each node with its Nova server's UUID."""
     return {
         "mine_functions": {"network.ip_addrs": [{"mine_function": "config.get"}, "fake_ip_addrs"]},
-        "network": {"public_cidr": "10.0.0.0/16", "private_cidr": "10.1.0.0/16"},
+        "network": {"public_cidr": PUBLIC_CIDR, "private_cidr": PRIVATE_CIDR},
         "microk8s": {
             "master": MASTER,
             "channel": "1.28/stable",

@@ -16,20 +16,12 @@ from __future__ import annotations
 import shutil
 
 import pytest
+from harness.layout import LAB, fake_nodes
 from harness.salt_cluster import PROTOCOL_OVERLAY, SaltCluster
 
-DOMAIN = "lab.example"
-MASTER = f"k8s-master.{DOMAIN}"
-VOTER_1 = f"k8s-worker-0.{DOMAIN}"
-VOTER_2 = f"k8s-worker-1.{DOMAIN}"
-WORKER = f"k8s-worker-2.{DOMAIN}"
-VOTERS = [MASTER, VOTER_1, VOTER_2]
-NODES = {
-    MASTER: ("10.1.0.10", "k8s-master"),
-    VOTER_1: ("10.1.0.100", "k8s-worker-0"),
-    VOTER_2: ("10.1.0.101", "k8s-worker-1"),
-    WORKER: ("10.1.0.102", "k8s-worker-2"),
-}
+MASTER, VOTER_1, VOTER_2, WORKER = (m.fqdn for m in LAB.kube_nodes(4))
+VOTERS = [m.fqdn for m in LAB.control_plane(4)]
+NODES = fake_nodes(*LAB.kube_nodes(4))
 PILLAR = {
     # The fake nodes share this machine: their private addresses come from the minion config.
     "mine_functions": {"network.ip_addrs": [{"mine_function": "config.get"}, "fake_ip_addrs"]},

@@ -18,21 +18,13 @@ import shutil
 import subprocess
 
 import pytest
+from harness.layout import LAB, fake_nodes
 from harness.provisioners import PROVISIONERS
 from harness.real_salt import write_wrappers
 from harness.salt_cluster import PROTOCOL_OVERLAY, SaltCluster, from_terraform_sls
 
-DOMAIN = "lab.example"
-MASTER = f"k8s-master.{DOMAIN}"
-VOTER = f"k8s-worker-0.{DOMAIN}"
-WORKER = f"k8s-worker-1.{DOMAIN}"
-BASTION = f"bastion.{DOMAIN}"
-NODES = {
-    MASTER: ("10.1.0.10", "k8s-master"),
-    VOTER: ("10.1.0.100", "k8s-worker-0"),
-    WORKER: ("10.1.0.101", "k8s-worker-1"),
-    BASTION: ("10.1.0.1", "bastion"),
-}
+MASTER, VOTER, WORKER, BASTION = (m.fqdn for m in (*LAB.kube_nodes(3), LAB.bastion))
+NODES = fake_nodes(*LAB.kube_nodes(3), LAB.bastion)
 PILLAR = {
     # The fake nodes all live on this machine: their private addresses come from the minion
     # config instead of the interfaces, everything else about the mine is real.

@@ -16,21 +16,16 @@ from pathlib import Path
 
 import pytest
 import yaml
+from harness.layout import LAB
 from harness.microk8s_node import FakeMicrok8s
 from harness.salt_minion import ROOT, LocalMinion, load_module
 from salt.exceptions import CommandExecutionError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "microk8s"
-MASTER = "k8s-master.lab.example"
-CP_JOINER = "k8s-worker-0.lab.example"
-WORKER = "k8s-worker-1.lab.example"
+MASTER, CP_JOINER, WORKER = (m.fqdn for m in LAB.kube_nodes(3))
 PILLAR = {
     "master": MASTER,
-    "nodes": [
-        {"id": MASTER, "address": "10.1.0.10"},
-        {"id": CP_JOINER, "address": "10.1.0.100"},
-        {"id": WORKER, "address": "10.1.0.101"},
-    ],
+    "nodes": [{"id": m.fqdn, "address": m.address} for m in LAB.kube_nodes(3)],
     "control_plane": [MASTER, CP_JOINER],
 }
 
@@ -597,13 +592,16 @@ def test_the_join_url_on_the_masters_private_address_is_preferred(microk8s):
 class Cluster:
     """The fake master and its two joiners, with the master's module dunders."""
 
-    def __init__(self, microk8s, root: Path, master_address: str = "10.1.0.10", cp_joiner_ips: list[str] | None = None):
+    def __init__(
+        self, microk8s, root: Path, master_address: str = LAB.master.address, cp_joiner_ips: list[str] | None = None
+    ):
         self.module = microk8s
         # master_address: kubelet's InternalIP, the pillar's private address unless the node is dual-homed.
-        self.master = FakeMicrok8s(root / "master", root / "cluster", master_address, "k8s-master")
+        self.master = FakeMicrok8s(root / "master", root / "cluster", master_address, LAB.master.name)
         # cp_joiner_ips: its Node's InternalIPs, in their order, when not its address alone.
-        self.cp_joiner = FakeMicrok8s(root / "cp", root / "cluster", "10.1.0.100", "k8s-worker-0", cp_joiner_ips)
-        self.worker = FakeMicrok8s(root / "worker", root / "cluster", "10.1.0.101", "k8s-worker-1")
+        cp_joiner, worker = LAB.worker(0), LAB.worker(1)
+        self.cp_joiner = FakeMicrok8s(root / "cp", root / "cluster", cp_joiner.address, cp_joiner.name, cp_joiner_ips)
+        self.worker = FakeMicrok8s(root / "worker", root / "cluster", worker.address, worker.name)
         self.calls: list = []
         self.cachedir = root / "cache"
         self.reports: dict = {}
@@ -823,7 +821,7 @@ def test_the_salt_loader_loads_the_package_as_one_module(tmp_path):
     fake.write_text(f"#!/bin/sh\ncat '{FIXTURES / 'status-ha.yaml'}'\n")
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path)}
-    call = LocalMinion(tmp_path, "k8s-master.lab.example", file_root=ROOT / "salt", env=env).call
+    call = LocalMinion(tmp_path, MASTER, file_root=ROOT / "salt", env=env).call
 
     call("saltutil.sync_modules")
     status = call("microk8s.status")
@@ -835,7 +833,7 @@ def test_the_salt_loader_loads_the_package_as_one_module(tmp_path):
 def test_addon_enabled_through_the_real_loader_changes_once_then_nothing(tmp_path):
     """state.single microk8s.addon_enabled twice against a stateful fake microk8s."""
     node = FakeMicrok8s(tmp_path / "node", tmp_path / "cluster")
-    call = LocalMinion(tmp_path, "k8s-master.lab.example", file_root=ROOT / "salt", env=node.env).call
+    call = LocalMinion(tmp_path, MASTER, file_root=ROOT / "salt", env=node.env).call
 
     call("saltutil.sync_all")
     first = next(iter(call("state.single", "microk8s.addon_enabled", "dns").values()))
@@ -1493,7 +1491,7 @@ def test_the_ca_fingerprint_tells_one_cluster_from_another(microk8s, tmp_path):
 # Rolling upgrades (orch.upgrade): the plan, drain, refresh, wait, uncordon.
 
 
-def joined_cluster(microk8s, tmp_path, master_address: str = "10.1.0.10") -> Cluster:
+def joined_cluster(microk8s, tmp_path, master_address: str = LAB.master.address) -> Cluster:
     """The fake master with its voter and its worker joined, at 1.28."""
     cluster = Cluster(microk8s, tmp_path, master_address)
     master = cluster.as_master()
@@ -1782,11 +1780,12 @@ def test_a_departing_worker_is_drained_leaves_and_is_removed_and_a_second_run_fi
 def three_voters(microk8s, tmp_path) -> Cluster:
     """The master, its voter and a third voter at 10.1.0.102 (k8s-worker-2): an HA cluster."""
     cluster = joined_cluster(microk8s, tmp_path)
-    cluster.third = FakeMicrok8s(tmp_path / "third", tmp_path / "cluster", "10.1.0.102", "k8s-worker-2")
-    third = "k8s-worker-2.lab.example"
+    voter = LAB.worker(2)
+    cluster.third = FakeMicrok8s(tmp_path / "third", tmp_path / "cluster", voter.address, voter.name)
+    third = voter.fqdn
     pillar = {
         **PILLAR,
-        "nodes": [*PILLAR["nodes"], {"id": third, "address": "10.1.0.102"}],
+        "nodes": [*PILLAR["nodes"], {"id": third, "address": voter.address}],
         "control_plane": [*PILLAR["control_plane"], third],
     }
     master = cluster.as_master(pillar={"microk8s": pillar})

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from harness.layout import LAB
 from harness.salt_minion import ROOT, load_module
 from salt.exceptions import CommandExecutionError
 
 STATE_PATH = ROOT / "salt" / "_states" / "microk8s.py"
-MASTER = "k8s-master.lab.example"
-ME = "k8s-worker-1.lab.example"
+MASTER = LAB.master.fqdn
+ME = LAB.worker(1).fqdn
 
 
 @pytest.fixture
@@ -479,7 +480,7 @@ class Joiner:
 def join_as(states, joiner, test=False, **kwargs):
     states.__salt__ = joiner.functions()
     states.__opts__ = {"test": test, "id": ME}
-    return states.cluster_joined("join", MASTER, **{"master_address": "10.1.0.10", "worker": True, **kwargs})
+    return states.cluster_joined("join", MASTER, **{"master_address": LAB.master.address, "worker": True, **kwargs})
 
 
 JOINED = {
@@ -573,10 +574,10 @@ def test_an_unknown_membership_fails_without_joining(states):
 
 ROLES = {
     "master": MASTER,
-    "control_plane": [MASTER, "k8s-worker-0.lab.example"],
+    "control_plane": [MASTER, LAB.worker(0).fqdn],
     "workers": [ME],
-    "joiners": {"k8s-worker-0.lab.example": False, ME: True},
-    "addresses": {MASTER: "10.1.0.10", "k8s-worker-0.lab.example": "10.1.0.100", ME: "10.1.0.101"},
+    "joiners": {LAB.worker(0).fqdn: False, ME: True},
+    "addresses": {m.fqdn: m.address for m in LAB.kube_nodes(3)},
 }
 
 
@@ -703,7 +704,7 @@ def test_a_node_on_another_channel_is_predicted_then_refreshed_or_the_failure_re
 
 # --- nodes_labelled ---------------------------------------------------------------------------
 
-WORKER = "k8s-worker-1.lab.example"
+WORKER = LAB.worker(1).fqdn
 LABELLED = "microk8s:nodes"
 
 
@@ -743,8 +744,8 @@ class Labels:
 
 
 WANTED = {
-    MASTER: {"address": "10.1.0.10", "labels": {"kube-on-os/pool": "default"}, "taints": []},
-    WORKER: {"address": "10.1.0.101", "labels": {"kube-on-os/pool": "gpu"}, "taints": ["gpu=true:NoSchedule"]},
+    MASTER: {"address": LAB.master.address, "labels": {"kube-on-os/pool": "default"}, "taints": []},
+    WORKER: {"address": LAB.worker(1).address, "labels": {"kube-on-os/pool": "gpu"}, "taints": ["gpu=true:NoSchedule"]},
 }
 
 
@@ -845,7 +846,7 @@ def test_nodes_labelled_fails_on_a_bad_pillar_before_touching_any_node(states):
 
 # The OpenStack cloud integration (microk8s.cloud_provider).
 
-CLOUD_WORKER = "k8s-worker-0.lab.example"
+CLOUD_WORKER = LAB.worker(0).fqdn
 SECRET_NAME = "kube-system/cloud-config"
 OLD_SHA, NEW_SHA = "a" * 64, "b" * 64
 SOURCES = ["salt://microk8s/files/cloud-provider/csi-cinder-driver.yaml"]

@@ -15,19 +15,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from harness.layout import LAB, fake_nodes
 from harness.salt_cluster import PROTOCOL_OVERLAY, SaltCluster, from_terraform_sls
 
-DOMAIN = "lab.example"
-SALT_MASTER = f"salt.{DOMAIN}"
-MASTER = f"k8s-master.{DOMAIN}"
-VOTER = f"k8s-worker-0.{DOMAIN}"
-WORKER = f"k8s-worker-1.{DOMAIN}"
-NODES = {
-    SALT_MASTER: ("10.1.0.5", "salt"),
-    MASTER: ("10.1.0.10", "k8s-master"),
-    VOTER: ("10.1.0.100", "k8s-worker-0"),
-    WORKER: ("10.1.0.101", "k8s-worker-1"),
-}
+SALT_MASTER, MASTER, VOTER, WORKER = (m.fqdn for m in (LAB.salt_master, LAB.master, LAB.worker(0), LAB.worker(1)))
+NODES = fake_nodes(LAB.salt_master, LAB.master, LAB.worker(0), LAB.worker(1))
 KUBERNETES = (MASTER, VOTER, WORKER)
 POOLS = {
     MASTER: ({"kube-on-os/pool": "default"}, []),

@@ -18,19 +18,13 @@ import subprocess
 import time
 
 import pytest
+from harness.layout import LAB, fake_nodes
 from harness.provisioners import PROVISIONERS
 from harness.real_salt import write_wrappers
 from harness.salt_cluster import PROTOCOL_OVERLAY, SaltCluster
 
-DOMAIN = "lab.example"
-MASTER = f"k8s-master.{DOMAIN}"
-VOTER = f"k8s-worker-0.{DOMAIN}"
-WORKER = f"k8s-worker-1.{DOMAIN}"
-NODES = {
-    MASTER: ("10.1.0.10", "k8s-master"),
-    VOTER: ("10.1.0.100", "k8s-worker-0"),
-    WORKER: ("10.1.0.101", "k8s-worker-1"),
-}
+MASTER, VOTER, WORKER = (m.fqdn for m in LAB.kube_nodes(3))
+NODES = fake_nodes(*LAB.kube_nodes(3))
 PILLAR = {
     "mine_functions": {"network.ip_addrs": [{"mine_function": "config.get"}, "fake_ip_addrs"]},
     "microk8s": {

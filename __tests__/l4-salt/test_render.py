@@ -18,11 +18,11 @@ from typing import ClassVar
 import pytest
 import yaml
 from harness import salt_commands
+from harness.layout import DOMAIN, LAB, PRIVATE_CIDR, PUBLIC_CIDR
 from harness.salt_cluster import from_terraform_sls
 from harness.salt_minion import ROOT, LocalMinion
 from salt.utils.functools import call_function
 
-DOMAIN = "lab.example"
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHhU0xQm2c2RZkzC9M7tRrFSe0Q5sQm8l8S3ZzQxYw1a waldorf@example"
 
 
@@ -111,15 +111,17 @@ EVERY_HOST = {"core", "file_transfer"}
 # SLS, tokens) and has no state of its own.
 NODE = EVERY_HOST | {"microk8s", "microk8s.joined", "microk8s.kubelet", "microk8s.tokens"}
 ROLES = {
-    "salt": EVERY_HOST | {"salt_master"},
-    "bastion": EVERY_HOST | {"bastion"},
+    LAB.salt_master.name: EVERY_HOST | {"salt_master"},
+    LAB.bastion.name: EVERY_HOST | {"bastion"},
     # A dqlite voter (microk8s:control_plane), the master among them, runs an API server too.
-    "k8s-master": NODE | {"microk8s.apiserver"},
-    "k8s-worker-0": NODE | {"microk8s.apiserver"},
+    LAB.master.name: NODE | {"microk8s.apiserver"},
+    LAB.worker(0).name: NODE | {"microk8s.apiserver"},
     # A node pool's worker (node_pools): a worker, no API server.
-    "k8s-gpu-0": NODE,
+    LAB.pool_worker_name("gpu", 0): NODE,
 }
-BASTION_GRAINS = {"ip4_interfaces": {"lo": ["127.0.0.1"], "ens4": ["10.1.0.1"], "ens3": ["10.0.0.10"]}}
+BASTION_GRAINS = {
+    "ip4_interfaces": {"lo": ["127.0.0.1"], "ens4": [LAB.bastion.address], "ens3": [LAB.bastion.public_address]}
+}
 
 
 def sls_of(highstate: dict) -> set[str]:
@@ -250,9 +252,24 @@ def test_orchestration_syncs_every_minion_first_so_that_no_highstate_needs_to(tm
 
 def with_nodes(pillar_data: dict, count: int) -> dict:
     """The pillar as Terraform writes it for ``count`` Kubernetes nodes: the first three are voters."""
-    ids = [f"k8s-master.{DOMAIN}", *(f"k8s-worker-{i}.{DOMAIN}" for i in range(count - 1))]
-    nodes = [{"id": node, "address": f"10.1.0.{10 if i == 0 else 99 + i}"} for i, node in enumerate(ids)]
-    return {**pillar_data, "microk8s": {**pillar_data["microk8s"], "nodes": nodes, "control_plane": ids[:3]}}
+    nodes = [{"id": node.fqdn, "address": node.address} for node in LAB.kube_nodes(count)]
+    control_plane = [node.fqdn for node in LAB.control_plane(count)]
+    return {**pillar_data, "microk8s": {**pillar_data["microk8s"], "nodes": nodes, "control_plane": control_plane}}
+
+
+def test_the_harness_lays_out_the_nodes_as_terraform_does(pillar_data):
+    # harness.layout reads the layout's facts from cluster-layout.ts and parameters.ts, and
+    # combines them again in Python for the Salt tests' clusters: held here to what Terraform wrote.
+    settings = pillar_data["microk8s"]
+    assert [(node["id"], node["address"]) for node in settings["nodes"]] == [
+        (node.fqdn, node.address) for node in LAB.kube_nodes(3)
+    ]
+    assert (settings["master"], settings["control_plane"]) == (
+        LAB.master.fqdn,
+        [node.fqdn for node in LAB.control_plane(3)],
+    )
+    network = pillar_data["network"]
+    assert (network["public_cidr"], network["private_cidr"]) == (PUBLIC_CIDR, PRIVATE_CIDR)
 
 
 def requires(step: dict) -> list:

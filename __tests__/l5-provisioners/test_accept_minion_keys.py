@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from harness.provisioners import lines
+from harness.provisioners import LAYOUT, lines
 
-DOMAIN = "lab.example.org"
-SALT, BASTION, MASTER = f"salt.{DOMAIN}", f"bastion.{DOMAIN}", f"k8s-master.{DOMAIN}"
-WORKER0, WORKER1, INTRUDER = f"k8s-worker-0.{DOMAIN}", f"k8s-worker-1.{DOMAIN}", f"intruder.{DOMAIN}"
+SALT, BASTION, MASTER = LAYOUT.salt_master.fqdn, LAYOUT.bastion.fqdn, LAYOUT.master.fqdn
+WORKER0, WORKER1, INTRUDER = LAYOUT.worker(0).fqdn, LAYOUT.worker(1).fqdn, f"intruder.{LAYOUT.domain}"
 EXPECTED = [SALT, BASTION, MASTER, WORKER0]
 FAST = ["--timeout", "20", "--interval", "1"]
 # A deadline that the first round of fake salt-key and salt (two Python processes each) cannot

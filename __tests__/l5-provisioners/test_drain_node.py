@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from harness.provisioners import LAYOUT
 
-MASTER, NODE = "k8s-master.lab.example.org", "k8s-worker-1.lab.example.org"
-ADDRESS = "10.1.0.101"
+MASTER, NODE = LAYOUT.master.fqdn, LAYOUT.worker(1).fqdn
+ADDRESS = LAYOUT.worker(1).address
 DRAIN = ["--out=json", "--static", "--timeout=390", MASTER, "microk8s.drain_for_replacement", ADDRESS, "300"]
 # What the module returns (salt/_modules/microk8s/_reboot.py drain).
 DRAINED = {"node": "k8s-worker-1", "boot_id": "6f1c0a9e-2b57-4d0c-9c39-5d1f2a7e8b10"}

@@ -14,7 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
-from harness.provisioners import FIXTURES, HOST, lines
+from harness.layout import LAB
+from harness.provisioners import FIXTURES, HOST, LAYOUT, lines
 from harness.real_salt import FAILED_LINES, FAILED_MESSAGE, SUCCEEDED_LINES
 
 TAGMATCH = re.compile(r"^tagmatch=\(salt/job/\[0-9\]\+/ret/\.\+\|kube-on-os/orchestrate/\(ready\|done\)/[0-9-]+\)$")
@@ -214,7 +215,7 @@ def test_rejects_bad_pillar_arguments(fakes, args, message):
     assert fakes.calls("salt-run") == []
 
 
-MINIONS = ["salt.lab.example", "bastion.lab.example", "k8s-master.lab.example", "k8s-worker-0.lab.example"]
+MINIONS = [m.fqdn for m in (LAB.salt_master, LAB.bastion, *LAB.kube_nodes(2))]
 
 
 def installed(fakes, machines: dict[str, str], *, state: str = "base: {}\n", instance: str = "i-1") -> None:
@@ -301,7 +302,7 @@ def test_only_a_run_that_succeeded_is_on_record(fakes):
 
 # --- a change to the Salt master's own configuration ----------------------------------------------
 
-CLUSTER = [HOST, "k8s-master.lab.example.org", "k8s-worker-0.lab.example.org"]
+CLUSTER = [HOST, *(m.fqdn for m in LAYOUT.kube_nodes(2))]
 
 
 def before_a_master_change(fakes, *, minions_outcome: str = "succeeded", **timeouts) -> subprocess.CompletedProcess:

@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from harness.provisioners import LAYOUT
 
-MASTER, VOTER, WORKER = (f"{host}.lab.example.org" for host in ("k8s-master", "k8s-worker-0", "k8s-worker-1"))
+MASTER, VOTER, WORKER = (m.fqdn for m in LAYOUT.kube_nodes(3))
 NODES = (MASTER, VOTER, WORKER)
 NEEDED = {"required": True, "packages": ["linux-image-6.8.0-51-generic"]}
 NOT_NEEDED = {"required": False, "packages": []}

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from harness.provisioners import HOST
+from harness.provisioners import HOST, LAYOUT
 
-MASTER, NODE, OTHER = "k8s-master.lab.example.org", "k8s-worker-1.lab.example.org", "k8s-worker-0.lab.example.org"
-ADDRESS = "10.1.0.101"
+MASTER, NODE, OTHER = LAYOUT.master.fqdn, LAYOUT.worker(1).fqdn, LAYOUT.worker(0).fqdn
+ADDRESS = LAYOUT.worker(1).address
 VACATE = ["--out=json", "--static", "--timeout=390", MASTER, "microk8s.vacate_node", ADDRESS, "300"]
 LEAVE = ["--out=json", "--static", "--timeout=30", NODE, "microk8s.leave"]
 FORGET = ["--out=json", "--static", "--timeout=30", MASTER, "microk8s.forget_node", ADDRESS]

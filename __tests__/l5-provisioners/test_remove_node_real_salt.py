@@ -19,21 +19,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from harness.layout import LAB, fake_nodes
 from harness.provisioners import PROVISIONERS
 from harness.real_salt import write_wrappers
 from harness.salt_cluster import SaltCluster
 
-DOMAIN = "lab.example"
-MASTER = f"k8s-master.{DOMAIN}"
-VOTER = f"k8s-worker-0.{DOMAIN}"
-THIRD = f"k8s-worker-1.{DOMAIN}"
-WORKER = f"k8s-worker-2.{DOMAIN}"
-NODES = {
-    MASTER: ("10.1.0.10", "k8s-master"),
-    VOTER: ("10.1.0.100", "k8s-worker-0"),
-    THIRD: ("10.1.0.101", "k8s-worker-1"),
-    WORKER: ("10.1.0.102", "k8s-worker-2"),
-}
+MASTER, VOTER, THIRD, WORKER = (m.fqdn for m in LAB.kube_nodes(4))
+NODES = fake_nodes(*LAB.kube_nodes(4))
 
 
 @pytest.fixture(scope="module")
