@@ -1,7 +1,7 @@
 """
 The microk8s module's OpenStack cloud integration (salt/_modules/microk8s/_cloud.py): its pure
 functions directly, and the public functions over the fake microk8s cluster of
-test_microk8s_module.py, whose kubectl keeps objects and providerIDs (kube_objects.py,
+microk8s_support.py, whose kubectl keeps objects and providerIDs (kube_objects.py,
 node_objects.py).
 """
 
@@ -15,8 +15,8 @@ import pytest
 import yaml
 from harness.layout import PRIVATE_CIDR
 from harness.salt_minion import ROOT, load_module
+from microk8s_support import CP_JOINER, MASTER, PILLAR, WORKER, joined_cluster
 from salt.exceptions import CommandExecutionError
-from test_microk8s_module import CP_JOINER, MASTER, PILLAR, WORKER, joined_cluster
 
 CLOUD = {
     "auth_url": "https://keystone.example:5000/v3",

@@ -440,7 +440,7 @@ def test_failures_to_issue_are_reported(states):
 
 
 # cluster_joined, on a joiner: check, predict, act (microk8s.join_cluster, whose retries
-# test_microk8s_module.py tests), verify.
+# test_microk8s_join.py tests), verify.
 
 
 class Joiner:
