@@ -7,26 +7,19 @@
 import { CINDER_DEFAULT_QUOTAS } from "./doubles/openstack/cinder";
 import { NEUTRON_DEFAULT_QUOTAS } from "./doubles/openstack/neutron";
 import { NOVA_DEFAULT_QUOTAS } from "./doubles/openstack/nova";
-import { StateServer, startStateServer } from "./doubles/http-state/server";
+import type { StateServer } from "./doubles/http-state/server";
 import { OpenStackDouble, startOpenStackDouble } from "./doubles/openstack/server";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
+import { useCloud } from "./support/cloud";
 import { RunResult, runAsync, tfClis } from "./support/tofu";
 import { workspace, Workspace } from "./support/workspace";
 
 let double: OpenStackDouble;
 let state: StateServer;
 
-beforeAll(async () => {
-  double = await startOpenStackDouble();
-  state = await startStateServer();
-});
-
-afterAll(async () => {
-  await double.close();
-  await state.close();
-});
+useCloud({}, (cloud) => ({ double, state } = cloud));
 
 beforeEach(() => {
   // Every test starts from the upstream defaults and an empty project.
@@ -35,10 +28,6 @@ beforeEach(() => {
   Object.assign(double.neutron.quotas, NEUTRON_DEFAULT_QUOTAS);
   double.nova.hosts = 16;
   expect(double.resourceCount()).toBe(0);
-});
-
-afterEach(() => {
-  expect(double.unhandled).toEqual([]);
 });
 
 function oneLine(result: RunResult): string {

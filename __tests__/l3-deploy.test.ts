@@ -7,9 +7,10 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { NOVA_DEFAULT_QUOTAS } from "./doubles/openstack/nova";
 import { NOBLE_IMAGE, OpenStackDouble, startOpenStackDouble, WIKI_IMAGE } from "./doubles/openstack/server";
-import { StateServer, startStateServer } from "./doubles/http-state/server";
+import type { StateServer } from "./doubles/http-state/server";
 import YAML from "yaml";
 import { CA_CERTIFICATE } from "./support/arbitraries";
+import { GITLAB_STATE, useCloud } from "./support/cloud";
 import { planJson } from "./support/plan";
 import { describeEachCli, TfCli, tfClis } from "./support/tofu";
 import { WITHOUT_PROVISIONERS, Workspace, workspace as makeWorkspace } from "./support/workspace";
@@ -17,20 +18,7 @@ import { WITHOUT_PROVISIONERS, Workspace, workspace as makeWorkspace } from "./s
 let double: OpenStackDouble;
 let state: StateServer;
 
-beforeAll(async () => {
-  double = await startOpenStackDouble({ settled: true });
-  state = await startStateServer({ username: "gitlab-ci-token", password: "state-password-5f1c" });
-});
-
-afterAll(async () => {
-  await double.close();
-  await state.close();
-});
-
-afterEach(() => {
-  // A request the double does not implement is a gap in the double, never something to ignore.
-  expect(double.unhandled).toEqual([]);
-});
+useCloud({ double: { settled: true }, state: GITLAB_STATE }, (cloud) => ({ double, state } = cloud));
 
 /** A fresh workspace against this file's double and state server. */
 function workspace(synthEnv: NodeJS.ProcessEnv = {}, runEnv: NodeJS.ProcessEnv = WITHOUT_PROVISIONERS, cli: TfCli = tfClis()[0]) {

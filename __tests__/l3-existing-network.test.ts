@@ -8,8 +8,9 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { OpenStackDouble, startOpenStackDouble } from "./doubles/openstack/server";
-import { StateServer, startStateServer } from "./doubles/http-state/server";
+import type { OpenStackDouble } from "./doubles/openstack/server";
+import type { StateServer } from "./doubles/http-state/server";
+import { GITLAB_STATE, useCloud } from "./support/cloud";
 import { planJson } from "./support/plan";
 import { synthToDir } from "./support/synth";
 import { describeEachCli, runTfAsync, TfCli } from "./support/tofu";
@@ -32,35 +33,28 @@ const OTHER_PROJECT = "7c1e2d3f4a5b46c7d8e9f0a1b2c3d4e5";
 /** A network without a router, so without a gateway for us to use. */
 const ISOLATED = { name: "isolated", cidr: "10.40.0.0/24", gatewayIp: null };
 
-beforeAll(async () => {
-  double = await startOpenStackDouble({
-    settled: true,
-    existingRouters: [
-      { name: LAB_ROUTER },
-      { name: "campus-router" },
-      { name: "crowded-router" },
-      { name: "shared-router" },
-      { name: BARE_ROUTER, externalGateway: false },
-    ],
-    existingNetworks: [
-      { ...CAMPUS, router: "campus-router" },
-      { ...CROWDED, router: "crowded-router" },
-      ISOLATED,
-      { ...SHARED, router: "shared-router", ownerProjectId: OTHER_PROJECT },
-    ],
-  });
-  state = await startStateServer({ username: "gitlab-ci-token", password: "state-password-5f1c" });
-});
-
-afterAll(async () => {
-  await double.close();
-  await state.close();
-});
-
-afterEach(() => {
-  // A request the double does not implement is a gap in the double, never something to ignore.
-  expect(double.unhandled).toEqual([]);
-});
+useCloud(
+  {
+    double: {
+      settled: true,
+      existingRouters: [
+        { name: LAB_ROUTER },
+        { name: "campus-router" },
+        { name: "crowded-router" },
+        { name: "shared-router" },
+        { name: BARE_ROUTER, externalGateway: false },
+      ],
+      existingNetworks: [
+        { ...CAMPUS, router: "campus-router" },
+        { ...CROWDED, router: "crowded-router" },
+        ISOLATED,
+        { ...SHARED, router: "shared-router", ownerProjectId: OTHER_PROJECT },
+      ],
+    },
+    state: GITLAB_STATE,
+  },
+  (cloud) => ({ double, state } = cloud),
+);
 
 const routerId = (name: string) => double.neutron.routers.all().find((r) => r.name === name)!.id;
 const networkId = (name: string) => double.neutron.networks.all().find((n) => n.name === name)!.id;

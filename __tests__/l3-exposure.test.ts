@@ -9,8 +9,9 @@
  * about 1.5 s; the workspace's synth and init about 1 s.
  */
 import { HOST_NAMES } from "../constructs/cluster-layout";
-import { StateServer, startStateServer } from "./doubles/http-state/server";
-import { OpenStackDouble, startOpenStackDouble } from "./doubles/openstack/server";
+import type { StateServer } from "./doubles/http-state/server";
+import type { OpenStackDouble } from "./doubles/openstack/server";
+import { GITLAB_STATE, useCloud } from "./support/cloud";
 import { planJson } from "./support/plan";
 import { Workspace, workspace } from "./support/workspace";
 
@@ -150,20 +151,10 @@ let double: OpenStackDouble;
 let state: StateServer;
 let ws: Workspace;
 
+useCloud({ double: { settled: true }, state: GITLAB_STATE }, (cloud) => ({ double, state } = cloud));
+
 beforeAll(async () => {
-  double = await startOpenStackDouble({ settled: true });
-  state = await startStateServer({ username: "gitlab-ci-token", password: "state-password-5f1c" });
   ws = await workspace(double, state);
-});
-
-afterAll(async () => {
-  await double.close();
-  await state.close();
-});
-
-afterEach(() => {
-  // A request the double does not implement is a gap in the double, never something to ignore.
-  expect(double.unhandled).toEqual([]);
 });
 
 describe("Exposure with the default variables", () => {

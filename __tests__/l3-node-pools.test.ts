@@ -5,39 +5,31 @@
  * with the real OpenStack provider against the OpenStack API double.
  */
 import YAML from "yaml";
-import { NOVA_DEFAULT_QUOTAS } from "./doubles/openstack/nova";
-import { OpenStackDouble, startOpenStackDouble } from "./doubles/openstack/server";
-import { StateServer, startStateServer } from "./doubles/http-state/server";
+import type { OpenStackDouble } from "./doubles/openstack/server";
+import type { StateServer } from "./doubles/http-state/server";
+import { GITLAB_STATE, useCloud } from "./support/cloud";
 import { planJson } from "./support/plan";
 import { describeEachCli, TfCli, tfClis } from "./support/tofu";
 import { WITHOUT_PROVISIONERS, Workspace, workspace as makeWorkspace } from "./support/workspace";
 
+const ZONES = ["az1", "az2", "az3"];
+
 let double: OpenStackDouble;
 let state: StateServer;
 
-beforeAll(async () => {
-  double = await startOpenStackDouble({ availabilityZones: ZONES, volumeAvailabilityZones: ZONES, volumeTypes: ["ssd"], settled: true });
-  state = await startStateServer({ username: "gitlab-ci-token", password: "state-password-5f1c" });
-  // Room for the pools below; the upstream defaults allow 4 nodes.
+useCloud(
+  { double: { availabilityZones: ZONES, volumeAvailabilityZones: ZONES, volumeTypes: ["ssd"], settled: true }, state: GITLAB_STATE },
+  (cloud) => ({ double, state } = cloud),
+);
+
+beforeAll(() => {
+  // Room for the pools below; the upstream defaults allow 4 nodes. The double is this file's alone.
   Object.assign(double.nova.quotas, { instances: -1, cores: -1, ram: -1, server_group_members: -1 });
-});
-
-afterAll(async () => {
-  Object.assign(double.nova.quotas, NOVA_DEFAULT_QUOTAS);
-  await double.close();
-  await state.close();
-});
-
-afterEach(() => {
-  // A request the double does not implement is a gap in the double, never something to ignore.
-  expect(double.unhandled).toEqual([]);
 });
 
 function workspace(synthEnv: NodeJS.ProcessEnv = {}, runEnv: NodeJS.ProcessEnv = WITHOUT_PROVISIONERS, cli: TfCli = tfClis()[0]) {
   return makeWorkspace(double, state, synthEnv, runEnv, cli);
 }
-
-const ZONES = ["az1", "az2", "az3"];
 
 /**
  * Two pools besides the default pool's 3 nodes, which spread over the three zones: web over two
