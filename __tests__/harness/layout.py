@@ -25,11 +25,13 @@ PARAMETERS = ROOT / "config" / "parameters.ts"
 
 
 def _object_literal(source: str, name: str) -> dict[str, str | int]:
-    """``export const <name> = { key: value, … } as const;``, whose values are strings or numbers."""
+    """``export const <name> = { key: value, … } as const;``, one string or number a line, comments aside."""
     found = re.search(rf"^export const {name} = \{{\n(.*?)^\}} as const;$", source, re.M | re.S)
-    if found is None:
-        raise LookupError(f"{CLUSTER_LAYOUT} has no `export const {name} = {{ … }} as const;`")
-    return {key: json.loads(value) for key, value in re.findall(r'^\s+(\w+): ("[^"\n]*"|\d+),$', found[1], re.M)}
+    lines = [line for line in found[1].splitlines() if not re.fullmatch(r"\s*(//.*|/?\*.*)?", line)] if found else []
+    entries = [re.fullmatch(r'\s+(\w+): ("[^"]*"|\d+),', line) for line in lines]
+    if not entries or not all(entries):
+        raise LookupError(f"{CLUSTER_LAYOUT}: `export const {name}` is not an object of one string or number a line")
+    return {entry[1]: json.loads(entry[2]) for entry in entries}
 
 
 def _number(source: str, name: str) -> int:
