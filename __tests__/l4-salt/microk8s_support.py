@@ -48,6 +48,20 @@ STATUS = ("status", "--format", "yaml")
 NO_LOCK = {"config.get": lambda key, default=None: default, "file.file_exists": lambda path: False}
 
 
+def pillar_get(tree: dict):
+    """A ``pillar.get`` over ``tree``: a key names nested dicts, ``a:b:c``, as Salt's does."""
+
+    def get(key, default=None):
+        node = tree
+        for part in key.split(":"):
+            if not isinstance(node, dict) or part not in node:
+                return default
+            node = node[part]
+        return node
+
+    return get
+
+
 def with_status(text: str, retcode: int = 0, **extra) -> dict:
     return {"cmd.run_all": fake_cli({STATUS: {"retcode": retcode, "stdout": text, "stderr": ""}}), **NO_LOCK, **extra}
 
@@ -71,19 +85,10 @@ class Cluster:
 
     def as_master(self, minion_id: str = MASTER, pillar: dict | None = None, node: FakeMicrok8s | None = None):
         settings = pillar or {"microk8s": PILLAR}
-
-        def pillar_get(key, default=None):
-            node = settings
-            for part in key.split(":"):
-                if not isinstance(node, dict) or part not in node:
-                    return default
-                node = node[part]
-            return node
-
         self.module.__opts__ = {"id": minion_id, "cachedir": str(self.cachedir)}
         self.module.__salt__ = (node or self.master).salt_functions(
             **{
-                "pillar.get": pillar_get,
+                "pillar.get": pillar_get(settings),
                 "mine.update": lambda: self.calls.append("mine.update"),
                 # No voter has reported a membership: the pillar's master issues (a new cluster).
                 "mine.get": lambda target, function, tgt_type="glob": self.reports,

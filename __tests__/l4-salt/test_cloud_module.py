@@ -15,7 +15,7 @@ import pytest
 import yaml
 from harness.layout import PRIVATE_CIDR
 from harness.salt_minion import ROOT, load_module
-from microk8s_support import CP_JOINER, MASTER, PILLAR, WORKER, joined_cluster
+from microk8s_support import CP_JOINER, MASTER, PILLAR, WORKER, joined_cluster, pillar_get
 from salt.exceptions import CommandExecutionError
 
 CLOUD = {
@@ -71,15 +71,7 @@ def master_of(microk8s, tmp_path, cloud: dict | None = CLOUD, instances: dict | 
 
 
 def getter(tree: dict):
-    def get(key, default=None):
-        node = tree
-        for part in key.split(":"):
-            if not isinstance(node, dict) or part not in node:
-                return default
-            node = node[part]
-        return node
-
-    return {"pillar.get": get}
+    return {"pillar.get": pillar_get(tree)}
 
 
 def test_cloud_conf_names_every_option_as_cpo_documents_it_with_every_value_quoted_for_gcfg(cloud):
