@@ -94,7 +94,7 @@ const available = rehearsalAvailable();
   const rollApplies = new Map<string, string>();
   /**
    * Each node's cloud labels and taints, as the cloud controller manager the fake models leaves
-   * them (fake-microk8s/cloud_controller.py), by node name.
+   * them (microk8s_core/cloud_controller.py), by node name.
    */
   const cloudInitialized = async () => {
     const listed = await rehearsal.cloud.host(MASTER).exec("microk8s kubectl get nodes -o json");

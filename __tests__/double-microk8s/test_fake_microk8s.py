@@ -1400,7 +1400,7 @@ def test_l4_the_database_outlives_a_rebuilt_master_which_joins_it_again_through_
 
 # --- both fakes: the server certificate from csr.conf (server_cert.py, which both import) -------
 
-server_cert = load_module("server_cert", FAKE.parent / "server_cert.py")
+server_cert = load_module("server_cert", ROOT / "__tests__" / "doubles" / "microk8s_core" / "server_cert.py")
 # microk8s' csr.conf.template [ alt_names ] (microk8s-resources/certs/csr.conf.template).
 TEMPLATE = (
     "[ alt_names ]\nDNS.1 = kubernetes\nIP.1 = 127.0.0.1\nIP.2 = 10.152.183.1\n#MOREIPS\n\n"

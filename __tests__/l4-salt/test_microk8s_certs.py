@@ -141,9 +141,7 @@ def test_extra_sans_through_the_real_loader_reach_the_certificate_once_refreshed
     against the fake microk8s: its server.crt then names every API address (server_cert.py
     reproduces refresh_csr_conf; gen_server_cert).
     """
-    server_cert = load_module(
-        "server_cert", ROOT / "__tests__" / "doubles" / "rehearsal" / "fake-microk8s" / "server_cert.py"
-    )
+    server_cert = load_module("server_cert", ROOT / "__tests__" / "doubles" / "microk8s_core" / "server_cert.py")
     node = FakeMicrok8s(tmp_path / "node", tmp_path / "cluster")
     grains = {"microk8s.snap_data": str(node.home)}
     call = LocalMinion(tmp_path, MASTER, file_root=ROOT / "salt", grains=grains, env=node.env).call

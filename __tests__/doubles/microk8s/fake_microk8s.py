@@ -11,8 +11,8 @@ cluster's database (its dqlite members and Kubernetes nodes) is $FAKE_MICROK8S_C
 any one node, so a rebuilt master (a fresh $SNAP_DATA at its address) finds the cluster the
 voters kept, but only a majority of the voters can read or write it.
 
-dqlite's roles, who keeps a copy, the majority rule and leave's refusal are dqlite.py's (beside
-the rehearsal's fake, one model for both; go-dqlite app/roles.go, leave.py): a control-plane
+dqlite's roles, who keeps a copy, the majority rule and leave's refusal are microk8s_core/dqlite.py's
+(one model for both fakes; go-dqlite app/roles.go, leave.py): a control-plane
 joiner is a spare that takes its startup role, and every write adjusts the roles, so 2
 control-plane nodes are a voter and a spare, 3 are 3 voters, a fourth a stand-by. A member
 answers while its microk8s runs in the database's cluster (a rebuilt machine runs one of its
@@ -91,10 +91,10 @@ Also reproduced:
   is Ready while its microk8s runs and it belongs to this cluster (see kubectl_nodes);
 - kubectl get node <n> -o json (one Node), label, taint and annotate <node>: labels (the
   kubelet's and microk8s' own until written), annotations and spec.taints kept with the node in
-  the cluster's database, as node_objects.py (beside the rehearsal's fake, shared by both)
+  the cluster's database, as microk8s_core/node_objects.py (shared by both fakes)
   reproduces them and cites kubectl for each behaviour;
 - kubectl patch node <n> (spec.providerID, from "" only: node_objects.py);
-- the OpenStack cloud controller manager's effect on Nodes (cloud_controller.py, shared by both
+- the OpenStack cloud controller manager's effect on Nodes (microk8s_core/cloud_controller.py, both
   fakes): a joiner's Node registers with the uninitialized taint when the kubelet arguments it
   takes from the node joined say --cloud-provider=external; once kubectl applied the controller's
   DaemonSet and the cloud-config Secret, and $FAKE_MICROK8S_CLUSTER/.nova/servers.json lists the
@@ -103,7 +103,7 @@ Also reproduced:
   kubelet reporting it not Ready;
 - kubectl apply -f - (the manifest on stdin, --dry-run=server too), get and annotate of other
   objects (Secrets, StorageClasses, RBAC, DaemonSets, ...), kept with the cluster's database under
-  "objects", as kube_objects.py (beside node_objects.py, shared by both fakes) reproduces them;
+  "objects", as microk8s_core/kube_objects.py (shared by both fakes) reproduces them;
   the record of every object kubectl applied: $FAKE_MICROK8S_DIR/fake/objects.json, a JSON map
   "<Kind>/<namespace>/<name>" (namespace empty when cluster-scoped) -> the object as the API
   server keeps it (a Secret's data base64-encoded), written after every change; `enable
@@ -122,7 +122,7 @@ Also reproduced:
   (scripts/wrappers/refresh_certs.py reproduce_server_cert: refresh_csr_conf; gen_server_cert)
   renders certs/csr.conf from the template again and writes a new certificate naming its every
   IP.n (the extra SANs Salt writes among them), hence a new check; the install renders csr.conf
-  too, and a join keeps it (server_cert.py, beside the rehearsal's fake, shared by both). The
+  too, and a join keeps it (microk8s_core/server_cert.py, shared by both). The
   master's certificate is read from its $SNAP_DATA, which stands in for the TLS handshake.
 
 Faults a test injects through $FAKE_MICROK8S_DIR/fake/faults.json (a JSON object; each count is
@@ -144,8 +144,8 @@ spent one use at a time, and the key is removed at 0):
   revision's services do not start) and are undone: the snap keeps its channel (snapd.py).
 
 snapd's auto-refresh (``microk8s fake-auto-refresh``, no such command in microk8s), `snap refresh
---hold microk8s` and `--unhold`, and the hold in `snap list`'s notes: snapd.py, beside the
-rehearsal's fake, shared by both.
+--hold microk8s` and `--unhold`, and the hold in `snap list`'s notes: microk8s_core/snapd.py,
+shared by both.
 
 A machine's boot, for the harness's ``systemctl reboot`` (__tests__/harness/fake_systemctl.py):
 ``microk8s fake-boot`` (no such command in microk8s) gives the node a new boot id, which kubectl
@@ -168,15 +168,9 @@ import time
 import uuid
 from pathlib import Path
 
-# Labels, taints and annotations: the one implementation both fakes share, kept beside the
-# rehearsal's fake, which carries it into the hosts' images.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "rehearsal" / "fake-microk8s"))
-import cloud_controller
-import dqlite
-import kube_objects
-import node_objects
-import server_cert
-import snapd
+# The core both fakes share, microk8s_core, beside this fake's folder in __tests__/doubles.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from microk8s_core import cloud_controller, dqlite, kube_objects, node_objects, server_cert, snapd
 
 HOME = Path(os.environ["FAKE_MICROK8S_DIR"])
 ADDRESS = os.environ.get("FAKE_MICROK8S_ADDRESS", "10.1.0.10")

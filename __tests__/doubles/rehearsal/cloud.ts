@@ -200,7 +200,7 @@ export class Cloud {
    * The project's servers as Nova's `GET /servers/detail` lists them (the fields the cloud
    * controller manager reads: id, name, status, zone, flavor name), written into every host at
    * NOVA_SERVERS whenever they change: the hosts cannot reach the double, and the fake microk8s
-   * models the controller manager against this listing (fake-microk8s/cloud_controller.py).
+   * models the controller manager against this listing (microk8s_core/cloud_controller.py).
    */
   private publishServers(servers: Record<string, unknown>[]): void {
     // A server being deleted is still listed (task_state deleting) until its host has removed it.

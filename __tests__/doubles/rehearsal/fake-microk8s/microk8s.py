@@ -9,8 +9,8 @@ State, under the real paths:
 - $SNAP_DATA (/var/snap/microk8s/current): fake/node.json (installed, running, the channel, the
   cluster's agent address, the id of the cluster the node belongs to), credentials/cluster-tokens.txt,
   var/lock/clustered.lock, certs/csr.conf.template, certs/csr.conf rendered from it and
-  certs/server.crt issued from that (server_cert.py, installed beside this file and shared with
-  the L4 fake: its subjectAltName lists every DNS.n and IP.n of csr.conf, the extra SANs Salt
+  certs/server.crt issued from that (microk8s_core/server_cert.py, shared with the L4 fake:
+  its subjectAltName lists every DNS.n and IP.n of csr.conf, the extra SANs Salt
   writes into the template among them, after `refresh-certs --cert server.crt`), and the CA,
   certs/ca.crt and ca.key (real X.509, as server_cert.py makes them);
 - fake/cluster.json on every voter and stand-by: its copy of the cluster database (the cluster
@@ -38,8 +38,8 @@ when the node becomes a spare; /record: a quorum.log line; /quorum: the quorum q
   machine rebuilt at the same address runs a cluster of its own); a node restarting after a
   refresh still answers (k8s-dqlite comes back at once, the API server does not);
 - roles as go-dqlite's leader sets them (app/roles.go), who keeps a copy, the majority rule and
-  leave's refusal: dqlite.py, installed beside this file and shared with the L4 fake (one model
-  for both). So 2 control-plane nodes are a voter and a spare: losing the spare loses nothing,
+  leave's refusal: microk8s_core/dqlite.py, shared with the L4 fake (one model for
+  both). So 2 control-plane nodes are a voter and a spare: losing the spare loses nothing,
   losing the voter loses the quorum;
 - without a majority (canonical/microk8s #3735: "If you drop below 2 nodes the cluster will
   freeze"): status prints print_yaml(isReady=False) with `nodes:` empty (get_dqlite_info's
@@ -118,19 +118,19 @@ canonical/microk8s-cluster-agent; where the current release differs it says so):
   spec.unschedulable while cordoned (the API omits it while false: core/v1 NodeSpec, omitempty);
 - kubectl get node <n> -o json (one Node), label, taint and annotate <node>: labels (the
   kubelet's and microk8s' own until written), annotations and spec.taints kept with the node in
-  the cluster database, a write like cordon's; node_objects.py (installed beside this file,
-  shared with the L4 fake) reproduces kubectl and cites it for each behaviour; so is
+  the cluster database, a write like cordon's; microk8s_core/node_objects.py
+  (shared with the L4 fake) reproduces kubectl and cites it for each behaviour; so is
   `kubectl patch node <n>` of spec.providerID (settable from "" only);
-- the OpenStack cloud controller manager's effect on Nodes (cloud_controller.py, installed beside
-  this file, shared with the L4 fake): a joiner's Node registers with the uninitialized taint when
+- the OpenStack cloud controller manager's effect on Nodes (microk8s_core/cloud_controller.py,
+  shared with the L4 fake): a joiner's Node registers with the uninitialized taint when
   the kubelet arguments it takes from the node joined say --cloud-provider=external; once kubectl
   applied the controller's DaemonSet and the cloud-config Secret, every kubectl first lets it
   initialize the tainted Nodes it finds and delete the NotReady ones whose server is gone, against
   the project's servers the rehearsal's cloud lists on every host (NOVA_SERVERS);
 - kubectl apply -f - (the manifest on stdin; --dry-run=server too), get and annotate of objects
   other than Nodes (Secrets, StorageClasses, RBAC, DaemonSets, ...), kept in the cluster database
-  under "objects" and written like any other change; kube_objects.py (installed beside this
-  file, shared with the L4 fake) reproduces kubectl and cites it. THE RECORD a rehearsal check
+  under "objects" and written like any other change; microk8s_core/kube_objects.py
+  (shared with the L4 fake) reproduces kubectl and cites it. THE RECORD a rehearsal check
   reads: after every change, the node that ran kubectl writes $SNAP_DATA/fake/objects.json
   (/var/snap/microk8s/current/fake/objects.json; Salt applies from the Kubernetes master, so
   that host's), a JSON map "<Kind>/<namespace>/<name>" (the namespace empty for a
@@ -179,7 +179,7 @@ Also:
   outputSnapsDefault: Name Version Rev Tracking Publisher Notes), and `snap refresh --hold
   microk8s` holds snapd's own refreshes, shown as "held" in its notes; `microk8s
   fake-auto-refresh` (not a microk8s command) is snapd's auto-refresh: unless held, a new revision
-  whose services restart (snapd.py, beside this file);
+  whose services restart (microk8s_core/snapd.py);
 - kubectl cordon/uncordon/drain <node> (kubectl pkg/cmd/drain/drain.go RunCordonOrUncordon,
   RunDrain): "node/<n> cordoned" / "already cordoned" / "uncordoned" / "already uncordoned" /
   "drained"; drain accepts --ignore-daemonsets, --delete-emptydir-data, --timeout=<d>, --force;
@@ -240,14 +240,10 @@ import time
 import uuid
 from pathlib import Path
 
-# Beside this program, here and in the image (install.sh), also when a test loads this file as a module.
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import cloud_controller
-import dqlite
-import kube_objects
-import node_objects
-import server_cert
-import snapd
+# The core both fakes share, microk8s_core, two folders up: __tests__/doubles in the repository,
+# /usr/local/lib/koo-doubles in a host's image, which keeps that layout (install.sh).
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from microk8s_core import cloud_controller, dqlite, kube_objects, node_objects, server_cert, snapd
 
 ROOT = Path(os.environ.get("FAKE_MICROK8S_ROOT", "/"))
 SNAP_DATA = ROOT / "var/snap/microk8s/current"

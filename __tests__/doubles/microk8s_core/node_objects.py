@@ -1,8 +1,7 @@
 """
-kubectl on Node objects for both fake microk8s programs (the rehearsal's microk8s.py beside this
-file, which install.sh installs with it, and the L4 one, __tests__/doubles/microk8s/
-fake_microk8s.py): a node's labels, annotations and taints, ``get node NAME -o json``, and
-``label``, ``taint`` and ``annotate`` as kubectl does them. Each fake keeps the node entries in its
+kubectl on Node objects for both fake microk8s programs (this package's __init__.py names
+them): a node's labels, annotations and taints, ``get node NAME -o json``, and ``label``,
+``taint`` and ``annotate`` as kubectl does them. Each fake keeps the node entries in its
 own store ({"name", "address", ...} plus "labels", "annotations", "taints" once written) and
 passes one in; a function returns ``(exit code, stdout, stderr, changed)`` and changes the entry
 in place, and the fake writes its store back when ``changed``.

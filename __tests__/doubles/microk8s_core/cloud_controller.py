@@ -1,7 +1,6 @@
 """
 The OpenStack cloud controller manager's effect on Node objects, for both fake microk8s programs
-(the rehearsal's microk8s.py beside this file, which install.sh installs with it, and the L4 one,
-__tests__/doubles/microk8s/fake_microk8s.py). Neither fake runs pods: the controller "runs" once
+(this package's __init__.py names them). Neither fake runs pods: the controller "runs" once
 kubectl applied its DaemonSet and the cloud-config Secret it reads, and each fake calls
 ``reconcile`` before it answers a kubectl command, so every answer shows the Nodes as the
 controller would have left them by then. The cloud it asks is a listing of the project's Nova
@@ -51,7 +50,7 @@ import json
 import re
 from pathlib import Path
 
-import node_objects
+from . import node_objects
 
 UNINITIALIZED = {"key": "node.cloudprovider.kubernetes.io/uninitialized", "value": "true", "effect": "NoSchedule"}
 CONTROLLER = "DaemonSet/kube-system/openstack-cloud-controller-manager"

@@ -1,8 +1,7 @@
 """
-kubectl on API objects other than Nodes, for both fake microk8s programs (the rehearsal's
-microk8s.py beside this file, which install.sh installs with it, and the L4 one,
-__tests__/doubles/microk8s/fake_microk8s.py), as node_objects.py is for Nodes: ``apply -f -``,
-``get``, ``annotate`` on a non-Node object. Each fake keeps the objects with its cluster database
+kubectl on API objects other than Nodes, for both fake microk8s programs (this package's
+__init__.py names them), as node_objects.py is for Nodes: ``apply -f -``, ``get``, ``annotate``
+on a non-Node object. Each fake keeps the objects with its cluster database
 (``"objects"``: {"<Kind>/<namespace>/<name>": object}, the namespace empty for a cluster-scoped
 kind) and passes that map in; a function returns ``(exit code, stdout, stderr, changed)`` and
 changes the map in place, and the fake writes it back when ``changed``.

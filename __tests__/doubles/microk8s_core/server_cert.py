@@ -1,7 +1,7 @@
 """
-The API server certificate as both fake microk8s issue it (this one, installed beside the
-rehearsal's fake, and __tests__/doubles/microk8s/fake_microk8s.py), from csr.conf as microk8s
-does (canonical/microk8s microk8s-resources/actions/common/utils.sh):
+The API server certificate as both fake microk8s issue it (this package's __init__.py names
+them), from csr.conf as microk8s does (canonical/microk8s microk8s-resources/actions/common/
+utils.sh):
 - render_csr_conf copies $SNAP_DATA/certs/csr.conf.template to csr.conf.rendered, replacing the
   ``#MOREIPS`` marker with one ``IP.<n> = <address>`` line per host address (get_ips: `hostname
   -I` without CNI addresses), n counting up from 3 and skipping any index the template already

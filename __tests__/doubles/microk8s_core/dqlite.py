@@ -1,8 +1,8 @@
 """
-dqlite as both fake microk8s model it (the rehearsal's, beside this file, and the Salt tests' in
-__tests__/doubles/microk8s/): the roles go-dqlite's leader gives the members, who holds a copy of
-the database, when a majority answers, and whether a node may leave. One model, so that no test
-of either can show a recovery real microk8s cannot make.
+dqlite as both fake microk8s model it (this package's __init__.py names them): the roles
+go-dqlite's leader gives the members, who holds a copy of the database, when a majority answers,
+and whether a node may leave. One model, so that no test of either can show a recovery real
+microk8s cannot make.
 
 - Roles (go-dqlite app/roles.go, with k8s-dqlite's defaults of 3 voters and 3 stand-bys: its
   pkg/server/server.go calls app.New without WithVoters or WithStandBys, app/options.go defaults

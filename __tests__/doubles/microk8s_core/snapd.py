@@ -1,7 +1,6 @@
 """
-snapd's side of the microk8s snap for both fake microk8s programs (the rehearsal's microk8s.py
-beside this file, which install.sh installs with it, and the L4 one, __tests__/doubles/microk8s/
-fake_microk8s.py): refresh holds, the auto-refresh they stop, and the conflict with a change in
+snapd's side of the microk8s snap for both fake microk8s programs (this package's __init__.py
+names them): refresh holds, the auto-refresh they stop, and the conflict with a change in
 progress. Each fake keeps a node's state and passes it in; ``state["held"]`` is the hold and
 ``state["revision"]`` the installed revision.
 
