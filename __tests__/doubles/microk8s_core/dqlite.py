@@ -27,15 +27,17 @@ VOTER, STANDBY, SPARE = "voter", "standby", "spare"
 # go-dqlite app/roles.go minVoters, and the App's defaults (app/options.go WithVoters and
 # WithStandBys: 3 each), which k8s-dqlite keeps.
 MIN_VOTERS, VOTERS, STANDBYS = 3, 3, 3
-# kubectl's text when the API server answers 504 because its datastore does not (apimachinery
-# pkg/api/errors NewGenericServerResponse, StatusGatewayTimeout; kubectl helpers.go "Error from
-# server (<reason>)").
+# k8s-dqlite's port: a member's address is "<host>:19001".
+PORT = 19001
 # What leave.py and remove_node.py end with when their `dqlite .cluster` finds no leader: the
 # CalledProcessError check_output raises, uncaught.
 NO_LEADER_TRACEBACK = (
     "Traceback (most recent call last):\n"
     "subprocess.CalledProcessError: Command '[...dqlite..., 'k8s', '.cluster']' returned non-zero exit status 1."
 )
+# kubectl's text when the API server answers 504 because its datastore does not (apimachinery
+# pkg/api/errors NewGenericServerResponse, StatusGatewayTimeout; kubectl helpers.go "Error from
+# server (<reason>)").
 TIMED_OUT = "the server was unable to return a response in the time allotted, but may still be processing the request"
 
 

@@ -79,6 +79,7 @@ Where each behaviour comes from (kubernetes/kubectl, k8s.io/apimachinery):
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import time
@@ -194,6 +195,25 @@ def internal_ips(entry: dict) -> list[str]:
 def status_addresses(entry: dict) -> list[dict]:
     """A Node's status.addresses: its InternalIPs."""
     return [{"type": "InternalIP", "address": address} for address in internal_ips(entry)]
+
+
+def item(entry: dict, ready: bool, kubelet_version: str, boot_id: str) -> dict:
+    """
+    One Node as the API server returns it: its metadata, spec and status.addresses (above), the
+    Ready condition (Unknown once its kubelet stopped posting: the node lifecycle controller), and
+    the kubelet's version and its machine's boot id (core/v1 NodeSystemInfo) as last reported.
+    """
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": metadata(entry),
+        "spec": spec(entry),
+        "status": {
+            "addresses": status_addresses(entry),
+            "conditions": [{"type": "Ready", "status": "True" if ready else "Unknown"}],
+            "nodeInfo": {"kubeletVersion": f"v{kubelet_version}", "bootID": boot_id},
+        },
+    }
 
 
 def removal_target(entries: list[dict], target: str) -> tuple[dict | None, str]:
@@ -547,6 +567,11 @@ def _budget_allows(objects: dict, pod: dict) -> bool:
         if allowed <= 0:
             return False
     return True
+
+
+def calico_pod(node: str) -> str:
+    """The calico-node DaemonSet's pod on a node (reconcile.d/90-calico-apply applies Calico's manifest)."""
+    return f"kube-system/calico-node-{hashlib.sha256(node.encode()).hexdigest()[:5]}"
 
 
 def drain_pods(objects: dict, node: str, args: list[str], calico: str) -> tuple[int, str, str, bool]:

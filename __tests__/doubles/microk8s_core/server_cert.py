@@ -14,7 +14,14 @@ utils.sh):
   runs ``refresh_csr_conf; gen_server_cert``: the template's lines as they are now, the extra
   SANs Salt manages (IP.99, IP.98, ...) among them, end up in the certificate; the install's
   produce_certs renders csr.conf first too, and a join's ensure_server_ca keeps a valid csr.conf
-  (ensure_csr_conf_conservative) before gen_server_cert.
+  (ensure_csr_conf_conservative) before gen_server_cert;
+- the cluster CA (certs/ca.crt and ca.key) is made at install, unique to that install: the
+  install hook (snap/hooks/install) calls produce_certs, which writes ca.crt only when it is
+  missing; a join's stores and leave's keeping of it are join.py's and leave.py's;
+- the join fingerprint: add-node's check is server_cert_check (sha256 of certs/server.crt in DER,
+  its first 12 hex characters), and join.py's join_request compares the connection string's
+  fingerprint with the start of the master's (join.py in this package), so a new certificate
+  changes the check.
 
 The CA and the certificate are real X.509, made by the `openssl` commands utils.sh runs
 (produce_certs: the CA, subject /CN=10.152.183.1 with its CA extensions; gen_server_cert: a
@@ -28,12 +35,17 @@ the lines it is about.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import re
 import subprocess
 import tempfile
 from pathlib import Path
 
 MARKER = "#MOREIPS"
+# microk8s-resources/certs/csr.conf.template's [ alt_names ] and its marker, as the install hook
+# copies it to $SNAP_DATA/certs (the rest of the template is SIGNING's, below).
+CSR_TEMPLATE = "[ alt_names ]\nDNS.1 = kubernetes\nIP.1 = 127.0.0.1\nIP.2 = 10.152.183.1\n#MOREIPS\n"
 _ALT_NAME = re.compile(r"^(DNS|IP)\.\d+\s*=\s*(\S+)\s*$")
 
 
@@ -134,6 +146,7 @@ def gen_server_cert(snap_data: Path, addresses: list[str]) -> None:
     rendered first when there is none (as produce_certs and ensure_csr_conf_conservative do).
     """
     certs = snap_data / "certs"
+    certs.mkdir(parents=True, exist_ok=True)
     if not (certs / "csr.conf").exists():
         refresh_csr_conf(snap_data, addresses)
     produce_ca(snap_data)
@@ -154,3 +167,39 @@ def subject_alt_names(certificate: str) -> list[str]:
     printed = subprocess.run(["openssl", "x509", "-noout", "-ext", "subjectAltName"], input=certificate,
                              check=True, capture_output=True, text=True).stdout  # fmt: skip
     return [name.strip() for line in printed.splitlines()[1:] for name in line.split(",") if name.strip()]
+
+
+def refresh_certs(args: list[str], snap_data: Path, addresses: list[str], shown: str) -> int:
+    """
+    scripts/wrappers/refresh_certs.py: ``--cert`` names the certificate (without it a message, exit
+    3); a backup under $SNAP_DATA/certs-backup/ (``shown``: the $SNAP_DATA path it prints), new
+    certificates, the services restarted. Only server.crt is issued anew (reproduce_server_cert:
+    refresh_csr_conf; gen_server_cert, from the template's IP.n as they are now).
+    """
+    cert = args[args.index("--cert") + 1] if "--cert" in args else None
+    if cert is None:
+        print("Please use the '--cert' flag to select the certificate you need refreshed.")
+        return 3
+    print(f"Taking a backup of the current certificates under {shown}/certs-backup/")
+    print("Creating new certificates")
+    if cert == "server.crt":
+        refresh_csr_conf(snap_data, addresses)
+        gen_server_cert(snap_data, addresses)
+        print("Restarting service kubelite.\nRestarting service cluster-agent.")
+    return 0
+
+
+def der(pem: str) -> bytes:
+    """ssl.PEM_cert_to_DER_cert, for the fakes' certificates."""
+    inner = pem.split("-----BEGIN CERTIFICATE-----")[1].split("-----END CERTIFICATE-----")[0]
+    return base64.decodebytes(inner.encode())
+
+
+def fingerprint(pem: str) -> str:
+    """The sha256 of a certificate's DER, in hex, which join.py's join_request compares."""
+    return hashlib.sha256(der(pem)).hexdigest()
+
+
+def check(pem: str) -> str:
+    """utils.sh server_cert_check: the fingerprint's first 12 hex characters."""
+    return fingerprint(pem)[:12]

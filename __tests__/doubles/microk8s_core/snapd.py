@@ -26,7 +26,19 @@ Where each behaviour comes from (canonical/snapd):
   (daemon/api_changes.go); `snap watch --last=KIND?` waits for the last change of that kind, and
   with the "?" returns at once when there is none (cmd_watch.go, the option's help; lastChange);
 - a failed change is undone: the snap keeps the revision and channel it had (snapstate's undo
-  handlers). A fake's changes finish at once; the services' restart after them is each fake's.
+  handlers). A fake's changes finish at once; the services' restart after them is each fake's;
+- ``snap install microk8s --channel=...`` and ``snap refresh microk8s --channel=...``
+  (cmd/snap/cmd_snap_op.go): "microk8s (<channel>) v<version> from Canonical✓ installed" (or
+  refreshed), 'snap "microk8s" is already installed', 'snap "microk8s" has no updates available';
+- ``snap list microk8s`` (cmd/snap/cmd_list.go outputSnapsDefault): Name Version Rev Tracking
+  Publisher Notes;
+- ``snap restart microk8s.daemon-kubelite`` (cmd/snap/cmd_services.go: it waits for the change,
+  then prints "Restarted."), which microk8s' restart_service runs after a kubelet, API server,
+  scheduler or controller-manager argument change (actions/common/utils.sh); kubelite starts again
+  and reads its arguments files;
+- after a refresh, a restart of kubelite, an auto-refresh or a boot the snap's services start
+  over: not ready for a while (``restart``), in which status.py prints print_yaml(isReady=False)
+  and exits 1 and kubectl's connection is refused.
 """
 
 from __future__ import annotations
@@ -35,6 +47,54 @@ import time
 
 FIRST_REVISION = 7000
 CONFLICT = 'error: snap "microk8s" has "auto-refresh" change in progress'
+# The one service `snap restart` is reproduced for (snapd's app name).
+KUBELITE = "microk8s.daemon-kubelite"
+ALREADY_INSTALLED = 'snap "microk8s" is already installed'
+NO_UPDATES = 'snap "microk8s" has no updates available'
+
+
+def channel(args: list[str]) -> str | None:
+    """The ``--channel=`` of ``snap ARGS``, if any."""
+    return next((a.split("=", 1)[1] for a in args if a.startswith("--channel=")), None)
+
+
+def no_wait(args: list[str]) -> tuple[bool, list[str]]:
+    """``--no-wait`` (cmd/snap/wait.go): whether ``snap ARGS`` has it, and its other arguments."""
+    return "--no-wait" in args, [a for a in args if a != "--no-wait"]
+
+
+def installed(channel: str, version: str) -> str:
+    return f"microk8s ({channel}) v{version} from Canonical✓ installed"
+
+
+def refreshed(channel: str, version: str) -> str:
+    return f"microk8s ({channel}) v{version} from Canonical✓ refreshed"
+
+
+def listing(state: dict, version: str, tracking_width: int) -> str:
+    """
+    ``snap list microk8s``. snapd's tabwriter pads each column to its widest cell and two spaces:
+    each fake pads Tracking for its own default channel (``tracking_width``), and its row by two.
+    """
+    header = f"Name      Version   Rev   {'Tracking'.ljust(tracking_width)}Publisher   Notes"
+    return f"{header}\nmicrok8s  v{version}  {revision(state)}  {state['channel']}  canonical✓  {notes(state)}"
+
+
+def restart_services(state: dict, services: list[str], seconds: float) -> tuple[int, str, str]:
+    """``snap restart SERVICES``, for kubelite only: ``(exit code, stdout, stderr)``."""
+    if services != [KUBELITE]:
+        return 2, "", f"fake snap: restart {' '.join(services)} is not reproduced\n"
+    restart(state, seconds)
+    return 0, "Restarted.\n", ""
+
+
+def restart(state: dict, seconds: float) -> None:
+    """The snap's services start over: not ready for ``seconds``."""
+    state["restart_until"] = time.time() + seconds
+
+
+def restarting(state: dict) -> bool:
+    return time.time() < state["restart_until"]
 
 
 def start_change(state: dict, kind: str, summary: str, error: str | None = None) -> str:
@@ -118,5 +178,5 @@ def auto_refresh(state: dict, restart_seconds: float) -> bool:
     if state.get("held"):
         return False
     state["revision"] = revision(state) + 1
-    state["restart_until"] = time.time() + restart_seconds
+    restart(state, restart_seconds)
     return True

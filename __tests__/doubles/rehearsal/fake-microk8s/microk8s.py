@@ -3,21 +3,26 @@
 The rehearsal's microk8s and snap: a fake that keeps state like the real one and talks between
 hosts only over the network, through a cluster agent on port 25000, as microk8s does since 1.25
 (canonical/microk8s-cluster-agent). Installed into every host's image, where /usr/bin/snap,
-/usr/bin/microk8s and /snap/bin/microk8s run it through run.py (install.sh).
+/usr/bin/microk8s and /snap/bin/microk8s run it through run.py (install.sh). What it answers, and
+the microk8s, snapd, dqlite and kubectl source each answer follows, is the core it shares with
+the L4 fake (__tests__/doubles/microk8s_core: status.py, tokens.py, join.py, leave.py,
+remove_node.py, kubectl.py, node_objects.py, kube_objects.py, cloud_controller.py, dqlite.py,
+server_cert.py, snapd.py, releases.py, faults.py); this file keeps the node's state, its agent,
+and the database as the hosts replicate it.
 
 State, under the real paths:
-- $SNAP_DATA (/var/snap/microk8s/current): fake/node.json (installed, running, the channel, the
-  cluster's agent address, the id of the cluster the node belongs to), credentials/cluster-tokens.txt,
-  var/lock/clustered.lock, certs/csr.conf.template, certs/csr.conf rendered from it and
-  certs/server.crt issued from that (microk8s_core/server_cert.py, shared with the L4 fake:
-  its subjectAltName lists every DNS.n and IP.n of csr.conf, the extra SANs Salt
-  writes into the template among them, after `refresh-certs --cert server.crt`), and the CA,
-  certs/ca.crt and ca.key (real X.509, as server_cert.py makes them);
+- $SNAP_DATA (/var/snap/microk8s/current), as layout.py lays it out: fake/node.json (installed,
+  running, the channel, the cluster's agent address, the id of the cluster the node belongs to),
+  the join tokens, the worker lock, certs/csr.conf.template with csr.conf rendered from it and
+  certs/server.crt issued from that (its subjectAltName lists every DNS.n and IP.n of csr.conf,
+  the extra SANs Salt writes into the template among them, after `refresh-certs --cert
+  server.crt`), and the CA, certs/ca.crt and ca.key (real X.509: server_cert.py);
 - fake/cluster.json on every voter and stand-by: its copy of the cluster database (the cluster
   id, an index raised by every write, the dqlite members with their roles, the Kubernetes nodes
   with name, InternalIP, the kubelet version last reported and unschedulable, the cluster's
-  addons); the install and leave write the cluster of its own a node starts with (dqlite on
-  127.0.0.1, the node its only voter), a join replaces it, a demotion to spare drops it;
+  addons and other objects); the install and leave write the cluster of its own a node starts
+  with (dqlite on 127.0.0.1, the node its only voter), a join replaces it, a demotion to spare
+  drops it;
 - fake/quorum.log: every moment a command on this node or another found no majority of voters;
 - fake/voter-removals.log: every `remove-node --force` run here that removed a voter while its
   node was Ready (remove_node.py refuses none of them, so neither does the fake).
@@ -37,156 +42,54 @@ when the node becomes a spare; /record: a quorum.log line; /quorum: the quorum q
   answers while its agent does, its microk8s runs and its /health reports this cluster's id (a
   machine rebuilt at the same address runs a cluster of its own); a node restarting after a
   refresh still answers (k8s-dqlite comes back at once, the API server does not);
-- roles as go-dqlite's leader sets them (app/roles.go), who keeps a copy, the majority rule and
-  leave's refusal: microk8s_core/dqlite.py, shared with the L4 fake (one model for
-  both). So 2 control-plane nodes are a voter and a spare: losing the spare loses nothing,
-  losing the voter loses the quorum;
+- roles as go-dqlite's leader sets them, who keeps a copy, the majority rule and leave's
+  refusal: dqlite.py, one model for both fakes. So 2 control-plane nodes are a voter and a
+  spare: losing the spare loses nothing, losing the voter loses the quorum;
 - without a majority (canonical/microk8s #3735: "If you drop below 2 nodes the cluster will
   freeze"): status prints print_yaml(isReady=False) with `nodes:` empty (get_dqlite_info's
   `dqlite .cluster` fails its 10 tries; it also lists nobody on a node the leader does not list)
-  and exits 1; kubectl, enable and disable get the API server's 504, `Error from server
-  (Timeout): the server was unable to return a response in the time allotted, but may still be
-  processing the request (get nodes)` (apimachinery errors.go NewGenericServerResponse), exit 1;
-  add-node still writes its token (add_token.py is local); the agent still answers a
-  control-plane join (join.go reads the local cluster.yaml, which needs no quorum) and the
-  joiner's update_dqlite waits in vain ("Waiting for this node to finish joining the cluster."
-  and ten "..") and exits 0, not a member; a worker's join gets HTTP 500 "failed to retrieve
-  list of control plane nodes: failed to list nodes: <the 504>" (join.go's
-  ListControlPlaneNodeIPs, pkg/snap/util/kubectl.go); leave and remove-node end in a
-  CalledProcessError traceback from their `dqlite .cluster`, exit 1 (remove-node first prints
-  "Node <n> does not exist in Kubernetes.", as its failed kubectl makes it). The agent's "failed
-  to retrieve dqlite cluster nodes" comes only from reading cluster.yaml (WaitForDqliteCluster),
-  so only through the join_dqlite_error fault; `status --wait-ready` waits for a quorum too
-  (wait_for_ready polls is_cluster_ready);
+  and exits 1, and `status --wait-ready` waits (wait_for_ready polls is_cluster_ready); kubectl,
+  enable and disable get the API server's 504; add-node still writes its token (add_token.py is
+  local); the agent still answers a control-plane join (join.go reads the local cluster.yaml,
+  which needs no quorum) and the joiner's update_dqlite waits in vain, exit 0, not a member; a
+  worker's join gets HTTP 500; leave and remove-node end in a CalledProcessError traceback from
+  their `dqlite .cluster` (join.py, leave.py, remove_node.py, kubectl.py);
 - every time a command or an agent finds no majority, a line goes to fake/quorum.log on this node
   and on every other member that answers: `<UTC time> quorum lost: <k>/<n> voters reachable
   (<voters>); on <address>: <command>`. `microk8s fake-quorum` (not a microk8s command) prints
   {"quorum", "cluster", "voters", "reachable", "index"} and exits 0 with a quorum, 1 without
   (recorded like any other finding); the agent's POST /quorum answers the same JSON.
 
-Behaviour, each from the microk8s 1.28 source it follows (canonical/microk8s branch 1.28, and
-canonical/microk8s-cluster-agent; where the current release differs it says so):
-- status (scripts/wrappers/status.py print_yaml): `--format yaml` prints microk8s.running,
-  high-availability (enabled while the ha-cluster addon is, then every dqlite member with its
-  role) and the addons, enabled first; a stopped node prints `microk8s is not running, try microk8s start` and
-  exits 0 (common/utils.py exit_if_stopped); on a node joined with --worker the wrapper
-  (microk8s-resources/wrappers/microk8s-status.wrapper) prints that the node is part of a cluster
-  and to use the control plane node, and exits 0 (1.28 and the current master alike);
-- enable/disable (scripts/wrappers/enable.py): refused on a worker by is_cluster_locked ("Please
-  use the master node.", exit 1), and on a stopped node by ensure_started (exit 1); addons are
-  the cluster's, kept with its database, so every control-plane node sees them;
-- add-node (scripts/wrappers/add_token.py): a 32-character token, `<token>` in
-  cluster-tokens.txt when single-use (--token-ttl -1, the default), `<token>|<expiry>` otherwise;
-  `--format json` prints the token with its check and one URL per address of the node;
-- join (scripts/wrappers/join.py → the agent's pkg/api/v2/join.go): the token is consumed first
-  (a single-use one is gone even when the join then fails), then expiry, then whether the
-  joiner's hostname resolves on the agent's node to the address it connects from (HTTP 400),
-  then whether dqlite already knows that address (HTTP 504); failures print `Connection failed.
-  <message> (<status>).` and exit 6; a control-plane joiner gets its role from go-dqlite (below);
-  `--worker` joins no dqlite and gets var/lock/clustered.lock;
-- the cluster CA: the install makes one of its own (snap/hooks/install calls produce_certs,
-  microk8s-resources/actions/common/utils.sh, which writes certs/ca.crt only when missing); the
-  agent's join answer carries the CA of its node, and its key for a control-plane joiner only
-  (microk8s-cluster-agent pkg/api/v2/join.go JoinResponse ``ca`` from Snap.ReadCA, ``ca_key``
-  null for a worker); join.py join_dqlite_master_node stores them as certs/ca.crt and ca.key
-  (store_cert, keeping a .backup), after which the apiservice-kicker's ensure_server_ca issues a
-  new server.crt from that CA; join_dqlite_worker_node stores the CA as certs/ca.remote.crt
-  (store_remote_ca) and keeps its own ca.crt; leave keeps ca.crt (reinit_cluster makes new
-  dqlite cluster certificates, not a CA) and a worker's leave removes ca.remote.crt (1.28 and
-  1.35 alike);
-- remove-node (scripts/wrappers/remove_node.py): by name or any InternalIP, the dqlite member by
-  the node's first InternalIP (node_objects.removal_target); a node still in dqlite
-  needs --force; a node Kubernetes does not know exits 1, after --force dropped its member; a
-  Ready voter removed with --force is allowed (remove_dqlite_node deletes any endpoint found
-  with --force, checking no condition) and recorded in fake/voter-removals.log;
-- leave (scripts/wrappers/leave.py, 1.28 and 1.35 alike): a worker prints "Configuring
-  services." (reset_current_dqlite_worker_installation), every node "Generating new cluster
-  certificates." and apply_cni's "Waiting for node to start."; the node goes back to a cluster of
-  its own (a new cluster id); the Kubernetes node stays, NotReady, until remove-node. The one
-  voter of a cluster with other members cannot leave: three lines, exit 3
-  (reset_current_dqlite_installation, is_leader_without_successor); a node alone can;
+What this fake does its own way:
+- status on a stopped node is exit_if_stopped's message, exit 0; high availability is enabled
+  while the ha-cluster addon is in the freshest copy this node saw; the addons (microk8s 1.28's
+  core addons) are the cluster's, kept with its database so that every control-plane node sees
+  them, and listed enabled first, each from the core repository;
+- enable, disable and remove-node are refused on a worker (is_cluster_locked, exit 1); on a
+  stopped node, kubectl and the commands that change the cluster are (ensure_started, exit 1);
+- add-node: `--format json` prints the token with its check and one URL per address of the node,
+  otherwise join's command line;
+- join: the joiner posts to the agent (join.py's get_connection_info: only HTTPException is
+  caught, so a refused connection is a traceback); the agent's /certificate stands in for the
+  certificate the TLS handshake presents; a control-plane joiner gets its role from go-dqlite;
 - kubectl get nodes -o json: a node is Ready while its agent answers, its microk8s runs (not
   restarting) and it belongs to this cluster: its agent's /health reports the cluster id. A
   kubelet posts its node's status to the API server of the cluster it joined (the credentials
   join.py writes, which leave.py's reinit replaces); when the posts stop, the node lifecycle
   controller (kubernetes pkg/controller/nodelifecycle, "Kubelet stopped posting node status.")
   sets Ready to Unknown. So a machine rebuilt at the same address, with a cluster of its own, is
-  not Ready in the old cluster until it joins again. Each node also carries
-  status.nodeInfo.kubeletVersion (v<version>), status.nodeInfo.bootID while Ready (its machine's
-  boot, BOOT_ID below: a new machine under the same name reports another one; the last one
-  reported is not kept for a node that is not Ready, where the API server keeps it) and
-  spec.unschedulable while cordoned (the API omits it while false: core/v1 NodeSpec, omitempty);
-- kubectl get node <n> -o json (one Node), label, taint and annotate <node>: labels (the
-  kubelet's and microk8s' own until written), annotations and spec.taints kept with the node in
-  the cluster database, a write like cordon's; microk8s_core/node_objects.py
-  (shared with the L4 fake) reproduces kubectl and cites it for each behaviour; so is
-  `kubectl patch node <n>` of spec.providerID (settable from "" only);
-- the OpenStack cloud controller manager's effect on Nodes (microk8s_core/cloud_controller.py,
-  shared with the L4 fake): a joiner's Node registers with the uninitialized taint when
-  the kubelet arguments it takes from the node joined say --cloud-provider=external; once kubectl
-  applied the controller's DaemonSet and the cloud-config Secret, every kubectl first lets it
-  initialize the tainted Nodes it finds and delete the NotReady ones whose server is gone, against
-  the project's servers the rehearsal's cloud lists on every host (NOVA_SERVERS);
-- kubectl apply -f - (the manifest on stdin; --dry-run=server too), get and annotate of objects
-  other than Nodes (Secrets, StorageClasses, RBAC, DaemonSets, ...), kept in the cluster database
-  under "objects" and written like any other change; microk8s_core/kube_objects.py
-  (shared with the L4 fake) reproduces kubectl and cites it. THE RECORD a rehearsal check
-  reads: after every change, the node that ran kubectl writes $SNAP_DATA/fake/objects.json
+  not Ready in the old cluster until it joins again. status.nodeInfo.bootID is its machine's
+  boot while Ready (BOOT_ID below: a new machine under the same name reports another one; the
+  last one reported is not kept for a node that is not Ready, where the API server keeps it);
+- the OpenStack cloud controller manager (cloud_controller.py) asks for the project's servers as
+  the rehearsal's cloud lists them on every host (NOVA_SERVERS);
+- THE RECORD a rehearsal check reads (kube_objects.record): after every change of objects other
+  than Nodes, the node that ran kubectl writes $SNAP_DATA/fake/objects.json
   (/var/snap/microk8s/current/fake/objects.json; Salt applies from the Kubernetes master, so
   that host's), a JSON map "<Kind>/<namespace>/<name>" (the namespace empty for a
   cluster-scoped kind, e.g. "StorageClass//cinder") -> the object as the API server keeps it:
   "Secret/kube-system/cloud-config" has data["cloud.conf"] base64-encoded; `enable
-  hostpath-storage` adds the addon's default StorageClass microk8s-hostpath.
-
-- config (microk8s-resources/wrappers/microk8s-config.wrapper): on a --worker node (its
-  clustered.lock) "This MicroK8s deployment is acting as a node in a cluster. Please use the
-  microk8s config on the master.", exit 0; otherwise credentials/client.config
-  (microk8s-resources/client.config.template: cluster microk8s-cluster with the CA's data,
-  context microk8s, user admin) with 127.0.0.1 replaced by the address of the interface with the
-  default route (utils.sh get_default_ip), then an empty line.
-
-Two releases (canonical/microk8s branches 1.28 and 1.35): `snap install microk8s
---channel=1.NN/<risk>` (no channel: latest/stable, taken as 1.28 as before); what differs follows
-the node's release:
-- join, on the joiner (scripts/wrappers/join.py, diff 1.28..1.35): 1.35 first checks the
-  connection string (common/cluster/utils.py get_valid_connection_parts: "Invalid connection:
-  <reason>", exit 1) and ends every successful join with "Successfully joined the cluster.";
-  1.28 prints update_dqlite()'s "Waiting for this node to finish joining the cluster." (a
-  control-plane joiner) or print_worker_usage() (a worker), and nothing after;
-- the agent's refusal of a joiner dqlite already knows (microk8s-cluster-agent): branch 1.28,
-  pkg/api/v2/join.go, "the joining node (<ip>) is already known to dqlite", HTTP 504; the agent
-  1.35 builds (build-scripts/components/cluster-agent/version.sh; the current agent's
-  pkg/snap/util/dqlite.go MaybeUpdateDqliteBindAddress, wrapped by join.go): "failed to retrieve
-  dqlite cluster nodes: the joining node (<ip>) is already known to dqlite", HTTP 500;
-- status is the same in both (scripts/wrappers/status.py has no diff 1.28..1.35), and so is
-  microk8s-kubectl.wrapper on a --worker node: "... Please use the microk8s kubectl on the
-  master.", exit 0, before its exit_if_stopped.
-
-Also:
-- $SNAP_DATA/args/kubelet: the install hook's copy of default-args (snap/hooks/install), which a
-  join replaces with the agent's node's (JoinResponse.KubeletArgs; join.py
-  store_base_kubelet_args, worker and control plane alike); `snap restart
-  microk8s.daemon-kubelite` (microk8s' restart_service after an argument change) makes the node
-  not ready for restart_seconds like a refresh, and prints "Restarted." (snapd cmd_services.go);
-- `snap refresh microk8s --channel=X` changes the node's release (with --no-wait it prints the
-  change's id, which `snap watch ID` waits for: snapd.py); the services restart, and
-  for restart_seconds (faults.json, default 2) the node is not ready: status prints status.py's
-  print_yaml(isReady=False) (running: False, high-availability with its nodes, the message) and
-  exits 1 (status.py: `if not is_ready: sys.exit(1)`; the API server is not up, so
-  is_cluster_ready is false); kubectl cannot reach the API server ("The connection to the server
-  127.0.0.1:16443 was refused - did you specify the right host or port?", exit 1: kubectl
-  pkg/cmd/util/helpers.go); `snap list microk8s` prints snapd's table (cmd/snap/cmd_list.go
-  outputSnapsDefault: Name Version Rev Tracking Publisher Notes), and `snap refresh --hold
-  microk8s` holds snapd's own refreshes, shown as "held" in its notes; `microk8s
-  fake-auto-refresh` (not a microk8s command) is snapd's auto-refresh: unless held, a new revision
-  whose services restart (microk8s_core/snapd.py);
-- kubectl cordon/uncordon/drain <node> (kubectl pkg/cmd/drain/drain.go RunCordonOrUncordon,
-  RunDrain): "node/<n> cordoned" / "already cordoned" / "uncordoned" / "already uncordoned" /
-  "drained"; drain accepts --ignore-daemonsets, --delete-emptydir-data, --timeout=<d>, --force;
-  without --ignore-daemonsets it stops at Calico's calico-node pod, a DaemonSet microk8s runs on
-  every node (reconcile.d/90-calico-apply; kubectl pkg/drain/filters.go daemonSetFatal), exit
-  1; an unknown node is `Error from server (NotFound): nodes "<n>" not found`, exit 1
-  (helpers.go standardErrorMessage, apimachinery's NewNotFound);
+  hostpath-storage` adds the addon's default StorageClass microk8s-hostpath;
 - the API server's TLS: a control-plane node's agent also listens on 16443 while microk8s runs
   and completes a TLS handshake with certs/server.crt and server.key (kube-apiserver's
   --tls-cert-file, default-args/kube-apiserver), so a client verifies the certificate against
@@ -196,26 +99,23 @@ Also:
   default route's address (kube_objects.advertised_address cites kube-apiserver's rule), and
   `kubectl get endpoints kubernetes` (namespace default) lists those of the control-plane nodes
   whose kubelite runs in this cluster, as the lease reconciler keeps them;
-- the join fingerprint: add-node's check is microk8s-resources/actions/common/utils.sh
-  server_cert_check (sha256 of certs/server.crt in DER, 12 hex characters); join asks the
-  agent's /certificate (standing in for the TLS handshake's peer certificate) and compares
-  before it posts the join (join.py join_request: "Joining cluster failed. Could not verify the
-  identity of <ip>. Use '--skip-verify' to skip server certificate check.", exit 4; the token
-  is not spent); `refresh-certs --cert server.crt` (scripts/wrappers/refresh_certs.py
-  reproduce_server_cert: refresh_csr_conf; gen_server_cert) renders csr.conf from the template
-  again and writes a new certificate naming its IP.n, so the check changes.
+- config (microk8s-resources/wrappers/microk8s-config.wrapper): on a --worker node (its
+  clustered.lock) "This MicroK8s deployment is acting as a node in a cluster. Please use the
+  microk8s config on the master.", exit 0; otherwise credentials/client.config
+  (microk8s-resources/client.config.template: cluster microk8s-cluster with the CA's data,
+  context microk8s, user admin) with 127.0.0.1 replaced by the address of the interface with the
+  default route (utils.sh get_default_ip), then an empty line;
+- snap: `snap install microk8s` without a channel tracks latest/stable, taken as 1.28
+  (releases.py); `microk8s fake-auto-refresh` (not a microk8s command) is snapd's auto-refresh
+  (snapd.py).
 
-Faults a test injects through $SNAP_DATA/fake/faults.json (a JSON object; counts are spent one
-use at a time and removed at 0):
+Faults a test injects through $SNAP_DATA/fake/faults.json (faults.py):
 - "status_dqlite_empty": N: the node's next N status outputs print `nodes:` with no member while
   high availability is on (common/utils.py get_dqlite_info returns [] once its dqlite query has
   failed its 10 tries);
-- "join_dqlite_error": N, with "join_dqlite_error_text" (default "timed out waiting for cluster
-  condition: context deadline exceeded", dqlite.go WaitForDqliteCluster): the node's agent
-  answers its next N joins, after spending the token and checking the hostname, with HTTP 500
-  "failed to retrieve dqlite cluster nodes: <text>" (join.go; a 1.35 agent wraps it twice, as
-  MaybeUpdateDqliteBindAddress adds the same prefix);
-- "restart_seconds": the not-ready window after a snap refresh or a kubelite restart.
+- "join_dqlite_error": N, with "join_dqlite_error_text": the node's agent answers its next N
+  joins, after spending the token and checking the hostname, with HTTP 500 (join.py);
+- "restart_seconds": the not-ready window after a snap refresh or a kubelite restart (snapd.py).
 """
 
 from __future__ import annotations
@@ -223,13 +123,10 @@ from __future__ import annotations
 import base64
 import contextlib
 import fcntl
-import hashlib
 import http.client
 import http.server
-import ipaddress
 import json
 import os
-import re
 import secrets
 import socket
 import ssl
@@ -243,54 +140,59 @@ from pathlib import Path
 # The core both fakes share, microk8s_core, two folders up: __tests__/doubles in the repository,
 # /usr/local/lib/koo-doubles in a host's image, which keeps that layout (install.sh).
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from microk8s_core import cloud_controller, dqlite, kube_objects, node_objects, server_cert, snapd
+from microk8s_core import (
+    cloud_controller,
+    dqlite,
+    faults,
+    join,
+    kube_objects,
+    kubectl,
+    layout,
+    leave,
+    node_objects,
+    remove_node,
+    server_cert,
+    snapd,
+    status,
+    tokens,
+)
+from microk8s_core.cli import emit
+from microk8s_core.layout import read_json as read
+from microk8s_core.layout import write_json as write
+from microk8s_core.releases import DEFAULT_VERSION, minor, release, version
 
 ROOT = Path(os.environ.get("FAKE_MICROK8S_ROOT", "/"))
 SNAP_DATA = ROOT / "var/snap/microk8s/current"
 SNAP_COMMON = ROOT / "var/snap/microk8s/common"
 NODE = SNAP_DATA / "fake/node.json"
 CLUSTER = SNAP_DATA / "fake/cluster.json"
-TOKENS = SNAP_DATA / "credentials/cluster-tokens.txt"
-WORKER_LOCK = SNAP_DATA / "var/lock/clustered.lock"
-CSR_TEMPLATE = SNAP_DATA / "certs/csr.conf.template"
+TOKENS = SNAP_DATA / layout.TOKENS
+WORKER_LOCK = SNAP_DATA / layout.WORKER_LOCK
+CSR_TEMPLATE = SNAP_DATA / layout.CSR_TEMPLATE
 AGENT_LOG = SNAP_DATA / "fake/agent.log"
-SERVER_CRT = SNAP_DATA / "certs/server.crt"
-SERVER_KEY = SNAP_DATA / "certs/server.key"
-CA_CRT = SNAP_DATA / "certs/ca.crt"
-CA_KEY = SNAP_DATA / "certs/ca.key"
-REMOTE_CA = SNAP_DATA / "certs/ca.remote.crt"
-KUBELET_ARGS = SNAP_DATA / "args/kubelet"
+SERVER_CRT = SNAP_DATA / layout.SERVER_CRT
+SERVER_KEY = SNAP_DATA / layout.SERVER_KEY
+CA_CRT = SNAP_DATA / layout.CA_CRT
+KUBELET_ARGS = SNAP_DATA / layout.KUBELET_ARGS
 # The project's Nova servers, as the rehearsal's cloud (cloud.ts) lists them on every host: what
 # the modelled cloud controller manager asks (cloud_controller.py).
 NOVA_SERVERS = ROOT / "var/lib/koo-rehearsal/nova-servers.json"
 # The API server's arguments, which kubelite reads as it starts (kube_objects.py: the defaults,
 # and the address the API server advertises from them).
-APISERVER_ARGS = SNAP_DATA / "args/kube-apiserver"
-# microk8s-resources/default-args/kubelet's first lines, which the install hook copies to
-# $SNAP_DATA/args (snap/hooks/install); nothing here reads them.
-DEFAULT_KUBELET_ARGS = (
-    "--kubeconfig=${SNAP_DATA}/credentials/kubelet.config\n"
-    "--cert-dir=${SNAP_DATA}/certs\n"
-    "--client-ca-file=${SNAP_DATA}/certs/ca.crt\n"
-    "--anonymous-auth=false\n"
-    "--fail-swap-on=false\n"
-)
-# The one service `snap restart` is reproduced for (snapd's app name).
-KUBELITE_APP = "microk8s.daemon-kubelite"
-FAULTS = SNAP_DATA / "fake/faults.json"
+APISERVER_ARGS = SNAP_DATA / layout.APISERVER_ARGS
 # The machine's boot id. The kubelet reports it as status.nodeInfo.bootID (kubernetes
 # pkg/kubelet/nodestatus/setters.go MachineInfo: NodeInfo.BootID is cadvisor's MachineInfo.BootID,
 # read from /proc/sys/kernel/random/boot_id, new at every boot). The rehearsal's machines share
 # one kernel, so one /proc boot id; each keeps its own in its /run, a tmpfs that every start of
 # the machine mounts afresh (doubles/rehearsal/host.ts), so a new machine has a new one.
 BOOT_ID = ROOT / "run/fake-microk8s/boot_id"
-PORT = int(os.environ.get("FAKE_MICROK8S_PORT", "25000"))
-API_PORT = int(os.environ.get("FAKE_MICROK8S_API_PORT", "16443"))
+PORT = int(os.environ.get("FAKE_MICROK8S_PORT", str(join.AGENT_PORT)))
+API_PORT = int(os.environ.get("FAKE_MICROK8S_API_PORT", str(kubectl.API_PORT)))
 # Tests only: the node's one address (its agent binds it, it is the source of what the node
 # sends, kubelet's InternalIP) and its hostname, so that several nodes share one machine.
 ADDRESS = os.environ.get("FAKE_MICROK8S_ADDRESS")
 SELF = ADDRESS or "127.0.0.1"
-DQLITE_PORT = 19001
+DQLITE_PORT = dqlite.PORT
 LOCK = threading.Lock()
 # microk8s 1.28's core addons (microk8s-core-addons, addons.yaml), as status lists them.
 ADDONS = [
@@ -298,107 +200,20 @@ ADDONS = [
     "host-access", "hostpath-storage", "ingress", "kube-ovn", "mayastor", "metallb",
     "metrics-server", "minio", "observability", "prometheus", "rbac", "registry", "storage",
 ]  # fmt: skip
-NOT_RUNNING = "microk8s is not running. Use microk8s inspect for a deeper inspection."
-# common/utils.py exit_if_stopped (status, exit 0) and ensure_started (others, stderr, exit 1).
-STOPPED = "microk8s is not running, try microk8s start"
-# microk8s-status.wrapper on a node joined with --worker, before status.py runs (1.28 and
-# current alike: exit 0).
-WORKER_STATUS = "This MicroK8s deployment is acting as a node in a cluster.\nPlease use the control plane node."
-# common/utils.py is_cluster_locked, which enable.py and disable.py call first (exit 1).
-WORKER_LOCKED = "This MicroK8s deployment is acting as a node in a cluster.\nPlease use the master node."
-# microk8s-kubectl.wrapper on a node joined with --worker (1.28 and 1.35 alike): exit 0.
-WORKER_KUBECTL = (
-    "This MicroK8s deployment is acting as a node in a cluster. Please use the microk8s kubectl on the master."
-)
-# kubectl pkg/cmd/util/helpers.go standardErrorMessage, for a refused connection (kubelite restarting).
-API_DOWN = "The connection to the server 127.0.0.1:16443 was refused - did you specify the right host or port?"
-# The patch release a track's channel is taken to carry; other tracks get .0.
-PATCH = {28: "1.28.15"}
-RISKS = ("stable", "candidate", "beta", "edge")
-# common/cluster/utils.py (1.35): the token and fingerprint minimum lengths.
-TOKEN_MIN_LEN = 32
-FINGERPRINT_MIN_LEN = 12
-DQLITE_ERROR = "failed to retrieve dqlite cluster nodes: "
+# What `microk8s refresh-certs` prints as $SNAP_DATA: the first revision's directory.
+SHOWN_SNAP_DATA = f"/var/snap/microk8s/{snapd.FIRST_REVISION}"
 QUORUM_LOG = SNAP_DATA / "fake/quorum.log"
 # Held while this node's copy of the database is read and replaced (the agent's threads, commands).
 COPY_LOCK = SNAP_DATA / "fake/.cluster.lock"
 # How long a write may keep finding another one committed first before the fake gives up.
 COMMIT_SECONDS = 60
 VOTER_REMOVALS = SNAP_DATA / "fake/voter-removals.log"
-VOTER, STANDBY, SPARE, TIMED_OUT = dqlite.VOTER, dqlite.STANDBY, dqlite.SPARE, dqlite.TIMED_OUT
-
-
-def read(path: Path, default):
-    return json.loads(path.read_text()) if path.exists() else default
-
-
-def write(path: Path, data) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
-    tmp.write_text(json.dumps(data, indent=1))
-    tmp.replace(path)
+VOTER = dqlite.VOTER
 
 
 def node() -> dict:
     defaults = {"installed": False, "running": False, "agent": None, "channel": None, "cluster_id": None}
     return {**defaults, "restart_until": 0, **read(NODE, {})}
-
-
-def release(channel: str | None) -> int | None:
-    """The minor version a channel 1.NN/<risk> tracks; None for any other (latest/...)."""
-    match = re.fullmatch(r"1\.(\d+)/(\w+)", channel or "")
-    return int(match.group(1)) if match and match.group(2) in RISKS else None
-
-
-def minor(state: dict) -> int:
-    return release(state["channel"]) or 28
-
-
-def version(state: dict) -> str:
-    return PATCH.get(minor(state), f"1.{minor(state)}.0")
-
-
-def restarting(state: dict) -> bool:
-    return time.time() < state["restart_until"]
-
-
-def fault(name: str) -> dict | None:
-    """Spends one use of fault ``name`` (fake/faults.json); the faults, or None when it is not set."""
-    FAULTS.parent.mkdir(parents=True, exist_ok=True)
-    with (SNAP_DATA / "fake/.faults.lock").open("a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        faults = read(FAULTS, {})
-        if int(faults.get(name, 0)) <= 0:
-            return None
-        faults[name] = int(faults[name]) - 1
-        if faults[name] == 0:
-            del faults[name]
-        write(FAULTS, faults)
-    return faults
-
-
-def new_server_certificate() -> None:
-    """gen_server_cert, from csr.conf (server_cert.py)."""
-    SERVER_CRT.parent.mkdir(parents=True, exist_ok=True)
-    server_cert.gen_server_cert(SNAP_DATA, addresses())
-
-
-def store_cert(path: Path, payload: str) -> None:
-    """join.py store_cert: the file kept as <name>.backup, then the payload written."""
-    if path.exists():
-        path.with_name(f"{path.name}.backup").write_text(path.read_text())
-    path.write_text(payload)
-
-
-def der(pem: str) -> bytes:
-    """ssl.PEM_cert_to_DER_cert, for the fake's certificates."""
-    inner = pem.split("-----BEGIN CERTIFICATE-----")[1].split("-----END CERTIFICATE-----")[0]
-    return base64.decodebytes(inner.encode())
-
-
-def server_cert_check() -> str:
-    """utils.sh server_cert_check: sha256 of server.crt in DER, its first 12 hex characters."""
-    return hashlib.sha256(der(SERVER_CRT.read_text())).hexdigest()[:12]
 
 
 def addresses() -> list[str]:
@@ -476,20 +291,6 @@ def request(address: str, path: str, body: dict | None = None, timeout: float = 
         connection.close()
 
 
-def consume(token: str) -> bool:
-    """pkg/snap/snap.go ConsumeClusterToken: a listed, unexpired token; single-use ones are removed."""
-    lines = TOKENS.read_text().splitlines() if TOKENS.exists() else []
-    for line in lines:
-        listed, _, expiry = line.partition("|")
-        if listed != token:
-            continue
-        if expiry:
-            return int(expiry) > time.time()
-        TOKENS.write_text("".join(f"{kept}\n" for kept in lines if kept != line))
-        return True
-    return False
-
-
 def resolves(name: str, address: str) -> bool:
     try:
         return address in {info[4][0] for info in socket.getaddrinfo(name, None, socket.AF_INET)}
@@ -502,9 +303,9 @@ class Agent(http.server.BaseHTTPRequestHandler):
         with AGENT_LOG.open("a") as log:
             log.write(f"{self.address_string()} {format % args}\n")
 
-    def reply(self, status: int, body: dict) -> None:
+    def reply(self, code: int, body: dict) -> None:
         data = json.dumps(body).encode()
-        self.send_response(status)
+        self.send_response(code)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
@@ -514,10 +315,10 @@ class Agent(http.server.BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
         if self.path == "/join":
             with LOCK:
-                status, answer = self.handle_path(self.path, body)
+                code, answer = self.handle_path(self.path, body)
         else:
-            status, answer = self.handle_path(self.path, body)
-        self.reply(status, answer)
+            code, answer = self.handle_path(self.path, body)
+        self.reply(code, answer)
 
     def handle_path(self, path: str, body: dict) -> tuple[int, dict]:
         state = node()
@@ -526,7 +327,7 @@ class Agent(http.server.BaseHTTPRequestHandler):
             # which boot of its machine.
             return 200, {
                 "running": state["running"],
-                "restarting": restarting(state),
+                "restarting": snapd.restarting(state),
                 "cluster": state["cluster_id"],
                 "version": version(state),
                 "boot_id": boot_id(),
@@ -561,25 +362,18 @@ class Agent(http.server.BaseHTTPRequestHandler):
         return 404, {"error": f"no {path}"}
 
     def join(self, body: dict) -> tuple[int, dict]:
-        """join.go, Join: the token first, then the hostname, then dqlite."""
+        """join.go, Join: the token first, then the hostname, then dqlite (join.py in microk8s_core)."""
         joiner = self.client_address[0]
-        if not consume(str(body.get("token"))):
-            return 500, {"error": "invalid token"}
+        if not tokens.consume(TOKENS, str(body.get("token"))):
+            return refusal(join.invalid_token())
         name = str(body.get("hostname"))
         if not resolves(name, joiner):
-            return 400, {
-                "error": f"the hostname ({name}) of the joining node does not resolve to the IP "
-                f'"{joiner}". Refusing join'
-            }
-        # The agent's release is its node's: branch 1.28's join.go, or the current agent, whose
-        # MaybeUpdateDqliteBindAddress wraps its errors in DQLITE_ERROR once more.
-        current_agent = minor(node()) >= 29
-        faults = fault("join_dqlite_error")
-        if faults is not None:
-            text = faults.get(
-                "join_dqlite_error_text", "timed out waiting for cluster condition: context deadline exceeded"
-            )
-            return 500, {"error": DQLITE_ERROR * (2 if current_agent else 1) + text}
+            return refusal(join.unresolved(name, joiner))
+        # The agent's release is its node's: branch 1.28's join.go, or the current agent's.
+        agent_minor = minor(node())
+        spent = faults.spend(SNAP_DATA, "join_dqlite_error")
+        if spent is not None:
+            return refusal(join.dqlite_failed(spent, agent_minor))
         state = node()
         # GetDqliteCluster reads this node's cluster.yaml: the last configuration its dqlite
         # knew, which needs no quorum (a spare, holding no copy, knows the freshest reachable).
@@ -587,8 +381,7 @@ class Agent(http.server.BaseHTTPRequestHandler):
         local = self.connection.getsockname()[0]
         # A lone member still on 127.0.0.1 is this node (the fake's tests join from 127.0.0.1).
         if any(host_of(m) == joiner for m in alone(known, local)["members"]):
-            known_text = f"the joining node ({joiner}) is already known to dqlite"
-            return (500, {"error": DQLITE_ERROR + known_text}) if current_agent else (504, {"error": known_text})
+            return refusal(join.already_known(joiner, agent_minor))
         copy = local_copy(state)
         if copy and [m["address"] for m in copy["members"]] == [f"127.0.0.1:{DQLITE_PORT}"]:
             # join.go (UpdateDqliteIP): the first join moves dqlite from 127.0.0.1 to the address
@@ -597,7 +390,7 @@ class Agent(http.server.BaseHTTPRequestHandler):
             copy["index"] += 1
             write(CLUSTER, copy)
         entry = {"name": name, "address": joiner, "version": body.get("version")}
-        # The joiner's kubelet starts with this node's arguments (below): with
+        # The joiner's kubelet starts with this node's arguments (join.response): with
         # --cloud-provider=external it creates its Node with the uninitialized taint (cloud_controller.py).
         taints = cloud_controller.registration_taints(kubelet_args())
         if taints:
@@ -611,20 +404,9 @@ class Agent(http.server.BaseHTTPRequestHandler):
 
         command = f"agent of {local}: join from {joiner}"
         if body.get("worker"):
-            # join.go (worker): ListControlPlaneNodeIPs lists the nodes through the API server.
             if not commit(state, register_node, command + " (--worker)"):
-                error = f"failed to retrieve list of control plane nodes: failed to list nodes: {TIMED_OUT} (get nodes)"
-                return 500, {"error": error}
-            # join.go: the CA this node reads (Snap.ReadCA); no key for a worker.
-            return 200, {
-                "agent": local,
-                "cluster": state["cluster_id"],
-                "copy": None,
-                "ca": CA_CRT.read_text(),
-                "ca_key": None,
-                # JoinResponse.KubeletArgs: this node's kubelet arguments, for the joiner.
-                "kubelet_args": kubelet_args(),
-            }
+                return refusal(join.no_control_plane())
+            return 200, {"agent": local, "cluster": state["cluster_id"], "copy": None, **join.response(SNAP_DATA, True)}
 
         def add_member(db: dict) -> None:
             # go-dqlite: a node joins as a spare (client.Add), then takes the role roles.go
@@ -640,11 +422,14 @@ class Agent(http.server.BaseHTTPRequestHandler):
             "cluster": state["cluster_id"],
             "stalled": written is None,
             "copy": written if written and dqlite.holds_copy(written["members"], joiner) else None,
-            # join.go: the CA this node reads (Snap.ReadCA) and, for a control-plane joiner, its key.
-            "ca": CA_CRT.read_text(),
-            "ca_key": CA_KEY.read_text(),
-            "kubelet_args": kubelet_args(),
+            **join.response(SNAP_DATA, False),
         }
+
+
+def refusal(answer: tuple[int, str]) -> tuple[int, dict]:
+    """One of the agent's refusals of a join (join.py in microk8s_core), as its HTTP answer."""
+    status_code, error = answer
+    return status_code, {"error": error}
 
 
 def kubelet_args() -> str | None:
@@ -699,7 +484,7 @@ def serve_api() -> None:
 def api_handshake(connection: socket.socket) -> None:
     with connection:
         state = node()
-        if is_worker() or not state["running"] or restarting(state):
+        if is_worker() or not state["running"] or snapd.restarting(state):
             return
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(SERVER_CRT, SERVER_KEY)
@@ -733,9 +518,6 @@ def agent_up(address: str) -> bool:
         return request(address, "/health", timeout=1)[0] == 200
     except OSError:
         return False
-
-
-# --- the CLI ------------------------------------------------------------------------------------
 
 
 # --- the replicated database (dqlite) -------------------------------------------------------------
@@ -980,70 +762,60 @@ def update(state: dict, data: dict) -> bool:
     return commit(state, apply) is not None
 
 
+# --- the CLI ------------------------------------------------------------------------------------
+
+
 def is_worker() -> bool:
     return WORKER_LOCK.exists()
 
 
-def status(state: dict, args: list[str]) -> int:
+def status_command(state: dict, args: list[str]) -> int:
+    """status.py (status.py in microk8s_core), its quorum read through the database's leader."""
     if "--wait-ready" in args:
         timeout = int(args[args.index("--timeout") + 1]) if "--timeout" in args else 0
         deadline = time.time() + timeout
         # wait_for_ready: until is_cluster_ready, which needs the API server and its datastore.
-        while not node()["running"] or restarting(node()) or not quorum(node())["quorum"]:
+        while not node()["running"] or snapd.restarting(node()) or not quorum(node())["quorum"]:
             if timeout and time.time() > deadline:
-                print(NOT_RUNNING)
+                print(status.NOT_RUNNING)
                 return 1
             time.sleep(1)
         return 0
     if is_worker():
-        print(WORKER_STATUS)
+        print(status.WORKER)
         return 0
     if not state["running"]:
-        print(STOPPED)
+        print(status.STOPPED)
         return 0
     data = read_db(state)
     # is_cluster_ready: kubectl get all / get nodes, which fail without the datastore.
-    ready = not restarting(state) and data is not None
-    # status.py print_yaml, column for column (Python's True/False included). "enabled" is
-    # common/utils.py is_ha_enabled(): the ha-cluster addon, not whether 3 voters formed (its
-    # lock file is local: the last copy this node saw tells it); the members are listed
-    # whenever it is on (get_dqlite_info).
+    ready = not snapd.restarting(state) and data is not None
+    # is_ha_enabled's lock file is local: the last copy this node saw tells it.
     known = data or local_copy(state) or {"addons": {"ha-cluster": "enabled"}}
     ha_enabled = known["addons"].get("ha-cluster") == "enabled"
-    print(f"microk8s:\n  running: {ready}\nhigh-availability:\n  enabled: {ha_enabled}")
+    members = []
     if ha_enabled:
-        print("  nodes:")
         # get_dqlite_info: [] when its dqlite query (answered by the leader) failed its 10 tries:
         # no quorum, the fault, or a node whose own address the leader does not list.
         members = (data or {}).get("members", [])
         if not any(m["address"] == f"127.0.0.1:{DQLITE_PORT}" or host_of(m) in own_hosts() for m in members):
             members = []
-        for member in members if fault("status_dqlite_empty") is None else []:
-            print(f"    - address: {member['address']}\n      role: {member['role']}")
-    if not ready:
-        # Restarting after a refresh, or no quorum: print_yaml(isReady=False), then status.py exits 1.
-        print(f"  message: {NOT_RUNNING}")
-        return 1
-    print("addons:")
-    for wanted in ("enabled", "disabled"):
-        for name, addon_status in sorted(data["addons"].items()):
-            if addon_status == wanted:
-                print(
-                    f"  - name: {name}\n    repository: core\n    description: {name}\n"
-                    f"    version: {version(state)}\n    status: {wanted}"
-                )
-    return 0
+        if faults.spend(SNAP_DATA, "status_dqlite_empty") is not None:
+            members = []
+    addons = status.enabled_first(data["addons"]) if ready else []
+    status.print_yaml(ready, ha_enabled, members, addons, version(state), repository="core")
+    # Restarting after a refresh, or no quorum: status.py exits 1.
+    return 0 if ready else 1
 
 
 def addon(state: dict, command: str, args: list[str]) -> int:
     if is_worker():
-        print(WORKER_LOCKED)
+        print(status.WORKER_LOCKED)
         return 1
     data = read_db(state)
     if data is None:
         # enable.py's kubectl calls get the API server's 504.
-        print(f"Error from server (Timeout): {TIMED_OUT}", file=sys.stderr)
-        return 1
+        return kubectl.addon_timed_out()
     for spec in args:
         name = spec.split(":", 1)[0]
         if name not in data["addons"]:
@@ -1056,18 +828,14 @@ def addon(state: dict, command: str, args: list[str]) -> int:
             data.setdefault("objects", {})[kube_objects.key(storage_class)] = storage_class
         print(f"Addon {name} is {'enabled' if command == 'enable' else 'disabled'}")
     if not update(state, data):
-        print(f"Error from server (Timeout): {TIMED_OUT}", file=sys.stderr)
-        return 1
+        return kubectl.addon_timed_out()
     return 0
 
 
 def add_node(state: dict, args: list[str]) -> int:
-    ttl = int(args[args.index("--token-ttl") + 1]) if "--token-ttl" in args else -1
-    token = args[args.index("--token") + 1] if "--token" in args else secrets.token_hex(16)
-    TOKENS.parent.mkdir(parents=True, exist_ok=True)
-    with TOKENS.open("a") as tokens:
-        tokens.write(f"{token}|{int(time.time()) + ttl}\n" if ttl != -1 else f"{token}\n")
-    check = server_cert_check()
+    """add_token.py (tokens.py in microk8s_core): one URL per address of the node."""
+    token = tokens.issue(TOKENS, args)
+    check = server_cert.check(SERVER_CRT.read_text())
     urls = [f"{address}:{PORT}/{token}/{check}" for address in addresses()]
     if "--format" in args and args[args.index("--format") + 1] == "json":
         print(json.dumps({"token": f"{token}/{check}", "urls": urls}))
@@ -1077,191 +845,90 @@ def add_node(state: dict, args: list[str]) -> int:
     return 0
 
 
-def invalid_connection(connection: str) -> str | None:
-    """common/cluster/utils.py get_valid_connection_parts (1.35): the reason, or None when valid."""
-    parts = connection.split("/")
-    expected = "Expected format: <master_IP>:<master_PORT>/<token>[/<fingerprint>]"
-    if len(parts) not in (2, 3) or len(parts[0].split(":")) != 2:
-        return expected
-    host, port = parts[0].split(":")
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return "Invalid master IP"
-    if not port.lstrip("-").isdigit():
-        return "Master PORT not a number"
-    if not 1 <= int(port) <= 65535:
-        return "Master PORT not in range 1:65535"
-    if len(parts[1]) < TOKEN_MIN_LEN:
-        return f"Cluster token size should be at least {TOKEN_MIN_LEN} bytes"
-    if len(parts) == 3 and len(parts[2]) < FINGERPRINT_MIN_LEN:
-        return f"Fingerprint should be at least {FINGERPRINT_MIN_LEN} bytes"
-    return None
-
-
-def verified(address: str, fingerprint: str) -> int:
-    """join.py join_request, before the join is posted: 0, or its exit code 4."""
-    skip = " Use '--skip-verify' to skip server certificate check."
-    if len(fingerprint) < FINGERPRINT_MIN_LEN:
-        print(f"Joining cluster failed. Fingerprint too short.{skip}")
-        return 4
+def peer_certificate(address: str) -> str | None:
+    """The agent's /certificate, standing in for the certificate the TLS handshake presents."""
     status_code, answer = request(address, "/certificate", timeout=30)
-    pem = answer.get("pem") if status_code == 200 else None
-    if pem and not hashlib.sha256(der(pem)).hexdigest().startswith(fingerprint):
-        print(f"Joining cluster failed. Could not verify the identity of {address}.{skip}")
-        return 4
-    return 0
+    return answer.get("pem") if status_code == 200 else None
 
 
-def join(state: dict, args: list[str]) -> int:
-    connection = args[0]
-    if minor(state) >= 35:
-        reason = invalid_connection(connection)
-        if reason:
-            print("Invalid connection:", reason)
-            return 1
-    parts = connection.split("/")
-    address, token = parts[0].split(":", 1)[0], parts[1]
+def join_command(state: dict, args: list[str]) -> int:
+    """join.py (join.py in microk8s_core): the join posted to the agent at the connection's address."""
+    contacted = join.contact(args[0], minor(state))
+    if contacted is None:
+        return 1
+    address, token, fingerprint = contacted
     worker = "--worker" in args
-    print(f"Contacting cluster at {address}")
-    # join_dqlite: without a fingerprint nothing is verified; --skip-verify skips it.
-    if len(parts) > 2 and "--skip-verify" not in args:
-        code = verified(address, parts[2])
+    if fingerprint is not None and "--skip-verify" not in args:
+        code = join.verify(address, fingerprint, lambda: peer_certificate(address))
         if code:
             return code
     # join.py get_connection_info: only HTTPException is caught; a refused connection is a traceback.
     body = {"token": token, "hostname": hostname(), "worker": worker, "version": version(state)}
     status_code, answer = request(address, "/join", body, timeout=30)
     if status_code != 200:
-        print(f"Connection failed. {answer.get('error')} ({status_code}).")
-        return 6
+        return join.refused(status_code, answer.get("error"))
     state.update(agent=address, cluster_id=answer.get("cluster"), peers=[address])
     # A join resets the node to the cluster's: its own database and addons are gone; a voter
     # or stand-by gets the cluster's copy (the leader's replication), a spare or worker none.
     CLUSTER.unlink(missing_ok=True)
     if answer.get("copy"):
         write(CLUSTER, answer["copy"])
-    # join_dqlite_worker_node and join_dqlite_master_node alike: store_base_kubelet_args writes
-    # the agent's node's kubelet arguments over this node's own.
-    if answer.get("kubelet_args") is not None:
-        KUBELET_ARGS.parent.mkdir(parents=True, exist_ok=True)
-        KUBELET_ARGS.write_text(answer["kubelet_args"])
-    if worker:
-        # join_dqlite_worker_node: store_remote_ca; the worker's own ca.crt stays.
-        REMOTE_CA.write_text(answer["ca"])
-        WORKER_LOCK.parent.mkdir(parents=True, exist_ok=True)
-        WORKER_LOCK.touch()
-        # print_worker_usage, in 1.28 and 1.35 alike.
-        print("\nThe node has joined the cluster and will appear in the nodes list in a few seconds.\n")
-        print("This worker node gets automatically configured with the API server endpoints.")
-        print("If the API servers are behind a loadbalancer please set the '--refresh-interval' to '0s' in:")
-        print("    /var/snap/microk8s/current/args/apiserver-proxy")
-        print("and replace the API server endpoints with the one provided by the loadbalancer in:")
-        print("    /var/snap/microk8s/current/args/traefik/provider.yaml\n")
-    elif answer.get("stalled"):
-        # update_dqlite without a quorum: its ten `dqlite .cluster` tries fail (".." each), then
-        # print(" "); join.py carries on and exits 0, the node not a member.
-        print("Waiting for this node to finish joining the cluster. " + ".. " * 10 + " ")
+    if answer.get("stalled"):
+        # Not a member: nothing of the control plane's to store.
+        join.store_kubelet_args(SNAP_DATA, answer)
     else:
-        # join_dqlite_master_node: store_cert ca.crt and ca.key; the apiservice-kicker's
-        # ensure_server_ca then finds server.crt not issued by that CA and issues a new one.
-        store_cert(CA_CRT, answer["ca"])
-        store_cert(CA_KEY, answer["ca_key"])
-        new_server_certificate()
-        # update_dqlite: the wait for dqlite (end=" "), then print(" ").
-        print("Waiting for this node to finish joining the cluster.  ")
-    if minor(state) >= 35:
-        print("Successfully joined the cluster.")
+        join.store(SNAP_DATA, answer, worker, addresses())
+    join.joined(minor(state), worker, stalled=bool(answer.get("stalled")))
     write(NODE, state)
     return 0
 
 
-def leave(state: dict) -> int:
-    worker = is_worker()
-    if not worker:
+def leave_command(state: dict) -> int:
+    """leave.py (leave.py in microk8s_core), through the database's leader."""
+    if is_worker():
+        leave.reset_worker(SNAP_DATA)
+    else:
         data = read_db(state)
         if data is None:
-            # is_leader_without_successor's `dqlite .cluster` needs the leader: check_output raises.
-            return dqlite_traceback()
+            return leave.no_leader()
         # 127.0.0.1 is this node only while dqlite was never moved off it (alone); in a formed
         # cluster it is another member's address (the tests' nodes share the loopback network).
         members = alone(data, SELF)["members"]
-        others = [m for m in members if host_of(m) not in own_hosts()]
-        if dqlite.leader_without_successor(members, own_hosts()):
-            # leave.py is_leader_without_successor: the one voter, with other members (dqlite.py).
-            print("This node currently holds the only copy of the Kubernetes database so it cannot leave the cluster.")
-            print("To remove this node you can either first remove all other nodes with 'microk8s remove-node' or")
-            print("form a highly available cluster by adding at least three nodes.")
-            return 3
-        data["members"] = others
+        code = leave.only_copy(members, own_hosts())
+        if code:
+            return code
+        data["members"] = [m for m in members if host_of(m) not in own_hosts()]
         update(state, data)
-    else:
-        print("Configuring services.")
-        # reset_current_dqlite_worker_installation: os.remove(ca_cert_file), the ca.remote.crt.
-        REMOTE_CA.unlink(missing_ok=True)
-    # reinit_cluster: new dqlite cluster certificates (ca.crt stays), a cluster of its own.
+    # reinit_cluster: a cluster of its own.
     state.update(agent=None, cluster_id=secrets.token_hex(8), peers=[])
-    WORKER_LOCK.unlink(missing_ok=True)
     start_own_cluster(state)
     write(NODE, state)
-    print("Generating new cluster certificates.\nWaiting for node to start.  ")
-    return 0
+    return leave.left(SNAP_DATA)
 
 
-def remove_node(state: dict, args: list[str]) -> int:
+def remove_node_command(state: dict, args: list[str]) -> int:
+    """remove_node.py (remove_node.py in microk8s_core), through the database's leader."""
     if is_worker():
-        print(WORKER_LOCKED)
+        print(status.WORKER_LOCKED)
         return 1
     target, force = args[0], "--force" in args
     data = read_db(state)
     if data is None:
-        # kubectl get no fails (CalledProcessError): "does not exist in Kubernetes"; with --force
-        # get_dqlite_endpoints' dqlite query then fails too.
-        print(f"Node {target} does not exist in Kubernetes.")
-        if force:
-            print(f"Attempting to remove {target} from dqlite.")
-            return dqlite_traceback()
-        return 1
-    found, address = node_objects.removal_target(data["nodes"], target)
+        return remove_node.no_quorum(target, force)
+    _, address = node_objects.removal_target(data["nodes"], target)
     member = f"{address}:{DQLITE_PORT}"
-    in_dqlite = any(m["address"] == member for m in data["members"])
-    if found and in_dqlite and not force:
-        print(
-            f"Removal failed. Node {target} is registered with dqlite. "
-            "Please, run first 'microk8s leave' on the departing node."
-        )
-        return 1
     voter = any(m["address"] == member and m["role"] == VOTER for m in data["members"])
+    # remove_node.py refuses nothing here (--force drops any member), so the fake does not
+    # either: it records the removal of a voter still Ready, which a test asserts never happens.
     healthy_voter = force and voter and node_ready(state, health(address))
-    if force:
-        data["members"] = [m for m in data["members"] if m["address"] != member]
-    data["nodes"] = [n for n in data["nodes"] if n is not found]
-    if not update(state, data):
-        return dqlite_traceback()
-    if healthy_voter:
-        # remove_node.py refuses nothing here (--force drops any member), so the fake does not
-        # either: it records the removal of a voter still Ready, which a test asserts never happens.
+    answer = remove_node.remove(data, target, force)
+    if answer[3] and not update(state, data):
+        return leave.no_leader()
+    if answer[3] and healthy_voter:
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         with VOTER_REMOVALS.open("a") as log:
             log.write(f"{stamp} a Ready voter removed: {target} ({member}); on {SELF}: {command_line()}\n")
-    if not found:
-        print(f"Node {target} does not exist in Kubernetes.")
-        if force and in_dqlite:
-            print(f"Attempting to remove {target} from dqlite.\nRemoving node entry found in dqlite.")
-        return 1
-    return 0
-
-
-def dqlite_traceback() -> int:
-    """leave.py / remove_node.py: `dqlite .cluster` fails without a leader, and check_output raises."""
-    print(dqlite.NO_LEADER_TRACEBACK, file=sys.stderr)
-    return 1
-
-
-def api_unavailable(args: list[str]) -> int:
-    """kubectl when the API server's datastore does not answer: a 504 from the API server."""
-    print(dqlite.timed_out(args, operands(args[1:])), file=sys.stderr)
-    return 1
+    return emit(answer)
 
 
 def health(address: str) -> dict:
@@ -1281,197 +948,98 @@ def node_ready(state: dict, answer: dict) -> bool:
     )
 
 
-def node_item(state: dict, data: dict, entry: dict) -> dict:
-    """One Node as the API server returns it: Ready by the node's agent, labels, annotations, taints."""
+def node_item(state: dict, entry: dict) -> dict:
+    """One Node as the API server returns it (node_objects.item), Ready by the node's agent."""
     answer = health(entry["address"])
     is_ready = node_ready(state, answer)
     # The kubelet reports its version and boot id with its status; the last version reported stays
     # otherwise (the fake keeps no boot id for a node that is not Ready: it reports none).
-    kubelet_version = answer["version"] if is_ready else entry.get("version") or "1.28.15"
+    kubelet_version = answer["version"] if is_ready else entry.get("version") or DEFAULT_VERSION
     boot = answer.get("boot_id", "") if is_ready else ""
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": node_objects.metadata(entry),
-        "spec": node_objects.spec(entry),
-        "status": {
-            "addresses": node_objects.status_addresses(entry),
-            "conditions": [{"type": "Ready", "status": "True" if is_ready else "Unknown"}],
-            "nodeInfo": {"kubeletVersion": f"v{kubelet_version}", "bootID": boot},
-        },
-    }
+    return node_objects.item(entry, is_ready, kubelet_version, boot)
 
 
-def kubectl_nodes(state: dict, data: dict) -> int:
-    items = []
-    for entry in data["nodes"]:
-        item = node_item(state, data, entry)
-        del item["apiVersion"], item["kind"]
-        items.append(item)
-    print(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
-    return 0
-
-
-def kubectl_node(state: dict, data: dict, name: str) -> int:
-    """kubectl get node NAME -o json: the Node object, or NotFound."""
-    found = next((n for n in data["nodes"] if n["name"] == name), None)
-    if found is None:
-        code, _, err, _ = node_objects.not_found(name)
-        print(err, end="", file=sys.stderr)
-        return code
-    print(json.dumps(node_item(state, data, found)))
-    return 0
-
-
-def kubectl_metadata(state: dict, data: dict, verb: str, args: list[str]) -> int:
-    """kubectl label / taint / annotate on one node (node_objects.py), written through the database's leader."""
-    names = operands(args)
-    name = names[1] if names[:1] and names[0] in ("node", "nodes", "no") and len(names) > 1 else None
-    if names[:1] and "/" in names[0]:
-        name = names[0].split("/", 1)[1]
-    found = next((n for n in data["nodes"] if n["name"] == name), None)
-    if verb == "label":
-        code, out, err, changed = node_objects.label(found, args)
-    elif verb == "taint":
-        code, out, err, changed = node_objects.taint(found, args)
-    else:
-        code, out, err, changed = node_objects.annotate(found, args)
-    if changed and not update(state, data):
-        return api_unavailable([verb, name or ""])
-    print(out, end="")
-    print(err, end="", file=sys.stderr)
-    return code
-
-
-def calico_pod(name: str) -> str:
-    """The calico-node DaemonSet's pod on a node (reconcile.d/90-calico-apply applies Calico's manifest)."""
-    return f"kube-system/calico-node-{hashlib.sha256(name.encode()).hexdigest()[:5]}"
-
-
-def operands(args: list[str]) -> list[str]:
-    """kubectl's arguments less its flags, and less the values of flags given apart (--timeout 5m)."""
-    valued = {"--timeout", "--grace-period", "--pod-selector", "--selector", "-l", "--chunk-size", "-o", "--output"}
-    return [a for i, a in enumerate(args) if not a.startswith("-") and (i == 0 or args[i - 1] not in valued)]
+def written(state: dict, data: dict, answer: tuple[int, str, str, bool], args: list[str], record: bool = False) -> int:
+    """
+    Prints a kubectl answer; when it changed the database, writes that through the database's
+    leader first (``args``: what the 504 names when it cannot), and with ``record`` (a change of
+    objects other than Nodes) this node's record, fake/objects.json.
+    """
+    if answer[3]:
+        if not update(state, data):
+            return kubectl.unavailable(args)
+        if record:
+            kube_objects.record(SNAP_DATA, data["objects"])
+    return emit(answer)
 
 
 def kubectl_schedule(state: dict, data: dict, verb: str, args: list[str]) -> int:
-    """kubectl cordon / uncordon / drain <node> (drain.go RunCordonOrUncordon, RunDrain)."""
-    names = operands(args)
-    found = next((n for n in data["nodes"] if names and n["name"] == names[0]), None)
-    if found is None:
-        print(f'Error from server (NotFound): nodes "{names[0] if names else ""}" not found', file=sys.stderr)
-        return 1
-    name, desired = found["name"], verb != "uncordon"
-    already = bool(found.get("unschedulable")) == desired
-    found["unschedulable"] = desired
-    if not update(state, data):
-        return api_unavailable([verb, name])
-    print(f"node/{name} {'already ' if already else ''}{'cordoned' if desired else 'uncordoned'}")
-    if verb != "drain":
-        return 0
-    objects = data.setdefault("objects", {})
-    code, out, err, changed = node_objects.drain_pods(objects, name, args, calico_pod(name))
-    if changed:
-        if not update(state, data):
-            return api_unavailable([verb, name])
-        kube_objects.record(SNAP_DATA, objects)
-    print(out, end="")
-    print(err, end="", file=sys.stderr)
-    return code
+    """kubectl cordon / uncordon / drain <node> (kubectl.py in microk8s_core)."""
+    found, answer = kubectl.schedule(data["nodes"], verb, args)
+    code = written(state, data, answer, [verb, found["name"] if found else ""])
+    if found is None or verb != "drain" or code:
+        return code
+    drained = kubectl.drain(data.setdefault("objects", {}), found["name"], args)
+    return written(state, data, drained, [verb, found["name"]], record=True)
 
 
-def kubectl(state: dict, args: list[str]) -> int:
+def kubectl_command(state: dict, args: list[str]) -> int:
     """microk8s-kubectl.wrapper: a worker's message (exit 0), exit_if_stopped, then kubectl."""
     if is_worker():
-        print(WORKER_KUBECTL)
+        print(kubectl.WORKER)
         return 0
     if not state["running"]:
-        print(STOPPED, file=sys.stderr)
+        print(status.STOPPED, file=sys.stderr)
         return 1
-    if restarting(state):
-        print(API_DOWN, file=sys.stderr)
+    if snapd.restarting(state):
+        print(kubectl.API_DOWN, file=sys.stderr)
         return 1
     verbs = (["cordon"], ["uncordon"], ["drain"], ["label"], ["taint"], ["annotate"], ["apply"], ["get"], ["patch"])
     if args[:1] not in verbs:
-        print(f"fake microk8s: kubectl {' '.join(args)} is not reproduced", file=sys.stderr)
-        return 2
+        return kubectl.not_reproduced(args)
     # The manifest kubectl apply reads from stdin, read before the database (a 504 would not read it).
     manifest = sys.stdin.read() if args[:1] == ["apply"] else None
     data = read_db(state)
     if data is None:
-        return api_unavailable(args)
+        return kubectl.unavailable(args)
     # The cloud controller manager's work since the last command (cloud_controller.py), against
     # the servers the rehearsal's cloud lists on every host.
     listing = cloud_controller.servers(NOVA_SERVERS)
     ready = lambda entry: node_ready(state, health(entry["address"]))  # noqa: E731
     if cloud_controller.reconcile(data["nodes"], data.get("objects", {}), listing, ready):
         if not update(state, data):
-            return api_unavailable(args)
+            return kubectl.unavailable(args)
         AS_READ.clear()
         AS_READ.update(json.loads(json.dumps(data)))
-    nodes = node_word(args[1:])
-    if args[:1] == ["get"] and nodes and len(operands(args)) == 3:
-        return kubectl_node(state, data, operands(args)[2])
+    nodes = kubectl.node_word(args[1:])
+    if args[:1] == ["get"] and nodes and len(kubectl.operands(args)) == 3:
+        return kubectl.get_node(data["nodes"], kubectl.operands(args)[2], lambda entry: node_item(state, entry))
     if args[:1] == ["get"] and nodes:
-        return kubectl_nodes(state, data)
-    if args[:1] in (["label"], ["taint"]) or (args[:1] == ["annotate"] and nodes):
-        return kubectl_metadata(state, data, args[0], args[1:])
-    if args[:1] == ["patch"] and nodes:
-        return kubectl_patch(state, data, args[1:])
+        return kubectl.get_nodes(data["nodes"], lambda entry: node_item(state, entry))
+    if args[:1] in (["label"], ["taint"]) or (args[:1] in (["annotate"], ["patch"]) and nodes):
+        name, answer = kubectl.edit(data["nodes"], args[0], args[1:])
+        return written(state, data, answer, [args[0], name or ""])
     if args[:1] in (["apply"], ["get"], ["annotate"]):
         return kubectl_objects(state, data, args[0], args[1:], manifest)
     if args[:1] == ["patch"]:
-        print(f"fake microk8s: kubectl {' '.join(args)} is not reproduced", file=sys.stderr)
-        return 2
+        return kubectl.not_reproduced(args)
     return kubectl_schedule(state, data, args[0], args[1:])
-
-
-def node_word(args: list[str]) -> bool:
-    """Whether kubectl's first operand names Nodes (node, nodes, no, node/NAME)."""
-    names = operands(args)
-    return bool(names) and names[0].split("/", 1)[0] in ("node", "nodes", "no")
-
-
-def kubectl_patch(state: dict, data: dict, args: list[str]) -> int:
-    """kubectl patch node NAME (spec.providerID, node_objects.patch), written through the database's leader."""
-    name = node_objects.patched_node(args)
-    found = next((n for n in data["nodes"] if n["name"] == name), None)
-    code, out, err, changed = node_objects.patch(found, args)
-    if changed and not update(state, data):
-        return api_unavailable(["patch", name or ""])
-    print(out, end="")
-    print(err, end="", file=sys.stderr)
-    return code
 
 
 def kubectl_objects(state: dict, data: dict, verb: str, args: list[str], manifest: str | None) -> int:
     """
     kubectl apply -f - (``manifest``, from stdin), get and annotate of objects other than Nodes
-    (kube_objects.py), kept in the cluster database under "objects" and written through its
+    (kubectl.objects), kept in the cluster database under "objects" and written through its
     leader; after every change this node writes the record, fake/objects.json.
     """
     objects = data.setdefault("objects", {})
-    if verb == "apply":
-        if args[:2] != ["-f", "-"] or any(a not in ("-f", "-", "--dry-run=server") for a in args):
-            print(f"fake microk8s: kubectl apply {' '.join(args)} is not reproduced", file=sys.stderr)
-            return 2
-        code, out, err, changed = kube_objects.apply(objects, manifest or "", "--dry-run=server" in args)
-    elif verb == "get":
-        names = operands(args)
-        if names and kube_objects.kind_of(names[0]) == "Endpoints":
-            # default/kubernetes: the API servers' endpoint reconciler's, which no client writes.
-            endpoints = kube_objects.kubernetes_endpoints(api_servers(state, data))
-            objects = {**objects, kube_objects.key(endpoints): endpoints}
-        code, out, err, changed = kube_objects.get(objects, args)
-    else:
-        code, out, err, changed = kube_objects.annotate(objects, args)
-    if changed:
-        if not update(state, data):
-            return api_unavailable([verb, ""])
-        kube_objects.record(SNAP_DATA, objects)
-    print(out, end="")
-    print(err, end="", file=sys.stderr)
-    return code
+    names = kubectl.operands(args)
+    if verb == "get" and names and kube_objects.kind_of(names[0]) == "Endpoints":
+        # default/kubernetes: the API servers' endpoint reconciler's, which no client writes.
+        endpoints = kube_objects.kubernetes_endpoints(api_servers(state, data))
+        objects = {**objects, kube_objects.key(endpoints): endpoints}
+    answer = kubectl.objects(objects, verb, args, lambda: manifest or "")
+    return written(state, data, answer, [verb, ""], record=True)
 
 
 def api_servers(state: dict, data: dict) -> list[str]:
@@ -1489,22 +1057,6 @@ def api_servers(state: dict, data: dict) -> list[str]:
     return found
 
 
-def refresh_certs(args: list[str]) -> int:
-    """refresh_certs.py --cert: a backup, new certificates, the services restarted."""
-    cert = args[args.index("--cert") + 1] if "--cert" in args else None
-    if cert is None:
-        print("Please use the '--cert' flag to select the certificate you need refreshed.")
-        return 3
-    print("Taking a backup of the current certificates under /var/snap/microk8s/7000/certs-backup/")
-    print("Creating new certificates")
-    if cert == "server.crt":
-        # reproduce_server_cert: refresh_csr_conf; gen_server_cert (the template's IP.n as they are now).
-        server_cert.refresh_csr_conf(SNAP_DATA, addresses())
-        new_server_certificate()
-        print("Restarting service kubelite.\nRestarting service cluster-agent.")
-    return 0
-
-
 def unknown_channel(channel: str | None) -> bool:
     """Only 1.NN/<risk> (and latest/..., taken as 1.28) are reproduced; anything else is refused."""
     if channel is None or release(channel) is not None or channel.startswith("latest/"):
@@ -1514,27 +1066,25 @@ def unknown_channel(channel: str | None) -> bool:
 
 
 def snap(args: list[str]) -> int:
+    """The snap command, for microk8s only (snapd.py in microk8s_core)."""
     state = node()
-    channel = next((a.split("=", 1)[1] for a in args if a.startswith("--channel=")), None)
+    channel = snapd.channel(args)
     if args[:2] == ["list", "microk8s"]:
         if not state["installed"]:
             print("error: no matching snaps installed", file=sys.stderr)
             return 1
-        row = f"v{version(state)}  {snapd.revision(state)}  {state['channel']}  canonical✓  {snapd.notes(state)}"
-        print(f"Name      Version   Rev   Tracking       Publisher   Notes\nmicrok8s  {row}")
+        print(snapd.listing(state, version(state), 15))
         return 0
     if snapd.is_hold_command(args):
         if not state["installed"]:
             print('error: snap "microk8s" is not installed', file=sys.stderr)
             return 1
-        code, out, err = snapd.hold(state, args)
+        answer = snapd.hold(state, args)
         write(NODE, state)
-        print(out, end="")
-        print(err, end="", file=sys.stderr)
-        return code
+        return emit(answer)
     if args[:2] == ["install", "microk8s"]:
         if state["installed"]:
-            print('snap "microk8s" is already installed')
+            print(snapd.ALREADY_INSTALLED)
             return 0
         if unknown_channel(channel):
             return 2
@@ -1549,52 +1099,44 @@ def snap(args: list[str]) -> int:
         )
         # The install hook copies default-args to $SNAP_DATA/args.
         KUBELET_ARGS.parent.mkdir(parents=True, exist_ok=True)
-        KUBELET_ARGS.write_text(DEFAULT_KUBELET_ARGS)
+        KUBELET_ARGS.write_text(layout.DEFAULT_KUBELET_ARGS)
         APISERVER_ARGS.write_text(kube_objects.DEFAULT_APISERVER_ARGS)
         kubelite_started(state)
         CSR_TEMPLATE.parent.mkdir(parents=True, exist_ok=True)
-        CSR_TEMPLATE.write_text("[ alt_names ]\nDNS.1 = kubernetes\nIP.1 = 127.0.0.1\nIP.2 = 10.152.183.1\n#MOREIPS\n")
+        CSR_TEMPLATE.write_text(server_cert.CSR_TEMPLATE)
         # produce_certs: a CA of this install's own, written only when there is none; csr.conf
         # rendered from the template, and server.crt from it.
         server_cert.produce_ca(SNAP_DATA)
         server_cert.refresh_csr_conf(SNAP_DATA, addresses())
-        new_server_certificate()
+        server_cert.gen_server_cert(SNAP_DATA, addresses())
         start_own_cluster(state)
         write(NODE, state)
         start_agent()
-        print(f"microk8s ({state['channel']}) v{version(state)} from Canonical✓ installed")
+        print(snapd.installed(state["channel"], version(state)))
         return 0
     if args[:1] == ["restart"]:
-        # snapd cmd/snap/cmd_services.go: waits for the change, prints "Restarted.". kubelite
-        # starts again, reading its arguments files: not ready for restart_seconds, as after a
-        # refresh (microk8s' restart_service runs this after an argument change).
-        if args[1:] != [KUBELITE_APP]:
-            print(f"fake snap: restart {' '.join(args[1:])} is not reproduced", file=sys.stderr)
-            return 2
-        state.update(restart_until=time.time() + float(read(FAULTS, {}).get("restart_seconds", 2)))
-        kubelite_started(state)
-        write(NODE, state)
-        print("Restarted.")
-        return 0
+        # kubelite starts again, reading its arguments files.
+        answer = snapd.restart_services(state, args[1:], faults.restart_seconds(SNAP_DATA))
+        if answer[0] == 0:
+            kubelite_started(state)
+            write(NODE, state)
+        return emit(answer)
     if args[:1] == ["watch"]:
-        code, out, err = snapd.watch(state, args)
-        print(out, end="")
-        print(err, end="", file=sys.stderr)
-        return code
-    no_wait = "--no-wait" in args
-    args = [a for a in args if a != "--no-wait"]
+        return emit(snapd.watch(state, args))
+    no_wait, args = snapd.no_wait(args)
     if args[:2] == ["refresh", "microk8s"]:
         if not state["installed"]:
             print('error: snap "microk8s" is not installed', file=sys.stderr)
             return 1
         if channel is None or channel == state["channel"]:
-            print('snap "microk8s" has no updates available')
+            print(snapd.NO_UPDATES)
             return 0
         if unknown_channel(channel):
             return 2
         change = snapd.start_change(state, "refresh-snap", snapd.refresh_summary(channel))
-        # The new revision's services start over: not ready for restart_seconds.
-        state.update(channel=channel, restart_until=time.time() + float(read(FAULTS, {}).get("restart_seconds", 2)))
+        # The new revision's services start over.
+        state["channel"] = channel
+        snapd.restart(state, faults.restart_seconds(SNAP_DATA))
         kubelite_started(state)
         write(NODE, state)
         data = read_db(state) if state["running"] else None
@@ -1604,7 +1146,7 @@ def snap(args: list[str]) -> int:
                 if entry["address"] in addresses() or entry["name"] == hostname():
                     entry["version"] = version(state)
             update(state, data)
-        print(change if no_wait else f"microk8s ({channel}) v{version(state)} from Canonical✓ refreshed")
+        print(change if no_wait else snapd.refreshed(channel, version(state)))
         return 0
     print(f"fake snap: unsupported {args}", file=sys.stderr)
     return 2
@@ -1667,14 +1209,14 @@ def main(argv: list[str]) -> int:
         return 0
     if args[:1] == ["microk8s-health"]:
         # LSB status: 0 running, 3 not running (also while the services restart after a refresh).
-        return 0 if node()["running"] and not restarting(node()) and agent_up(SELF) else 3
+        return 0 if node()["running"] and not snapd.restarting(node()) and agent_up(SELF) else 3
     state = node()
     if not state["installed"]:
         print("microk8s: command not found", file=sys.stderr)
         return 127
     command, rest = (args[0], args[1:]) if args else ("", [])
     if command == "status":
-        return status(state, rest)
+        return status_command(state, rest)
     if command in ("start", "stop"):
         state["running"] = command == "start"
         if state["running"]:
@@ -1684,28 +1226,28 @@ def main(argv: list[str]) -> int:
             start_agent()
         return 0
     if command == "refresh-certs":
-        return refresh_certs(rest)
+        return server_cert.refresh_certs(rest, SNAP_DATA, addresses(), SHOWN_SNAP_DATA)
     if command == "fake-quorum":
         return quorum_query(state)
     if command == "fake-auto-refresh":
         # Not a microk8s command: snapd's auto-refresh of the snap, unless held (snapd.py).
-        if snapd.auto_refresh(state, float(read(FAULTS, {}).get("restart_seconds", 2))):
+        if snapd.auto_refresh(state, faults.restart_seconds(SNAP_DATA)):
             write(NODE, state)
         return 0
     if command == "kubectl":
-        return kubectl(state, rest)
+        return kubectl_command(state, rest)
     if command == "config":
         return client_config()
     if not state["running"]:
-        print(STOPPED, file=sys.stderr)
+        print(status.STOPPED, file=sys.stderr)
         return 1
     handlers = {
         "enable": lambda: addon(state, "enable", rest),
         "disable": lambda: addon(state, "disable", rest),
         "add-node": lambda: add_node(state, rest),
-        "join": lambda: join(state, rest),
-        "leave": lambda: leave(state),
-        "remove-node": lambda: remove_node(state, rest),
+        "join": lambda: join_command(state, rest),
+        "leave": lambda: leave_command(state),
+        "remove-node": lambda: remove_node_command(state, rest),
     }
     if command not in handlers:
         print(f"fake microk8s: unsupported {args}", file=sys.stderr)
