@@ -1,7 +1,7 @@
 """
 The OpenStack cloud integration, with real Salt: a real Salt master runs the real orch.deploy
 (salt-run state.orchestrate) over real minions, the real microk8s SLS and modules, against fake
-microk8s nodes whose kubectl keeps what it applied (__tests__/doubles/rehearsal/fake-microk8s/
+microk8s nodes whose kubectl keeps what it applied (__tests__/doubles/microk8s_core/
 kube_objects.py, its record fake/objects.json) and each node's providerID (node_objects.py).
 Three Kubernetes nodes (the master and a voter, and a worker) and the Salt master's own minion;
 the master's pillar has openstack:cloud (pillar/_cloud.sls, which pillar/top.sls gives it alone),

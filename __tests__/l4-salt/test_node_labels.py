@@ -2,7 +2,7 @@
 Node labels and taints, with real Salt: a real Salt master (the project's master.conf and
 reactor) runs the real orch.deploy (salt-run state.orchestrate) over real minions, the real
 microk8s SLS and modules, against fake microk8s nodes whose kubectl keeps each node's labels,
-annotations and taints (__tests__/doubles/rehearsal/fake-microk8s/node_objects.py). Three
+annotations and taints (__tests__/doubles/microk8s_core/node_objects.py). Three
 Kubernetes nodes (the master and a voter, the control plane, and a worker) and the Salt master's
 own minion, whose highstate orch.deploy runs first.
 
