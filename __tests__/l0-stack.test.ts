@@ -1,7 +1,7 @@
 import { Testing } from "cdktf";
 import { CROSS_RULES, DOMAIN_MAX, VARIABLE_NAMES, VARIABLES, VariableSpec } from "../config/parameters";
 import { PARAMETER_RULES_ID } from "../config/terraform-variables";
-import { LONGEST_HOST, POOL_NAME_MAX } from "../constructs/cluster-layout";
+import { LONGEST_HOST, POOL_NAME_MAX } from "../facts/names";
 import { QUOTA_USAGE_VARIABLE } from "../constructs/quotas";
 import { buildStack, resourceById, synthStack } from "./support/synth";
 

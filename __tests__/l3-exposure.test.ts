@@ -8,7 +8,7 @@
  * sees `${each.value}` where the plan sees 0.0.0.0/0. Each plan here, with its `show -json`, takes
  * about 1.5 s; the workspace's synth and init about 1 s.
  */
-import { HOST_NAMES } from "../constructs/cluster-layout";
+import { HOST_NAMES } from "../facts/hosts";
 import type { StateServer } from "./doubles/http-state/server";
 import type { OpenStackDouble } from "./doubles/openstack/server";
 import { GITLAB_STATE, useCloud } from "./support/cloud";

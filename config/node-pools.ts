@@ -1,4 +1,5 @@
-import { MAX_NODES, POOL_NAME_MAX } from "../constructs/cluster-layout";
+import { MAX_NODES } from "../facts/cluster-size";
+import { POOL_NAME_MAX } from "../facts/names";
 import {
   all,
   allowing,

@@ -1,5 +1,7 @@
-import { networkSize, parseIpv4Network } from "../constructs/cidr";
-import { HOSTS, LONGEST_HOST, LONGEST_NAME_SUFFIX, MAX_NODES } from "../constructs/cluster-layout";
+import { networkSize, parseIpv4Network } from "../facts/cidr";
+import { MAX_NODES } from "../facts/cluster-size";
+import { HOST_NUMBERS } from "../facts/hosts";
+import { DNS_NAME_MAX, LONGEST_HOST, LONGEST_NAME_SUFFIX, OPENSTACK_NAME_MAX } from "../facts/names";
 import {
   all,
   allowing,
@@ -171,12 +173,6 @@ export const DHCP_RESERVE = 16;
 
 /** The most Kubernetes nodes in the default pool, the master counted: the cluster's cap. */
 export const MAX_KUBE_NODES = MAX_NODES;
-
-/** Nova's server and Neutron's port name columns hold 255 characters. */
-const OPENSTACK_NAME_MAX = 255;
-
-/** A DNS name holds 253 characters (RFC 1035 section 2.3.4, without the final dot). */
-const DNS_NAME_MAX = 253;
 
 /**
  * Glance's image name holds 255 characters (glance/api/v2/images.py, get_base_properties: `name`
@@ -716,13 +712,13 @@ export const CROSS_RULES: { readonly [K in VariableName]?: readonly ConfigRule[]
       test: (config) => {
         const privateNetwork = parseIpv4Network(config.private_network_cidr);
         if (typeof privateNetwork === "string") return true;
-        return HOSTS.firstWorkerPrivate + config.num_kube_nodes - 2 < networkSize(privateNetwork) / 2;
+        return HOST_NUMBERS.firstWorkerPrivate + config.num_kube_nodes - 2 < networkSize(privateNetwork) / 2;
       },
       condition:
-        `try(${HOSTS.firstWorkerPrivate} + var.num_kube_nodes - 2 < ` +
+        `try(${HOST_NUMBERS.firstWorkerPrivate} + var.num_kube_nodes - 2 < ` +
         'pow(2, 32 - tonumber(split("/", var.private_network_cidr)[1])) / 2, true)',
       mustBe:
-        `small enough that every worker's fixed address (private host numbers ${HOSTS.firstWorkerPrivate} and up) lies in the ` +
+        `small enough that every worker's fixed address (private host numbers ${HOST_NUMBERS.firstWorkerPrivate} and up) lies in the ` +
         "lower half of private_network_cidr, below the DHCP range: use a larger private network or fewer nodes",
     },
   ],

@@ -1,4 +1,4 @@
-import { networksOverlap, parseIpv4Network } from "../constructs/cidr";
+import { networksOverlap, parseIpv4Network } from "../facts/cidr";
 import { SSH_PUBLIC_KEY_SOURCE } from "./ssh-public-key";
 
 /**

@@ -1,70 +1,16 @@
 import { Fn, Lazy, Op, TerraformLocal, TerraformStack, Token } from "cdktf";
 import { Construct } from "constructs";
+import { CONTROL_PLANE_SIZE } from "../facts/cluster-size";
+import { HOST_NAMES, HOST_NUMBERS } from "../facts/hosts";
 import { hclOf } from "./hcl";
 
 /**
- * The cluster's layout, in one place: host names, FQDNs (= Salt minion ids), fixed host numbers
- * and addresses, the workers, the dqlite voters. Every construct, the pillar and the outputs read
- * it, so changing how workers are named or numbered is an edit here only (docs/architecture.md,
- * "Addresses"). Lists are Terraform locals, evaluated at plan time from the variables: a plan
- * shows every name and address before any machine exists.
+ * The cluster's layout, in one place: FQDNs (= Salt minion ids) and addresses, the workers, the
+ * dqlite voters, built from the host names and numbers of facts/hosts.ts. Every construct, the
+ * pillar and the outputs read it, so changing how workers are named or numbered is an edit here
+ * (and in facts/) only (docs/architecture.md, "Addresses"). Lists are Terraform locals, evaluated at
+ * plan time from the variables: a plan shows every name and address before any machine exists.
  */
-
-/** Static host numbers within each network, by role. */
-export const HOSTS = {
-  publicGateway: 1,
-  bastionPublic: 10,
-  kubeMasterPublic: 11,
-  bastionPrivate: 1,
-  saltMasterPrivate: 5,
-  kubeMasterPrivate: 10,
-  firstWorkerPrivate: 100,
-} as const;
-
-/**
- * Host names: the first label of each machine's FQDN. Worker n of the default pool is
- * `<worker>-<n>`, worker n of pool p is `<poolWorker>-<p>-<n>`: every Kubernetes node's name starts
- * with `k8s-`, which the Salt and pillar top files match.
- */
-export const HOST_NAMES = {
-  bastion: "bastion",
-  saltMaster: "salt",
-  kubeMaster: "k8s-master",
-  worker: "k8s-worker",
-  poolWorker: "k8s",
-} as const;
-
-/** The longest pool name (config/node-pools.ts): `k8s-<pool>-<n>` is a host name. */
-export const POOL_NAME_MAX = 20;
-
-/**
- * The most workers the layout can name: their lists come from Terraform's range(), which stops
- * at 1024 values (go-cty's function/stdlib/sequence.go: "more than 1024 values were generated").
- */
-export const MAX_WORKERS = 1024;
-
-/**
- * The most Kubernetes nodes a cluster has, the master and every pool's workers counted: a plan's
- * time grows faster than its nodes (`npm run bench` on 2 cores: 100 nodes 6.6 s, this cap 32 s;
- * 1,025 nodes took 285 s, and only then failed on a quota read of its first seconds).
- */
-export const MAX_NODES = 256;
-
-/** The longest host name the layout gives: the last worker's of a pool with the longest name. */
-export const LONGEST_HOST = [
-  `${HOST_NAMES.worker}-${MAX_WORKERS - 1}`,
-  `${HOST_NAMES.poolWorker}-${"p".repeat(POOL_NAME_MAX)}-${MAX_WORKERS - 1}`,
-].reduce((longest, host) => (host.length > longest.length ? host : longest));
-
-/**
- * The longest suffix a resource's name adds to a machine's FQDN (a port's `-private`); names built
- * on the domain alone stay shorter. __tests__/l0-stack.test.ts checks every name in the
- * synthesized stack, at the longest domain, against Nova's and Neutron's limit.
- */
-export const LONGEST_NAME_SUFFIX = "-private";
-
-/** microk8s HA needs three dqlite voters: the first nodes (the master first) are the control plane. */
-export const CONTROL_PLANE_SIZE = 3;
 
 /** One machine's identity. Strings may be tokens. */
 export interface HostPlan {
@@ -173,19 +119,21 @@ export class ClusterLayout {
     this.zones = props.zones ?? [];
     // Without pools there are no pool workers to address.
     if (props.pools === undefined) this.poolAddresses = [];
-    this.bastion = dualHomed(HOST_NAMES.bastion, HOSTS.bastionPrivate, HOSTS.bastionPublic);
-    this.saltMaster = plan(HOST_NAMES.saltMaster, HOSTS.saltMasterPrivate);
-    this.kubeMaster = dualHomed(HOST_NAMES.kubeMaster, HOSTS.kubeMasterPrivate, HOSTS.kubeMasterPublic);
+    this.bastion = dualHomed(HOST_NAMES.bastion, HOST_NUMBERS.bastionPrivate, HOST_NUMBERS.bastionPublic);
+    this.saltMaster = plan(HOST_NAMES.saltMaster, HOST_NUMBERS.saltMasterPrivate);
+    this.kubeMaster = dualHomed(HOST_NAMES.kubeMaster, HOST_NUMBERS.kubeMasterPrivate, HOST_NUMBERS.kubeMasterPublic);
     this.kubeMasterZone = this.zoneAt(0);
     this.workerCount = Token.asNumber(Op.sub(nodeCount, 1));
-    this.lastPrivateHost = Token.asNumber(Fn.max([HOSTS.kubeMasterPrivate, Op.add(HOSTS.firstWorkerPrivate, Op.sub(nodeCount, 2))]));
+    this.lastPrivateHost = Token.asNumber(
+      Fn.max([HOST_NUMBERS.kubeMasterPrivate, Op.add(HOST_NUMBERS.firstWorkerPrivate, Op.sub(nodeCount, 2))]),
+    );
 
     this.workerHosts = local("kube_worker_hosts", Fn.formatlist(`${HOST_NAMES.worker}-%d`, [Fn.range(0, this.workerCount)]));
     this.workerFqdns = local("kube_worker_fqdns", Fn.formatlist("%s.%s", [this.workerHosts, domain]));
     // A literal for-expression: cdktf has no construct for one.
     this.workerPrivateIps = local(
       "kube_worker_private_ips",
-      `\${[for n in range(${Token.asString(this.workerCount)}) : cidrhost(${hclOf(privateCidr)}, ${HOSTS.firstWorkerPrivate} + n)]}`,
+      `\${[for n in range(${Token.asString(this.workerCount)}) : cidrhost(${hclOf(privateCidr)}, ${HOST_NUMBERS.firstWorkerPrivate} + n)]}`,
     );
     // Pools in their names' order (a map's), workers in their numbers'; element() wraps around
     // the zones. Literal for-expressions again, with no token after an object literal's `}`.

@@ -1,6 +1,7 @@
 import { DataResource, Fn, Op, TerraformResource } from "cdktf";
 import { Construct } from "constructs";
-import { CONTROL_PLANE_SIZE, ClusterLayout } from "./cluster-layout";
+import { CONTROL_PLANE_SIZE } from "../facts/cluster-size";
+import { ClusterLayout } from "./cluster-layout";
 
 /**
  * Refuses at plan time to take an HA control plane below its 3 dqlite voters.

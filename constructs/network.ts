@@ -22,8 +22,8 @@ import { NetworkingSecgroupRuleV2 } from "../.gen/providers/openstack/networking
 import { NetworkingSecgroupV2 } from "../.gen/providers/openstack/networking-secgroup-v2";
 import { NetworkingSubnetV2 } from "../.gen/providers/openstack/networking-subnet-v2";
 import { disjoint, UUID_PATTERN } from "../config/rules";
-import { HOSTS } from "./cluster-layout";
-import { parseIpv4Network } from "./cidr";
+import { parseIpv4Network } from "../facts/cidr";
+import { HOST_NUMBERS } from "../facts/hosts";
 import { splat } from "./machine";
 
 export interface NetworkProps {
@@ -259,7 +259,7 @@ export class Network extends Construct {
       networkId: Token.asString(Fn.one(splat(this.publicNetwork, "id"))),
       cidr: publicCidr,
       ipVersion: 4,
-      gatewayIp: hostAddress(publicCidr, HOSTS.publicGateway),
+      gatewayIp: hostAddress(publicCidr, HOST_NUMBERS.publicGateway),
       enableDhcp: true,
       dnsNameservers,
       allocationPool: [dhcpPool(publicCidr)],
@@ -288,8 +288,8 @@ export class Network extends Construct {
       },
     });
     const fixedAddresses = new TerraformLocal(this, "public_fixed_addresses", [
-      hostAddress(publicCidr, HOSTS.bastionPublic),
-      hostAddress(publicCidr, HOSTS.kubeMasterPublic),
+      hostAddress(publicCidr, HOST_NUMBERS.bastionPublic),
+      hostAddress(publicCidr, HOST_NUMBERS.kubeMasterPublic),
     ]);
     // The project the credentials are scoped to: only the network's owner may choose a port's
     // fixed address (neutron/conf/policies/port.py, create_port:fixed_ips:ip_address).
@@ -339,11 +339,11 @@ export class Network extends Construct {
       networkId: this.privateNetwork.id,
       cidr: privateCidr,
       ipVersion: 4,
-      gatewayIp: hostAddress(privateCidr, HOSTS.bastionPrivate),
+      gatewayIp: hostAddress(privateCidr, HOST_NUMBERS.bastionPrivate),
       enableDhcp: true,
       dnsNameservers,
       allocationPool: [dhcpPool(privateCidr)],
-      lifecycle: { precondition: [staticHostsBelowPool(privateCidr, props.lastPrivateStaticHost ?? HOSTS.kubeMasterPrivate)] },
+      lifecycle: { precondition: [staticHostsBelowPool(privateCidr, props.lastPrivateStaticHost ?? HOST_NUMBERS.kubeMasterPrivate)] },
     });
 
     this.securityGroups = {
@@ -517,7 +517,7 @@ function existingSubnetChecks(addresses: string, projectId: string, networkId: s
       condition: `\${alltrue([for address in ${addresses} : address != self.gateway_ip && !${inPool("address")}])}`,
       errorMessage:
         `Invalid public network: ${subnet} must leave the bastion's and the Kubernetes master's fixed addresses ` +
-        `\${join(" and ", ${addresses})} (host numbers ${HOSTS.bastionPublic} and ${HOSTS.kubeMasterPublic} of public_network_cidr) ` +
+        `\${join(" and ", ${addresses})} (host numbers ${HOST_NUMBERS.bastionPublic} and ${HOST_NUMBERS.kubeMasterPublic} of public_network_cidr) ` +
         `outside its gateway (\${self.gateway_ip}) and its allocation pools (\${join(", ", [for pool in self.allocation_pools : "\${pool.start}-\${pool.end}"])}): ` +
         "shrink the pools (openstack subnet set --no-allocation-pool --allocation-pool start=...,end=...).",
     },

@@ -17,7 +17,7 @@
 
 const { spawnSync } = require("node:child_process");
 
-// microk8s HA: three dqlite voters (constructs/cluster-layout.ts CONTROL_PLANE_SIZE).
+// microk8s HA: three dqlite voters (facts/cluster-size.ts CONTROL_PLANE_SIZE).
 const HA_VOTERS = 3;
 
 class RollError extends Error {}

@@ -7,7 +7,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import fc from "fast-check";
-import { HOSTS } from "../../constructs/cluster-layout";
+import { HOST_NUMBERS } from "../../facts/hosts";
 import { VariableName } from "../../config/parameters";
 
 // Real public keys, made for this file with ssh-keygen (their private halves were thrown away).
@@ -155,7 +155,7 @@ function numberText(edges: readonly number[]): Values {
 /** The largest num_kube_nodes whose workers fit the lower half of a private network with `prefix`. */
 export function maxNodesFor(prefix: number): number {
   // Workers sit at host numbers firstWorkerPrivate.. (one per node but the master), below half.
-  return 2 ** (32 - prefix) / 2 - HOSTS.firstWorkerPrivate + 1;
+  return 2 ** (32 - prefix) / 2 - HOST_NUMBERS.firstWorkerPrivate + 1;
 }
 
 // Booleans
