@@ -1,6 +1,6 @@
 import { Testing } from "cdktf";
 import { CROSS_RULES, DOMAIN_MAX, VARIABLE_NAMES, VARIABLES, VariableSpec } from "../config/parameters";
-import { PARAMETER_RULES_ID } from "../config/terraform-variables";
+import { PARAMETER_RULES_ID } from "../constructs/variables";
 import { LONGEST_HOST, POOL_NAME_MAX } from "../facts/names";
 import { QUOTA_USAGE_VARIABLE } from "../constructs/quotas";
 import { buildStack, resourceById, synthStack } from "./support/synth";

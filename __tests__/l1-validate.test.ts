@@ -303,7 +303,7 @@ describeEachCli("L1: plan-time variable validation agrees with synth-time valida
     if (!accepted) {
       // Both sides name the same rule: the synth message carries the plan's error_message.
       const planMessage = plan.stderr.replace(/\s+/g, " ");
-      // A rule on a concealed value is a precondition (config/terraform-variables.ts).
+      // A rule on a concealed value is a precondition (constructs/variables.ts).
       expect(planMessage).toMatch(/Invalid value for variable|Resource precondition failed/);
       const rule = synthMessage?.split(": ").pop();
       if (synthMessage?.includes(` ${name} must be `)) expect(planMessage).toContain(rule);

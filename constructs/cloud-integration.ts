@@ -173,7 +173,7 @@ export class CloudIntegration extends Construct {
         loadBalancerOptions.expression,
       ]),
     );
-    // The CA is sensitive to Terraform (a concealed variable: config/terraform-variables.ts), and
+    // The CA is sensitive to Terraform (a concealed variable: constructs/variables.ts), and
     // a trigger that turned sensitive would change every deployment's plan: whether there is
     // one, and its hash, are not sensitive. Each is an empty object without a CA.
     local("cloud_has_ca_certificate", `\${nonsensitive(${hclOf(caCertificate)} != "")}`);

@@ -17,7 +17,7 @@ import { DataOpenstackComputeKeypairV2 } from "../.gen/providers/openstack/data-
 import { OpenstackProvider } from "../.gen/providers/openstack/provider";
 import { BackendKind } from "../config/load";
 import { KubeOnOsConfig, VariableName } from "../config/parameters";
-import { declareVariables } from "../config/terraform-variables";
+import { declareQuotaUsage, declareVariables } from "./variables";
 import { ApiLoadBalancer } from "./api-load-balancer";
 import { AvailabilityZones } from "./availability-zones";
 import { VolumeTypes } from "./volume-types";
@@ -31,7 +31,7 @@ import { Network } from "./network";
 import { stackOutputs } from "./outputs";
 import { SaltProvisioner } from "./provisioning/chain";
 import { saltPillar } from "./provisioning/pillar";
-import { QUOTA_USAGE_VARIABLE, Quotas } from "./quotas";
+import { Quotas } from "./quotas";
 import { RootPassword } from "./root-password";
 import { SaltMaster } from "./salt-master";
 import { withoutTerraformVersionProbes } from "./version-probes";
@@ -122,7 +122,7 @@ export class KubeOnOsStack extends TerraformStack {
 
     // A new keypair from deploy_ssh_public_key, or the existing keypair_name, or none.
     // (cdktf renders a falsy right operand of Op as "undefined", hence length() < 1, not == "".)
-    // The key is sensitive to Terraform (config/terraform-variables.ts); whether one is given is not.
+    // The key is sensitive to Terraform (constructs/variables.ts); whether one is given is not.
     const newKeypairs = Token.asNumber(Fn.conditional(Fn.nonsensitive(Op.lt(Fn.lengthOf(v.deploy_ssh_public_key.stringValue), 1)), 0, 1));
     const keypair = new ComputeKeypairV2(this, "DeployKeypair", {
       count: TerraformCount.of(newKeypairs),
@@ -191,16 +191,6 @@ export class KubeOnOsStack extends TerraformStack {
     });
     controlPlaneFloor(this, "ControlPlaneFloor", this.layout, this.kubeNodes.master);
 
-    // Not a parameter: scripts/quota-usage.js reads it from the cloud and the state before each
-    // plan (npm run diff|deploy, the pipeline's plan job), and hands it over as TF_VAR_quota_usage.
-    const quotaUsage = new TerraformVariable(this, QUOTA_USAGE_VARIABLE, {
-      type: "map(object({ used = number, own = number }))",
-      description:
-        'What the project uses of each quota, and what this deployment holds of it, by "<service>.<quota>" of quota_needs; written before each plan by scripts/quota-usage.js. null compares the limits alone.',
-      nullable: true,
-    });
-    // cdktf drops a null default, which would make the variable required.
-    quotaUsage.addOverride("default", null);
     this.quotas = new Quotas(this, "Quotas", {
       enabled: v.check_quotas.booleanValue,
       nodeCount: v.num_kube_nodes.numberValue,
@@ -220,7 +210,7 @@ export class KubeOnOsStack extends TerraformStack {
       kubeNodeBootVolumeSize: v.kube_node_boot_volume_size.numberValue,
       apiLoadBalancers: this.apiLoadBalancer.count,
       workerPools: this.workerPools,
-      usage: quotaUsage,
+      usage: declareQuotaUsage(this),
     });
 
     // lookup() with a null default: a role without a key is not checked.

@@ -9,7 +9,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { ConfigError } from "../../config/config-error";
 import { loadConfig } from "../../config/load";
-import { PARAMETER_RULES_ID } from "../../config/terraform-variables";
+import { PARAMETER_RULES_ID } from "../../constructs/variables";
 import { synthToDir } from "./synth";
 import { runTf, TfCli } from "./tofu";
 

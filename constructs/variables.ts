@@ -1,6 +1,7 @@
 import { TerraformResource, TerraformVariable } from "cdktf";
 import { Construct } from "constructs";
-import { CROSS_RULES, KubeOnOsConfig, VARIABLE_NAMES, VariableName, VARIABLES, VariableSpec } from "./parameters";
+import { CROSS_RULES, KubeOnOsConfig, VARIABLE_NAMES, VariableName, VARIABLES, VariableSpec } from "../config/parameters";
+import { QUOTA_USAGE_VARIABLE } from "./quotas";
 
 /** One Terraform variable per parameter, by its Terraform name. */
 export type TerraformVariables = { readonly [K in VariableName]: TerraformVariable };
@@ -82,6 +83,23 @@ function declareVariable(
     variable.addOverride("default", null);
   }
   return variable;
+}
+
+/**
+ * The `quota_usage` variable, which is not a parameter: scripts/quota-usage.js reads it from the
+ * cloud and the state before each plan (npm run diff|deploy, the pipeline's plan job), and hands
+ * it over as TF_VAR_quota_usage. Null compares the quotas' limits alone.
+ */
+export function declareQuotaUsage(stack: Construct): TerraformVariable {
+  const quotaUsage = new TerraformVariable(stack, QUOTA_USAGE_VARIABLE, {
+    type: "map(object({ used = number, own = number }))",
+    description:
+      'What the project uses of each quota, and what this deployment holds of it, by "<service>.<quota>" of quota_needs; written before each plan by scripts/quota-usage.js. null compares the limits alone.',
+    nullable: true,
+  });
+  // cdktf drops a null default, which would make the variable required.
+  quotaUsage.addOverride("default", null);
+  return quotaUsage;
 }
 
 /** `value` without its objects' null attributes: an optional attribute left out is null to Terraform anyway. */
