@@ -10,9 +10,8 @@ import { NetworkingFloatingipAssociateV2 } from "../.gen/providers/openstack/net
 import { NetworkingFloatingipV2 } from "../.gen/providers/openstack/networking-floatingip-v2";
 import { NetworkingSecgroupRuleV2 } from "../.gen/providers/openstack/networking-secgroup-rule-v2";
 import { API_LOAD_BALANCER_MODES } from "../config/parameters";
+import { addressOf, hclOf, splat } from "./cdktf-workarounds";
 import { ClusterLayout } from "./cluster-layout";
-import { hclOf } from "./hcl";
-import { splat } from "./machine";
 import { Network } from "./network";
 
 /** The service type Octavia registers in the Keystone catalog. */
@@ -73,9 +72,7 @@ export class ApiLoadBalancer extends Construct {
         ],
       },
     });
-    const serviceTypes = Token.asList(
-      ref(`data.${catalog.terraformResourceType}.${catalog.friendlyUniqueId}.service_catalog[*].type`, TerraformStack.of(this)),
-    );
+    const serviceTypes = Token.asList(ref(`${addressOf(catalog)}.service_catalog[*].type`, TerraformStack.of(this)));
     const hasOctavia = Fn.contains(serviceTypes, OCTAVIA_SERVICE_TYPE);
     this.count = Token.asNumber(
       new TerraformLocal(this, "count", Fn.conditional(Op.or(Op.eq(mode, "on"), Op.and(Op.eq(mode, "auto"), hasOctavia)), 1, 0)).expression,
@@ -101,7 +98,7 @@ export class ApiLoadBalancer extends Construct {
       allowedCidrs,
       // No allowed network closes the API, as api_allowed_cidrs = [] closes it on the master;
       // Octavia reads an empty allowed_cidrs as "everyone".
-      // Literal: cdktf renders Op's right operand 0 as "undefined".
+      // Literal: Op drops a falsy right operand (constructs/cdktf-workarounds.ts).
       adminStateUp: Token.asAny(`\${length(${hclOf(allowedCidrs)}) > 0}`) as IResolvable,
     });
     this.pool = new LbPoolV2(this, "Pool", {

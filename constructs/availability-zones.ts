@@ -20,7 +20,7 @@ export class AvailabilityZones extends Construct {
 
   constructor(scope: Construct, id: string, props: AvailabilityZonesProps) {
     super(scope, id);
-    // Literal: a token may open the expression, never follow a literal `}`.
+    // Literal: a token may open the expression, never follow a literal `}` (constructs/cdktf-workarounds.ts).
     const wanted =
       `distinct(concat(${Token.asString(props.defaultPool)}, ` +
       `flatten([for pool in values(${Token.asString(props.pools)}) : pool.availability_zones])))`;

@@ -6,8 +6,7 @@ import { NetworkingSecgroupRuleV2 } from "../.gen/providers/openstack/networking
 import { LB_METHODS } from "../config/parameters";
 import { PEM_CERTIFICATES } from "../config/rules";
 import { OCTAVIA_SERVICE_TYPE } from "./api-load-balancer";
-import { hclOf } from "./hcl";
-import { splat } from "./machine";
+import { addressOf, hclOf, splat } from "./cdktf-workarounds";
 import { Network } from "./network";
 import { PILLAR_RENDERER } from "./provisioning/pillar";
 
@@ -110,7 +109,7 @@ export class CloudIntegration extends Construct {
         ],
       },
     });
-    const data = `data.${scopeData.terraformResourceType}.${scopeData.friendlyUniqueId}`;
+    const data = addressOf(scopeData);
     // Stack-level locals, whose names expressions can use as written.
     const stack = TerraformStack.of(this);
     const local = (name: string, expression: unknown) => new TerraformLocal(stack, name, expression);

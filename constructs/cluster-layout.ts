@@ -2,7 +2,7 @@ import { Fn, Lazy, Op, TerraformLocal, TerraformStack, Token } from "cdktf";
 import { Construct } from "constructs";
 import { CONTROL_PLANE_SIZE } from "../facts/cluster-size";
 import { HOST_NAMES, HOST_NUMBERS } from "../facts/hosts";
-import { hclOf } from "./hcl";
+import { hclOf } from "./cdktf-workarounds";
 
 /**
  * The cluster's layout, in one place: FQDNs (= Salt minion ids) and addresses, the workers, the
@@ -130,14 +130,14 @@ export class ClusterLayout {
 
     this.workerHosts = local("kube_worker_hosts", Fn.formatlist(`${HOST_NAMES.worker}-%d`, [Fn.range(0, this.workerCount)]));
     this.workerFqdns = local("kube_worker_fqdns", Fn.formatlist("%s.%s", [this.workerHosts, domain]));
-    // A literal for-expression: cdktf has no construct for one.
+    // A literal for-expression (constructs/cdktf-workarounds.ts).
     this.workerPrivateIps = local(
       "kube_worker_private_ips",
       `\${[for n in range(${Token.asString(this.workerCount)}) : cidrhost(${hclOf(privateCidr)}, ${HOST_NUMBERS.firstWorkerPrivate} + n)]}`,
     );
     // Pools in their names' order (a map's), workers in their numbers'; element() wraps around
-    // the zones. Literal for-expressions again, with no token after an object literal's `}`.
-    // zipmap([], []) for no pools: an empty map without the `}` that would garble the domain's token.
+    // the zones. Literal for-expressions again, with no token after a literal `}`, and
+    // zipmap([], []) for no pools' empty map (constructs/cdktf-workarounds.ts).
     const pools = props.pools === undefined ? "zipmap([], [])" : Token.asString(props.pools);
     this.poolNodes = local(
       "kube_pool_nodes",
@@ -202,7 +202,7 @@ export class ClusterLayout {
 
   /** The default pool's zone for node `position` (0 is the master): round-robin, or null when no zone is given. */
   private zoneAt(position: number): string {
-    // Literal: cdktf renders Op's right operand 0 as "undefined", and Fn.conditional cannot give null.
+    // Literal: Op drops a falsy right operand, and Fn.conditional cannot give null (constructs/cdktf-workarounds.ts).
     const zones = Token.asString(this.zones);
     return Token.asString(`\${length(${zones}) > 0 ? element(${zones}, ${Token.asString(position)}) : null}`);
   }

@@ -5,18 +5,8 @@ import { ComputeServergroupV2 } from "../.gen/providers/openstack/compute-server
 import { NetworkingFloatingipV2 } from "../.gen/providers/openstack/networking-floatingip-v2";
 import { NetworkingPortV2 } from "../.gen/providers/openstack/networking-port-v2";
 import { SERVER_GROUP_POLICIES } from "../config/parameters";
-import {
-  atCountIndex,
-  BootVolume,
-  bootFromVolume,
-  BUILT_ONCE,
-  CONFIG_DRIVE,
-  fixedPort,
-  floatingIpFor,
-  MachineProps,
-  splat,
-  userDataFor,
-} from "./machine";
+import { atCountIndex, splat } from "./cdktf-workarounds";
+import { BootVolume, bootFromVolume, BUILT_ONCE, CONFIG_DRIVE, fixedPort, floatingIpFor, MachineProps, userDataFor } from "./machine";
 
 export interface KubeNodePoolProps extends MachineProps {
   /** @default KubeNodePool.DEFAULT_FLAVOR */

@@ -1,14 +1,4 @@
-import {
-  Fn,
-  ref,
-  TerraformCount,
-  TerraformDataSource,
-  TerraformLocal,
-  TerraformResource,
-  TerraformResourceLifecycle,
-  TerraformStack,
-  Token,
-} from "cdktf";
+import { Fn, TerraformCount, TerraformLocal, TerraformResourceLifecycle, Token } from "cdktf";
 import { Construct } from "constructs";
 import { ComputeInstanceV2 } from "../.gen/providers/openstack/compute-instance-v2";
 import { DataOpenstackImagesImageV2 } from "../.gen/providers/openstack/data-openstack-images-image-v2";
@@ -17,6 +7,7 @@ import { NetworkingFloatingipV2 } from "../.gen/providers/openstack/networking-f
 import { NetworkingPortV2 } from "../.gen/providers/openstack/networking-port-v2";
 import { NetworkingSecgroupV2 } from "../.gen/providers/openstack/networking-secgroup-v2";
 import { UUID_PATTERN } from "../config/rules";
+import { splat } from "./cdktf-workarounds";
 import { CloudInitRole, renderCloudInit } from "./cloud-init";
 import { ClusterLayout } from "./cluster-layout";
 import { Network } from "./network";
@@ -236,23 +227,4 @@ export function floatingIpFor(scope: Construct, id: string, network: Network, po
     dependsOn: network.floatingIpDependencies,
   });
   return { floatingIp, association };
-}
-
-/**
- * `<resource>[count.index].<attribute>` for a counted resource, written literally: cdktf would
- * nest `${count.index}` inside the reference, which Terraform rejects.
- */
-export function atCountIndex(resource: { fqn: string }, attribute: string): string {
-  return Token.asString(`\${${resource.fqn}[count.index].${attribute}}`);
-}
-
-/**
- * `<resource>[*].<attribute>` of a counted resource as a reference that nests inside other
- * expressions (`one(...)`, `concat(...)`), where an interpolated string would not.
- */
-export function splat(resource: TerraformResource | TerraformDataSource, attribute: string): string[] {
-  const mode = resource instanceof TerraformDataSource ? "data." : "";
-  return Token.asList(
-    ref(`${mode}${resource.terraformResourceType}.${resource.friendlyUniqueId}[*].${attribute}`, TerraformStack.of(resource)),
-  );
 }

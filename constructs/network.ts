@@ -1,14 +1,4 @@
-import {
-  Fn,
-  ITerraformDependable,
-  Op,
-  TerraformCount,
-  TerraformElement,
-  TerraformIterator,
-  TerraformLocal,
-  TerraformResource,
-  Token,
-} from "cdktf";
+import { Fn, ITerraformDependable, Op, TerraformCount, TerraformIterator, TerraformLocal, Token } from "cdktf";
 import { Construct } from "constructs";
 import { DataOpenstackIdentityAuthScopeV3 } from "../.gen/providers/openstack/data-openstack-identity-auth-scope-v3";
 import { DataOpenstackNetworkingNetworkV2 } from "../.gen/providers/openstack/data-openstack-networking-network-v2";
@@ -24,7 +14,7 @@ import { NetworkingSubnetV2 } from "../.gen/providers/openstack/networking-subne
 import { disjoint, UUID_PATTERN } from "../config/rules";
 import { parseIpv4Network } from "../facts/cidr";
 import { HOST_NUMBERS } from "../facts/hosts";
-import { splat } from "./machine";
+import { addressOf, MovedToFirstInstance, splat } from "./cdktf-workarounds";
 
 export interface NetworkProps {
   /** Name of the external network the router uplinks to; looked up, not created. */
@@ -203,7 +193,7 @@ export class Network extends Construct {
       lifecycle: {
         postcondition: [
           {
-            condition: `\${${disjoint("self.cidr", `local.${publicCidrLocal.friendlyUniqueId}`)}}`,
+            condition: `\${${disjoint("self.cidr", addressOf(publicCidrLocal))}}`,
             errorMessage:
               `Invalid public network: public_network_cidr=${publicCidr} overlaps \${self.cidr}, a subnet of ` +
               `external_network_name=${props.externalNetworkName}, and Neutron puts no two overlapping subnets on one router: ` +
@@ -299,8 +289,8 @@ export class Network extends Construct {
       subnetId: Token.asString(Fn.one(Fn.flatten(splat(givenSubnets, "ids")))),
       lifecycle: {
         postcondition: existingSubnetChecks(
-          `local.${fixedAddresses.friendlyUniqueId}`,
-          `one(data.${project.terraformResourceType}.${project.friendlyUniqueId}[*].project_id)`,
+          addressOf(fixedAddresses),
+          `one(${addressOf(project)}[*].project_id)`,
           publicNetworkId,
           publicCidr,
         ),
@@ -427,28 +417,6 @@ export class Network extends Construct {
 
   private securityGroup(id: string, name: string, description: string): NetworkingSecgroupV2 {
     return new NetworkingSecgroupV2(this, id, { name, description });
-  }
-}
-
-/**
- * A `moved` block from a resource's address without an index to its instance 0, for a resource
- * that gained a count. cdktf's moveFromId() cannot name an instance, and a stack override would
- * replace other constructs' `moved` blocks; cdktf concatenates every element's list instead.
- */
-class MovedToFirstInstance extends TerraformElement {
-  private readonly address: string;
-
-  constructor(resource: TerraformResource) {
-    super(resource.node.scope!, `${resource.node.id}Moved`);
-    this.address = `${resource.terraformResourceType}.${resource.friendlyUniqueId}`;
-  }
-
-  toTerraform(): unknown {
-    return { moved: [{ from: this.address, to: `${this.address}[0]` }] };
-  }
-
-  toHclTerraform(): unknown {
-    return this.toTerraform();
   }
 }
 

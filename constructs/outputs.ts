@@ -2,8 +2,8 @@ import { Fn, TerraformOutput } from "cdktf";
 import { Construct } from "constructs";
 import { ApiLoadBalancer } from "./api-load-balancer";
 import { Bastion } from "./bastion";
+import { addressOf, hclOf } from "./cdktf-workarounds";
 import { ClusterLayout } from "./cluster-layout";
-import { hclOf } from "./hcl";
 import { KubeNodePool } from "./kube-node-pool";
 import { Network } from "./network";
 import { Quotas } from "./quotas";
@@ -57,7 +57,7 @@ export function stackOutputs(scope: Construct, props: StackOutputsProps): void {
     value: props.quotas.needsLocal.expression,
   });
   // Lists and format strings are built with format()/formatlist() rather than interpolated
-  // TypeScript strings: cdktf cannot nest a token-bearing string inside a function call.
+  // TypeScript strings, which cannot be a function's argument (constructs/cdktf-workarounds.ts).
   const jump = `${user}@${bastion.publicIp}`;
   const jumpHost = Fn.format("%s@%s", [user, bastion.publicIp]);
   new TerraformOutput(scope, "ssh_config", {
@@ -89,18 +89,16 @@ export function stackOutputs(scope: Construct, props: StackOutputsProps): void {
       ` | sed 's#server: https://[^:]*:#server: https://${apiAddress(props)}:#' > kubeconfig`,
   });
   // What npm run roll replaces, one at a time (scripts/roll.js): each Kubernetes node's machine by
-  // its Terraform address. Literal for-expressions: cdktf has none.
-  const server = (machines: { terraformResourceType: string; friendlyUniqueId: string }) =>
-    `${machines.terraformResourceType}.${machines.friendlyUniqueId}`;
+  // its Terraform address. Literal for-expressions (constructs/cdktf-workarounds.ts).
   const { master, workers } = props.kubeNodes;
   new TerraformOutput(scope, "kube_node_machines", {
     description:
       "Each Kubernetes node (the master, the default pool's workers, the pools'): its host name, its minion id, whether it is a dqlite voter, and its machine's Terraform address (npm run roll).",
     value:
       `\${[for node in concat(` +
-      `[{ host = ${hclOf(layout.kubeMaster.host)}, fqdn = ${hclOf(layout.kubeMaster.fqdn)}, address = ${JSON.stringify(server(master))} }], ` +
-      `[for i, host in local.kube_worker_hosts : { host = host, fqdn = local.kube_worker_fqdns[i], address = format("${server(workers)}[%d]", i) }], ` +
-      `[for pool_node in local.kube_pool_nodes : { host = pool_node.host, fqdn = pool_node.fqdn, address = format("${server(props.workerPools.workers)}[%q]", pool_node.host) }]` +
+      `[{ host = ${hclOf(layout.kubeMaster.host)}, fqdn = ${hclOf(layout.kubeMaster.fqdn)}, address = ${JSON.stringify(addressOf(master))} }], ` +
+      `[for i, host in local.kube_worker_hosts : { host = host, fqdn = local.kube_worker_fqdns[i], address = format("${addressOf(workers)}[%d]", i) }], ` +
+      `[for pool_node in local.kube_pool_nodes : { host = pool_node.host, fqdn = pool_node.fqdn, address = format("${addressOf(props.workerPools.workers)}[%q]", pool_node.host) }]` +
       `) : merge(node, { voter = contains(local.kube_control_plane, node.fqdn) })]}`,
   });
   new TerraformOutput(scope, "minion_ids", {

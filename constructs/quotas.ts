@@ -16,6 +16,7 @@ import { DataOpenstackComputeFlavorV2 } from "../.gen/providers/openstack/data-o
 import { DataOpenstackComputeQuotasetV2 } from "../.gen/providers/openstack/data-openstack-compute-quotaset-v2";
 import { DataOpenstackIdentityAuthScopeV3 } from "../.gen/providers/openstack/data-openstack-identity-auth-scope-v3";
 import { DataOpenstackNetworkingQuotaV2 } from "../.gen/providers/openstack/data-openstack-networking-quota-v2";
+import { addressOf } from "./cdktf-workarounds";
 import { WorkerPools } from "./worker-pools";
 
 /** What the deployment creates, as far as the project's quotas count it. Numbers may be tokens. */
@@ -105,7 +106,7 @@ export class Quotas extends Construct {
         key_pairs: props.newKeypairs,
       },
       blockStorage: {
-        // signum(): 1 with a boot volume, 0 without (a conditional would need parentheses cdktf omits).
+        // signum(): 1 with a boot volume, 0 without (a conditional in an Op loses its parentheses: cdktf-workarounds.ts).
         volumes: plus(Op.add(1, Op.mul(Fn.signum(bootVolumeSize), props.nodeCount)), pools.volumes),
         gigabytes: plus(Op.add(props.saltVolumeSize, Op.mul(bootVolumeSize, props.nodeCount)), pools.gigabytes),
       },
@@ -125,8 +126,8 @@ export class Quotas extends Construct {
     };
     this.needsLocal = new TerraformLocal(this, "needs", this.needs);
     const needs = this.needsLocal;
-    const need = (service: keyof QuotaNeeds, quota: string) => `local.${needs.friendlyUniqueId}.${service}.${quota}`;
-    const usage = `var.${props.usage.friendlyUniqueId}`;
+    const need = (service: keyof QuotaNeeds, quota: string) => `${addressOf(needs)}.${service}.${quota}`;
+    const usage = addressOf(props.usage);
     const check = (service: keyof QuotaNeeds, quota: string) =>
       checkQuota(SERVICE_NAMES[service], service, quota, need(service, quota), usage);
 
@@ -183,14 +184,14 @@ function checkQuota(service: string, group: keyof QuotaNeeds, quota: string, nee
 function poolNeeds(scope: Construct, workerPools: WorkerPools | undefined) {
   const none = { instances: 0, cores: 0, ram: 0, serverGroups: 0, serverGroupMembers: 0, volumes: 0, gigabytes: 0 };
   if (workerPools === undefined) return none;
-  const settings = `local.${workerPools.settings.friendlyUniqueId}`;
+  const settings = addressOf(workerPools.settings);
   // Each pool's flavor, read like the other flavors: an unknown name fails the plan.
   const flavorNames = new TerraformLocal(scope, "pool_flavors", `\${[for s in values(${settings}) : s.flavor]}`);
   const flavors = new DataOpenstackComputeFlavorV2(scope, "PoolFlavors", {
     forEach: TerraformIterator.fromList(Token.asList(flavorNames.expression)),
     name: "${each.value}",
   });
-  const flavorsRef = `data.${flavors.terraformResourceType}.${flavors.friendlyUniqueId}`;
+  const flavorsRef = addressOf(flavors);
   // sum() refuses an empty list, hence the 0 in front.
   const total = (term: string, filter = "true") => `sum(concat([0], [for s in values(${settings}) : ${term} if ${filter}]))`;
   const needs = new TerraformLocal(scope, "pool_needs", {
@@ -203,7 +204,7 @@ function poolNeeds(scope: Construct, workerPools: WorkerPools | undefined) {
     gigabytes: `\${${total("s.count * s.volume_size")}}`,
   });
   const stack = TerraformStack.of(scope);
-  const need = (name: keyof typeof none) => Token.asNumber(ref(`local.${needs.friendlyUniqueId}.${name}`, stack));
+  const need = (name: keyof typeof none) => Token.asNumber(ref(`${addressOf(needs)}.${name}`, stack));
   return {
     instances: need("instances"),
     cores: need("cores"),

@@ -16,8 +16,8 @@ export class RootPassword {
    * What the chain sets through Salt each time the orchestration runs (provisioners/
    * set-root-password.sh): `plaintext` and the ephemeral root_password on the next line, else
    * `hash` and root_password_hash, which would otherwise reach machines at their creation only
-   * (cloud-init runs once); "" when root's password is not to be set. cdktf renders a null
-   * literal on the right of Op.neq as undefined, so the tests are written out.
+   * (cloud-init runs once); "" when root's password is not to be set. Op drops a null right
+   * operand (constructs/cdktf-workarounds.ts), so the tests are written out.
    */
   readonly secret: string;
   /**

@@ -22,11 +22,12 @@ import { ApiLoadBalancer } from "./api-load-balancer";
 import { AvailabilityZones } from "./availability-zones";
 import { VolumeTypes } from "./volume-types";
 import { Bastion } from "./bastion";
+import { forgetAsFormerType, splat } from "./cdktf-workarounds";
 import { CloudIntegration } from "./cloud-integration";
 import { ClusterLayout } from "./cluster-layout";
 import { controlPlaneFloor } from "./control-plane-floor";
 import { KubeNodePool } from "./kube-node-pool";
-import { baseImageId, deployKeypairName, MachineProps, splat } from "./machine";
+import { baseImageId, deployKeypairName, MachineProps } from "./machine";
 import { Network } from "./network";
 import { stackOutputs } from "./outputs";
 import { SaltProvisioner } from "./provisioning/chain";
@@ -121,7 +122,7 @@ export class KubeOnOsStack extends TerraformStack {
     });
 
     // A new keypair from deploy_ssh_public_key, or the existing keypair_name, or none.
-    // (cdktf renders a falsy right operand of Op as "undefined", hence length() < 1, not == "".)
+    // (length() < 1, not == "": Op drops a falsy right operand, constructs/cdktf-workarounds.ts.)
     // The key is sensitive to Terraform (constructs/variables.ts); whether one is given is not.
     const newKeypairs = Token.asNumber(Fn.conditional(Fn.nonsensitive(Op.lt(Fn.lengthOf(v.deploy_ssh_public_key.stringValue), 1)), 0, 1));
     const keypair = new ComputeKeypairV2(this, "DeployKeypair", {
@@ -253,12 +254,8 @@ export class KubeOnOsStack extends TerraformStack {
     // Until eb9d706 the chain's five steps were terraform_data resources at these addresses; no
     // `moved` block can turn one into a null_resource (hashicorp/null implements no
     // MoveResourceState), so an existing deployment forgets them without destroying anything,
-    // and the new steps run the (idempotent) chain once. cdktf 0.21 has no construct for
-    // `removed` blocks, hence the override.
-    this.addOverride(
-      "removed",
-      this.provisioner.steps.map((step) => ({ from: `terraform_data.${step.friendlyUniqueId}`, lifecycle: { destroy: false } })),
-    );
+    // and the new steps run the (idempotent) chain once.
+    forgetAsFormerType(this.provisioner.steps, "terraform_data");
 
     stackOutputs(this, {
       layout: this.layout,

@@ -23,7 +23,7 @@ export interface VolumeTypesProps {
 export class VolumeTypes extends Construct {
   constructor(scope: Construct, id: string, props: VolumeTypesProps) {
     super(scope, id);
-    // Literal: a token may open the expression, never follow a literal `}`.
+    // Literal: a token may open the expression, never follow a literal `}` (constructs/cdktf-workarounds.ts).
     const wanted =
       `distinct(compact(concat([${Token.asString(props.defaultPool)}], ` +
       `[for pool in values(${Token.asString(props.pools)}) : pool.boot_volume_type])))`;

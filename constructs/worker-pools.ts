@@ -5,7 +5,7 @@ import { ComputeServergroupV2 } from "../.gen/providers/openstack/compute-server
 import { DataOpenstackImagesImageV2 } from "../.gen/providers/openstack/data-openstack-images-image-v2";
 import { NetworkingPortV2 } from "../.gen/providers/openstack/networking-port-v2";
 import { UUID_PATTERN } from "../config/rules";
-import { hclOf } from "./hcl";
+import { addressOf, hclOf } from "./cdktf-workarounds";
 import { KubeNodePool } from "./kube-node-pool";
 import { bootFromVolume, BUILT_ONCE, CONFIG_DRIVE, MachineProps, userDataFor } from "./machine";
 
@@ -33,8 +33,9 @@ export interface WorkerPoolsProps extends MachineProps {
  * (`kube_pool_nodes`); the resources are keyed by host name, so adding or removing a pool, or
  * workers at a pool's end, touches no other worker.
  *
- * The expressions are literal HCL over fixed local names: cdktf mangles a token that follows a
- * literal `}` (a regular expression's `{8}`, an object's end), so tokens only open them.
+ * The expressions are literal HCL over fixed local names and addresses: a token may only open
+ * them, never follow a literal `}` such as a regular expression's `{8}`
+ * (constructs/cdktf-workarounds.ts).
  */
 export class WorkerPools extends Construct {
   readonly serverGroups: ComputeServergroupV2;
@@ -66,7 +67,7 @@ export class WorkerPools extends Construct {
         `volume_type = pool.boot_volume_type, grouped = ${hclOf(policy)} != "none" } }}`,
     );
     this.settings = settings;
-    const settingsRef = `local.${settings.friendlyUniqueId}`;
+    const settingsRef = addressOf(settings);
     // An image name is looked up once, as base_image is (constructs/machine.ts); an ID is used as is.
     const imageNames = new TerraformLocal(
       this,
@@ -78,7 +79,7 @@ export class WorkerPools extends Construct {
       name: "${each.value}",
       mostRecent: true,
     });
-    const imagesRef = `data.${this.images.terraformResourceType}.${this.images.friendlyUniqueId}`;
+    const imagesRef = addressOf(this.images);
     const imageIds = new TerraformLocal(
       this,
       "image_ids",
@@ -91,7 +92,7 @@ export class WorkerPools extends Construct {
       name: `${layout.domain}-k8s-\${each.key}`,
       policies: [policy],
     });
-    const groupsRef = `${this.serverGroups.terraformResourceType}.${this.serverGroups.friendlyUniqueId}`;
+    const groupsRef = addressOf(this.serverGroups);
 
     const nodes = TerraformIterator.fromMap(Token.asAnyMap(layout.poolNodesByHost));
     this.ports = new NetworkingPortV2(this, "Port", {
@@ -104,14 +105,14 @@ export class WorkerPools extends Construct {
       securityGroupIds: network.kubeNodePrivateGroups.map((group) => group.id),
       allowedAddressPairs: [props.podCidr, props.serviceCidr].map((ipAddress) => ({ ipAddress })),
     });
-    const portsRef = `${this.ports.terraformResourceType}.${this.ports.friendlyUniqueId}`;
+    const portsRef = addressOf(this.ports);
     layout.providePoolAddresses(Token.asList(`\${[for node in local.kube_pool_nodes : ${portsRef}[node.host].all_fixed_ips[0]]}`));
 
     const pool = (attribute: string) => `${settingsRef}[each.value.pool].${attribute}`;
     // References as tokens, which cdktf unwraps where they nest (user_data, bootFromVolume).
     const stack = TerraformStack.of(this);
     const expression = (hcl: string) => Token.asString(ref(hcl, stack));
-    const imageId = `\${local.${imageIds.friendlyUniqueId}[each.value.pool]}`;
+    const imageId = `\${${addressOf(imageIds)}[each.value.pool]}`;
     this.workers = new ComputeInstanceV2(this, "Worker", {
       forEach: nodes,
       name: "${each.value.fqdn}",
@@ -134,7 +135,7 @@ export class WorkerPools extends Construct {
       schedulerHints: [{ group: `\${try(${groupsRef}[each.value.pool].id, null)}` }],
       availabilityZone: "${each.value.zone}",
     });
-    const workersRef = `${this.workers.terraformResourceType}.${this.workers.friendlyUniqueId}`;
+    const workersRef = addressOf(this.workers);
     this.workerIds = Token.asList(
       new TerraformLocal(this, "worker_ids", `\${[for node in local.kube_pool_nodes : ${workersRef}[node.host].id]}`).expression,
     );

@@ -14,9 +14,9 @@ import {
 import { Construct } from "constructs";
 import { NEW_CLUSTER_CHANNEL } from "../../config/parameters";
 import { Bastion } from "../bastion";
+import { splat } from "../cdktf-workarounds";
 import { ClusterLayout } from "../cluster-layout";
 import { KubeNodePool } from "../kube-node-pool";
-import { splat } from "../machine";
 import { SaltMaster } from "../salt-master";
 import { WorkerPools } from "../worker-pools";
 import { NodeDrains, nodeDrains } from "./node-drain";

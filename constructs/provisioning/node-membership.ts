@@ -1,9 +1,9 @@
 import { DataResource, Fn, IResolvable, ITerraformDependable, ITerraformIterator, TerraformCount, TerraformIterator, Token } from "cdktf";
 import { Construct } from "constructs";
 import { Bastion } from "../bastion";
+import { addressOf, atCountIndex } from "../cdktf-workarounds";
 import { ClusterLayout } from "../cluster-layout";
 import { KubeNodePool } from "../kube-node-pool";
-import { atCountIndex } from "../machine";
 import { WorkerPools } from "../worker-pools";
 import { SaltMaster } from "../salt-master";
 import { CONNECTION_TIMEOUT, REMOTE_BIN } from "./ssh";
@@ -73,7 +73,7 @@ export function perWorker(
   }
   return {
     iteration: { forEach: TerraformIterator.fromMap(Token.asAnyMap(Fn.conditional(enabled, layout.poolNodesByHost, {}))) },
-    worker: (attribute) => `\${${workers.workers.terraformResourceType}.${workers.workers.friendlyUniqueId}[each.key].${attribute}}`,
+    worker: (attribute) => `\${${addressOf(workers.workers)}[each.key].${attribute}}`,
   };
 }
 

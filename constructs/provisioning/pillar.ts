@@ -49,10 +49,9 @@ export const PILLAR_RENDERER = "#!yaml";
  */
 export function saltPillar(scope: Construct, props: SaltPillarProps): string {
   const { layout } = props;
-  // A literal for-expression: cdktf renders a token that follows a literal `}` inside an
-  // expression as a nested `${...}`, so no token comes after an object literal here.
   // Each node's labels (its pool's name always among them) and taints, in kube_node_ids' order.
-  // Literal for-expressions again: a token may open them, never follow an object literal's `}`.
+  // Literal for-expressions, where a token may open them, never follow a literal `}`
+  // (constructs/cdktf-workarounds.ts), so no token comes after an object literal here.
   const { nodeCount, labels, taints } = props.defaultPool;
   const perNode = (name: string, defaultPool: string, pools: string) => {
     const forDefault = new TerraformLocal(
