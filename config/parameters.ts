@@ -1,5 +1,6 @@
-import { networkSize, parseIpv4Network } from "../facts/cidr";
+import { parseIpv4Network } from "../facts/cidr";
 import { MAX_NODES } from "../facts/cluster-size";
+import { dhcpRangeSize, firstDhcpHost, IN_HCL, IN_NUMBERS } from "../facts/dhcp-range";
 import { HOST_NUMBERS } from "../facts/hosts";
 import { DNS_NAME_MAX, LONGEST_HOST, LONGEST_NAME_SUFFIX, OPENSTACK_NAME_MAX } from "../facts/names";
 import {
@@ -708,15 +709,14 @@ export const CROSS_RULES: { readonly [K in VariableName]?: readonly ConfigRule[]
   service_cidr: [disjointFrom("service_cidr", ["public_network_cidr", "private_network_cidr", "pod_cidr"])],
   num_kube_nodes: [
     {
-      // Workers take private host numbers firstWorkerPrivate and up; DHCP hands out the upper half.
+      // Workers take private host numbers firstWorkerPrivate and up, below the DHCP range.
       test: (config) => {
-        const privateNetwork = parseIpv4Network(config.private_network_cidr);
-        if (typeof privateNetwork === "string") return true;
-        return HOST_NUMBERS.firstWorkerPrivate + config.num_kube_nodes - 2 < networkSize(privateNetwork) / 2;
+        if (typeof parseIpv4Network(config.private_network_cidr) === "string") return true;
+        return HOST_NUMBERS.firstWorkerPrivate + config.num_kube_nodes - 2 < firstDhcpHost(config.private_network_cidr, IN_NUMBERS);
       },
       condition:
         `try(${HOST_NUMBERS.firstWorkerPrivate} + var.num_kube_nodes - 2 < ` +
-        'pow(2, 32 - tonumber(split("/", var.private_network_cidr)[1])) / 2, true)',
+        `${firstDhcpHost("var.private_network_cidr", IN_HCL)}, true)`,
       mustBe:
         `small enough that every worker's fixed address (private host numbers ${HOST_NUMBERS.firstWorkerPrivate} and up) lies in the ` +
         "lower half of private_network_cidr, below the DHCP range: use a larger private network or fewer nodes",
@@ -739,16 +739,15 @@ export const CROSS_RULES: { readonly [K in VariableName]?: readonly ConfigRule[]
       mustBe: `small enough that num_kube_nodes and every pool's workers add up to ${MAX_NODES} nodes at most: use fewer or smaller pools`,
     },
     {
-      // Pool workers take DHCP addresses: the upper half of the private network, but its last address.
+      // Pool workers take DHCP addresses.
       test: (config) => {
-        const privateNetwork = parseIpv4Network(config.private_network_cidr);
         const workers = poolWorkers(config);
-        if (typeof privateNetwork === "string" || workers === undefined) return true;
-        return workers + DHCP_RESERVE <= networkSize(privateNetwork) / 2 - 1;
+        if (typeof parseIpv4Network(config.private_network_cidr) === "string" || workers === undefined) return true;
+        return workers + DHCP_RESERVE <= dhcpRangeSize(config.private_network_cidr, IN_NUMBERS);
       },
       condition:
         `try(sum(concat([0], [for pool in values(var.node_pools) : pool.count])) + ${DHCP_RESERVE} <= ` +
-        'pow(2, 32 - tonumber(split("/", var.private_network_cidr)[1])) / 2 - 1, true)',
+        `${dhcpRangeSize("var.private_network_cidr", IN_HCL)}, true)`,
       mustBe:
         `small enough that its workers fit the DHCP range of private_network_cidr (its upper half, where they take their ` +
         `addresses) with ${DHCP_RESERVE} addresses to spare: use a larger private network or fewer pool workers`,

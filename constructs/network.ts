@@ -13,6 +13,7 @@ import { NetworkingSecgroupV2 } from "../.gen/providers/openstack/networking-sec
 import { NetworkingSubnetV2 } from "../.gen/providers/openstack/networking-subnet-v2";
 import { disjoint, UUID_PATTERN } from "../config/rules";
 import { parseIpv4Network } from "../facts/cidr";
+import { Arithmetic, firstDhcpHost, LAST_DHCP_HOST } from "../facts/dhcp-range";
 import { HOST_NUMBERS } from "../facts/hosts";
 import { addressOf, MovedToFirstInstance, splat } from "./cdktf-workarounds";
 
@@ -431,18 +432,20 @@ function hostAddress(cidr: string, host: number): string {
   return Fn.cidrhost(cidr, host);
 }
 
-/** Number of the first host in the upper half of `cidr`: 2^(32 - prefix) / 2. */
-function upperHalfStart(cidr: string): number {
-  const prefixLength = Fn.tonumber(Fn.element(Fn.split("/", cidr), 1));
-  return Token.asNumber(Op.div(Fn.pow(2, Op.sub(32, prefixLength)), 2));
-}
+/** The DHCP range's arithmetic (facts/dhcp-range.ts) as cdktf tokens, which Terraform evaluates at plan time. */
+const IN_TOKENS: Arithmetic<number> = {
+  prefixLength: (cidr) => Fn.tonumber(Fn.element(Fn.split("/", cidr), 1)),
+  pow: (base, exponent) => Fn.pow(base, exponent),
+  sub: (minuend, subtrahend) => Op.sub(minuend, subtrahend),
+  div: (dividend, divisor) => Token.asNumber(Op.div(dividend, divisor)),
+};
 
 /**
  * Checked at plan time, whatever the plan-time values: a fixed address inside the pool could be
  * taken by DHCP first (Neutron hands out pool addresses at random), and its port would fail.
  */
 function staticHostsBelowPool(cidr: string, lastHost: number) {
-  const poolStart = upperHalfStart(cidr);
+  const poolStart = firstDhcpHost(cidr, IN_TOKENS);
   return {
     condition: Op.lt(lastHost, poolStart),
     errorMessage:
@@ -451,9 +454,9 @@ function staticHostsBelowPool(cidr: string, lastHost: number) {
   };
 }
 
-/** DHCP hands out the upper half of the network only; the lower half is for static hosts. */
+/** DHCP hands out the upper half of the network only (facts/dhcp-range.ts); the lower half is for static hosts. */
 function dhcpPool(cidr: string) {
-  return { start: Fn.cidrhost(cidr, upperHalfStart(cidr)), end: Fn.cidrhost(cidr, -2) };
+  return { start: Fn.cidrhost(cidr, firstDhcpHost(cidr, IN_TOKENS)), end: Fn.cidrhost(cidr, LAST_DHCP_HOST) };
 }
 
 /** A dotted IPv4 address as a number, in Terraform, so that addresses compare in order. */

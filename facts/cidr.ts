@@ -42,8 +42,3 @@ export function parseIpv4Network(cidr: string): Ipv4Network | string {
 export function networksOverlap(a: Ipv4Network, b: Ipv4Network): boolean {
   return a.first <= b.last && b.first <= a.last;
 }
-
-/** Number of addresses in the network, network and broadcast included. */
-export function networkSize(network: Ipv4Network): number {
-  return network.last - network.first + 1;
-}

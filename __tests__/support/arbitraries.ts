@@ -7,6 +7,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import fc from "fast-check";
+import { firstDhcpHost, IN_NUMBERS } from "../../facts/dhcp-range";
 import { HOST_NUMBERS } from "../../facts/hosts";
 import { VariableName } from "../../config/parameters";
 
@@ -154,8 +155,8 @@ function numberText(edges: readonly number[]): Values {
 
 /** The largest num_kube_nodes whose workers fit the lower half of a private network with `prefix`. */
 export function maxNodesFor(prefix: number): number {
-  // Workers sit at host numbers firstWorkerPrivate.. (one per node but the master), below half.
-  return 2 ** (32 - prefix) / 2 - HOST_NUMBERS.firstWorkerPrivate + 1;
+  // Workers sit at host numbers firstWorkerPrivate.. (one per node but the master), below DHCP's.
+  return firstDhcpHost(`10.0.0.0/${prefix}`, IN_NUMBERS) - HOST_NUMBERS.firstWorkerPrivate + 1;
 }
 
 // Booleans
