@@ -8,6 +8,7 @@ import { NetworkingSecgroupRuleV2 } from "../.gen/providers/openstack/networking
 import { ApiLoadBalancer, ApiLoadBalancerProps } from "../constructs/api-load-balancer";
 import { ClusterLayout } from "../constructs/cluster-layout";
 import { Network } from "../constructs/network";
+import { KUBE_API_PORT } from "../facts/ports";
 
 type Props = Partial<Omit<ApiLoadBalancerProps, "network" | "layout">>;
 
@@ -140,7 +141,7 @@ describe("ApiLoadBalancer", () => {
   ])("listens on TCP 16443 for the allowed networks %j, and is up only when there is one", (allowedCidrs, cidrs, up) => {
     expect(synth({ allowedCidrs })).toHaveResourceWithProperties(LbListenerV2, {
       protocol: "TCP",
-      protocol_port: Network.KUBE_API_PORT,
+      protocol_port: KUBE_API_PORT,
       allowed_cidrs: cidrs,
       admin_state_up: up,
     });
@@ -153,7 +154,7 @@ describe("ApiLoadBalancer", () => {
     expect(member).toMatchObject({
       name: "${element(local.kube_control_plane, count.index)}",
       address: "${element(local.kube_node_addresses, count.index)}",
-      protocol_port: Network.KUBE_API_PORT,
+      protocol_port: KUBE_API_PORT,
     });
     expect(member.subnet_id).toMatch(/Network_PrivateSubnet_/);
   });
@@ -162,8 +163,8 @@ describe("ApiLoadBalancer", () => {
     expect(text).toHaveResourceWithProperties(NetworkingSecgroupRuleV2, {
       direction: "ingress",
       protocol: "tcp",
-      port_range_min: Network.KUBE_API_PORT,
-      port_range_max: Network.KUBE_API_PORT,
+      port_range_min: KUBE_API_PORT,
+      port_range_max: KUBE_API_PORT,
       remote_ip_prefix: "10.1.0.0/16",
     });
     expect(resource(synthesized, "openstack_networking_secgroup_rule_v2", "MemberRule").security_group_id).toMatch(

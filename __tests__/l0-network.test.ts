@@ -10,6 +10,7 @@ import { NetworkingSecgroupRuleV2 } from "../.gen/providers/openstack/networking
 import { NetworkingSecgroupV2 } from "../.gen/providers/openstack/networking-secgroup-v2";
 import { NetworkingSubnetV2 } from "../.gen/providers/openstack/networking-subnet-v2";
 import { Network, NetworkProps } from "../constructs/network";
+import { KUBE_API_PORT } from "../facts/ports";
 
 function synthNetwork(props: Partial<NetworkProps> = {}): string {
   return Testing.synthScope((scope) => {
@@ -109,7 +110,7 @@ describe("Network", () => {
 
   it("opens the Kubernetes API only from the allowed networks, and HTTP(S) ingress to all", () => {
     const rules = resources(synthNetwork({ apiAllowedCidrs: ["198.51.100.0/24"] }), NetworkingSecgroupRuleV2.tfResourceType);
-    const api = rules.filter((r) => r.port_range_min === Network.KUBE_API_PORT);
+    const api = rules.filter((r) => r.port_range_min === KUBE_API_PORT);
     expect(api).toHaveLength(1);
     expect(api[0]).toMatchObject({ for_each: '${toset(["198.51.100.0/24"])}', remote_ip_prefix: "${each.value}" });
     for (const port of [80, 443]) {

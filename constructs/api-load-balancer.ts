@@ -10,6 +10,7 @@ import { NetworkingFloatingipAssociateV2 } from "../.gen/providers/openstack/net
 import { NetworkingFloatingipV2 } from "../.gen/providers/openstack/networking-floatingip-v2";
 import { NetworkingSecgroupRuleV2 } from "../.gen/providers/openstack/networking-secgroup-rule-v2";
 import { API_LOAD_BALANCER_MODES } from "../config/parameters";
+import { KUBE_API_PORT } from "../facts/ports";
 import { addressOf, hclOf, splat } from "./cdktf-workarounds";
 import { ClusterLayout } from "./cluster-layout";
 import { Network } from "./network";
@@ -39,6 +40,8 @@ export interface ApiLoadBalancerProps {
 export class ApiLoadBalancer extends Construct {
   /** 1 or 0, as a token: whether the load balancer exists. */
   readonly count: number;
+  /** The security group rules this construct adds (a token: 0 or 1, its way in to its members). */
+  readonly securityGroupRules: number;
   readonly loadBalancer: LbLoadbalancerV2;
   readonly listener: LbListenerV2;
   readonly pool: LbPoolV2;
@@ -58,7 +61,7 @@ export class ApiLoadBalancer extends Construct {
     }
     const allowedCidrs = props.allowedCidrs ?? ["0.0.0.0/0"];
     const { network, layout } = props;
-    const port = Network.KUBE_API_PORT;
+    const port = KUBE_API_PORT;
 
     // The catalog of the token the provider holds: the services this project can use.
     const catalog = new DataOpenstackIdentityAuthScopeV3(this, "Catalog", {
@@ -78,6 +81,7 @@ export class ApiLoadBalancer extends Construct {
       new TerraformLocal(this, "count", Fn.conditional(Op.or(Op.eq(mode, "on"), Op.and(Op.eq(mode, "auto"), hasOctavia)), 1, 0)).expression,
     );
     const counted = () => TerraformCount.of(this.count);
+    this.securityGroupRules = this.count;
     const one = (resource: TerraformResource, attribute: string) => Token.asString(Fn.one(splat(resource, attribute)));
 
     this.loadBalancer = new LbLoadbalancerV2(this, "LoadBalancer", {

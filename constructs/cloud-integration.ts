@@ -5,6 +5,7 @@ import { IdentityApplicationCredentialV3 } from "../.gen/providers/openstack/ide
 import { NetworkingSecgroupRuleV2 } from "../.gen/providers/openstack/networking-secgroup-rule-v2";
 import { LB_METHODS } from "../config/parameters";
 import { PEM_CERTIFICATES } from "../config/rules";
+import { NODE_PORTS } from "../facts/ports";
 import { OCTAVIA_SERVICE_TYPE } from "./api-load-balancer";
 import { addressOf, hclOf, splat } from "./cdktf-workarounds";
 import { Network } from "./network";
@@ -44,9 +45,6 @@ export interface CloudIntegrationProps {
  * "Cannot create an application credential with unassigned role".
  */
 export const CLOUD_CREDENTIAL_ROLES = ["member", "reader", "load-balancer_member"] as const;
-
-/** The Kubernetes NodePort range, where Octavia's members of LoadBalancer Services listen. */
-export const NODE_PORTS = { min: 30000, max: 32767 } as const;
 
 /**
  * What the OpenStack cloud controller manager and the Cinder CSI driver need from Terraform: an
