@@ -120,8 +120,7 @@ export class Quotas extends Construct {
           pools.instances,
         ),
         security_group: props.securityGroups,
-        // and the load balancer's way in to its members
-        security_group_rule: Token.asNumber(Op.add(props.securityGroupRules, props.apiLoadBalancers ?? 0)),
+        security_group_rule: props.securityGroupRules,
       },
     };
     this.needsLocal = new TerraformLocal(this, "needs", this.needs);

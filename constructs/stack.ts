@@ -206,7 +206,12 @@ export class KubeOnOsStack extends TerraformStack {
       // reads wait for it, so they would run during the apply, after the keypair.
       newKeypairs,
       securityGroups: Object.keys(this.network.securityGroups).length,
-      securityGroupRules: Token.asNumber(Op.add(this.network.securityGroupRuleCount, this.cloudIntegration.securityGroupRules)),
+      // Each construct counts the rules it creates.
+      securityGroupRules: Token.asNumber(
+        [this.network.securityGroupRuleCount, this.cloudIntegration.securityGroupRules, this.apiLoadBalancer.securityGroupRules].reduce(
+          (sum, rules) => Op.add(sum, rules),
+        ),
+      ),
       network: this.network.created,
       kubeNodeBootVolumeSize: v.kube_node_boot_volume_size.numberValue,
       apiLoadBalancers: this.apiLoadBalancer.count,
