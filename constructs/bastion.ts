@@ -3,7 +3,7 @@ import { ComputeInstanceV2 } from "../.gen/providers/openstack/compute-instance-
 import { NetworkingFloatingipAssociateV2 } from "../.gen/providers/openstack/networking-floatingip-associate-v2";
 import { NetworkingFloatingipV2 } from "../.gen/providers/openstack/networking-floatingip-v2";
 import { NetworkingPortV2 } from "../.gen/providers/openstack/networking-port-v2";
-import { BUILT_ONCE, CONFIG_DRIVE, fixedPort, floatingIpFor, MachineProps, userDataFor } from "./machine";
+import { fixedPort, floatingIpFor, instanceConfig, MachineProps } from "./machine";
 
 export interface BastionProps extends MachineProps {
   /** @default Bastion.DEFAULT_FLAVOR */
@@ -52,17 +52,12 @@ export class Bastion extends Construct {
     });
 
     this.instance = new ComputeInstanceV2(this, "Instance", {
-      name: this.fqdn,
-      imageId: props.imageId,
-      lifecycle: BUILT_ONCE,
-      configDrive: CONFIG_DRIVE,
-      flavorName: flavor,
-      keyPair: props.keyPair,
-      userData: userDataFor(
-        "bastion",
-        { hostname: host.host, fqdn: host.fqdn, privateIp: host.privateIp, dualHomed: true },
-        props.bootstrap,
-      ),
+      ...instanceConfig({
+        ...props,
+        role: "bastion",
+        host: { hostname: host.host, fqdn: host.fqdn, privateIp: host.privateIp, dualHomed: true },
+        flavor,
+      }),
       // The public port comes first so that the default route stays on the public network.
       network: [{ port: this.publicPort.id }, { port: this.privatePort.id }],
     });

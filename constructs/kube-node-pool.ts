@@ -6,7 +6,7 @@ import { NetworkingFloatingipV2 } from "../.gen/providers/openstack/networking-f
 import { NetworkingPortV2 } from "../.gen/providers/openstack/networking-port-v2";
 import { SERVER_GROUP_POLICIES } from "../config/parameters";
 import { atCountIndex, splat } from "./cdktf-workarounds";
-import { BootVolume, bootFromVolume, BUILT_ONCE, CONFIG_DRIVE, fixedPort, floatingIpFor, MachineProps, userDataFor } from "./machine";
+import { BootVolume, bootFromVolume, fixedPort, floatingIpFor, instanceConfig, MachineProps } from "./machine";
 
 export interface KubeNodePoolProps extends MachineProps {
   /** @default KubeNodePool.DEFAULT_FLAVOR */
@@ -73,17 +73,12 @@ export class KubeNodePool extends Construct {
       allowedAddressPairs: podTraffic,
     });
     this.master = new ComputeInstanceV2(this, "Master", {
-      name: master.fqdn,
-      imageId: props.imageId,
-      lifecycle: BUILT_ONCE,
-      configDrive: CONFIG_DRIVE,
-      flavorName: flavor,
-      keyPair: props.keyPair,
-      userData: userDataFor(
-        "salt-minion",
-        { hostname: master.host, fqdn: master.fqdn, privateIp: master.privateIp, dualHomed: true },
-        props.bootstrap,
-      ),
+      ...instanceConfig({
+        ...props,
+        role: "salt-minion",
+        host: { hostname: master.host, fqdn: master.fqdn, privateIp: master.privateIp, dualHomed: true },
+        flavor,
+      }),
       // Public first: the default route stays on the public network.
       network: [{ port: this.masterPublicPort.id }, { port: this.masterPrivatePort.id }],
       schedulerHints,
@@ -107,17 +102,12 @@ export class KubeNodePool extends Construct {
     const worker = layout.worker(instanceCount.index);
     this.workers = new ComputeInstanceV2(this, "Worker", {
       count: instanceCount,
-      userData: userDataFor(
-        "salt-minion",
-        { hostname: worker.host, fqdn: worker.fqdn, privateIp: worker.privateIp, dualHomed: false },
-        props.bootstrap,
-      ),
-      name: worker.fqdn,
-      imageId: props.imageId,
-      lifecycle: BUILT_ONCE,
-      configDrive: CONFIG_DRIVE,
-      flavorName: flavor,
-      keyPair: props.keyPair,
+      ...instanceConfig({
+        ...props,
+        role: "salt-minion",
+        host: { hostname: worker.host, fqdn: worker.fqdn, privateIp: worker.privateIp, dualHomed: false },
+        flavor,
+      }),
       network: [{ port: atCountIndex(this.workerPorts, "id") }],
       schedulerHints,
       availabilityZone: worker.zone,

@@ -1,6 +1,6 @@
-import { Fn, TerraformCount, TerraformLocal, TerraformResourceLifecycle, Token } from "cdktf";
+import { Fn, ITerraformIterator, TerraformCount, TerraformLocal, TerraformResourceLifecycle, Token } from "cdktf";
 import { Construct } from "constructs";
-import { ComputeInstanceV2 } from "../.gen/providers/openstack/compute-instance-v2";
+import { ComputeInstanceV2, ComputeInstanceV2Config } from "../.gen/providers/openstack/compute-instance-v2";
 import { DataOpenstackImagesImageV2 } from "../.gen/providers/openstack/data-openstack-images-image-v2";
 import { NetworkingFloatingipAssociateV2 } from "../.gen/providers/openstack/networking-floatingip-associate-v2";
 import { NetworkingFloatingipV2 } from "../.gen/providers/openstack/networking-floatingip-v2";
@@ -26,18 +26,34 @@ export const BUILT_ONCE: TerraformResourceLifecycle = {
   ignoreChanges: ["image_id", "image_name", "block_device", "user_data", "config_drive", "key_pair"],
 };
 
+export interface ImageLookupProps {
+  /** The image's name in Glance (a token, or `${each.value}` for a for_each lookup). */
+  readonly name: string;
+  /** One lookup per index, or none at count 0. @default one */
+  readonly count?: TerraformCount;
+  /** One lookup per name. @default one */
+  readonly forEach?: ITerraformIterator;
+}
+
 /**
- * The Glance image ID for `image`, an ID or a name: an ID (a lower-case UUID) is used as is, and a
- * name is looked up at plan time by the data source `BaseImage` (count 0 for an ID), which takes
- * the most recent image of that name and fails the plan when none has it.
+ * Looks an image up in Glance by name at plan time: the most recent image of that name, and a
+ * failed plan when none has it. Machines take an image ID; `base_image` and a pool's `image` are
+ * an ID, used as is, or a name, looked up here (`isImageId`).
  */
+export function imageLookup(scope: Construct, id: string, props: ImageLookupProps): DataOpenstackImagesImageV2 {
+  return new DataOpenstackImagesImageV2(scope, id, { ...props, mostRecent: true });
+}
+
+/** Whether `image`, a Terraform expression for an image ID or name, is an ID (a lower-case UUID), as HCL. */
+export function isImageId(image: string): string {
+  return `can(regex("${UUID_PATTERN}", ${image}))`;
+}
+
+/** The Glance image ID for `image` (base_image), an ID or a name looked up by the data source `BaseImage` (count 0 for an ID). */
 export function baseImageId(scope: Construct, image: string): string {
+  // Fn, not isImageId's text: the token would follow the pattern's `}` (constructs/cdktf-workarounds.ts).
   const isId = new TerraformLocal(scope, "base_image_is_id", Fn.can(Fn.regex(UUID_PATTERN, image))).asBoolean;
-  const lookup = new DataOpenstackImagesImageV2(scope, "BaseImage", {
-    count: TerraformCount.of(Token.asNumber(Fn.conditional(isId, 0, 1))),
-    name: image,
-    mostRecent: true,
-  });
+  const lookup = imageLookup(scope, "BaseImage", { count: TerraformCount.of(Token.asNumber(Fn.conditional(isId, 0, 1))), name: image });
   return Token.asString(Fn.conditional(isId, image, Fn.one(splat(lookup, "id"))));
 }
 
@@ -150,7 +166,7 @@ export interface HostIdentity {
 }
 
 /** A machine's user_data: the role's template filled with its identity and the deployment's values. */
-export function userDataFor(role: CloudInitRole, host: HostIdentity, bootstrap: BootstrapSettings): string {
+function userDataFor(role: CloudInitRole, host: HostIdentity, bootstrap: BootstrapSettings): string {
   const env: Record<string, string> = {
     KOO_ROLE: role,
     KOO_SALT_VERSION: SALT_VERSION,
@@ -171,6 +187,37 @@ export function userDataFor(role: CloudInitRole, host: HostIdentity, bootstrap: 
     rootPasswordUsers: bootstrap.rootPasswordUsers,
     netplan: host.dualHomed ? DUAL_HOMED_NETPLAN : undefined,
   });
+}
+
+/** What one server is built from, but for its ports and placement. Strings may be tokens. */
+export interface InstanceRecipe {
+  /** Its cloud-init template. */
+  readonly role: CloudInitRole;
+  /** Its names and address; its FQDN names the server too. */
+  readonly host: HostIdentity;
+  readonly imageId: string;
+  readonly flavor: string;
+  /** @default - no keypair */
+  readonly keyPair?: string;
+  readonly bootstrap: BootstrapSettings;
+}
+
+/**
+ * The settings every server shares, one recipe for the five kinds (bastion, Salt master,
+ * Kubernetes master, the default pool's and the pools' workers): named by its FQDN, built once
+ * from its image, flavor, keypair and cloud-init (BUILT_ONCE), which it reads from a config drive
+ * (CONFIG_DRIVE). The caller adds the ports, and the server group and zone where there are any.
+ */
+export function instanceConfig(recipe: InstanceRecipe) {
+  return {
+    name: recipe.host.fqdn,
+    imageId: recipe.imageId,
+    flavorName: recipe.flavor,
+    keyPair: recipe.keyPair,
+    userData: userDataFor(recipe.role, recipe.host, recipe.bootstrap),
+    configDrive: CONFIG_DRIVE,
+    lifecycle: BUILT_ONCE,
+  } satisfies Partial<ComputeInstanceV2Config>;
 }
 
 /**

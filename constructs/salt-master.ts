@@ -4,7 +4,7 @@ import { BlockstorageVolumeV3 } from "../.gen/providers/openstack/blockstorage-v
 import { ComputeInstanceV2 } from "../.gen/providers/openstack/compute-instance-v2";
 import { ComputeVolumeAttachV2 } from "../.gen/providers/openstack/compute-volume-attach-v2";
 import { NetworkingPortV2 } from "../.gen/providers/openstack/networking-port-v2";
-import { BUILT_ONCE, CONFIG_DRIVE, fixedPort, MachineProps, userDataFor } from "./machine";
+import { fixedPort, instanceConfig, MachineProps } from "./machine";
 
 export interface SaltMasterProps extends MachineProps {
   /** @default SaltMaster.DEFAULT_FLAVOR */
@@ -54,17 +54,12 @@ export class SaltMaster extends Construct {
       size: volumeSize,
     });
     this.instance = new ComputeInstanceV2(this, "Instance", {
-      name: this.fqdn,
-      imageId: props.imageId,
-      lifecycle: BUILT_ONCE,
-      configDrive: CONFIG_DRIVE,
-      flavorName: flavor,
-      keyPair: props.keyPair,
-      userData: userDataFor(
-        "salt-master",
-        { hostname: host.host, fqdn: this.fqdn, privateIp: this.privateIp, dualHomed: false, volumeId: this.volume.id },
-        props.bootstrap,
-      ),
+      ...instanceConfig({
+        ...props,
+        role: "salt-master",
+        host: { hostname: host.host, fqdn: this.fqdn, privateIp: this.privateIp, dualHomed: false, volumeId: this.volume.id },
+        flavor,
+      }),
       network: [{ port: this.port.id }],
     });
     this.volumeAttachment = new ComputeVolumeAttachV2(this, "VolumeAttachment", {

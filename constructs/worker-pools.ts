@@ -4,10 +4,9 @@ import { ComputeInstanceV2 } from "../.gen/providers/openstack/compute-instance-
 import { ComputeServergroupV2 } from "../.gen/providers/openstack/compute-servergroup-v2";
 import { DataOpenstackImagesImageV2 } from "../.gen/providers/openstack/data-openstack-images-image-v2";
 import { NetworkingPortV2 } from "../.gen/providers/openstack/networking-port-v2";
-import { UUID_PATTERN } from "../config/rules";
 import { addressOf, hclOf } from "./cdktf-workarounds";
 import { KubeNodePool } from "./kube-node-pool";
-import { bootFromVolume, BUILT_ONCE, CONFIG_DRIVE, MachineProps, userDataFor } from "./machine";
+import { bootFromVolume, imageLookup, instanceConfig, isImageId, MachineProps } from "./machine";
 
 export interface WorkerPoolsProps extends MachineProps {
   /**
@@ -72,18 +71,17 @@ export class WorkerPools extends Construct {
     const imageNames = new TerraformLocal(
       this,
       "image_names",
-      `\${toset([for s in values(${settingsRef}) : s.image if !can(regex("${UUID_PATTERN}", s.image))])}`,
+      `\${toset([for s in values(${settingsRef}) : s.image if !${isImageId("s.image")}])}`,
     );
-    this.images = new DataOpenstackImagesImageV2(this, "Images", {
+    this.images = imageLookup(this, "Images", {
       forEach: TerraformIterator.fromList(Token.asList(imageNames.expression)),
       name: "${each.value}",
-      mostRecent: true,
     });
     const imagesRef = addressOf(this.images);
     const imageIds = new TerraformLocal(
       this,
       "image_ids",
-      `\${{ for name, s in ${settingsRef} : name => can(regex("${UUID_PATTERN}", s.image)) ? s.image : ${imagesRef}[s.image].id }}`,
+      `\${{ for name, s in ${settingsRef} : name => ${isImageId("s.image")} ? s.image : ${imagesRef}[s.image].id }}`,
     );
     const groupedPools = new TerraformLocal(this, "grouped", `\${{ for name, s in ${settingsRef} : name => s if s.grouped }}`);
 
@@ -115,22 +113,18 @@ export class WorkerPools extends Construct {
     const imageId = `\${${addressOf(imageIds)}[each.value.pool]}`;
     this.workers = new ComputeInstanceV2(this, "Worker", {
       forEach: nodes,
-      name: "${each.value.fqdn}",
-      imageId,
-      lifecycle: BUILT_ONCE,
-      configDrive: CONFIG_DRIVE,
-      flavorName: `\${${pool("flavor")}}`,
-      keyPair: props.keyPair,
-      userData: userDataFor(
-        "salt-minion",
-        {
+      ...instanceConfig({
+        ...props,
+        role: "salt-minion",
+        host: {
           hostname: expression("each.value.host"),
           fqdn: expression("each.value.fqdn"),
           privateIp: expression(`${portsRef}[each.key].all_fixed_ips[0]`),
           dualHomed: false,
         },
-        props.bootstrap,
-      ),
+        imageId,
+        flavor: `\${${pool("flavor")}}`,
+      }),
       network: [{ port: `\${${portsRef}[each.key].id}` }],
       schedulerHints: [{ group: `\${try(${groupsRef}[each.value.pool].id, null)}` }],
       availabilityZone: "${each.value.zone}",
