@@ -1,7 +1,7 @@
 import { Fn, Lazy, Op, TerraformLocal, TerraformStack, Token } from "cdktf";
 import { Construct } from "constructs";
 import { CONTROL_PLANE_SIZE } from "../facts/cluster-size";
-import { HOST_NAMES, HOST_NUMBERS } from "../facts/hosts";
+import { FIXED_MACHINES, FixedMachine, HOST_NAMES, HOST_NUMBERS } from "../facts/hosts";
 import { hclOf } from "./cdktf-workarounds";
 
 /**
@@ -11,6 +11,21 @@ import { hclOf } from "./cdktf-workarounds";
  * (and in facts/) only (docs/architecture.md, "Addresses"). Lists are Terraform locals, evaluated at
  * plan time from the variables: a plan shows every name and address before any machine exists.
  */
+
+/**
+ * A value of each machine, as a Terraform list in the machine order (facts/hosts.ts,
+ * FIXED_MACHINES): those of the fixed machines that `fixed` has, then every worker of the default
+ * pool, then the pools' workers. `order` is for a list that was written in another order before
+ * this one existed, and must keep it.
+ */
+export function inMachineOrder(
+  fixed: Partial<Record<FixedMachine, string>>,
+  workers: string[],
+  poolWorkers: string[],
+  order: readonly FixedMachine[] = FIXED_MACHINES,
+): string[] {
+  return Fn.concat([order.flatMap((machine) => fixed[machine] ?? []), workers, poolWorkers]);
+}
 
 /** One machine's identity. Strings may be tokens. */
 export interface HostPlan {
@@ -165,11 +180,18 @@ export class ClusterLayout {
     );
     const defaultPoolIds = Fn.concat([[this.kubeMaster.fqdn], this.workerFqdns]);
     this.kubeNodeIds = local("kube_node_ids", Fn.concat([defaultPoolIds, poolFqdns]));
-    this.kubeNodeAddresses = local("kube_node_addresses", Fn.concat([[this.kubeMaster.privateIp], this.workerPrivateIps, poolAddresses]));
+    this.kubeNodeAddresses = local(
+      "kube_node_addresses",
+      inMachineOrder({ kubeMaster: this.kubeMaster.privateIp }, this.workerPrivateIps, poolAddresses),
+    );
     this.controlPlane = local("kube_control_plane", Fn.slice(defaultPoolIds, 0, Fn.min([CONTROL_PLANE_SIZE, nodeCount])));
     this.minionIds = local(
       "salt_minion_ids",
-      Fn.concat([[this.saltMaster.fqdn, this.bastion.fqdn, this.kubeMaster.fqdn], this.workerFqdns, poolFqdns]),
+      inMachineOrder(
+        { saltMaster: this.saltMaster.fqdn, bastion: this.bastion.fqdn, kubeMaster: this.kubeMaster.fqdn },
+        this.workerFqdns,
+        poolFqdns,
+      ),
     );
     this.locals = {
       kubeNodeIds: locals.kube_node_ids,
@@ -177,8 +199,12 @@ export class ClusterLayout {
       poolNodes: locals.kube_pool_nodes,
       poolNodesByHost: locals.kube_pool_nodes_by_host,
     };
-    this.privateFqdns = Fn.concat([[this.saltMaster.fqdn, this.kubeMaster.fqdn], this.workerFqdns, poolFqdns]);
-    this.privateIps = Fn.concat([[this.saltMaster.privateIp, this.kubeMaster.privateIp], this.workerPrivateIps, poolAddresses]);
+    this.privateFqdns = inMachineOrder({ saltMaster: this.saltMaster.fqdn, kubeMaster: this.kubeMaster.fqdn }, this.workerFqdns, poolFqdns);
+    this.privateIps = inMachineOrder(
+      { saltMaster: this.saltMaster.privateIp, kubeMaster: this.kubeMaster.privateIp },
+      this.workerPrivateIps,
+      poolAddresses,
+    );
   }
 
   /** Worker `index` (a counted resource's `count.index`) of the default pool, by the layout's lists. */

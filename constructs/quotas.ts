@@ -16,6 +16,7 @@ import { DataOpenstackComputeFlavorV2 } from "../.gen/providers/openstack/data-o
 import { DataOpenstackComputeQuotasetV2 } from "../.gen/providers/openstack/data-openstack-compute-quotaset-v2";
 import { DataOpenstackIdentityAuthScopeV3 } from "../.gen/providers/openstack/data-openstack-identity-auth-scope-v3";
 import { DataOpenstackNetworkingQuotaV2 } from "../.gen/providers/openstack/data-openstack-networking-quota-v2";
+import { DUAL_HOMED, FIXED_MACHINES } from "../facts/hosts";
 import { addressOf } from "./cdktf-workarounds";
 import { WorkerPools } from "./worker-pools";
 
@@ -72,8 +73,10 @@ export interface QuotaNeeds {
  * quota at apply time, and the cloud then answers with its own error (409, 403 or 413).
  */
 export class Quotas extends Construct {
-  /** The machines' ports besides one per worker: bastion 2, Salt master 1, Kubernetes master 2. */
-  static readonly MACHINE_PORTS = 5;
+  /** The machines' ports besides one per worker: two for a dual-homed machine, one for the others. */
+  static readonly MACHINE_PORTS = FIXED_MACHINES.reduce((ports, machine) => ports + (DUAL_HOMED.includes(machine) ? 2 : 1), 0);
+  /** The machines besides the Kubernetes nodes (num_kube_nodes counts the Kubernetes master). */
+  static readonly OTHER_MACHINES = FIXED_MACHINES.filter((machine) => machine !== "kubeMaster").length;
   /** A public and a private network, each with a subnet and a DHCP port, and a router with an interface. */
   static readonly NEW_NETWORK = { networks: 2, subnets: 2, routers: 1, ports: 3 } as const;
 
@@ -98,7 +101,7 @@ export class Quotas extends Construct {
 
     this.needs = {
       compute: {
-        instances: plus(Op.add(2, props.nodeCount), pools.instances),
+        instances: plus(Op.add(Quotas.OTHER_MACHINES, props.nodeCount), pools.instances),
         cores: plus(Op.add(Op.add(bastion.vcpus, saltMaster.vcpus), Op.mul(props.nodeCount, kubeNode.vcpus)), pools.cores),
         ram: plus(Op.add(Op.add(bastion.ram, saltMaster.ram), Op.mul(props.nodeCount, kubeNode.ram)), pools.ram),
         server_groups: plus(grouped, pools.serverGroups),

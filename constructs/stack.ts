@@ -24,7 +24,7 @@ import { VolumeTypes } from "./volume-types";
 import { Bastion } from "./bastion";
 import { forgetAsFormerType, splat } from "./cdktf-workarounds";
 import { CloudIntegration } from "./cloud-integration";
-import { ClusterLayout } from "./cluster-layout";
+import { ClusterLayout, inMachineOrder } from "./cluster-layout";
 import { controlPlaneFloor } from "./control-plane-floor";
 import { KubeNodePool } from "./kube-node-pool";
 import { baseImageId, deployKeypairName, MachineProps } from "./machine";
@@ -251,7 +251,11 @@ export class KubeOnOsStack extends TerraformStack {
         microk8sChannel: v.microk8s_channel.stringValue,
         defaultPool: { nodeCount: v.num_kube_nodes.numberValue, labels: v.kube_node_labels.value, taints: v.kube_node_taints.value },
         pools: v.node_pools.value,
-        instanceIds: Fn.concat([[this.kubeNodes.master.id], splat(this.kubeNodes.workers, "id"), this.workerPools.workerIds]),
+        instanceIds: inMachineOrder(
+          { kubeMaster: this.kubeNodes.master.id },
+          splat(this.kubeNodes.workers, "id"),
+          this.workerPools.workerIds,
+        ),
         externalCloudProvider: v.cloud_integration.booleanValue,
       }),
     });

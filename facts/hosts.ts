@@ -27,3 +27,15 @@ export const HOST_NAMES = {
   worker: "k8s-worker",
   poolWorker: "k8s",
 } as const;
+
+/**
+ * The machines besides the workers, in the order every per-machine list takes (the minion ids,
+ * their machines' ids, the hosts behind the bastion): the Salt master, the bastion, the
+ * Kubernetes master. The workers follow them, the default pool's, then the pools'.
+ */
+export const FIXED_MACHINES = ["saltMaster", "bastion", "kubeMaster"] as const;
+
+export type FixedMachine = (typeof FIXED_MACHINES)[number];
+
+/** The fixed machines with a port on the public network as well as on the private one. */
+export const DUAL_HOMED: readonly FixedMachine[] = ["bastion", "kubeMaster"];

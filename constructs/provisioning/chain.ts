@@ -15,7 +15,7 @@ import { Construct } from "constructs";
 import { NEW_CLUSTER_CHANNEL } from "../../config/parameters";
 import { Bastion } from "../bastion";
 import { splat } from "../cdktf-workarounds";
-import { ClusterLayout } from "../cluster-layout";
+import { ClusterLayout, inMachineOrder } from "../cluster-layout";
 import { KubeNodePool } from "../kube-node-pool";
 import { SaltMaster } from "../salt-master";
 import { WorkerPools } from "../worker-pools";
@@ -203,18 +203,13 @@ export class SaltProvisioner extends Construct {
       ],
     });
 
-    const poolWorkerIds = props.workerPools.workerIds;
-    const machineIds = Fn.concat([
-      [bastion.instance.id, saltMaster.instance.id, kubeNodes.master.id],
-      splat(kubeNodes.workers, "id"),
-      poolWorkerIds,
-    ]);
-    // The same machines in minionIds' order (Salt master, bastion, Kubernetes master, workers).
-    const minionMachineIds = Fn.concat([
-      [saltMaster.instance.id, bastion.instance.id, kubeNodes.master.id],
-      splat(kubeNodes.workers, "id"),
-      poolWorkerIds,
-    ]);
+    const fixedIds = { saltMaster: saltMaster.instance.id, bastion: bastion.instance.id, kubeMaster: kubeNodes.master.id };
+    const workerIds = splat(kubeNodes.workers, "id");
+    // Each minion id's machine, in minionIds' order (the machine order).
+    const minionMachineIds = inMachineOrder(fixedIds, workerIds, props.workerPools.workerIds);
+    // The trigger keeps the order it was first written in, the bastion first: any other would
+    // change its value, and re-run the chain on every deployment.
+    const machineIds = inMachineOrder(fixedIds, workerIds, props.workerPools.workerIds, ["bastion", "saltMaster", "kubeMaster"]);
     this.acceptMinionKeys = new NullResource(this, "AcceptMinionKeys", {
       count: count(),
       // A re-created machine brings a new key, so the machines' ids are triggers too.
