@@ -17,6 +17,7 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
+import { CHAIN_STEPS } from "../constructs/provisioning/chain";
 import { cleanCopy } from "../constructs/provisioning/tree-hash";
 import { OpenStackDouble, startOpenStackDouble, WIKI_IMAGE } from "./doubles/openstack/server";
 import { StateServer, startStateServer } from "./doubles/http-state/server";
@@ -51,7 +52,7 @@ const PROGRAMS: Record<string, string> = {
   "cloud-init": "fake_cloud_init.py",
   hostname: "fake_hostname.py",
 };
-const STEPS = ["WaitForBastion", "WaitForSaltMaster", "SyncSaltTree", "AcceptMinionKeys", "Upgrade", "Orchestrate", "RebootForUpdates"];
+const STEPS = CHAIN_STEPS;
 /** The steps of the chains before the Upgrade and RebootForUpdates steps (eb9d706's, a4e49bc's). */
 const OLD_STEPS = STEPS.filter((step) => step !== "Upgrade" && step !== "RebootForUpdates");
 const ROOT_PASSWORD = "l5 console password 7c1d";

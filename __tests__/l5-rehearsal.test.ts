@@ -15,6 +15,7 @@ import * as crypto from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import YAML from "yaml";
+import { CHAIN_STEPS } from "../constructs/provisioning/chain";
 import { cleanCopy } from "../constructs/provisioning/tree-hash";
 import { rehearsalAvailable, Rehearsal, startRehearsal } from "./doubles/rehearsal/rehearsal";
 import { highstates, rehearsedCluster, scriptLines, stepsRun } from "./support/rehearsal";
@@ -26,7 +27,7 @@ const DOMAIN = "lab.example";
 const id = (host: string) => `${host}.${DOMAIN}`;
 const [BASTION, SALT, MASTER] = ["bastion", "salt", "k8s-master"].map(id);
 const workers = (n: number) => Array.from({ length: n - 1 }, (_, i) => id(`k8s-worker-${i}`));
-const STEPS = ["WaitForBastion", "WaitForSaltMaster", "SyncSaltTree", "AcceptMinionKeys", "Upgrade", "Orchestrate", "RebootForUpdates"];
+const STEPS = CHAIN_STEPS;
 /** The chain's last line when it ran to the end and no node's updates need a reboot (the rehearsal's hosts have none). */
 const NO_REBOOT = "RebootForUpdates: reboot_for_updates: no Kubernetes node needs a reboot for its updates";
 /**

@@ -62,12 +62,10 @@ export class Bastion extends Construct {
       network: [{ port: this.publicPort.id }, { port: this.privatePort.id }],
     });
 
-    ({ floatingIp: this.floatingIp, association: this.floatingIpAssociation } = floatingIpFor(
-      this,
-      "FloatingIp",
+    ({ floatingIp: this.floatingIp, association: this.floatingIpAssociation } = floatingIpFor(this, "FloatingIp", {
       network,
-      this.publicPort,
-    ));
+      port: this.publicPort,
+    }));
     this.publicIp = this.floatingIp.address;
   }
 }

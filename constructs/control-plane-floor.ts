@@ -16,7 +16,15 @@ import { ClusterLayout } from "./cluster-layout";
  * not covered here; its removal script refuses instead, before it touches the cluster
  * (docs/provisioning.md).
  */
-export function controlPlaneFloor(scope: Construct, id: string, layout: ClusterLayout, guarded: TerraformResource): DataResource {
+export interface ControlPlaneFloorProps {
+  /** The control plane, whose voters it counts. */
+  readonly layout: ClusterLayout;
+  /** The resource whose precondition refuses the plan: the Kubernetes master's instance. */
+  readonly guarded: TerraformResource;
+}
+
+export function controlPlaneFloor(scope: Construct, id: string, props: ControlPlaneFloorProps): DataResource {
+  const { layout, guarded } = props;
   const voters = Fn.lengthOf(layout.controlPlane);
   const floor = new DataResource(scope, id, {
     input: { voters },

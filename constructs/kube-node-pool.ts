@@ -85,7 +85,7 @@ export class KubeNodePool extends Construct {
       availabilityZone: layout.kubeMasterZone,
     });
     bootFromVolume(this.master, props.imageId, bootVolume);
-    this.masterFloatingIp = floatingIpFor(this, "MasterFloatingIp", network, this.masterPublicPort).floatingIp;
+    this.masterFloatingIp = floatingIpFor(this, "MasterFloatingIp", { network, port: this.masterPublicPort }).floatingIp;
 
     const portCount = TerraformCount.of(layout.workerCount);
     const portWorker = layout.worker(portCount.index);

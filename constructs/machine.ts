@@ -49,11 +49,17 @@ export function isImageId(image: string): string {
   return `can(regex("${UUID_PATTERN}", ${image}))`;
 }
 
-/** The Glance image ID for `image` (base_image), an ID or a name looked up by the data source `BaseImage` (count 0 for an ID). */
-export function baseImageId(scope: Construct, image: string): string {
+export interface BaseImageProps {
+  /** base_image: an image ID, or a name. */
+  readonly image: string;
+}
+
+/** The Glance image ID of base_image: an ID as is, or a name looked up by the data source `id` (count 0 for an ID). */
+export function baseImageId(scope: Construct, id: string, props: BaseImageProps): string {
+  const { image } = props;
   // Fn, not isImageId's text: the token would follow the pattern's `}` (constructs/cdktf-workarounds.ts).
   const isId = new TerraformLocal(scope, "base_image_is_id", Fn.can(Fn.regex(UUID_PATTERN, image))).asBoolean;
-  const lookup = imageLookup(scope, "BaseImage", { count: TerraformCount.of(Token.asNumber(Fn.conditional(isId, 0, 1))), name: image });
+  const lookup = imageLookup(scope, id, { count: TerraformCount.of(Token.asNumber(Fn.conditional(isId, 0, 1))), name: image });
   return Token.asString(Fn.conditional(isId, image, Fn.one(splat(lookup, "id"))));
 }
 
@@ -220,16 +226,6 @@ export function instanceConfig(recipe: InstanceRecipe) {
   } satisfies Partial<ComputeInstanceV2Config>;
 }
 
-/**
- * The deploy keypair's name: `<domain>-deploy` with the domain's dots as underscores. Before
- * compute microversion 2.92, Nova allows only `[_\- a-zA-Z0-9]` in keypair names
- * (nova/api/validation/parameter_types.py, `keypair_name_special_chars`), and the provider sends no
- * microversion for keypairs. A DNS name has no underscores, so no two domains share a name.
- */
-export function deployKeypairName(domain: string): string {
-  return `${Fn.replace(domain, ".", "_")}-deploy`;
-}
-
 export interface FixedPortOptions {
   readonly name: string;
   readonly networkId: string;
@@ -262,11 +258,19 @@ export interface AssociatedFloatingIp {
   readonly association: NetworkingFloatingipAssociateV2;
 }
 
+export interface FloatingIpProps {
+  /** Where the floating IP comes from (its external network), and what it waits for. */
+  readonly network: Network;
+  /** The public port it is associated with. */
+  readonly port: NetworkingPortV2;
+}
+
 /**
  * A floating IP from the external network, associated with a public port. The association waits
  * for the router interface: Neutron refuses a floating IP for a subnet the router cannot reach.
  */
-export function floatingIpFor(scope: Construct, id: string, network: Network, port: NetworkingPortV2): AssociatedFloatingIp {
+export function floatingIpFor(scope: Construct, id: string, props: FloatingIpProps): AssociatedFloatingIp {
+  const { network, port } = props;
   const floatingIp = new NetworkingFloatingipV2(scope, id, { pool: network.externalNetwork.name });
   const association = new NetworkingFloatingipAssociateV2(scope, `${id}Association`, {
     floatingIp: floatingIp.address,

@@ -33,8 +33,11 @@ export interface QuotasProps {
   readonly newKeypairs: number;
   /** The security groups the stack creates. */
   readonly securityGroups: number;
-  /** The security group rules the stack creates, the default egress rules of its groups included. */
-  readonly securityGroupRules: number;
+  /**
+   * The security group rules the stack creates, as each construct that creates some counts them
+   * (the default egress rules of its groups included).
+   */
+  readonly securityGroupRules: readonly number[];
   /**
    * The networks, subnets and routers the stack creates, and the ports besides the machines' (a
    * router interface, DHCP ports). @default Quotas.NEW_NETWORK: both networks and a router
@@ -123,7 +126,7 @@ export class Quotas extends Construct {
           pools.instances,
         ),
         security_group: props.securityGroups,
-        security_group_rule: props.securityGroupRules,
+        security_group_rule: sum(props.securityGroupRules),
       },
     };
     this.needsLocal = new TerraformLocal(this, "needs", this.needs);
@@ -154,6 +157,11 @@ export class Quotas extends Construct {
       lifecycle: { postcondition: Object.keys(this.needs.network).map((quota) => check("network", quota)) },
     });
   }
+}
+
+/** `numbers` added up, as a token when any is one; a sum with no 0 in front, which cdktf would write out. */
+function sum(numbers: readonly number[]): number {
+  return numbers.length === 0 ? 0 : Token.asNumber(numbers.reduce((total, value) => Op.add(total, value)));
 }
 
 const SERVICE_NAMES: Record<keyof QuotaNeeds, string> = { compute: "Nova", blockStorage: "Cinder", network: "Neutron" };

@@ -1,19 +1,6 @@
-import {
-  Fn,
-  HttpBackend,
-  HttpBackendConfig,
-  LocalBackend,
-  Op,
-  TerraformCount,
-  TerraformLocal,
-  TerraformStack,
-  TerraformVariable,
-  Token,
-} from "cdktf";
+import { HttpBackend, HttpBackendConfig, LocalBackend, TerraformStack, TerraformVariable } from "cdktf";
 import { NullProvider } from "@cdktf/provider-null/lib/provider";
 import { Construct } from "constructs";
-import { ComputeKeypairV2 } from "../.gen/providers/openstack/compute-keypair-v2";
-import { DataOpenstackComputeKeypairV2 } from "../.gen/providers/openstack/data-openstack-compute-keypair-v2";
 import { OpenstackProvider } from "../.gen/providers/openstack/provider";
 import { BackendKind } from "../config/load";
 import { KubeOnOsConfig, VariableName } from "../config/parameters";
@@ -22,15 +9,15 @@ import { ApiLoadBalancer } from "./api-load-balancer";
 import { AvailabilityZones } from "./availability-zones";
 import { VolumeTypes } from "./volume-types";
 import { Bastion } from "./bastion";
-import { forgetAsFormerType, splat } from "./cdktf-workarounds";
 import { CloudIntegration } from "./cloud-integration";
-import { ClusterLayout, inMachineOrder } from "./cluster-layout";
+import { ClusterLayout } from "./cluster-layout";
 import { controlPlaneFloor } from "./control-plane-floor";
 import { KubeNodePool } from "./kube-node-pool";
-import { baseImageId, deployKeypairName, MachineProps } from "./machine";
+import { deployKeypair } from "./keypair";
+import { baseImageId, MachineProps } from "./machine";
 import { Network } from "./network";
 import { stackOutputs } from "./outputs";
-import { SaltProvisioner } from "./provisioning/chain";
+import { ProvisioningChain } from "./provisioning/chain";
 import { saltPillar } from "./provisioning/pillar";
 import { Quotas } from "./quotas";
 import { RootPassword } from "./root-password";
@@ -73,7 +60,8 @@ export class KubeOnOsStack extends TerraformStack {
   readonly cloudIntegration: CloudIntegration;
   /** The plan-time quota check. */
   readonly quotas: Quotas;
-  readonly provisioner: SaltProvisioner;
+  /** The provisioning chain, under its construct id of old, SaltProvisioner. */
+  readonly provisioner: ProvisioningChain;
 
   constructor(scope: Construct, id: string, props: KubeOnOsStackProps) {
     super(scope, id);
@@ -121,30 +109,17 @@ export class KubeOnOsStack extends TerraformStack {
       lastPrivateStaticHost: this.layout.lastPrivateHost,
     });
 
-    // A new keypair from deploy_ssh_public_key, or the existing keypair_name, or none.
-    // (length() < 1, not == "": Op drops a falsy right operand, constructs/cdktf-workarounds.ts.)
-    // The key is sensitive to Terraform (constructs/variables.ts); whether one is given is not.
-    const newKeypairs = Token.asNumber(Fn.conditional(Fn.nonsensitive(Op.lt(Fn.lengthOf(v.deploy_ssh_public_key.stringValue), 1)), 0, 1));
-    const keypair = new ComputeKeypairV2(this, "DeployKeypair", {
-      count: TerraformCount.of(newKeypairs),
-      name: deployKeypairName(v.deploy_domain_name.stringValue),
+    const keypair = deployKeypair(this, "DeployKeypair", {
+      domain: v.deploy_domain_name.stringValue,
       publicKey: v.deploy_ssh_public_key.stringValue,
+      existingName: v.keypair_name.stringValue,
     });
-    const keyPair = Token.asString(
-      Fn.conditional(Op.gte(Fn.lengthOf(v.keypair_name.stringValue), 1), v.keypair_name.stringValue, Fn.one(splat(keypair, "name"))),
-    );
-    // An existing keypair is read at plan time: a name the project lacks fails the plan, naming
-    // it, rather than each server at apply time after the network was created.
-    new DataOpenstackComputeKeypairV2(this, "ExistingKeypair", {
-      count: TerraformCount.of(Token.asNumber(Fn.conditional(Op.gte(Fn.lengthOf(v.keypair_name.stringValue), 1), 1, 0))),
-      name: v.keypair_name.stringValue,
-    }).overrideLogicalId("keypair_name");
     const rootPassword = new RootPassword(this);
     const machine: MachineProps = {
       network: this.network,
-      imageId: baseImageId(this, v.base_image.stringValue),
+      imageId: baseImageId(this, "BaseImage", { image: v.base_image.stringValue }),
       layout: this.layout,
-      keyPair,
+      keyPair: keypair.name,
       bootstrap: {
         dnsNameservers: v.dns_nameservers.listValue,
         saltMasterIp: this.layout.saltMaster.privateIp,
@@ -190,7 +165,7 @@ export class KubeOnOsStack extends TerraformStack {
       loadBalancerProvider: v.lb_provider.stringValue,
       loadBalancerMethod: v.lb_method.stringValue,
     });
-    controlPlaneFloor(this, "ControlPlaneFloor", this.layout, this.kubeNodes.master);
+    controlPlaneFloor(this, "ControlPlaneFloor", { layout: this.layout, guarded: this.kubeNodes.master });
 
     this.quotas = new Quotas(this, "Quotas", {
       enabled: v.check_quotas.booleanValue,
@@ -202,16 +177,13 @@ export class KubeOnOsStack extends TerraformStack {
       },
       serverGroupPolicy: v.kube_server_group_policy.stringValue,
       saltVolumeSize: v.salt_volume_size.numberValue,
-      // From the variable, as the keypair's count: a reference to the keypair would make the quota
-      // reads wait for it, so they would run during the apply, after the keypair.
-      newKeypairs,
+      newKeypairs: keypair.created,
       securityGroups: Object.keys(this.network.securityGroups).length,
-      // Each construct counts the rules it creates.
-      securityGroupRules: Token.asNumber(
-        [this.network.securityGroupRuleCount, this.cloudIntegration.securityGroupRules, this.apiLoadBalancer.securityGroupRules].reduce(
-          (sum, rules) => Op.add(sum, rules),
-        ),
-      ),
+      securityGroupRules: [
+        this.network.securityGroupRuleCount,
+        this.cloudIntegration.securityGroupRules,
+        this.apiLoadBalancer.securityGroupRules,
+      ],
       network: this.network.created,
       kubeNodeBootVolumeSize: v.kube_node_boot_volume_size.numberValue,
       apiLoadBalancers: this.apiLoadBalancer.count,
@@ -219,17 +191,13 @@ export class KubeOnOsStack extends TerraformStack {
       usage: declareQuotaUsage(this),
     });
 
-    // lookup() with a null default: a role without a key is not checked.
-    const hostKey = (role: string) =>
-      new TerraformLocal(this, `${role}_host_key`, `\${lookup(${v.ssh_host_keys.value}, "${role}", null)}`).asString;
-    this.provisioner = new SaltProvisioner(this, "SaltProvisioner", {
+    this.provisioner = new ProvisioningChain(this, "SaltProvisioner", {
       bastion: this.bastion,
       saltMaster: this.saltMaster,
       kubeNodes: this.kubeNodes,
       workerPools: this.workerPools,
       user: v.deploy_user.stringValue,
-      bastionHostKey: hostKey("bastion"),
-      saltMasterHostKey: hostKey("salt_master"),
+      sshHostKeys: v.ssh_host_keys.value,
       layout: this.layout,
       enabled: v.run_provisioners.booleanValue,
       rootPassword: { secret: rootPassword.secret, version: rootPassword.hashVersion },
@@ -251,20 +219,11 @@ export class KubeOnOsStack extends TerraformStack {
         microk8sChannel: v.microk8s_channel.stringValue,
         defaultPool: { nodeCount: v.num_kube_nodes.numberValue, labels: v.kube_node_labels.value, taints: v.kube_node_taints.value },
         pools: v.node_pools.value,
-        instanceIds: inMachineOrder(
-          { kubeMaster: this.kubeNodes.master.id },
-          splat(this.kubeNodes.workers, "id"),
-          this.workerPools.workerIds,
-        ),
+        kubeNodes: this.kubeNodes,
+        workerPools: this.workerPools,
         externalCloudProvider: v.cloud_integration.booleanValue,
       }),
     });
-
-    // Until eb9d706 the chain's five steps were terraform_data resources at these addresses; no
-    // `moved` block can turn one into a null_resource (hashicorp/null implements no
-    // MoveResourceState), so an existing deployment forgets them without destroying anything,
-    // and the new steps run the (idempotent) chain once.
-    forgetAsFormerType(this.provisioner.steps, "terraform_data");
 
     stackOutputs(this, {
       layout: this.layout,

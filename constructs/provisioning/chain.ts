@@ -1,5 +1,5 @@
 import * as path from "node:path";
-import { Resource as NullResource } from "@cdktf/provider-null/lib/resource";
+import { Resource as NullResource, ResourceConfig as NullResourceConfig } from "@cdktf/provider-null/lib/resource";
 import {
   DataResource,
   FileProvisioner,
@@ -14,17 +14,41 @@ import {
 import { Construct } from "constructs";
 import { NEW_CLUSTER_CHANNEL } from "../../config/parameters";
 import { Bastion } from "../bastion";
-import { splat } from "../cdktf-workarounds";
+import { forgetAsFormerType, splat } from "../cdktf-workarounds";
 import { ClusterLayout, inMachineOrder } from "../cluster-layout";
 import { KubeNodePool } from "../kube-node-pool";
 import { SaltMaster } from "../salt-master";
 import { WorkerPools } from "../worker-pools";
 import { NodeDrains, nodeDrains } from "./node-drain";
 import { nodeMembership } from "./node-membership";
-import { REMOTE_BIN, REMOTE_SECRETS, REMOTE_STAGE, remoteExec, sshConnection, throughBastion } from "./ssh";
+import { hostKeys, REMOTE_BIN, REMOTE_SECRETS, REMOTE_STAGE, remoteExec, sshConnection, throughBastion } from "./ssh";
 import { REPO_ROOT, uploadedTree } from "./tree-hash";
 
-export interface SaltProvisionerProps {
+/**
+ * The chain's steps, in the order they run: each step's `triggers` hold its predecessor's id, so
+ * whatever re-runs one step re-runs every step after it, and nothing before it. Each is a
+ * null_resource of that construct id, whose address is a contract (the README quotes them, and
+ * state refers to them).
+ */
+export const CHAIN_STEPS = [
+  "WaitForBastion",
+  "WaitForSaltMaster",
+  "SyncSaltTree",
+  "AcceptMinionKeys",
+  "Upgrade",
+  "Orchestrate",
+  "RebootForUpdates",
+] as const;
+
+export type ChainStep = (typeof CHAIN_STEPS)[number];
+
+/** The steps added after eb9d706; the others were terraform_data resources until then. */
+const STEPS_SINCE_EB9D706: readonly ChainStep[] = ["Upgrade", "RebootForUpdates"];
+
+/** What a step has of its own: the chain adds its count and its predecessor's id. */
+type StepConfig = Pick<NullResourceConfig, "dependsOn" | "provisioners"> & { readonly triggers: Record<string, string> };
+
+export interface ProvisioningChainProps {
   readonly bastion: Bastion;
   readonly saltMaster: SaltMaster;
   readonly kubeNodes: KubeNodePool;
@@ -32,10 +56,11 @@ export interface SaltProvisionerProps {
   readonly workerPools: WorkerPools;
   /** The login user; its key must be in the ssh-agent of whoever runs Terraform. */
   readonly user: string;
-  /** The bastion's known host key (or CA key). @default - not checked */
-  readonly bastionHostKey?: string;
-  /** The Salt master's known host key (or CA key). @default - not checked */
-  readonly saltMasterHostKey?: string;
+  /**
+   * The ssh_host_keys variable: the known host key (or CA key) of each host the chain logs in to,
+   * by role (SSH_HOST_ROLES). A role without one is not checked. @default - none is checked
+   */
+  readonly sshHostKeys?: unknown;
   /** The minion ids to accept (every machine's FQDN), the Kubernetes master's, the workers. */
   readonly layout: ClusterLayout;
   /** The content of /srv/pillar/_from_terraform.sls (see saltPillar()). */
@@ -69,9 +94,9 @@ export interface SaltProvisionerProps {
   readonly pillarTree?: string;
   /** @default the repository's provisioners/ */
   readonly scripts?: string;
-  /** Seconds to wait for cloud-init on each host. @default SaltProvisioner.DEFAULT_CLOUD_INIT_TIMEOUT */
+  /** Seconds to wait for cloud-init on each host. @default ProvisioningChain.DEFAULT_CLOUD_INIT_TIMEOUT */
   readonly cloudInitTimeout?: number;
-  /** Seconds to wait for every minion's key and first answer. @default SaltProvisioner.DEFAULT_MINION_TIMEOUT */
+  /** Seconds to wait for every minion's key and first answer. @default ProvisioningChain.DEFAULT_MINION_TIMEOUT */
   readonly minionTimeout?: number;
 }
 
@@ -92,24 +117,16 @@ export interface SaltProvisionerProps {
  * replaces, draining the node first.
  *
  * The steps' Terraform addresses are a contract (the README quotes them, and state refers to
- * them): the construct ids here and the stack's "SaltProvisioner" stay as they are.
+ * them): the construct ids here stay as they are, and so does this construct's in the stack,
+ * "SaltProvisioner", the class's name before it was called for what it does (its errors still
+ * name it so).
  */
-export class SaltProvisioner extends Construct {
+export class ProvisioningChain extends Construct {
   static readonly DEFAULT_CLOUD_INIT_TIMEOUT = 1800;
   static readonly DEFAULT_MINION_TIMEOUT = 900;
 
-  readonly waitForBastion: NullResource;
-  readonly waitForSaltMaster: NullResource;
-  readonly syncSaltTree: NullResource;
-  readonly acceptMinionKeys: NullResource;
-  readonly upgrade: NullResource;
-  readonly orchestrate: NullResource;
-  readonly rebootForUpdates: NullResource;
-  /**
-   * The five steps that were terraform_data resources until eb9d706, in order, for those that
-   * name their old addresses (the stack's `removed` blocks); the upgrade and reboot steps came later.
-   */
-  readonly steps: readonly NullResource[];
+  /** The steps, by their ids (CHAIN_STEPS). */
+  readonly steps: { readonly [S in ChainStep]: NullResource };
   /** One per worker: removing one removes that node from the cluster first. */
   readonly nodeMembership: DataResource;
   /** The same for the node pools' workers, by host name. */
@@ -117,10 +134,10 @@ export class SaltProvisioner extends Construct {
   /** One per Kubernetes node, replaced with its machine: the old node is drained first. */
   readonly nodeDrains: NodeDrains;
 
-  constructor(scope: Construct, id: string, props: SaltProvisionerProps) {
+  constructor(scope: Construct, id: string, props: ProvisioningChainProps) {
     super(scope, id);
-    const cloudInitTimeout = props.cloudInitTimeout ?? SaltProvisioner.DEFAULT_CLOUD_INIT_TIMEOUT;
-    const minionTimeout = props.minionTimeout ?? SaltProvisioner.DEFAULT_MINION_TIMEOUT;
+    const cloudInitTimeout = props.cloudInitTimeout ?? ProvisioningChain.DEFAULT_CLOUD_INIT_TIMEOUT;
+    const minionTimeout = props.minionTimeout ?? ProvisioningChain.DEFAULT_MINION_TIMEOUT;
     for (const [name, value] of [
       ["cloudInitTimeout", cloudInitTimeout],
       ["minionTimeout", minionTimeout],
@@ -129,19 +146,21 @@ export class SaltProvisioner extends Construct {
         throw new Error(`SaltProvisioner: ${name} must be a whole number of seconds above 0 (got ${value})`);
       }
     }
-    const saltTree = uploadedTree(this, "SaltTree", props.saltTree ?? path.join(REPO_ROOT, "salt"), "saltTree");
-    const pillarTree = uploadedTree(this, "PillarTree", props.pillarTree ?? path.join(REPO_ROOT, "pillar"), "pillarTree");
-    const scripts = uploadedTree(this, "Scripts", props.scripts ?? path.join(REPO_ROOT, "provisioners"), "scripts");
+    const saltTree = uploadedTree(this, "SaltTree", { dir: props.saltTree ?? path.join(REPO_ROOT, "salt"), prop: "saltTree" });
+    const pillarTree = uploadedTree(this, "PillarTree", { dir: props.pillarTree ?? path.join(REPO_ROOT, "pillar"), prop: "pillarTree" });
+    const scripts = uploadedTree(this, "Scripts", { dir: props.scripts ?? path.join(REPO_ROOT, "provisioners"), prop: "scripts" });
 
     const { bastion, saltMaster, kubeNodes } = props;
     const minionIds = props.layout.minionIds;
     const count = () => TerraformCount.of(Token.asNumber(Fn.conditional(props.enabled, 1, 0)));
     const idOf = (step: NullResource) => Fn.one(splat(step, "id"));
-    const toBastion = sshConnection(props.user, bastion.publicIp, props.bastionHostKey);
+    const { bastion: bastionHostKey, salt_master: saltMasterHostKey } =
+      props.sshHostKeys === undefined ? { bastion: undefined, salt_master: undefined } : hostKeys(this, props.sshHostKeys);
+    const toBastion = sshConnection(props.user, bastion.publicIp, bastionHostKey);
     const toSaltMaster = throughBastion(
-      sshConnection(props.user, saltMaster.privateIp, props.saltMasterHostKey),
+      sshConnection(props.user, saltMaster.privateIp, saltMasterHostKey),
       bastion.publicIp,
-      props.bastionHostKey,
+      bastionHostKey,
     );
     const uploadScripts = (connection: SSHProvisionerConnection): (RemoteExecProvisioner | FileProvisioner)[] => [
       remoteExec(connection, `rm -rf ${REMOTE_BIN}`, `mkdir -p ${REMOTE_BIN}`),
@@ -151,58 +170,8 @@ export class SaltProvisioner extends Construct {
     const waitForCloudInit = (connection: SSHProvisionerConnection) =>
       remoteExec(connection, `bash ${REMOTE_BIN}/wait-cloud-init.sh ${cloudInitTimeout}`);
 
-    // null_resource triggers are a map of strings: lists go in as jsonencode().
-    this.waitForBastion = new NullResource(this, "WaitForBastion", {
-      count: count(),
-      triggers: { instance: bastion.instance.id, scripts: scripts.hash },
-      dependsOn: [bastion.floatingIpAssociation],
-      provisioners: [...uploadScripts(toBastion), waitForCloudInit(toBastion)],
-    });
-
-    this.waitForSaltMaster = new NullResource(this, "WaitForSaltMaster", {
-      count: count(),
-      triggers: {
-        after: idOf(this.waitForBastion),
-        instance: saltMaster.instance.id,
-        volume: saltMaster.volumeAttachment.id,
-      },
-      provisioners: [...uploadScripts(toSaltMaster), waitForCloudInit(toSaltMaster)],
-    });
-
-    this.syncSaltTree = new NullResource(this, "SyncSaltTree", {
-      count: count(),
-      triggers: {
-        after: idOf(this.waitForSaltMaster),
-        salt_tree: saltTree.hash,
-        pillar_tree: pillarTree.hash,
-        pillar_data: Fn.sha256(props.pillar),
-        ...(props.cloudPillar === undefined ? {} : { cloud_pillar: props.cloudPillar.version }),
-      },
-      provisioners: [
-        // 0700: the staged _cloud.sls holds the cloud credential until install-salt-tree.sh moves it.
-        remoteExec(
-          toSaltMaster,
-          `rm -rf ${REMOTE_STAGE}`,
-          `install -d -m 0700 ${REMOTE_STAGE}`,
-          `mkdir -p ${REMOTE_STAGE}/salt ${REMOTE_STAGE}/pillar`,
-        ),
-        { type: "file", source: `${saltTree.asset.path}/`, destination: `${REMOTE_STAGE}/salt`, connection: toSaltMaster },
-        { type: "file", source: `${pillarTree.asset.path}/`, destination: `${REMOTE_STAGE}/pillar`, connection: toSaltMaster },
-        { type: "file", content: props.pillar, destination: `${REMOTE_STAGE}/_from_terraform.sls`, connection: toSaltMaster },
-        ...(props.cloudPillar === undefined
-          ? []
-          : [
-              {
-                type: "file",
-                content: props.cloudPillar.content,
-                destination: `${REMOTE_STAGE}/_cloud.sls`,
-                connection: toSaltMaster,
-              } as const,
-            ]),
-        remoteExec(toSaltMaster, `sudo bash ${REMOTE_BIN}/install-salt-tree.sh ${REMOTE_STAGE}`),
-      ],
-    });
-
+    // Each step's own triggers and provisioners, by step; the loop below chains them in
+    // CHAIN_STEPS' order. null_resource triggers are a map of strings: lists go in as jsonencode().
     const fixedIds = { saltMaster: saltMaster.instance.id, bastion: bastion.instance.id, kubeMaster: kubeNodes.master.id };
     const workerIds = splat(kubeNodes.workers, "id");
     // Each minion id's machine, in minionIds' order (the machine order).
@@ -210,22 +179,6 @@ export class SaltProvisioner extends Construct {
     // The trigger keeps the order it was first written in, the bastion first: any other would
     // change its value, and re-run the chain on every deployment.
     const machineIds = inMachineOrder(fixedIds, workerIds, props.workerPools.workerIds, ["bastion", "saltMaster", "kubeMaster"]);
-    this.acceptMinionKeys = new NullResource(this, "AcceptMinionKeys", {
-      count: count(),
-      // A re-created machine brings a new key, so the machines' ids are triggers too.
-      triggers: { after: idOf(this.syncSaltTree), minions: Fn.jsonencode(minionIds), machines: Fn.jsonencode(machineIds) },
-      provisioners: [
-        remoteExec(
-          toSaltMaster,
-          // ID=MACHINE: the script deletes an id's old key when its machine was replaced.
-          Fn.format(`sudo bash ${REMOTE_BIN}/accept-minion-keys.sh --timeout %d %s`, [
-            minionTimeout,
-            Fn.join(" ", Fn.formatlist("%s=%s", [minionIds, minionMachineIds])),
-          ]),
-        ),
-      ],
-    });
-
     // An ephemeral value cannot be a trigger: the password is set again whenever the orchestration
     // runs, and when root_password_hash changes.
     const setRootPassword: (RemoteExecProvisioner | FileProvisioner)[] =
@@ -239,68 +192,136 @@ export class SaltProvisioner extends Construct {
               Fn.format(`sudo bash ${REMOTE_BIN}/set-root-password.sh ${REMOTE_SECRETS}/root-password %s`, [Fn.join(" ", minionIds)]),
             ),
           ];
-    // Before orch.deploy, whose release check stops while the cluster runs another minor. What
-    // the step will do is in the triggers, one line for the plan to show; a changed channel
-    // re-runs the sync anyway (the pillar holds it). Unset, upgrade.sh gets "" and keeps the
-    // channel the nodes track.
     const unset = Op.eq(props.microk8sChannel, Token.nullValue());
-    this.upgrade = new NullResource(this, "Upgrade", {
-      count: count(),
-      triggers: {
-        after: idOf(this.acceptMinionKeys),
-        channel: Fn.conditional(
-          unset,
-          `unset: every node keeps the channel the cluster's nodes track (a new cluster installs ${NEW_CLUSTER_CHANNEL})`,
-          Fn.format("%s: the nodes below it roll up one minor at a time, one node at a time", [props.microk8sChannel]),
-        ),
+    const steps: Record<ChainStep, StepConfig> = {
+      WaitForBastion: {
+        triggers: { instance: bastion.instance.id, scripts: scripts.hash },
+        dependsOn: [bastion.floatingIpAssociation],
+        provisioners: [...uploadScripts(toBastion), waitForCloudInit(toBastion)],
       },
-      provisioners: [
-        remoteExec(
-          toSaltMaster,
-          Fn.format(`sudo bash ${REMOTE_BIN}/upgrade.sh %s '%s'`, [
-            props.layout.kubeMaster.fqdn,
-            Fn.conditional(unset, "", props.microk8sChannel),
-          ]),
-        ),
-      ],
-    });
-
-    this.orchestrate = new NullResource(this, "Orchestrate", {
-      count: count(),
-      triggers: {
-        after: idOf(this.upgrade),
-        ...(props.rootPassword === undefined ? {} : { root_password_hash: props.rootPassword.version }),
+      WaitForSaltMaster: {
+        triggers: { instance: saltMaster.instance.id, volume: saltMaster.volumeAttachment.id },
+        provisioners: [...uploadScripts(toSaltMaster), waitForCloudInit(toSaltMaster)],
       },
-      provisioners: [...setRootPassword, remoteExec(toSaltMaster, `sudo bash ${REMOTE_BIN}/orchestrate.sh orch.deploy`)],
-    });
+      SyncSaltTree: {
+        triggers: {
+          salt_tree: saltTree.hash,
+          pillar_tree: pillarTree.hash,
+          pillar_data: Fn.sha256(props.pillar),
+          ...(props.cloudPillar === undefined ? {} : { cloud_pillar: props.cloudPillar.version }),
+        },
+        provisioners: [
+          // 0700: the staged _cloud.sls holds the cloud credential until install-salt-tree.sh moves it.
+          remoteExec(
+            toSaltMaster,
+            `rm -rf ${REMOTE_STAGE}`,
+            `install -d -m 0700 ${REMOTE_STAGE}`,
+            `mkdir -p ${REMOTE_STAGE}/salt ${REMOTE_STAGE}/pillar`,
+          ),
+          { type: "file", source: `${saltTree.asset.path}/`, destination: `${REMOTE_STAGE}/salt`, connection: toSaltMaster },
+          { type: "file", source: `${pillarTree.asset.path}/`, destination: `${REMOTE_STAGE}/pillar`, connection: toSaltMaster },
+          { type: "file", content: props.pillar, destination: `${REMOTE_STAGE}/_from_terraform.sls`, connection: toSaltMaster },
+          ...(props.cloudPillar === undefined
+            ? []
+            : [
+                {
+                  type: "file",
+                  content: props.cloudPillar.content,
+                  destination: `${REMOTE_STAGE}/_cloud.sls`,
+                  connection: toSaltMaster,
+                } as const,
+              ]),
+          remoteExec(toSaltMaster, `sudo bash ${REMOTE_BIN}/install-salt-tree.sh ${REMOTE_STAGE}`),
+        ],
+      },
+      AcceptMinionKeys: {
+        // A re-created machine brings a new key, so the machines' ids are triggers too.
+        triggers: { minions: Fn.jsonencode(minionIds), machines: Fn.jsonencode(machineIds) },
+        provisioners: [
+          remoteExec(
+            toSaltMaster,
+            // ID=MACHINE: the script deletes an id's old key when its machine was replaced.
+            Fn.format(`sudo bash ${REMOTE_BIN}/accept-minion-keys.sh --timeout %d %s`, [
+              minionTimeout,
+              Fn.join(" ", Fn.formatlist("%s=%s", [minionIds, minionMachineIds])),
+            ]),
+          ),
+        ],
+      },
+      // Before orch.deploy, whose release check stops while the cluster runs another minor. What
+      // the step will do is in the triggers, one line for the plan to show; a changed channel
+      // re-runs the sync anyway (the pillar holds it). Unset, upgrade.sh gets "" and keeps the
+      // channel the nodes track.
+      Upgrade: {
+        triggers: {
+          channel: Fn.conditional(
+            unset,
+            `unset: every node keeps the channel the cluster's nodes track (a new cluster installs ${NEW_CLUSTER_CHANNEL})`,
+            Fn.format("%s: the nodes below it roll up one minor at a time, one node at a time", [props.microk8sChannel]),
+          ),
+        },
+        provisioners: [
+          remoteExec(
+            toSaltMaster,
+            Fn.format(`sudo bash ${REMOTE_BIN}/upgrade.sh %s '%s'`, [
+              props.layout.kubeMaster.fqdn,
+              Fn.conditional(unset, "", props.microk8sChannel),
+            ]),
+          ),
+        ],
+      },
+      Orchestrate: {
+        triggers: props.rootPassword === undefined ? {} : { root_password_hash: props.rootPassword.version },
+        provisioners: [...setRootPassword, remoteExec(toSaltMaster, `sudo bash ${REMOTE_BIN}/orchestrate.sh orch.deploy`)],
+      },
+      // After orch.deploy, whose highstate updates the packages (core.packages). The variable is in
+      // the triggers: turning it on reboots what needs it without another orchestration.
+      RebootForUpdates: {
+        triggers: { roll: Fn.tostring(props.rebootForUpdates) },
+        provisioners: [
+          remoteExec(
+            toSaltMaster,
+            Fn.format(`sudo bash ${REMOTE_BIN}/reboot.sh %s %s`, [
+              Fn.tostring(props.rebootForUpdates),
+              Fn.join(" ", props.layout.kubeNodeIds),
+            ]),
+          ),
+        ],
+      },
+    };
+    // Each step after the first is triggered by its predecessor's id too: whatever re-runs a step
+    // re-runs every step after it.
+    const created: Partial<Record<ChainStep, NullResource>> = {};
+    let previous: NullResource | undefined;
+    for (const step of CHAIN_STEPS) {
+      const { triggers, ...config } = steps[step];
+      previous = new NullResource(this, step, {
+        count: count(),
+        triggers: previous === undefined ? triggers : { after: idOf(previous), ...triggers },
+        ...config,
+      });
+      created[step] = previous;
+    }
+    this.steps = created as Record<ChainStep, NullResource>;
 
-    // After orch.deploy, whose highstate updates the packages (core.packages). The variable is in
-    // the triggers: turning it on reboots what needs it without another orchestration.
-    this.rebootForUpdates = new NullResource(this, "RebootForUpdates", {
-      count: count(),
-      triggers: { after: idOf(this.orchestrate), roll: Fn.tostring(props.rebootForUpdates) },
-      provisioners: [
-        remoteExec(
-          toSaltMaster,
-          Fn.format(`sudo bash ${REMOTE_BIN}/reboot.sh %s %s`, [
-            Fn.tostring(props.rebootForUpdates),
-            Fn.join(" ", props.layout.kubeNodeIds),
-          ]),
-        ),
-      ],
-    });
-
-    this.steps = [this.waitForBastion, this.waitForSaltMaster, this.syncSaltTree, this.acceptMinionKeys, this.orchestrate];
+    // Until eb9d706 the chain's first five steps were terraform_data resources at these addresses;
+    // no `moved` block can turn one into a null_resource (hashicorp/null implements no
+    // MoveResourceState), so an existing deployment forgets them without destroying anything,
+    // and the new steps run the (idempotent) chain once.
+    forgetAsFormerType(
+      CHAIN_STEPS.filter((step) => !STEPS_SINCE_EB9D706.includes(step)).map((step) => this.steps[step]),
+      "terraform_data",
+    );
 
     const membership = {
       bastion,
       saltMaster,
       layout: props.layout,
       user: props.user,
-      bastionHostKey: props.bastionHostKey,
-      saltMasterHostKey: props.saltMasterHostKey,
+      bastionHostKey,
+      saltMasterHostKey,
       enabled: props.enabled,
-      after: [this.orchestrate, saltMaster.instance, bastion.floatingIpAssociation],
+      after: [this.steps.Orchestrate, saltMaster.instance, bastion.floatingIpAssociation],
     };
     this.nodeMembership = nodeMembership(this, "NodeMembership", { ...membership, workers: kubeNodes });
     this.poolNodeMembership = nodeMembership(this, "PoolNodeMembership", { ...membership, workers: props.workerPools });

@@ -2,7 +2,10 @@ import { Fn, IResolvable, TerraformLocal, Token } from "cdktf";
 import { Construct } from "constructs";
 import { DEFAULT_POOL, POOL_LABEL } from "../../config/node-pools";
 import { ApiLoadBalancer } from "../api-load-balancer";
-import { ClusterLayout } from "../cluster-layout";
+import { splat } from "../cdktf-workarounds";
+import { ClusterLayout, inMachineOrder } from "../cluster-layout";
+import { KubeNodePool } from "../kube-node-pool";
+import { WorkerPools } from "../worker-pools";
 
 export interface SaltPillarProps {
   /** Names, addresses and the control plane. */
@@ -23,8 +26,9 @@ export interface SaltPillarProps {
   readonly defaultPool: { readonly nodeCount: number; readonly labels: unknown; readonly taints: unknown };
   /** The node_pools variable, whose entries give their workers' labels and taints. */
   readonly pools: unknown;
-  /** The Nova server ids of the Kubernetes nodes, in kube_node_ids' order: the nodes' providerIDs. */
-  readonly instanceIds: string[];
+  /** The Kubernetes nodes of the default pool and of the pools, whose Nova server ids are the nodes' providerIDs. */
+  readonly kubeNodes: KubeNodePool;
+  readonly workerPools: WorkerPools;
   /**
    * Whether a cloud controller manager runs (cloud_integration, a bool token): the kubelets then
    * run with --cloud-provider=external (microk8s:external_cloud_provider). @default false
@@ -78,7 +82,12 @@ export function saltPillar(scope: Construct, props: SaltPillarProps): string {
     "kube_api_addresses",
     `\${[for address in [${Token.asString(props.masterFloatingIp)}, ${Token.asString(props.apiLoadBalancer.address)}, ${Token.asString(props.apiLoadBalancer.vipAddress)}] : address if address != null]}`,
   );
-  new TerraformLocal(scope, "kube_instance_ids", props.instanceIds);
+  // In kube_node_ids' order.
+  new TerraformLocal(
+    scope,
+    "kube_instance_ids",
+    inMachineOrder({ kubeMaster: props.kubeNodes.master.id }, splat(props.kubeNodes.workers, "id"), props.workerPools.workerIds),
+  );
   const nodes = new TerraformLocal(
     scope,
     "kube_nodes",

@@ -1,4 +1,6 @@
-import { RemoteExecProvisioner, SSHProvisionerConnection } from "cdktf";
+import { RemoteExecProvisioner, SSHProvisionerConnection, TerraformLocal, TerraformStack, Token } from "cdktf";
+import { Construct } from "constructs";
+import { SSH_HOST_ROLES } from "../../config/parameters";
 
 /**
  * Remote paths are relative to the deploy user's home: both scp (the file provisioner) and
@@ -42,4 +44,17 @@ export function throughBastion(
 /** remote-exec runs its lines as one /bin/sh script; `set -eu` makes any failing line fail the step. */
 export function remoteExec(connection: SSHProvisionerConnection, ...commands: string[]): RemoteExecProvisioner {
   return { type: "remote-exec", inline: ["set -eu", ...commands], connection };
+}
+
+/**
+ * The known host key (or CA key) of each host the chain logs in to, by role (SSH_HOST_ROLES),
+ * from `sshHostKeys` (the ssh_host_keys variable), as the stack's locals `<role>_host_key`. A role
+ * without one gets null: its host key is not checked.
+ */
+export function hostKeys(scope: Construct, sshHostKeys: unknown): Record<(typeof SSH_HOST_ROLES)[number], string> {
+  const stack = TerraformStack.of(scope);
+  const [bastion, saltMaster] = SSH_HOST_ROLES.map(
+    (role) => new TerraformLocal(stack, `${role}_host_key`, `\${lookup(${Token.asString(sshHostKeys)}, "${role}", null)}`).asString,
+  );
+  return { bastion, salt_master: saltMaster };
 }

@@ -68,8 +68,16 @@ export interface UploadedTree {
   readonly hash: string;
 }
 
-/** Ships `dir` as the asset `id`; `prop` names the setting in the error when it is not a directory. */
-export function uploadedTree(scope: Construct, id: string, dir: string, prop: string): UploadedTree {
+export interface UploadedTreeProps {
+  /** The directory to ship. */
+  readonly dir: string;
+  /** The setting that named it, for the error when it is not a directory. */
+  readonly prop: string;
+}
+
+/** Ships a directory as the asset `id`. */
+export function uploadedTree(scope: Construct, id: string, props: UploadedTreeProps): UploadedTree {
+  const { dir, prop } = props;
   if (!fs.existsSync(dir) || !fs.statSync(dir).isDirectory()) {
     throw new Error(`SaltProvisioner: ${prop} must be a directory (got "${dir}")`);
   }
