@@ -9,7 +9,7 @@ import { LbPoolV2 } from "../.gen/providers/openstack/lb-pool-v2";
 import { NetworkingFloatingipAssociateV2 } from "../.gen/providers/openstack/networking-floatingip-associate-v2";
 import { NetworkingFloatingipV2 } from "../.gen/providers/openstack/networking-floatingip-v2";
 import { NetworkingSecgroupRuleV2 } from "../.gen/providers/openstack/networking-secgroup-rule-v2";
-import { API_LOAD_BALANCER_MODES } from "../config/parameters";
+import { API_LOAD_BALANCER_MODES, VARIABLES } from "../config/parameters";
 import { KUBE_API_PORT } from "../facts/ports";
 import { addressOf, hclOf, splat } from "./cdktf-workarounds";
 import { ClusterLayout } from "./cluster-layout";
@@ -22,9 +22,9 @@ export interface ApiLoadBalancerProps {
   readonly network: Network;
   /** The control plane, whose nodes are the members, at their fixed private addresses. */
   readonly layout: ClusterLayout;
-  /** "auto" (when the catalog lists Octavia), "on" or "off" (a token: api_load_balancer). @default "auto" */
+  /** "auto" (when the catalog lists Octavia), "on" or "off" (a token: api_load_balancer). @default VARIABLES.api_load_balancer.default */
   readonly mode?: string;
-  /** Networks the listener admits; an empty list closes it. @default ["0.0.0.0/0"] */
+  /** Networks the listener admits; an empty list closes it. @default VARIABLES.api_allowed_cidrs.default */
   readonly allowedCidrs?: string[];
 }
 
@@ -55,11 +55,11 @@ export class ApiLoadBalancer extends Construct {
 
   constructor(scope: Construct, id: string, props: ApiLoadBalancerProps) {
     super(scope, id);
-    const mode = props.mode ?? "auto";
+    const mode = props.mode ?? VARIABLES.api_load_balancer.default;
     if (!Token.isUnresolved(mode) && !(API_LOAD_BALANCER_MODES as readonly string[]).includes(mode)) {
       throw new Error(`ApiLoadBalancer: mode must be one of ${API_LOAD_BALANCER_MODES.join(", ")} (got "${mode}")`);
     }
-    const allowedCidrs = props.allowedCidrs ?? ["0.0.0.0/0"];
+    const allowedCidrs = props.allowedCidrs ?? VARIABLES.api_allowed_cidrs.default;
     const { network, layout } = props;
     const port = KUBE_API_PORT;
 

@@ -3,10 +3,11 @@ import { ComputeInstanceV2 } from "../.gen/providers/openstack/compute-instance-
 import { NetworkingFloatingipAssociateV2 } from "../.gen/providers/openstack/networking-floatingip-associate-v2";
 import { NetworkingFloatingipV2 } from "../.gen/providers/openstack/networking-floatingip-v2";
 import { NetworkingPortV2 } from "../.gen/providers/openstack/networking-port-v2";
+import { VARIABLES } from "../config/parameters";
 import { fixedPort, floatingIpFor, instanceConfig, MachineProps } from "./machine";
 
 export interface BastionProps extends MachineProps {
-  /** @default Bastion.DEFAULT_FLAVOR */
+  /** @default VARIABLES.bastion_flavor.default */
   readonly flavor?: string;
 }
 
@@ -15,8 +16,6 @@ export interface BastionProps extends MachineProps {
  * networks, and a private port that is the private network's gateway.
  */
 export class Bastion extends Construct {
-  static readonly DEFAULT_FLAVOR = "m1.small";
-
   readonly instance: ComputeInstanceV2;
   readonly publicPort: NetworkingPortV2;
   readonly privatePort: NetworkingPortV2;
@@ -29,7 +28,7 @@ export class Bastion extends Construct {
 
   constructor(scope: Construct, id: string, props: BastionProps) {
     super(scope, id);
-    const flavor = props.flavor ?? Bastion.DEFAULT_FLAVOR;
+    const flavor = props.flavor ?? VARIABLES.bastion_flavor.default;
     const { network } = props;
     const host = props.layout.bastion;
     this.fqdn = host.fqdn;

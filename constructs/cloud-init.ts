@@ -25,7 +25,7 @@ export interface CloudInitValues {
   readonly rootPasswordUsers: string;
   /** Netplan for a dual-homed host's second interface. @default - single-homed, no netplan file */
   readonly netplan?: string;
-  /** @default CloudInit.DEFAULT_TIMEZONE */
+  /** @default DEFAULT_TIMEZONE ("Etc/UTC": not a parameter; a state comes with the setting, if ever) */
   readonly timezone?: string;
 }
 

@@ -4,17 +4,17 @@ import { ComputeInstanceV2 } from "../.gen/providers/openstack/compute-instance-
 import { ComputeServergroupV2 } from "../.gen/providers/openstack/compute-servergroup-v2";
 import { NetworkingFloatingipV2 } from "../.gen/providers/openstack/networking-floatingip-v2";
 import { NetworkingPortV2 } from "../.gen/providers/openstack/networking-port-v2";
-import { SERVER_GROUP_POLICIES } from "../config/parameters";
+import { SERVER_GROUP_POLICIES, VARIABLES } from "../config/parameters";
 import { atCountIndex, splat } from "./cdktf-workarounds";
 import { BootVolume, bootFromVolume, fixedPort, floatingIpFor, instanceConfig, MachineProps } from "./machine";
 
 export interface KubeNodePoolProps extends MachineProps {
-  /** @default KubeNodePool.DEFAULT_FLAVOR */
+  /** @default VARIABLES.kube_node_flavor.default */
   readonly flavor?: string;
   /** Pod and service networks: node ports may send from these. */
   readonly podCidr: string;
   readonly serviceCidr: string;
-  /** Nova server group policy, or "none" for no group. @default KubeNodePool.DEFAULT_SERVER_GROUP_POLICY */
+  /** Nova server group policy, or "none" for no group. @default VARIABLES.kube_server_group_policy.default */
   readonly serverGroupPolicy?: string;
   /** @default - no boot volume: the image on the hypervisor's disk */
   readonly bootVolume?: BootVolume;
@@ -26,9 +26,6 @@ export interface KubeNodePoolProps extends MachineProps {
  * over the zones by the layout. The first of them are the control plane.
  */
 export class KubeNodePool extends Construct {
-  static readonly DEFAULT_FLAVOR = "m1.large";
-  static readonly DEFAULT_SERVER_GROUP_POLICY = "soft-anti-affinity";
-
   readonly master: ComputeInstanceV2;
   readonly masterPublicPort: NetworkingPortV2;
   readonly masterPrivatePort: NetworkingPortV2;
@@ -39,8 +36,8 @@ export class KubeNodePool extends Construct {
 
   constructor(scope: Construct, id: string, props: KubeNodePoolProps) {
     super(scope, id);
-    const flavor = props.flavor ?? KubeNodePool.DEFAULT_FLAVOR;
-    const policy = props.serverGroupPolicy ?? KubeNodePool.DEFAULT_SERVER_GROUP_POLICY;
+    const flavor = props.flavor ?? VARIABLES.kube_node_flavor.default;
+    const policy = props.serverGroupPolicy ?? VARIABLES.kube_server_group_policy.default;
     if (!Token.isUnresolved(policy) && !(SERVER_GROUP_POLICIES as readonly string[]).includes(policy)) {
       throw new Error(`KubeNodePool: serverGroupPolicy must be one of ${SERVER_GROUP_POLICIES.join(", ")} (got "${policy}")`);
     }

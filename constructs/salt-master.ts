@@ -4,12 +4,13 @@ import { BlockstorageVolumeV3 } from "../.gen/providers/openstack/blockstorage-v
 import { ComputeInstanceV2 } from "../.gen/providers/openstack/compute-instance-v2";
 import { ComputeVolumeAttachV2 } from "../.gen/providers/openstack/compute-volume-attach-v2";
 import { NetworkingPortV2 } from "../.gen/providers/openstack/networking-port-v2";
+import { VARIABLES } from "../config/parameters";
 import { fixedPort, instanceConfig, MachineProps } from "./machine";
 
 export interface SaltMasterProps extends MachineProps {
-  /** @default SaltMaster.DEFAULT_FLAVOR */
+  /** @default VARIABLES.salt_master_flavor.default */
   readonly flavor?: string;
-  /** Size of the persistent Salt volume in GiB. @default SaltMaster.DEFAULT_VOLUME_SIZE */
+  /** Size of the persistent Salt volume in GiB. @default VARIABLES.salt_volume_size.default */
   readonly volumeSize?: number;
 }
 
@@ -19,9 +20,6 @@ export interface SaltMasterProps extends MachineProps {
  * the minion keys and the state tree.
  */
 export class SaltMaster extends Construct {
-  static readonly DEFAULT_FLAVOR = "m1.medium";
-  static readonly DEFAULT_VOLUME_SIZE = 10;
-
   readonly instance: ComputeInstanceV2;
   readonly port: NetworkingPortV2;
   readonly volume: BlockstorageVolumeV3;
@@ -31,8 +29,8 @@ export class SaltMaster extends Construct {
 
   constructor(scope: Construct, id: string, props: SaltMasterProps) {
     super(scope, id);
-    const flavor = props.flavor ?? SaltMaster.DEFAULT_FLAVOR;
-    const volumeSize = props.volumeSize ?? SaltMaster.DEFAULT_VOLUME_SIZE;
+    const flavor = props.flavor ?? VARIABLES.salt_master_flavor.default;
+    const volumeSize = props.volumeSize ?? VARIABLES.salt_volume_size.default;
     if (!Token.isUnresolved(volumeSize) && !(Number.isInteger(volumeSize) && volumeSize >= 1)) {
       throw new Error(`SaltMaster: volumeSize must be a whole number of GiB, at least 1 (got ${volumeSize})`);
     }

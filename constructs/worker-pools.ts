@@ -4,8 +4,8 @@ import { ComputeInstanceV2 } from "../.gen/providers/openstack/compute-instance-
 import { ComputeServergroupV2 } from "../.gen/providers/openstack/compute-servergroup-v2";
 import { DataOpenstackImagesImageV2 } from "../.gen/providers/openstack/data-openstack-images-image-v2";
 import { NetworkingPortV2 } from "../.gen/providers/openstack/networking-port-v2";
+import { VARIABLES } from "../config/parameters";
 import { addressOf, hclOf } from "./cdktf-workarounds";
-import { KubeNodePool } from "./kube-node-pool";
 import { bootFromVolume, imageLookup, instanceConfig, isImageId, MachineProps } from "./machine";
 
 export interface WorkerPoolsProps extends MachineProps {
@@ -14,14 +14,14 @@ export interface WorkerPoolsProps extends MachineProps {
    * boot_volume_size, boot_volume_type, labels, taints } (config/node-pools.ts, NODE_POOLS_TYPE).
    */
   readonly pools: unknown;
-  /** The flavor of a pool without its own. @default KubeNodePool.DEFAULT_FLAVOR */
+  /** The flavor of a pool without its own. @default VARIABLES.kube_node_flavor.default */
   readonly defaultFlavor?: string;
   /** The image (ID or name) of a pool without its own: base_image. */
   readonly defaultImage: string;
   /** Pod and service networks: node ports may send from these. */
   readonly podCidr: string;
   readonly serviceCidr: string;
-  /** Nova server group policy of every pool's group, or "none". @default KubeNodePool.DEFAULT_SERVER_GROUP_POLICY */
+  /** Nova server group policy of every pool's group, or "none". @default VARIABLES.kube_server_group_policy.default */
   readonly serverGroupPolicy?: string;
 }
 
@@ -52,8 +52,8 @@ export class WorkerPools extends Construct {
 
   constructor(scope: Construct, id: string, props: WorkerPoolsProps) {
     super(scope, id);
-    const flavor = hclOf(props.defaultFlavor ?? KubeNodePool.DEFAULT_FLAVOR);
-    const policy = props.serverGroupPolicy ?? KubeNodePool.DEFAULT_SERVER_GROUP_POLICY;
+    const flavor = hclOf(props.defaultFlavor ?? VARIABLES.kube_node_flavor.default);
+    const policy = props.serverGroupPolicy ?? VARIABLES.kube_server_group_policy.default;
     const { network, layout } = props;
     const pools = Token.asString(props.pools);
 

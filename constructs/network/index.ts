@@ -6,6 +6,7 @@ import { NetworkingRouterInterfaceV2 } from "../../.gen/providers/openstack/netw
 import { NetworkingRouterV2 } from "../../.gen/providers/openstack/networking-router-v2";
 import { NetworkingSecgroupV2 } from "../../.gen/providers/openstack/networking-secgroup-v2";
 import { NetworkingSubnetV2 } from "../../.gen/providers/openstack/networking-subnet-v2";
+import { VARIABLES } from "../../config/parameters";
 import { UUID_PATTERN } from "../../config/rules";
 import { parseIpv4Network } from "../../facts/cidr";
 import { HOST_NUMBERS } from "../../facts/hosts";
@@ -20,11 +21,11 @@ export interface NetworkProps {
   readonly externalNetworkName: string;
   /** Prefix of every OpenStack resource name, so two deployments in one project never clash. */
   readonly namePrefix: string;
-  /** @default Network.DEFAULT_PUBLIC_CIDR */
+  /** @default VARIABLES.public_network_cidr.default */
   readonly publicCidr?: string;
-  /** @default Network.DEFAULT_PRIVATE_CIDR */
+  /** @default VARIABLES.private_network_cidr.default */
   readonly privateCidr?: string;
-  /** @default Network.DEFAULT_DNS_NAMESERVERS */
+  /** @default VARIABLES.dns_nameservers.default */
   readonly dnsNameservers?: string[];
   /**
    * ID of an existing router for the public subnet's interface, instead of a new one; its external
@@ -37,9 +38,9 @@ export interface NetworkProps {
    * `routerId`. @default "" - create the public network, its subnet and a router
    */
   readonly publicNetworkId?: string;
-  /** Sources allowed to SSH to the bastion. @default ["0.0.0.0/0"] */
+  /** Sources allowed to SSH to the bastion. @default VARIABLES.ssh_allowed_cidrs.default */
   readonly sshAllowedCidrs?: string[];
-  /** Sources allowed to reach the Kubernetes API on the master. @default ["0.0.0.0/0"] */
+  /** Sources allowed to reach the Kubernetes API on the master. @default VARIABLES.api_allowed_cidrs.default */
   readonly apiAllowedCidrs?: string[];
   /**
    * The highest host number a fixed address takes on the private network (a token when it
@@ -61,10 +62,6 @@ export interface NetworkProps {
  * resources to this construct, so their addresses are Network's.
  */
 export class Network extends Construct {
-  static readonly DEFAULT_PUBLIC_CIDR = "10.0.0.0/16";
-  static readonly DEFAULT_PRIVATE_CIDR = "10.1.0.0/16";
-  static readonly DEFAULT_DNS_NAMESERVERS = ["1.1.1.1", "1.0.0.1"];
-
   readonly externalNetwork: DataOpenstackNetworkingNetworkV2;
   /** The router this network creates: count 0 with `routerId` or `publicNetworkId`. Read `routerId`. */
   readonly router: NetworkingRouterV2;
@@ -107,11 +104,11 @@ export class Network extends Construct {
 
   constructor(scope: Construct, id: string, props: NetworkProps) {
     super(scope, id);
-    const publicCidr = props.publicCidr ?? Network.DEFAULT_PUBLIC_CIDR;
-    const privateCidr = props.privateCidr ?? Network.DEFAULT_PRIVATE_CIDR;
-    const dnsNameservers = props.dnsNameservers ?? Network.DEFAULT_DNS_NAMESERVERS;
-    const sshAllowedCidrs = props.sshAllowedCidrs ?? ["0.0.0.0/0"];
-    const apiAllowedCidrs = props.apiAllowedCidrs ?? ["0.0.0.0/0"];
+    const publicCidr = props.publicCidr ?? VARIABLES.public_network_cidr.default;
+    const privateCidr = props.privateCidr ?? VARIABLES.private_network_cidr.default;
+    const dnsNameservers = props.dnsNameservers ?? VARIABLES.dns_nameservers.default;
+    const sshAllowedCidrs = props.sshAllowedCidrs ?? VARIABLES.ssh_allowed_cidrs.default;
+    const apiAllowedCidrs = props.apiAllowedCidrs ?? VARIABLES.api_allowed_cidrs.default;
     const routerId = props.routerId ?? "";
     const publicNetworkId = props.publicNetworkId ?? "";
     const namePrefix = props.namePrefix;
