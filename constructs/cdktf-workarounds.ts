@@ -1,4 +1,5 @@
 import {
+  Op,
   ref,
   TerraformDataSource,
   TerraformElement,
@@ -48,6 +49,14 @@ import {
  */
 export function hclOf(value: unknown): string {
   return Token.isUnresolved(value) ? Token.asString(value) : JSON.stringify(value);
+}
+
+/**
+ * `numbers` added up left to right with `Op.add`, since TypeScript's `+` cannot add tokens; no 0 is
+ * added in front, which cdktf would write into the expression. 0 for none.
+ */
+export function sum(numbers: readonly number[]): number {
+  return numbers.length === 0 ? 0 : Token.asNumber(numbers.reduce((total, value) => Op.add(total, value)));
 }
 
 /** What `addressOf` names. */

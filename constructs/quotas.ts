@@ -17,7 +17,7 @@ import { DataOpenstackComputeQuotasetV2 } from "../.gen/providers/openstack/data
 import { DataOpenstackIdentityAuthScopeV3 } from "../.gen/providers/openstack/data-openstack-identity-auth-scope-v3";
 import { DataOpenstackNetworkingQuotaV2 } from "../.gen/providers/openstack/data-openstack-networking-quota-v2";
 import { DUAL_HOMED, FIXED_MACHINES } from "../facts/hosts";
-import { addressOf } from "./cdktf-workarounds";
+import { addressOf, sum } from "./cdktf-workarounds";
 import { WorkerPools } from "./worker-pools";
 
 /** What the deployment creates, as far as the project's quotas count it. Numbers may be tokens. */
@@ -157,11 +157,6 @@ export class Quotas extends Construct {
       lifecycle: { postcondition: Object.keys(this.needs.network).map((quota) => check("network", quota)) },
     });
   }
-}
-
-/** `numbers` added up, as a token when any is one; a sum with no 0 in front, which cdktf would write out. */
-function sum(numbers: readonly number[]): number {
-  return numbers.length === 0 ? 0 : Token.asNumber(numbers.reduce((total, value) => Op.add(total, value)));
 }
 
 const SERVICE_NAMES: Record<keyof QuotaNeeds, string> = { compute: "Nova", blockStorage: "Cinder", network: "Neutron" };

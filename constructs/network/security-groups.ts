@@ -1,8 +1,9 @@
-import { Fn, Op, TerraformIterator, Token } from "cdktf";
+import { Fn, TerraformIterator, Token } from "cdktf";
 import { Construct } from "constructs";
 import { NetworkingSecgroupRuleV2, NetworkingSecgroupRuleV2Config } from "../../.gen/providers/openstack/networking-secgroup-rule-v2";
 import { NetworkingSecgroupV2 } from "../../.gen/providers/openstack/networking-secgroup-v2";
 import { KUBE_API_PORT, SALT_PORTS } from "../../facts/ports";
+import { sum } from "../cdktf-workarounds";
 
 /** The security groups that the machines' ports attach to. */
 export interface NetworkSecurityGroups {
@@ -121,18 +122,8 @@ export function securityGroups(network: Construct, props: SecurityGroupsProps): 
     remoteIpPrefix: props.privateCidr,
   });
 
-  // The rules per network first (a sum of tokens), then every fixed number as one.
+  // The rules per network first (tokens), then every fixed number as one.
   const perNetwork = instances.filter((count) => Token.isUnresolved(count));
-  const fixed = instances.filter((count) => !Token.isUnresolved(count)).reduce((sum, count) => sum + count, 0);
-  const defaults = NEUTRON_DEFAULT_RULES * Object.keys(groups).length;
-  if (perNetwork.length === 0) return { groups, ruleCount: fixed + defaults };
-  return {
-    groups,
-    ruleCount: Token.asNumber(
-      Op.add(
-        perNetwork.reduce((sum, count) => Op.add(sum, count)),
-        fixed + defaults,
-      ),
-    ),
-  };
+  const fixed = instances.filter((count) => !Token.isUnresolved(count)).reduce((total, count) => total + count, 0);
+  return { groups, ruleCount: sum([...perNetwork, fixed + NEUTRON_DEFAULT_RULES * Object.keys(groups).length]) };
 }

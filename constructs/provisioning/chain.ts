@@ -304,7 +304,7 @@ export class ProvisioningChain extends Construct {
     }
     this.steps = created as Record<ChainStep, NullResource>;
 
-    // Until eb9d706 the chain's first five steps were terraform_data resources at these addresses;
+    // Until eb9d706 the steps the chain had then were terraform_data resources at these addresses;
     // no `moved` block can turn one into a null_resource (hashicorp/null implements no
     // MoveResourceState), so an existing deployment forgets them without destroying anything,
     // and the new steps run the (idempotent) chain once.
