@@ -7,7 +7,7 @@ import { LbPoolV2 } from "../.gen/providers/openstack/lb-pool-v2";
 import { NetworkingSecgroupRuleV2 } from "../.gen/providers/openstack/networking-secgroup-rule-v2";
 import { ApiLoadBalancer, ApiLoadBalancerProps } from "../constructs/api-load-balancer";
 import { ClusterLayout } from "../constructs/cluster-layout";
-import { Network } from "../constructs/network";
+import { Network } from "../constructs/networking";
 import { KUBE_API_PORT } from "../facts/ports";
 
 type Props = Partial<Omit<ApiLoadBalancerProps, "network" | "layout">>;

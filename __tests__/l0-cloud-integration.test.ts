@@ -1,6 +1,6 @@
 import { Testing } from "cdktf";
 import { CloudIntegration, CloudIntegrationProps } from "../constructs/cloud-integration";
-import { Network } from "../constructs/network";
+import { Network } from "../constructs/networking";
 import { CA_CERTIFICATE } from "./support/arbitraries";
 
 type Props = Partial<Omit<CloudIntegrationProps, "network">>;

@@ -8,7 +8,7 @@ import { Bastion } from "../constructs/bastion";
 import { ClusterLayout } from "../constructs/cluster-layout";
 import { KubeNodePool, KubeNodePoolProps } from "../constructs/kube-node-pool";
 import { MachineProps } from "../constructs/machine";
-import { Network } from "../constructs/network";
+import { Network } from "../constructs/networking";
 import { SaltMaster } from "../constructs/salt-master";
 
 function machineProps(scope: Construct): MachineProps {

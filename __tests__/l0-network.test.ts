@@ -9,7 +9,7 @@ import { NetworkingRouterV2 } from "../.gen/providers/openstack/networking-route
 import { NetworkingSecgroupRuleV2 } from "../.gen/providers/openstack/networking-secgroup-rule-v2";
 import { NetworkingSecgroupV2 } from "../.gen/providers/openstack/networking-secgroup-v2";
 import { NetworkingSubnetV2 } from "../.gen/providers/openstack/networking-subnet-v2";
-import { Network, NetworkProps } from "../constructs/network";
+import { Network, NetworkProps } from "../constructs/networking";
 import { KUBE_API_PORT } from "../facts/ports";
 
 function synthNetwork(props: Partial<NetworkProps> = {}): string {

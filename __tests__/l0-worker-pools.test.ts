@@ -5,7 +5,7 @@ import { DataOpenstackImagesImageV2 } from "../.gen/providers/openstack/data-ope
 import { NetworkingPortV2 } from "../.gen/providers/openstack/networking-port-v2";
 import { UUID_PATTERN } from "../config/rules";
 import { ClusterLayout } from "../constructs/cluster-layout";
-import { Network } from "../constructs/network";
+import { Network } from "../constructs/networking";
 import { WorkerPools, WorkerPoolsProps } from "../constructs/worker-pools";
 
 type Props = Partial<Pick<WorkerPoolsProps, "defaultFlavor" | "defaultImage" | "serverGroupPolicy">>;

@@ -13,7 +13,7 @@ import { API_LOAD_BALANCER_MODES, VARIABLES } from "../config/parameters";
 import { KUBE_API_PORT } from "../facts/ports";
 import { addressOf, hclOf, splat } from "./cdktf-workarounds";
 import { ClusterLayout } from "./cluster-layout";
-import { Network } from "./network";
+import { Network } from "./networking";
 
 /** The service type Octavia registers in the Keystone catalog. */
 export const OCTAVIA_SERVICE_TYPE = "load-balancer";

@@ -8,7 +8,7 @@ import { PEM_CERTIFICATES } from "../config/rules";
 import { NODE_PORTS } from "../facts/ports";
 import { OCTAVIA_SERVICE_TYPE } from "./api-load-balancer";
 import { addressOf, hclOf, splat } from "./cdktf-workarounds";
-import { Network } from "./network";
+import { Network } from "./networking";
 import { PILLAR_RENDERER } from "./provisioning/pillar";
 
 export interface CloudIntegrationProps {

@@ -10,7 +10,7 @@ import { UUID_PATTERN } from "../config/rules";
 import { splat } from "./cdktf-workarounds";
 import { CloudInitRole, renderCloudInit } from "./cloud-init";
 import { ClusterLayout } from "./cluster-layout";
-import { Network } from "./network";
+import { Network } from "./networking";
 
 /**
  * What a server is built from, which it keeps for life: its image, its boot volume, the keypair

@@ -5,7 +5,7 @@ import { Bastion } from "./bastion";
 import { addressOf, hclOf } from "./cdktf-workarounds";
 import { ClusterLayout } from "./cluster-layout";
 import { KubeNodePool } from "./kube-node-pool";
-import { Network } from "./network";
+import { Network } from "./networking";
 import { Quotas } from "./quotas";
 import { SaltMaster } from "./salt-master";
 import { WorkerPools } from "./worker-pools";

@@ -15,7 +15,7 @@ import { controlPlaneFloor } from "./control-plane-floor";
 import { KubeNodePool } from "./kube-node-pool";
 import { deployKeypair } from "./keypair";
 import { baseImageId, MachineProps } from "./machine";
-import { Network } from "./network";
+import { Network } from "./networking";
 import { stackOutputs } from "./outputs";
 import { ProvisioningChain } from "./provisioning/chain";
 import { saltPillar } from "./provisioning/pillar";

@@ -56,10 +56,11 @@ export interface NetworkProps {
  * public subnet, or an existing routed network (`publicNetworkId`). Either is read and checked at
  * plan time; the private side is always created here.
  *
- * Built by job, as cluster-api-provider-openstack's networking service is: the public side
- * (./public-side.ts), the private network (./private-network.ts), the security groups
- * (./security-groups.ts), and the address plan they share (./address-plan.ts). Each adds its
- * resources to this construct, so their addresses are Network's.
+ * Built by job, as cluster-api-provider-openstack's networking service is (pkg/cloud/services/
+ * networking, whose name the folder takes): the public side (./public-side.ts), the private
+ * network (./private-network.ts), the security groups (./security-groups.ts), and the address
+ * plan they share (./address-plan.ts). Each adds its resources to this construct, so their
+ * addresses are Network's.
  */
 export class Network extends Construct {
   readonly externalNetwork: DataOpenstackNetworkingNetworkV2;
