@@ -78,9 +78,8 @@ function declareVariable(
     variable.addOverride("default", withoutNulls(value));
   }
   if (value === undefined) {
-    // cdktf drops a null default, which would make the variable required; an explicit null
-    // keeps it optional (root_password is only needed when set_root_password is true).
-    variable.addOverride("default", null);
+    // Optional: root_password, for one, is only needed when set_root_password is true.
+    nullDefault(variable);
   }
   return variable;
 }
@@ -97,9 +96,13 @@ export function declareQuotaUsage(stack: Construct): TerraformVariable {
       'What the project uses of each quota, and what this deployment holds of it, by "<service>.<quota>" of quota_needs; written before each plan by scripts/quota-usage.js. null compares the limits alone.',
     nullable: true,
   });
-  // cdktf drops a null default, which would make the variable required.
-  quotaUsage.addOverride("default", null);
+  nullDefault(quotaUsage);
   return quotaUsage;
+}
+
+/** Gives `variable` the default null: cdktf drops a null `default`, which would make the variable required. */
+function nullDefault(variable: TerraformVariable): void {
+  variable.addOverride("default", null);
 }
 
 /** `value` without its objects' null attributes: an optional attribute left out is null to Terraform anyway. */

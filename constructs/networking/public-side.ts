@@ -56,6 +56,7 @@ export function publicSide(network: Construct, props: PublicSideProps): PublicSi
     external: true,
   });
 
+  // length() < 1, not == "" (Op drops a falsy right operand: constructs/cdktf-workarounds.ts).
   const empty = (value: string) => Op.lt(Fn.lengthOf(value), 1);
   // One local per decision, named for it; each resource's count reads it.
   const counted = (id: string, condition: unknown) => {
