@@ -33,7 +33,7 @@ export default tseslint.config(
           patterns: [
             {
               group: ["../*", "cdktf", "@cdktf/*", "constructs"],
-              message: "facts/ is the lowest layer: it imports only other facts/ files and Node.js (docs/architecture.md, Layers).",
+              message: "facts/ is the lowest layer: it imports only other facts/ files, Node.js and plain libraries (docs/architecture.md, Layers).",
             },
           ],
         },

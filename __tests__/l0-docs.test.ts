@@ -57,6 +57,28 @@ describe("README and docs/", () => {
     expect(picture).toContain("NodeMembership");
   });
 
+  it("maps every file of the app's TypeScript in architecture.md's Layout, and every directory of it in the README's", () => {
+    const root = path.join(__dirname, "..");
+    const architecture = fs.readFileSync(path.join(root, "docs", "architecture.md"), "utf8");
+    const layout = architecture.slice(architecture.indexOf("## Layout"), architecture.indexOf("## Data flow"));
+    const readmeLayout = readme.slice(readme.indexOf("## Layout"), readme.indexOf("## Deploying from a laptop"));
+    const layers = ["facts", "config", "constructs"];
+    const files = layers.flatMap((layer) =>
+      (fs.readdirSync(path.join(root, layer), { recursive: true }) as string[])
+        .filter((file) => file.endsWith(".ts"))
+        .map((file) => [layer, file.split(path.sep).join("/")]),
+    );
+    expect(files.length).toBeGreaterThan(40);
+    // Each layer has a table of its own: a file's row names it relative to the layer.
+    const unmapped = files.filter(([layer, file]) => {
+      const table = layout.slice(layout.indexOf(`### \`${layer}/\``)).split("\n### ")[0];
+      return !table.includes(`| \`${file}\``);
+    });
+    expect(unmapped).toEqual([]);
+    const directories = [...new Set(files.map(([layer, file]) => [layer, ...file.split("/").slice(0, -1)].join("/") + "/"))];
+    expect(directories.filter((directory) => !new RegExp(`^${directory} `, "m").test(readmeLayout.split("```")[1]))).toEqual([]);
+  });
+
   it("gives the two setup commands and the command .ci/run calls", () => {
     expect(readme).toContain("npm ci && npm run synth");
     expect(readme).toContain("npm test");

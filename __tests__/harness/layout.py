@@ -1,10 +1,10 @@
 """
-The cluster's machines as the product lays them out (constructs/cluster-layout.ts,
+The cluster's machines as the product lays them out (facts/hosts.ts, constructs/cluster-layout.ts,
 docs/architecture.md "Addresses"): each machine's host name, its FQDN (its hostname, OpenStack
 name and Salt minion id) in a test's domain, and its private address.
 
 The facts are read from their homes, not copied: the host names, host numbers and control-plane
-size from cluster-layout.ts's ``HOST_NAMES``, ``HOSTS`` and ``CONTROL_PLANE_SIZE``, the default
+size from facts/'s ``HOST_NAMES``, ``HOST_NUMBERS`` and ``CONTROL_PLANE_SIZE``, the default
 networks from config/parameters.ts. They are read as text because the Python suites run no
 TypeScript. Only the way the layout combines them is written again here: worker n of the
 default pool is ``<worker>-<n>``, at host number ``firstWorkerPrivate + n``, and the first nodes,
@@ -20,24 +20,25 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-CLUSTER_LAYOUT = ROOT / "constructs" / "cluster-layout.ts"
+HOSTS_FACTS = ROOT / "facts" / "hosts.ts"
+CLUSTER_SIZE = ROOT / "facts" / "cluster-size.ts"
 PARAMETERS = ROOT / "config" / "parameters.ts"
 
 
-def _object_literal(source: str, name: str) -> dict[str, str | int]:
+def _object_literal(path: Path, name: str) -> dict[str, str | int]:
     """``export const <name> = { key: value, … } as const;``, one string or number a line, comments aside."""
-    found = re.search(rf"^export const {name} = \{{\n(.*?)^\}} as const;$", source, re.M | re.S)
+    found = re.search(rf"^export const {name} = \{{\n(.*?)^\}} as const;$", path.read_text(), re.M | re.S)
     lines = [line for line in found[1].splitlines() if not re.fullmatch(r"\s*(//.*|/?\*.*)?", line)] if found else []
     entries = [re.fullmatch(r'\s+(\w+): ("[^"]*"|\d+),', line) for line in lines]
     if not entries or not all(entries):
-        raise LookupError(f"{CLUSTER_LAYOUT}: `export const {name}` is not an object of one string or number a line")
+        raise LookupError(f"{path}: `export const {name}` is not an object of one string or number a line")
     return {entry[1]: json.loads(entry[2]) for entry in entries}
 
 
-def _number(source: str, name: str) -> int:
-    found = re.search(rf"^export const {name} = (\d+);$", source, re.M)
+def _number(path: Path, name: str) -> int:
+    found = re.search(rf"^export const {name} = (\d+);$", path.read_text(), re.M)
     if found is None:
-        raise LookupError(f"{CLUSTER_LAYOUT} has no `export const {name} = <number>;`")
+        raise LookupError(f"{path} has no `export const {name} = <number>;`")
     return int(found[1])
 
 
@@ -49,11 +50,10 @@ def _default(source: str, variable: str) -> str:
     return found[1]
 
 
-_LAYOUT_SOURCE = CLUSTER_LAYOUT.read_text()
 _PARAMETERS_SOURCE = PARAMETERS.read_text()
-HOST_NAMES = _object_literal(_LAYOUT_SOURCE, "HOST_NAMES")
-HOSTS = _object_literal(_LAYOUT_SOURCE, "HOSTS")
-CONTROL_PLANE_SIZE = _number(_LAYOUT_SOURCE, "CONTROL_PLANE_SIZE")
+HOST_NAMES = _object_literal(HOSTS_FACTS, "HOST_NAMES")
+HOST_NUMBERS = _object_literal(HOSTS_FACTS, "HOST_NUMBERS")
+CONTROL_PLANE_SIZE = _number(CLUSTER_SIZE, "CONTROL_PLANE_SIZE")
 PUBLIC_CIDR = _default(_PARAMETERS_SOURCE, "public_network_cidr")
 PRIVATE_CIDR = _default(_PARAMETERS_SOURCE, "private_network_cidr")
 
@@ -89,20 +89,20 @@ class Layout:
 
     @property
     def salt_master(self) -> Machine:
-        return self._machine(HOST_NAMES["saltMaster"], HOSTS["saltMasterPrivate"])
+        return self._machine(HOST_NAMES["saltMaster"], HOST_NUMBERS["saltMasterPrivate"])
 
     @property
     def bastion(self) -> Machine:
-        return self._machine(HOST_NAMES["bastion"], HOSTS["bastionPrivate"], HOSTS["bastionPublic"])
+        return self._machine(HOST_NAMES["bastion"], HOST_NUMBERS["bastionPrivate"], HOST_NUMBERS["bastionPublic"])
 
     @property
     def master(self) -> Machine:
         """The Kubernetes master."""
-        return self._machine(HOST_NAMES["kubeMaster"], HOSTS["kubeMasterPrivate"], HOSTS["kubeMasterPublic"])
+        return self._machine(HOST_NAMES["kubeMaster"], HOST_NUMBERS["kubeMasterPrivate"], HOST_NUMBERS["kubeMasterPublic"])
 
     def worker(self, n: int) -> Machine:
         """Worker ``n`` of the default pool."""
-        return self._machine(f"{HOST_NAMES['worker']}-{n}", HOSTS["firstWorkerPrivate"] + n)
+        return self._machine(f"{HOST_NAMES['worker']}-{n}", HOST_NUMBERS["firstWorkerPrivate"] + n)
 
     @staticmethod
     def pool_worker_name(pool: str, n: int) -> str:

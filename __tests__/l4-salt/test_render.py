@@ -258,7 +258,7 @@ def with_nodes(pillar_data: dict, count: int) -> dict:
 
 
 def test_the_harness_lays_out_the_nodes_as_terraform_does(pillar_data):
-    # harness.layout reads the layout's facts from cluster-layout.ts and parameters.ts, and
+    # harness.layout reads the layout's facts from facts/ and config/parameters.ts, and
     # combines them again in Python for the Salt tests' clusters: held here to what Terraform wrote.
     settings = pillar_data["microk8s"]
     assert [(node["id"], node["address"]) for node in settings["nodes"]] == [
