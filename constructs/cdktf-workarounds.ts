@@ -1,3 +1,4 @@
+import { Construct } from "constructs";
 import {
   Op,
   ref,
@@ -72,7 +73,10 @@ export function addressOf(element: Addressable): string {
   if (element instanceof TerraformDataSource) return `data.${element.terraformResourceType}.${element.friendlyUniqueId}`;
   if (element instanceof TerraformResource) return `${element.terraformResourceType}.${element.friendlyUniqueId}`;
   if (element instanceof TerraformLocal) return `local.${element.friendlyUniqueId}`;
-  return `var.${element.friendlyUniqueId}`;
+  if (element instanceof TerraformVariable) return `var.${element.friendlyUniqueId}`;
+  // Two copies of cdktf (bindings generated against another node_modules) fail every instanceof:
+  // an address guessed then would be wrong without a word.
+  throw new Error(`addressOf: ${(element as Construct).node.path} is no resource, data source, local or variable of this cdktf`);
 }
 
 /**
