@@ -34,17 +34,17 @@ export class Bastion extends Construct {
     this.fqdn = host.fqdn;
 
     this.publicPort = fixedPort(this, "PublicPort", {
-      name: `${this.fqdn}-public`,
-      networkId: network.publicNetworkId,
-      subnetId: network.publicSubnetId,
+      fqdn: this.fqdn,
+      side: "public",
+      network,
       address: host.publicIp,
       securityGroups: [network.securityGroups.bastion],
     });
     // It forwards the private network's traffic, whose source addresses are not its own.
     this.privatePort = fixedPort(this, "PrivatePort", {
-      name: `${this.fqdn}-private`,
-      networkId: network.privateNetwork.id,
-      subnetId: network.privateSubnet.id,
+      fqdn: this.fqdn,
+      side: "private",
+      network,
       address: host.privateIp,
       securityGroups: [network.securityGroups.internal],
       allowedAddressPairs: ["0.0.0.0/0"],

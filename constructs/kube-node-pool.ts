@@ -55,16 +55,16 @@ export class KubeNodePool extends Construct {
     const schedulerHints = [{ group: Token.asString(Fn.one(splat(this.serverGroup, "id"))) }];
 
     this.masterPublicPort = fixedPort(this, "MasterPublicPort", {
-      name: `${master.fqdn}-public`,
-      networkId: network.publicNetworkId,
-      subnetId: network.publicSubnetId,
+      fqdn: master.fqdn,
+      side: "public",
+      network,
       address: master.publicIp,
       securityGroups: [network.securityGroups.kubeApi],
     });
     this.masterPrivatePort = fixedPort(this, "MasterPrivatePort", {
-      name: `${master.fqdn}-private`,
-      networkId: network.privateNetwork.id,
-      subnetId: network.privateSubnet.id,
+      fqdn: master.fqdn,
+      side: "private",
+      network,
       address: master.privateIp,
       securityGroups: network.kubeNodePrivateGroups,
       allowedAddressPairs: podTraffic,
@@ -88,9 +88,9 @@ export class KubeNodePool extends Construct {
     const portWorker = layout.worker(portCount.index);
     this.workerPorts = fixedPort(this, "WorkerPort", {
       count: portCount,
-      name: `${portWorker.fqdn}-private`,
-      networkId: network.privateNetwork.id,
-      subnetId: network.privateSubnet.id,
+      fqdn: portWorker.fqdn,
+      side: "private",
+      network,
       address: portWorker.privateIp,
       securityGroups: network.kubeNodePrivateGroups,
       allowedAddressPairs: podTraffic,

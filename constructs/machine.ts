@@ -227,9 +227,11 @@ export function instanceConfig(recipe: InstanceRecipe) {
 }
 
 export interface FixedPortOptions {
-  readonly name: string;
-  readonly networkId: string;
-  readonly subnetId: string;
+  /** The machine's FQDN: the port is named `<fqdn>-<side>`. */
+  readonly fqdn: string;
+  /** The side of the network the port is on: its network and subnet. */
+  readonly side: "public" | "private";
+  readonly network: Network;
   readonly address: string;
   readonly securityGroups: NetworkingSecgroupV2[];
   /** Other addresses the port may send from (routed or pod traffic). @default none */
@@ -240,12 +242,15 @@ export interface FixedPortOptions {
 
 /** A port with one fixed address: machines never take a DHCP address, so addresses are stable. */
 export function fixedPort(scope: Construct, id: string, options: FixedPortOptions): NetworkingPortV2 {
+  const { network } = options;
+  const [networkId, subnetId] =
+    options.side === "public" ? [network.publicNetworkId, network.publicSubnetId] : [network.privateNetwork.id, network.privateSubnet.id];
   return new NetworkingPortV2(scope, id, {
     count: options.count,
-    name: options.name,
-    networkId: options.networkId,
+    name: `${options.fqdn}-${options.side}`,
+    networkId,
     adminStateUp: true,
-    fixedIp: [{ subnetId: options.subnetId, ipAddress: options.address }],
+    fixedIp: [{ subnetId, ipAddress: options.address }],
     securityGroupIds: options.securityGroups.map((group) => group.id),
     allowedAddressPairs: (options.allowedAddressPairs ?? []).map((ipAddress) => ({ ipAddress })),
   });

@@ -40,9 +40,9 @@ export class SaltMaster extends Construct {
     this.privateIp = host.privateIp;
 
     this.port = fixedPort(this, "Port", {
-      name: `${this.fqdn}-private`,
-      networkId: network.privateNetwork.id,
-      subnetId: network.privateSubnet.id,
+      fqdn: this.fqdn,
+      side: "private",
+      network,
       address: this.privateIp,
       securityGroups: [network.securityGroups.internal, network.securityGroups.saltMaster],
     });

@@ -9,7 +9,7 @@ cd "$KOO_ROOT"
 log "lint: eslint (with the layers), import cycles, copies, prettier, shellcheck, ruff, salt-lint, yamllint"
 npx --no-install eslint .
 node scripts/check-import-cycles.js
-# .jscpd.json: the product's TypeScript, Python and shell; any run of 4 lines (20 tokens) written
+# .jscpd.json: the product's TypeScript, Python and shell; any run of 4 lines (30 tokens) written
 # twice fails. --silent keeps a clean run to no output; a failing one still lists its clones.
 npx --no-install jscpd --silent || npx --no-install jscpd
 npx --no-install prettier --check --log-level warn .

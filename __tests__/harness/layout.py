@@ -98,7 +98,9 @@ class Layout:
     @property
     def master(self) -> Machine:
         """The Kubernetes master."""
-        return self._machine(HOST_NAMES["kubeMaster"], HOST_NUMBERS["kubeMasterPrivate"], HOST_NUMBERS["kubeMasterPublic"])
+        return self._machine(
+            HOST_NAMES["kubeMaster"], HOST_NUMBERS["kubeMasterPrivate"], HOST_NUMBERS["kubeMasterPublic"]
+        )
 
     def worker(self, n: int) -> Machine:
         """Worker ``n`` of the default pool."""

@@ -492,8 +492,9 @@ def join_cluster(
 
     CLI Example: ``salt k8s-worker-0.* microk8s.join_cluster k8s-master.example 10.1.0.10 True 8 5 60``
     """
-    return _sub("_join").join_cluster(
-        __salt__, __opts__, master, master_address, worker, attempts, interval, max_interval
+    join = _sub("_join")
+    return join.join_cluster(
+        __salt__, __opts__, master, master_address, worker, join.Backoff(attempts, interval, max_interval)
     )
 
 

@@ -8,6 +8,7 @@ bounded retry loop that ties them together.
 from __future__ import annotations
 
 import time
+from typing import NamedTuple
 
 from salt.exceptions import CommandExecutionError
 
@@ -99,25 +100,27 @@ def request_token_renewal(salt: dict, master: str, reason: str, serial: int) -> 
     return bool(salt["event.send"](constants.RENEW_TAG, data))
 
 
+class Backoff(NamedTuple):
+    """How often a join is tried: ``attempts`` at most, ``interval`` seconds before the second,
+    twice as long before each next one, never more than ``max_interval``."""
+
+    attempts: int
+    interval: float
+    max_interval: float
+
+
 def join_cluster(
-    salt: dict,
-    opts: dict,
-    master: str,
-    master_address: str | None,
-    worker: bool,
-    attempts: int,
-    interval: float,
-    max_interval: float,
+    salt: dict, opts: dict, master: str, master_address: str | None, worker: bool, backoff: Backoff
 ) -> dict:
     """
-    Joins with this node's published token, at most ``attempts`` times, waiting ``interval``
-    seconds before the second, twice as long before each next one, never more than
-    ``max_interval``. A missing token is asked for once; a spent token (consumed by a failed
-    attempt, expired, refused because the node was rebuilt or its name did not resolve) is
-    renewed through the master; an unready master is waited for. Returns ``{"attempts",
+    Joins with this node's published token, as often as ``backoff`` allows. A missing token is
+    asked for once; a spent token (consumed by a failed attempt, expired, refused because the node
+    was rebuilt or its name did not resolve) is renewed through the master; an unready master is
+    waited for. Returns ``{"attempts",
     "serial", "membership"}`` of the join that worked, once the membership shows it
     (``settled_membership``); raises CommandExecutionError saying why it gave up.
     """
+    attempts, interval, max_interval = backoff
     delay = float(interval)
     renewing = None  # the serial of the token reported spent, until a newer one is published
     asked = False  # whether the master was asked for a token it had not published
