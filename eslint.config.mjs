@@ -33,7 +33,8 @@ export default tseslint.config(
           patterns: [
             {
               group: ["../*", "cdktf", "@cdktf/*", "constructs"],
-              message: "facts/ is the lowest layer: it imports only other facts/ files, Node.js and plain libraries (docs/architecture.md, Layers).",
+              message:
+                "facts/ is the lowest layer: it imports only other facts/ files, Node.js and plain libraries (docs/architecture.md, Layers).",
             },
           ],
         },
@@ -49,7 +50,8 @@ export default tseslint.config(
           patterns: [
             {
               group: ["constructs", "../.gen/*", "cdktf", "@cdktf/*", "../main"],
-              message: "config/ reads and checks parameters: it imports facts/ and Node.js, never constructs/, cdktf or the bindings (docs/architecture.md, Layers).",
+              message:
+                "config/ reads and checks parameters: it imports facts/ and Node.js, never constructs/, cdktf or the bindings (docs/architecture.md, Layers).",
             },
           ],
         },
@@ -61,7 +63,11 @@ export default tseslint.config(
     rules: {
       "no-restricted-imports": [
         "error",
-        { patterns: [{ group: ["**/main"], message: "constructs/ is below main.ts: main.ts builds the stack (docs/architecture.md, Layers)." }] },
+        {
+          patterns: [
+            { group: ["**/main"], message: "constructs/ is below main.ts: main.ts builds the stack (docs/architecture.md, Layers)." },
+          ],
+        },
       ],
     },
   },

@@ -113,7 +113,9 @@ function main() {
   const cycles = importCycles(root);
   for (const cycle of cycles) console.error(`import cycle: ${cycle.join(" → ")}`);
   if (cycles.length > 0) {
-    console.error("kube-on-os: the product's imports must not form a cycle: move what both files need into a lower layer (docs/architecture.md, Layers)");
+    console.error(
+      "kube-on-os: the product's imports must not form a cycle: move what both files need into a lower layer (docs/architecture.md, Layers)",
+    );
     process.exit(1);
   }
 }

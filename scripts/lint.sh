@@ -10,8 +10,8 @@ log "lint: eslint (with the layers), import cycles, copies, prettier, shellcheck
 npx --no-install eslint .
 node scripts/check-import-cycles.js
 # .jscpd.json: the product's TypeScript, Python and shell; any run of 4 lines (30 tokens) written
-# twice fails. --silent keeps a clean run to no output; a failing one still lists its clones.
-npx --no-install jscpd --silent || npx --no-install jscpd
+# twice fails. A clean run prints nothing; a failing one runs again to list its clones.
+npx --no-install jscpd --silent >/dev/null || npx --no-install jscpd
 npx --no-install prettier --check --log-level warn .
 shellcheck -x scripts/*.sh scripts/toolchain/*.sh scripts/ci/*.sh templates/cloud-init/files/*.sh .ci/run provisioners/*.sh
 "$KOO_VENV/bin/ruff" check --quiet __tests__ salt provisioners
