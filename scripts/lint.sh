@@ -6,7 +6,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/toolchain/env.sh"
 cd "$KOO_ROOT"
 
-log "lint: eslint (with the layers), import cycles, copies, prettier, shellcheck, ruff, salt-lint, yamllint"
+log "lint: eslint, prettier, shellcheck, ruff, salt-lint, yamllint, import cycles, copies"
 npx --no-install eslint .
 node scripts/check-import-cycles.js
 # .jscpd.json: the product's TypeScript, Python and shell; any run of 4 lines (30 tokens) written
