@@ -1,0 +1,63 @@
+"""What every service of the kit has: databases, a catalog entry, configuration, processes, seeds."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from .kit import PASSWORD, REGION, Kit
+
+if TYPE_CHECKING:
+    from openstack.connection import Connection
+
+
+class Service:
+    #: The service's name, also its port's (kit.PORTS) and its Keystone user's.
+    name = ""
+    databases: tuple[str, ...] = ()
+    #: (type, name, path after the service's base URL) for each catalog entry.
+    catalog: tuple[tuple[str, str, str], ...] = ()
+
+    def configure(self, kit: Kit) -> None:
+        """Writes the configuration files (every start: a port base may change)."""
+
+    def migrate(self, kit: Kit) -> None:
+        """Creates the schema (a cold start only)."""
+
+    def start(self, kit: Kit) -> None:
+        """Starts the processes."""
+
+    def wait(self, kit: Kit) -> None:
+        """Returns once the service answers."""
+
+    def seed(self, kit: Kit, admin: Connection) -> None:
+        """Creates what the stack expects of this service (a cold start only, after every wait)."""
+
+
+def keystone_authtoken(kit: Kit, user: str) -> dict[str, object]:
+    """The [keystone_authtoken] (and [service_user]-like) options of a service user."""
+    return {
+        "www_authenticate_uri": kit.url("keystone"),
+        "auth_url": kit.url("keystone"),
+        "auth_type": "password",
+        "project_domain_name": "Default",
+        "user_domain_name": "Default",
+        "project_name": "service",
+        "username": user,
+        "password": PASSWORD,
+        "region_name": REGION,
+        "service_token_roles_required": True,
+    }
+
+
+def gunicorn(kit: Kit, service: str, app: str, argv: list[str], env: dict[str, str] | None = None, threads: int = 8) -> None:
+    """Starts a service's API: one gunicorn worker, threaded, on the service's port."""
+    kit.start(
+        f"{service}-api",
+        [
+            kit.bin("gunicorn"), "--bind", f"127.0.0.1:{kit.port(service)}", "--workers", "1",
+            "--worker-class", "gthread", "--threads", str(threads), "--timeout", "600",
+            "--graceful-timeout", "5", "--name", f"{service}-api", "koo_cloud.wsgi:application",
+        ],
+        {"KOO_WSGI_APP": app, "KOO_WSGI_ARGV": json.dumps(argv), **(env or {})},
+    )
