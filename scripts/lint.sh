@@ -13,9 +13,9 @@ node scripts/check-import-cycles.js
 # twice fails. A clean run prints nothing; a failing one runs again to list its clones.
 npx --no-install jscpd --silent >/dev/null || npx --no-install jscpd
 npx --no-install prettier --check --log-level warn .
-shellcheck -x scripts/*.sh scripts/toolchain/*.sh scripts/ci/*.sh templates/cloud-init/files/*.sh .ci/run provisioners/*.sh
-"$KOO_VENV/bin/ruff" check --quiet __tests__ salt provisioners
-"$KOO_VENV/bin/ruff" format --check --quiet __tests__ salt provisioners
+shellcheck -x scripts/*.sh scripts/toolchain/*.sh scripts/ci/*.sh scripts/openstack/*.sh scripts/openstack/cloud templates/cloud-init/files/*.sh .ci/run provisioners/*.sh
+"$KOO_VENV/bin/ruff" check --quiet __tests__ salt provisioners scripts/openstack
+"$KOO_VENV/bin/ruff" format --check --quiet __tests__ salt provisioners scripts/openstack
 find salt pillar -name '*.sls' -print0 | xargs -0 "$KOO_VENV/bin/salt-lint"
 # Only the pure-YAML files: SLS with Jinja is salt-lint's.
 "$KOO_VENV/bin/yamllint" --strict -c .yamllint.yaml salt/*/defaults.yaml salt/salt_master/files/master.conf \

@@ -55,8 +55,8 @@ if ! is_complete "$venv"; then
     "${constraints[@]}" --requirement "$here/requirements.txt" || die "pip could not install scripts/openstack/requirements.txt (see above)"
   if $refreeze; then
     {
-      printf '# Every package the kit'"'"'s environment holds, pinned: `pip freeze` of requirements.txt'"'"'s install.\n'
-      printf '# Regenerate: scripts/openstack/install.sh --refreeze\n'
+      echo "# Every package the kit's environment holds, pinned: pip freeze of requirements.txt's install."
+      echo "# Regenerate: scripts/openstack/install.sh --refreeze"
       "$venv/bin/python" -m pip freeze --disable-pip-version-check
     } >"$here/constraints.txt"
     log "OpenStack kit: rewrote scripts/openstack/constraints.txt; run this script again to install from it"

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import shutil
 import tarfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from . import infra
 from .keystone import Keystone
-from .kit import KIT_DIR, PASSWORD, REGION, Kit, KitError
+from .kit import KIT_DIR, PASSWORD, REGION, Kit, http_answers
 from .service import Service
 
 # In start order: each may call the ones before it.
@@ -20,9 +23,16 @@ def admin_connection(kit: Kit):
     import openstack
 
     return openstack.connect(
-        auth_url=kit.auth_url, username="admin", password=PASSWORD, project_name="admin",
-        user_domain_name="Default", project_domain_name="Default", region_name=REGION,
-        identity_api_version="3", load_yaml_config=False, load_envvars=False,
+        auth_url=kit.auth_url,
+        username="admin",
+        password=PASSWORD,
+        project_name="admin",
+        user_domain_name="Default",
+        project_domain_name="Default",
+        region_name=REGION,
+        identity_api_version="3",
+        load_yaml_config=False,
+        load_envvars=False,
     )
 
 
@@ -31,7 +41,9 @@ def snapshot_key(kit: Kit) -> str:
     (the catalog and the configuration hold the ports)."""
     digest = hashlib.sha256(str(kit.port_base).encode())
     files = [KIT_DIR / "requirements.txt", KIT_DIR / "constraints.txt"]
-    files += sorted((KIT_DIR / "koo_cloud").glob("*.py")) + sorted(p for p in (KIT_DIR / "plugins").rglob("*") if p.is_file())
+    files += sorted((KIT_DIR / "koo_cloud").glob("*.py")) + sorted(
+        p for p in (KIT_DIR / "plugins").rglob("*") if p.is_file()
+    )
     for path in files:
         if "__pycache__" in path.parts:
             continue
@@ -46,12 +58,15 @@ def snapshot_path(kit: Kit, cache: Path) -> Path:
 
 
 def down(kit: Kit) -> list[str]:
+    (kit.state / "up").unlink(missing_ok=True)
     return kit.stop_all()
 
 
 def register(kit: Kit, admin) -> None:
     """The service project, a user with the admin role per service, and the catalog."""
-    service_project = admin.identity.find_project("service") or admin.identity.create_project(name="service", domain_id="default")
+    service_project = admin.identity.find_project("service") or admin.identity.create_project(
+        name="service", domain_id="default"
+    )
     role = admin.identity.find_role("admin")
     for service in SERVICES[1:]:
         user = admin.identity.find_user(service.name) or admin.identity.create_user(
@@ -61,7 +76,9 @@ def register(kit: Kit, admin) -> None:
         for type_, name, path in service.catalog:
             entry = admin.identity.create_service(type=type_, name=name)
             for interface in ("public", "internal", "admin"):
-                admin.identity.create_endpoint(service_id=entry.id, interface=interface, url=kit.url(service.name, path), region_id=REGION)
+                admin.identity.create_endpoint(
+                    service_id=entry.id, interface=interface, url=kit.url(service.name, path), region_id=REGION
+                )
 
 
 def cold_start(kit: Kit) -> None:
@@ -106,9 +123,31 @@ def warm_start(kit: Kit) -> None:
     kit.say("every service answers")
 
 
+def running(kit: Kit) -> bool:
+    """Whether every process of a complete start still runs, and Keystone answers."""
+    if not (kit.state / "up").exists():
+        return False
+    states = status(kit)
+    return bool(states) and all(states.values()) and http_answers(kit.url("keystone", "/v3"))
+
+
+@contextmanager
+def locked(kit: Kit) -> Iterator[None]:
+    """One `up` or `down` at a time on a state directory: the test run starts the cloud early, and a
+    test file that needs it waits here for that start instead of starting another."""
+    lock = kit.state.with_name(kit.state.name + ".lock")
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with lock.open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
 def up(kit: Kit, cache: Path, cold: bool = False) -> str:
     """Brings the cloud up: from the cached snapshot when there is one, else from nothing (and then
-    saves a snapshot). Processes a crashed earlier run left are ended first. Returns how it started."""
+    saves a snapshot). Processes a crashed earlier run left are ended first. Returns how it started:
+    "running" when a complete start is still running (and `cold` is not asked for)."""
+    if not cold and running(kit):
+        return "running"
     left = down(kit)
     if left:
         kit.say(f"ended what an earlier run left running: {', '.join(left)}")
@@ -124,6 +163,7 @@ def up(kit: Kit, cache: Path, cold: bool = False) -> str:
             how = "warm"
         restore_snapshot(kit, snapshot)
         warm_start(kit)
+        (kit.state / "up").write_text(how + "\n")
     except BaseException:
         down(kit)
         raise

@@ -16,19 +16,37 @@ def start_mariadb(kit: Kit, fresh: bool) -> None:
         data.mkdir(parents=True)
         kit.run(
             "mariadb-install-db",
-            ["mariadb-install-db", "--no-defaults", f"--datadir={data}", "--user=root", "--skip-test-db",
-             "--auth-root-authentication-method=socket"],
+            [
+                "mariadb-install-db",
+                "--no-defaults",
+                f"--datadir={data}",
+                "--user=root",
+                "--skip-test-db",
+                "--auth-root-authentication-method=socket",
+            ],
         )
     kit.start(
         "mariadb",
         [
-            "mariadbd", "--no-defaults", f"--datadir={data}", "--user=root",
-            f"--socket={socket_path}", f"--port={kit.port('mariadb')}", "--bind-address=127.0.0.1",
-            f"--pid-file={kit.tmp / 'mariadbd.pid'}", "--skip-name-resolve", "--skip-log-bin",
+            "mariadbd",
+            "--no-defaults",
+            f"--datadir={data}",
+            "--user=root",
+            f"--socket={socket_path}",
+            f"--port={kit.port('mariadb')}",
+            "--bind-address=127.0.0.1",
+            f"--pid-file={kit.tmp / 'mariadbd.pid'}",
+            "--skip-name-resolve",
+            "--skip-log-bin",
             # A test cloud's data need not survive a power cut: no fsync, small buffers.
-            "--innodb-flush-log-at-trx-commit=0", "--innodb-doublewrite=0", "--innodb-flush-method=nosync",
-            "--innodb-buffer-pool-size=128M", "--innodb-log-file-size=64M", "--max-connections=1000",
-            "--character-set-server=utf8mb4", "--collation-server=utf8mb4_general_ci",
+            "--innodb-flush-log-at-trx-commit=0",
+            "--innodb-doublewrite=0",
+            "--innodb-flush-method=nosync",
+            "--innodb-buffer-pool-size=128M",
+            "--innodb-log-file-size=64M",
+            "--max-connections=1000",
+            "--character-set-server=utf8mb4",
+            "--collation-server=utf8mb4_general_ci",
         ],
     )
     kit.wait_for("MariaDB", lambda: port_open(kit.port("mariadb")), 60, "mariadb")
@@ -41,7 +59,10 @@ def create_databases(kit: Kit, names: list[str]) -> None:
     statements.append("GRANT ALL PRIVILEGES ON *.* TO 'koo'@'127.0.0.1';")
     done = subprocess.run(
         ["mariadb", f"--socket={kit.tmp / 'mariadb.sock'}", "-uroot"],
-        input="\n".join(statements), text=True, capture_output=True, check=False,
+        input="\n".join(statements),
+        text=True,
+        capture_output=True,
+        check=False,
     )
     if done.returncode != 0:
         raise KitError(f"MariaDB refused the kit's databases: {done.stderr.strip()}")
@@ -66,14 +87,16 @@ def start_rabbitmq(kit: Kit) -> None:
     kit.wait_for("epmd", lambda: port_open(kit.port("epmd")), 30, "epmd")
     config = kit.etc("rabbitmq") / "rabbitmq.conf"
     config.write_text(
-        "\n".join([
-            "listeners.tcp.1 = 127.0.0.1:%d" % kit.port("rabbitmq"),
-            # guest may log in over loopback only, which is all the kit uses.
-            "loopback_users.guest = true",
-            "disk_free_limit.absolute = 50MB",
-            "vm_memory_high_watermark.relative = 0.2",
-            "",
-        ])
+        "\n".join(
+            [
+                f"listeners.tcp.1 = 127.0.0.1:{kit.port('rabbitmq')}",
+                # guest may log in over loopback only, which is all the kit uses.
+                "loopback_users.guest = true",
+                "disk_free_limit.absolute = 50MB",
+                "vm_memory_high_watermark.relative = 0.2",
+                "",
+            ]
+        )
     )
     (kit.etc("rabbitmq") / "enabled_plugins").write_text("[].\n")
     kit.start(

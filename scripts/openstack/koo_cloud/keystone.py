@@ -37,15 +37,36 @@ class Keystone(Service):
             self.manage(kit, setup, "--keystone-user", "root", "--keystone-group", "root")
         url = kit.url("keystone")
         self.manage(
-            kit, "bootstrap", "--bootstrap-password", PASSWORD, "--bootstrap-username", "admin",
-            "--bootstrap-project-name", "admin", "--bootstrap-role-name", "admin",
-            "--bootstrap-service-name", "keystone", "--bootstrap-region-id", REGION,
-            "--bootstrap-admin-url", url, "--bootstrap-internal-url", url, "--bootstrap-public-url", url,
+            kit,
+            "bootstrap",
+            "--bootstrap-password",
+            PASSWORD,
+            "--bootstrap-username",
+            "admin",
+            "--bootstrap-project-name",
+            "admin",
+            "--bootstrap-role-name",
+            "admin",
+            "--bootstrap-service-name",
+            "keystone",
+            "--bootstrap-region-id",
+            REGION,
+            "--bootstrap-admin-url",
+            url,
+            "--bootstrap-internal-url",
+            url,
+            "--bootstrap-public-url",
+            url,
         )
 
     def start(self, kit: Kit) -> None:
-        gunicorn(kit, "keystone", "keystone.wsgi.api:application", ["keystone"],
-                 {"OS_KEYSTONE_CONFIG_FILES": str(self.config_file(kit))})
+        gunicorn(
+            kit,
+            "keystone",
+            "keystone.wsgi.api:application",
+            ["keystone"],
+            {"OS_KEYSTONE_CONFIG_FILES": str(self.config_file(kit))},
+        )
 
     def wait(self, kit: Kit) -> None:
         kit.wait_http("keystone", "keystone-api", "/v3")

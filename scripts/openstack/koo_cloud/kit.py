@@ -49,7 +49,7 @@ DEFAULT_PORT_BASE = 23300
 
 # The password of every account the kit creates (database, service users, the admin). The cloud
 # listens on 127.0.0.1 only and holds nothing but test data.
-PASSWORD = "koo-cloud-secret"  # noqa: S105 - a local test cloud's, printed by `env`
+PASSWORD = "koo-cloud-secret"
 REGION = "RegionOne"
 
 
@@ -135,7 +135,9 @@ class Kit:
         with log.open("ab") as out:
             out.write(f"$ {' '.join(argv)}\n".encode())
             out.flush()
-            done = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, env=self.env(env), timeout=timeout, check=False)
+            done = subprocess.run(
+                argv, stdout=out, stderr=subprocess.STDOUT, env=self.env(env), timeout=timeout, check=False
+            )
         if done.returncode != 0:
             raise KitError(f"{name} failed with status {done.returncode}: {tail(log)}")
         return log.read_text(errors="replace")
@@ -145,7 +147,7 @@ class Kit:
         """Starts a long-running process in a session of its own, and records its PID file."""
         log = self.log_path(name)
         with log.open("ab") as out:
-            process = subprocess.Popen(  # noqa: S603 - argv is the kit's own
+            process = subprocess.Popen(
                 argv,
                 stdin=subprocess.DEVNULL,
                 stdout=out,
@@ -196,7 +198,12 @@ class Kit:
         raise KitError(f"{what} not ready after {timeout:.0f} s{log}")
 
     def wait_http(self, service: str, process: str, path: str = "/", timeout: float = 120.0) -> None:
-        self.wait_for(f"{service}'s API on port {self.port(service)}", lambda: http_answers(self.url(service, path)), timeout, process)
+        self.wait_for(
+            f"{service}'s API on port {self.port(service)}",
+            lambda: http_answers(self.url(service, path)),
+            timeout,
+            process,
+        )
 
 
 def start_time(pid: int) -> str:
@@ -266,7 +273,7 @@ def port_open(port: int) -> bool:
 def http_answers(url: str) -> bool:
     """True once anything answers HTTP at `url` (any status: an API may want a token)."""
     try:
-        with urllib.request.urlopen(url, timeout=5):  # noqa: S310 - the kit's own loopback URL
+        with urllib.request.urlopen(url, timeout=5):
             return True
     except urllib.error.HTTPError:
         return True

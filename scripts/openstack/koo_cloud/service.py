@@ -50,14 +50,29 @@ def keystone_authtoken(kit: Kit, user: str) -> dict[str, object]:
     }
 
 
-def gunicorn(kit: Kit, service: str, app: str, argv: list[str], env: dict[str, str] | None = None, threads: int = 8) -> None:
+def gunicorn(
+    kit: Kit, service: str, app: str, argv: list[str], env: dict[str, str] | None = None, threads: int = 8
+) -> None:
     """Starts a service's API: one gunicorn worker, threaded, on the service's port."""
     kit.start(
         f"{service}-api",
         [
-            kit.bin("gunicorn"), "--bind", f"127.0.0.1:{kit.port(service)}", "--workers", "1",
-            "--worker-class", "gthread", "--threads", str(threads), "--timeout", "600",
-            "--graceful-timeout", "5", "--name", f"{service}-api", "koo_cloud.wsgi:application",
+            kit.bin("gunicorn"),
+            "--bind",
+            f"127.0.0.1:{kit.port(service)}",
+            "--workers",
+            "1",
+            "--worker-class",
+            "gthread",
+            "--threads",
+            str(threads),
+            "--timeout",
+            "600",
+            "--graceful-timeout",
+            "5",
+            "--name",
+            f"{service}-api",
+            "koo_cloud.wsgi:application",
         ],
         {"KOO_WSGI_APP": app, "KOO_WSGI_ARGV": json.dumps(argv), **(env or {})},
     )
