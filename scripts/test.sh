@@ -37,6 +37,7 @@ else
 fi
 export KOO_TIMING_DIR="$results"
 cgroups=()
+cloud_started=false
 # shellcheck disable=SC2317 # run by the EXIT trap
 cleanup() {
   local run left dir
@@ -53,6 +54,8 @@ cleanup() {
       log "processes outlived their suites: ${left[*]} (in $run)"
     fi
   done
+  # The real OpenStack services, if this run started them (below); only what the kit started ends.
+  if $cloud_started; then "$KOO_ROOT/scripts/openstack/cloud" down --quiet || log "the OpenStack kit did not stop cleanly"; fi
   $keep_results || rm -rf "$results"
 }
 trap cleanup EXIT
@@ -76,6 +79,14 @@ source "$KOO_ROOT/scripts/toolchain/env.sh"
 cd "$KOO_ROOT"
 # npm ci generated the bindings already; this is a no-op then, and a repair if .gen/ was removed.
 node scripts/generate-bindings.js
+
+# The real OpenStack services (scripts/openstack/) start while the linters run: the L3 journeys on
+# them (__tests__/l3-openstack.test.ts) wait for this start, from the kit's cached snapshot when
+# there is one. What a crashed earlier run left running is ended first; the EXIT trap ends it all.
+if ! $quick; then
+  cloud_started=true
+  "$KOO_ROOT/scripts/openstack/cloud" up --quiet >"$results/cloud-up.log" 2>&1 &
+fi
 
 mark lint
 if [[ -n ${KOO_LINTED:-} ]]; then

@@ -1,0 +1,182 @@
+/**
+ * The real OpenStack services (scripts/openstack/) as the L3 journeys' second target. npm test
+ * starts the kit beside the lint and ends it last (scripts/test.sh); a test file's `cloud up`
+ * waits for that start, or starts the kit itself when jest runs alone. Each test file gets a
+ * Keystone project and user of its own, and its leftovers are what that project still holds.
+ */
+import { execFile } from "node:child_process";
+import * as path from "node:path";
+import { promisify } from "node:util";
+
+const run = promisify(execFile);
+const KIT = path.join(__dirname, "..", "..", "scripts", "openstack", "cloud");
+
+type Env = Record<string, string>;
+
+/** Runs the kit's command line; a failure throws with its output. */
+async function kit(args: string[]): Promise<string> {
+  try {
+    const { stdout } = await run(KIT, [...args, "--quiet"], { maxBuffer: 16 * 1024 * 1024, timeout: 900_000 });
+    return stdout;
+  } catch (error) {
+    const failed = error as { stdout?: string; stderr?: string; message: string };
+    throw new Error(`scripts/openstack/cloud ${args.join(" ")} failed: ${failed.stderr || failed.message}${failed.stdout ?? ""}`);
+  }
+}
+
+/** Brings the kit up (a no-op when npm test's start is running) and returns the admin's OS_* variables. */
+export async function kitUp(): Promise<Env> {
+  await kit(["up"]);
+  return JSON.parse(await kit(["env", "--json"])) as Env;
+}
+
+interface Catalog {
+  readonly token: string;
+  /** The public URL of each service type. */
+  readonly endpoints: Record<string, string>;
+}
+
+async function passwordToken(env: Env, scope: unknown): Promise<Catalog> {
+  const response = await fetch(`${env.OS_AUTH_URL}/auth/tokens`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({
+      auth: {
+        identity: {
+          methods: ["password"],
+          password: { user: { name: env.OS_USERNAME, password: env.OS_PASSWORD, domain: { name: env.OS_USER_DOMAIN_NAME } } },
+        },
+        scope,
+      },
+    }),
+  });
+  if (response.status !== 201) throw new Error(`Keystone answered ${response.status}: ${await response.text()}`);
+  const body = (await response.json()) as { token: { catalog: { type: string; endpoints: { interface: string; url: string }[] }[] } };
+  const endpoints: Record<string, string> = {};
+  for (const entry of body.token.catalog) {
+    const url = entry.endpoints.find((e) => e.interface === "public")?.url;
+    if (url) endpoints[entry.type] = url;
+  }
+  return { token: response.headers.get("x-subject-token") as string, endpoints };
+}
+
+/** A request with a token; answers other than 2xx throw, naming the request. */
+async function call(catalog: Catalog, method: string, url: string, body?: unknown, headers: Env = {}): Promise<any> {
+  const response = await fetch(url, {
+    method,
+    headers: { "x-auth-token": catalog.token, "content-type": "application/json", ...headers },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await response.text();
+  if (!response.ok) throw new Error(`${method} ${url} answered ${response.status}: ${text}`);
+  return text === "" ? undefined : JSON.parse(text);
+}
+
+/** A Keystone project of a test file's own, with a member user, on the real cloud. */
+export interface KitProject {
+  readonly projectId: string;
+  readonly userId: string;
+  /** OS_* variables for the project's user, as an openrc file would set them. */
+  passwordEnv(): Env;
+  /**
+   * What the project holds, as "<kind> <name or id>" lines, sorted: servers, server groups,
+   * keypairs, networks, subnets, ports, routers, floating IPs, security groups (but its
+   * "default"), volumes, load balancers and the user's application credentials. [] after a
+   * complete destroy.
+   */
+  resources(): Promise<string[]>;
+  /** Removes the user and the project (not what the project holds: resources() tells that). */
+  remove(): Promise<void>;
+}
+
+let projects = 0;
+
+/** Creates a project and a user with the member role in it, named after this process. */
+export async function kitProject(admin: Env): Promise<KitProject> {
+  const adminScope = { project: { name: admin.OS_PROJECT_NAME, domain: { name: admin.OS_PROJECT_DOMAIN_NAME } } };
+  const catalog = await passwordToken(admin, adminScope);
+  const identity = admin.OS_AUTH_URL;
+  const name = `koo-test-${process.pid}-${++projects}`;
+  const password = `${name}-password`;
+  const project = (await call(catalog, "POST", `${identity}/projects`, { project: { name, domain_id: "default" } })).project;
+  const user = (
+    await call(catalog, "POST", `${identity}/users`, { user: { name, password, domain_id: "default", default_project_id: project.id } })
+  ).user;
+  const roles = (await call(catalog, "GET", `${identity}/roles?name=member`)).roles;
+  await call(catalog, "PUT", `${identity}/projects/${project.id}/users/${user.id}/roles/${roles[0].id}`);
+
+  const userEnv: Env = {
+    OS_AUTH_URL: identity,
+    OS_AUTH_TYPE: "password",
+    OS_IDENTITY_API_VERSION: "3",
+    OS_REGION_NAME: admin.OS_REGION_NAME,
+    OS_INTERFACE: "public",
+    OS_USERNAME: name,
+    OS_PASSWORD: password,
+    OS_PROJECT_NAME: name,
+    OS_PROJECT_ID: project.id,
+    OS_USER_DOMAIN_NAME: "Default",
+    OS_PROJECT_DOMAIN_ID: "default",
+  };
+
+  const resources = async (): Promise<string[]> => {
+    const fresh = await passwordToken(admin, adminScope);
+    const { endpoints } = fresh;
+    const get = (url: string, headers: Env = {}) => call(fresh, "GET", url, undefined, headers);
+    // Keypairs and application credentials belong to the user: listed with the user's own token.
+    const own = await passwordToken(userEnv, { project: { id: project.id } });
+    const getOwn = (url: string, headers: Env = {}) => call(own, "GET", url, undefined, headers);
+    const named = (kind: string, items: { name?: string; id: string }[]) => items.map((i) => `${kind} ${i.name || i.id}`);
+    const p = project.id;
+    const lines: string[] = [];
+    if (endpoints.compute) {
+      lines.push(...named("server", (await get(`${endpoints.compute}/servers?all_tenants=1&project_id=${p}`)).servers));
+      const groups = (await get(`${endpoints.compute}/os-server-groups?all_projects=True`)).server_groups as any[];
+      lines.push(
+        ...named(
+          "server group",
+          groups.filter((g) => g.project_id === p),
+        ),
+      );
+      const keypairs = (await getOwn(`${endpoints.compute}/os-keypairs`)).keypairs as any[];
+      lines.push(...keypairs.map((k) => `keypair ${k.keypair.name}`));
+    }
+    if (endpoints.network) {
+      const network = `${endpoints.network.replace(/\/$/, "")}/v2.0`;
+      for (const [kind, plural] of [
+        ["network", "networks"],
+        ["subnet", "subnets"],
+        ["port", "ports"],
+        ["router", "routers"],
+        ["floating IP", "floatingips"],
+        ["security group", "security-groups"],
+      ]) {
+        const items = (await get(`${network}/${plural}?project_id=${p}`))[plural.replace("-", "_")] as any[];
+        const kept = kind === "security group" ? items.filter((g) => g.name !== "default") : items;
+        lines.push(...named(kind, kind === "floating IP" ? kept.map((f) => ({ id: f.floating_ip_address })) : kept));
+      }
+    }
+    if (endpoints.volumev3) {
+      lines.push(...named("volume", (await get(`${endpoints.volumev3}/volumes?all_tenants=1&project_id=${p}`)).volumes));
+    }
+    if (endpoints["load-balancer"]) {
+      const octavia = endpoints["load-balancer"].replace(/\/$/, "");
+      lines.push(...named("load balancer", (await get(`${octavia}/v2/lbaas/loadbalancers?project_id=${p}`)).loadbalancers));
+    }
+    const credentials = (await getOwn(`${identity}/users/${user.id}/application_credentials`)).application_credentials as any[];
+    lines.push(...named("application credential", credentials));
+    return lines.sort();
+  };
+
+  return {
+    projectId: project.id,
+    userId: user.id,
+    passwordEnv: () => ({ ...userEnv }),
+    resources,
+    remove: async () => {
+      const fresh = await passwordToken(admin, adminScope);
+      await call(fresh, "DELETE", `${identity}/users/${user.id}`);
+      await call(fresh, "DELETE", `${identity}/projects/${project.id}`);
+    },
+  };
+}
