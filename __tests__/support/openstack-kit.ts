@@ -7,6 +7,7 @@
 import { execFile } from "node:child_process";
 import * as path from "node:path";
 import { promisify } from "node:util";
+import type { CloudTarget } from "./target";
 
 const run = promisify(execFile);
 const KIT = path.join(__dirname, "..", "..", "scripts", "openstack", "cloud");
@@ -73,18 +74,8 @@ async function call(catalog: Catalog, method: string, url: string, body?: unknow
 }
 
 /** A Keystone project of a test file's own, with a member user, on the real cloud. */
-export interface KitProject {
-  readonly projectId: string;
+export interface KitProject extends CloudTarget {
   readonly userId: string;
-  /** OS_* variables for the project's user, as an openrc file would set them. */
-  passwordEnv(): Env;
-  /**
-   * What the project holds, as "<kind> <name or id>" lines, sorted: servers, server groups,
-   * keypairs, networks, subnets, ports, routers, floating IPs, security groups (but its
-   * "default"), volumes, load balancers and the user's application credentials. [] after a
-   * complete destroy.
-   */
-  resources(): Promise<string[]>;
   /** Removes the user and the project (not what the project holds: resources() tells that). */
   remove(): Promise<void>;
 }
@@ -126,7 +117,7 @@ export async function kitProject(admin: Env): Promise<KitProject> {
     // Keypairs and application credentials belong to the user: listed with the user's own token.
     const own = await passwordToken(userEnv, { project: { id: project.id } });
     const getOwn = (url: string, headers: Env = {}) => call(own, "GET", url, undefined, headers);
-    const named = (kind: string, items: { name?: string; id: string }[]) => items.map((i) => `${kind} ${i.name || i.id}`);
+    const named = (kind: string, items: { name?: string; id: string }[]) => items.map((i) => `${kind}: ${i.name || i.id}`);
     const p = project.id;
     const lines: string[] = [];
     if (endpoints.compute) {
@@ -139,14 +130,13 @@ export async function kitProject(admin: Env): Promise<KitProject> {
         ),
       );
       const keypairs = (await getOwn(`${endpoints.compute}/os-keypairs`)).keypairs as any[];
-      lines.push(...keypairs.map((k) => `keypair ${k.keypair.name}`));
+      lines.push(...keypairs.map((k) => `keypair: ${k.keypair.name}`));
     }
     if (endpoints.network) {
       const network = `${endpoints.network.replace(/\/$/, "")}/v2.0`;
       for (const [kind, plural] of [
         ["network", "networks"],
         ["subnet", "subnets"],
-        ["port", "ports"],
         ["router", "routers"],
         ["floating IP", "floatingips"],
         ["security group", "security-groups"],
@@ -169,6 +159,8 @@ export async function kitProject(admin: Env): Promise<KitProject> {
   };
 
   return {
+    name: "openstack",
+    authUrl: identity,
     projectId: project.id,
     userId: user.id,
     passwordEnv: () => ({ ...userEnv }),

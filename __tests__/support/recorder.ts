@@ -1,0 +1,185 @@
+/**
+ * A recording proxy between the OpenStack provider and a cloud, the double or the real services:
+ * every exchange as method, path template, status and the fields of the reply, so that the same
+ * journey on both targets can be compared (l3-openstack.test.ts).
+ *
+ * The provider is given the proxy's auth URL. Each upstream origin (one for the double, one per
+ * service for the real cloud) gets a proxy of its own, and every upstream URL in a reply (the
+ * catalog, version documents, Location headers) is rewritten to the proxy's, so that the
+ * provider's every later request comes through too.
+ */
+import * as http from "node:http";
+import type { AddressInfo } from "node:net";
+
+export interface Exchange {
+  /** The catalog type of the service: "compute", "network", ... */
+  readonly service: string;
+  readonly method: string;
+  /** The path after the service's catalog URL, ids replaced: "/servers/{id}". */
+  readonly template: string;
+  /** The query's parameter names, sorted. */
+  readonly query: readonly string[];
+  readonly status: number;
+  /** The reply's JSON fields, as paths ("server.status", "servers[].id"), three levels deep. */
+  readonly fields: readonly string[];
+}
+
+export interface Recorder {
+  /** The auth URL to give the provider (OS_AUTH_URL). */
+  readonly authUrl: string;
+  readonly exchanges: readonly Exchange[];
+  close(): Promise<void>;
+}
+
+const UUID = /^([0-9a-f]{32}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/i;
+/** Collections whose members are addressed by a name the user chose, not an id. */
+const NAMED = new Set(["os-keypairs"]);
+const ORIGIN = /http:\/\/127\.0\.0\.1:\d+/g;
+
+/** A path with its ids, numbers and user-chosen names replaced by placeholders. */
+export function pathTemplate(path: string): string {
+  const segments = path.split("/");
+  return segments
+    .map((segment, i) => {
+      if (UUID.test(segment)) return "{id}";
+      if (/^\d+$/.test(segment)) return "{n}";
+      if (i > 0 && NAMED.has(segments[i - 1]) && segment !== "") return "{name}";
+      return segment;
+    })
+    .join("/");
+}
+
+/** The paths of a JSON value's fields, `depth` levels deep; the members of arrays as "[]". */
+export function fieldPaths(value: unknown, depth = 3, prefix = ""): string[] {
+  if (depth === 0 || value === null || typeof value !== "object") return [];
+  if (Array.isArray(value)) {
+    const merged = new Set(value.flatMap((item) => fieldPaths(item, depth, `${prefix}[]`)));
+    return [...merged];
+  }
+  const paths: string[] = [];
+  for (const [key, inner] of Object.entries(value)) {
+    const path = prefix === "" ? key : `${prefix}.${key}`;
+    paths.push(path, ...fieldPaths(inner, depth - 1, path));
+  }
+  return paths;
+}
+
+interface CatalogEntry {
+  readonly type: string;
+  /** The endpoint's URL as upstream has it. */
+  readonly url: string;
+}
+
+/** Starts a recorder in front of the cloud whose Keystone is at `authUrl` (".../v3"). */
+export async function startRecorder(authUrl: string): Promise<Recorder> {
+  const exchanges: Exchange[] = [];
+  const proxies = new Map<string, { server: http.Server; origin: string }>();
+  // Until a catalog is seen, the auth URL's base is Keystone's.
+  const catalog: CatalogEntry[] = [{ type: "identity", url: authUrl.replace(/\/v3\/?$/, "") }];
+
+  const proxyOrigin = async (upstream: string): Promise<string> => {
+    const known = proxies.get(upstream);
+    if (known) return known.origin;
+    const server = http.createServer((request, response) => void forward(upstream, request, response));
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    proxies.set(upstream, { server, origin });
+    return origin;
+  };
+
+  /** Rewrites every upstream origin in `text` to its proxy's, starting proxies for new ones. */
+  const rewrite = async (text: string): Promise<string> => {
+    const origins = new Set(text.match(ORIGIN) ?? []);
+    let result = text;
+    for (const origin of origins) {
+      if ([...proxies.values()].some((p) => p.origin === origin)) continue;
+      result = result.split(origin).join(await proxyOrigin(origin));
+    }
+    return result;
+  };
+
+  const classify = (url: string): { service: string; template: string } => {
+    const entry = catalog
+      .filter((e) => url === e.url || url.startsWith(`${e.url.replace(/\/$/, "")}/`) || url.startsWith(`${e.url}?`))
+      .sort((a, b) => b.url.length - a.url.length)[0];
+    const { pathname } = new URL(url);
+    if (!entry) return { service: "unknown", template: pathTemplate(pathname) };
+    const base = new URL(entry.url).pathname.replace(/\/$/, "");
+    return { service: entry.type, template: pathTemplate(pathname.slice(base.length) || "/") };
+  };
+
+  const learnCatalog = (body: unknown) => {
+    const entries = (body as { token?: { catalog?: { type: string; endpoints: { url: string }[] }[] } })?.token?.catalog ?? [];
+    for (const entry of entries) {
+      for (const endpoint of entry.endpoints) {
+        if (!catalog.some((e) => e.url === endpoint.url && e.type === entry.type)) catalog.push({ type: entry.type, url: endpoint.url });
+      }
+    }
+  };
+
+  const forward = async (upstream: string, request: http.IncomingMessage, response: http.ServerResponse) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of request) chunks.push(chunk as Buffer);
+    const target = `${upstream}${request.url}`;
+    const headers = new Headers();
+    for (const [name, value] of Object.entries(request.headers)) {
+      if (value === undefined || ["host", "content-length", "accept-encoding", "connection"].includes(name)) continue;
+      headers.set(name, Array.isArray(value) ? value.join(", ") : value);
+    }
+    try {
+      const reply = await fetch(target, {
+        method: request.method,
+        headers,
+        body: chunks.length > 0 ? Buffer.concat(chunks) : undefined,
+        redirect: "manual",
+      });
+      const text = await reply.text();
+      let parsed: unknown;
+      try {
+        parsed = text === "" ? undefined : JSON.parse(text);
+      } catch {
+        parsed = undefined;
+      }
+      learnCatalog(parsed);
+      const { service, template } = classify(target);
+      exchanges.push({
+        service,
+        method: request.method as string,
+        template,
+        query: [...new Set(new URL(target).searchParams.keys())].sort(),
+        status: reply.status,
+        fields: [...new Set(fieldPaths(parsed))].sort(),
+      });
+      const body = await rewrite(text);
+      const out: Record<string, string> = {};
+      const location = reply.headers.get("location");
+      reply.headers.forEach((value, name) => {
+        if (!["content-length", "content-encoding", "transfer-encoding", "connection", "location"].includes(name)) out[name] = value;
+      });
+      if (location !== null) out.location = await rewrite(location);
+      out["content-length"] = String(Buffer.byteLength(body));
+      response.writeHead(reply.status, out);
+      response.end(body);
+    } catch (error) {
+      response.writeHead(502, { "content-type": "text/plain" });
+      response.end(`recorder: ${(error as Error).message}`);
+    }
+  };
+
+  const authProxy = await rewrite(authUrl);
+  return {
+    authUrl: authProxy,
+    exchanges,
+    close: async () => {
+      for (const { server } of proxies.values()) {
+        server.closeAllConnections();
+        await new Promise<void>((resolve) => server.close(() => resolve()));
+      }
+    },
+  };
+}
+
+/** One line per distinct exchange, "service METHOD template status", sorted. */
+export function exchangeLines(exchanges: readonly Exchange[]): string[] {
+  return [...new Set(exchanges.map((e) => `${e.service} ${e.method} ${e.template} ${e.status}`))].sort();
+}
