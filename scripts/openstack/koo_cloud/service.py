@@ -72,6 +72,9 @@ def gunicorn(
             "5",
             "--name",
             f"{service}-api",
+            # gunicorn 27's control socket is one path for every gunicorn of the user
+            # (~/.gunicorn/gunicorn.ctl): two clouds, or two APIs of one, would share it.
+            "--no-control-socket",
             "koo_cloud.wsgi:application",
         ],
         {"KOO_WSGI_APP": app, "KOO_WSGI_ARGV": json.dumps(argv), **(env or {})},
