@@ -128,8 +128,10 @@ def warm_start(kit: Kit) -> None:
 
 
 def running(kit: Kit) -> bool:
-    """Whether every process of a complete start still runs, and Keystone answers."""
-    if not (kit.state / "up").exists():
+    """Whether every process of a complete start of this very kit (its snapshot key) still runs,
+    and Keystone answers."""
+    marker = kit.state / "up"
+    if not marker.exists() or marker.read_text().split()[-1:] != [snapshot_key(kit)]:
         return False
     states = status(kit)
     return bool(states) and all(states.values()) and http_answers(kit.url("keystone", "/v3"))
@@ -167,7 +169,7 @@ def up(kit: Kit, cache: Path, cold: bool = False) -> str:
             how = "warm"
         restore_snapshot(kit, snapshot)
         warm_start(kit)
-        (kit.state / "up").write_text(how + "\n")
+        (kit.state / "up").write_text(f"{how} {snapshot_key(kit)}\n")
     except BaseException:
         down(kit)
         raise
