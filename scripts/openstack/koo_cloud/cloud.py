@@ -8,12 +8,13 @@ import tarfile
 from pathlib import Path
 
 from . import infra
+from .cinder import Cinder
 from .keystone import Keystone
 from .kit import KIT_DIR, PASSWORD, REGION, Kit, KitError
 from .service import Service
 
 # In start order: each may call the ones before it.
-SERVICES: list[Service] = [Keystone()]
+SERVICES: list[Service] = [Keystone(), Cinder()]
 
 
 def admin_connection(kit: Kit):
