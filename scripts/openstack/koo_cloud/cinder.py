@@ -59,18 +59,23 @@ class Cinder(Service):
                     # Else looked for beside the configuration file and in /etc (oslo_service's
                     # wsgi.Loader). Deprecated for removal, but still read by cinder 29.0.0.
                     "api_paste_config": etc / "api-paste.ini",
-                    # Without this file every list filter is refused with a 400, ?name= included
-                    # (cinder/api/common.py, _initialize_filters and reject_invalid_filters; the
-                    # default path is /etc/cinder). The wheel ships Cinder's default list in
-                    # <venv>/etc/cinder/resource_filters.json, the one devstack copies.
+                    # The list filters a user other than an admin may use, ?name= included: one
+                    # not in this file is a 400 from microversion 3.31 on, and silently dropped
+                    # before (cinder/api/common.py, process_general_filtering; the default path is
+                    # /etc/cinder). The wheel ships Cinder's default list, the one devstack copies.
                     "resource_query_filters_file": etc / "resource_filters.json",
                     "enabled_backends": BACKEND,
                     "storage_availability_zone": AVAILABILITY_ZONE,
                     "default_volume_type": DEFAULT_VOLUME_TYPE,
-                    # The volume service reports its pool when it starts, and the scheduler asks
-                    # for reports when it starts; should both miss, the periodic report comes 60 s
-                    # later rather than 60 to 120 s (cinder/service.py, Service.start).
+                    # The volume service reports its pool to the scheduler when it starts, and the
+                    # scheduler asks for reports when it starts (cinder/volume/manager.py, _init_host;
+                    # cinder/scheduler/manager.py, init_host_with_rpc), each a fanout cast to whoever
+                    # listens at that moment: two processes started together often miss both. The
+                    # periodic report then comes within 10 s, not 60 to 120 s (cinder/service.py,
+                    # Service.start; publish_service_capabilities' spacing).
+                    "periodic_interval": 10,
                     "periodic_fuzzy_delay": 0,
+                    "backend_stats_polling_interval": 10,
                     # devstack's choice for slow machines; this one is shared by several clouds.
                     "rpc_response_timeout": 120,
                     # The scheduler and the volume service wait up to 60 s for RPC threads to end
