@@ -11,13 +11,14 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from . import infra
+from .cinder import Cinder
 from .keystone import Keystone
 from .kit import KIT_DIR, PASSWORD, REGION, Kit, http_answers
 from .neutron import Neutron
 from .service import Service
 
 # In start order: each may call the ones before it.
-SERVICES: list[Service] = [Keystone(), Neutron()]
+SERVICES: list[Service] = [Keystone(), Neutron(), Cinder()]
 
 
 def admin_connection(kit: Kit):
@@ -64,16 +65,20 @@ def down(kit: Kit) -> list[str]:
 
 
 def register(kit: Kit, admin) -> None:
-    """The service project, a user with the admin role per service, and the catalog."""
+    """The service project, a user per service with the admin and service roles, and the catalog.
+
+    The service role is what a service token must carry: Cinder answers 401 to Nova's detach
+    without it ([keystone_authtoken] service_token_roles, keystonemiddleware's default)."""
     service_project = admin.identity.find_project("service") or admin.identity.create_project(
         name="service", domain_id="default"
     )
-    role = admin.identity.find_role("admin")
+    roles = [admin.identity.find_role(name) or admin.identity.create_role(name=name) for name in ("admin", "service")]
     for service in SERVICES[1:]:
         user = admin.identity.find_user(service.name) or admin.identity.create_user(
             name=service.name, password=PASSWORD, domain_id="default", default_project_id=service_project.id
         )
-        admin.identity.assign_project_role_to_user(service_project, user, role)
+        for role in roles:
+            admin.identity.assign_project_role_to_user(service_project, user, role)
         for type_, name, path in service.catalog:
             entry = admin.identity.create_service(type=type_, name=name)
             for interface in ("public", "internal", "admin"):
