@@ -12,13 +12,16 @@ from pathlib import Path
 
 from . import infra
 from .cinder import Cinder
+from .glance import Glance
 from .keystone import Keystone
 from .kit import KIT_DIR, PASSWORD, REGION, Kit, http_answers
 from .neutron import Neutron
+from .nova import Nova
+from .placement import Placement
 from .service import Service
 
 # In start order: each may call the ones before it.
-SERVICES: list[Service] = [Keystone(), Neutron(), Cinder()]
+SERVICES: list[Service] = [Keystone(), Glance(), Placement(), Neutron(), Cinder(), Nova()]
 
 
 def admin_connection(kit: Kit):

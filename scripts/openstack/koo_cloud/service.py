@@ -34,10 +34,10 @@ class Service:
         """Creates what the stack expects of this service (a cold start only, after every wait)."""
 
 
-def keystone_authtoken(kit: Kit, user: str) -> dict[str, object]:
-    """The [keystone_authtoken] (and [service_user]-like) options of a service user."""
+def service_credentials(kit: Kit, user: str) -> dict[str, object]:
+    """A keystoneauth section of a service user's own password credentials: what a service uses to
+    call another one ([service_user], nova's [neutron] and [placement], ...)."""
     return {
-        "www_authenticate_uri": kit.url("keystone"),
         "auth_url": kit.url("keystone"),
         "auth_type": "password",
         "project_domain_name": "Default",
@@ -46,6 +46,14 @@ def keystone_authtoken(kit: Kit, user: str) -> dict[str, object]:
         "username": user,
         "password": PASSWORD,
         "region_name": REGION,
+    }
+
+
+def keystone_authtoken(kit: Kit, user: str) -> dict[str, object]:
+    """The [keystone_authtoken] options of a service user."""
+    return {
+        "www_authenticate_uri": kit.url("keystone"),
+        **service_credentials(kit, user),
         "service_token_roles_required": True,
     }
 
