@@ -76,7 +76,7 @@ async function call(catalog: Catalog, method: string, url: string, body?: unknow
 /** A Keystone project of a test file's own, with a member user, on the real cloud. */
 export interface KitProject extends CloudTarget {
   readonly userId: string;
-  /** Removes the user and the project (not what the project holds: resources() tells that). */
+  /** Removes what was seeded, the user and the project (not what else the project holds: resources() tells that). */
   remove(): Promise<void>;
 }
 
@@ -110,14 +110,29 @@ export async function kitProject(admin: Env): Promise<KitProject> {
     OS_PROJECT_DOMAIN_ID: "default",
   };
 
+  // What seedRouter made, which resources() leaves out.
+  const seeded = new Set<string>();
+  const userToken = () => passwordToken(userEnv, { project: { id: project.id } });
+
+  const seedRouter = async (routerName: string): Promise<string> => {
+    const own = await userToken();
+    const network = `${own.endpoints.network.replace(/\/$/, "")}/v2.0`;
+    const externals = (await call(own, "GET", `${network}/networks?router:external=true`)).networks as any[];
+    const body = { router: { name: routerName, external_gateway_info: { network_id: externals[0].id } } };
+    const router = (await call(own, "POST", `${network}/routers`, body)).router;
+    seeded.add(router.id);
+    return router.id as string;
+  };
+
   const resources = async (): Promise<string[]> => {
     const fresh = await passwordToken(admin, adminScope);
     const { endpoints } = fresh;
     const get = (url: string, headers: Env = {}) => call(fresh, "GET", url, undefined, headers);
     // Keypairs and application credentials belong to the user: listed with the user's own token.
-    const own = await passwordToken(userEnv, { project: { id: project.id } });
+    const own = await userToken();
     const getOwn = (url: string, headers: Env = {}) => call(own, "GET", url, undefined, headers);
-    const named = (kind: string, items: { name?: string; id: string }[]) => items.map((i) => `${kind}: ${i.name || i.id}`);
+    const named = (kind: string, items: { name?: string; id: string }[]) =>
+      items.filter((i) => !seeded.has(i.id)).map((i) => `${kind}: ${i.name || i.id}`);
     const p = project.id;
     const lines: string[] = [];
     if (endpoints.compute) {
@@ -165,10 +180,17 @@ export async function kitProject(admin: Env): Promise<KitProject> {
     userId: user.id,
     passwordEnv: () => ({ ...userEnv }),
     resources,
+    seedRouter,
     remove: async () => {
+      // The user and the project go even when a seeded router cannot (a journey left a port on it).
+      const own = await userToken();
+      const network = `${own.endpoints.network.replace(/\/$/, "")}/v2.0`;
+      const failures: string[] = [];
+      for (const id of seeded) await call(own, "DELETE", `${network}/routers/${id}`).catch((error: Error) => failures.push(error.message));
       const fresh = await passwordToken(admin, adminScope);
       await call(fresh, "DELETE", `${identity}/users/${user.id}`);
       await call(fresh, "DELETE", `${identity}/projects/${project.id}`);
+      if (failures.length > 0) throw new Error(failures.join("\n"));
     },
   };
 }

@@ -21,10 +21,16 @@ export interface CloudTarget extends Target {
    * balancer's VIP) that the double does not model as the project's.
    */
   resources(): Promise<string[]>;
+  /**
+   * Seeds a router of the project's, as made before a deployment (router_id), with its gateway
+   * on the external network; resources() leaves it out. Returns its ID.
+   */
+  seedRouter(name: string): Promise<string>;
 }
 
 /** The double as a target: its memory, read as the real cloud's project is listed. */
 export function doubleTarget(double: OpenStackDouble): CloudTarget {
+  const external = () => double.neutron.networks.all().find((n) => n["router:external"] === true)!.id;
   const named = (kind: string, items: readonly Record<string, unknown>[]) =>
     items.filter((i) => i.seeded !== true).map((i) => `${kind}: ${(i.name as string) || (i.id as string)}`);
   return {
@@ -32,6 +38,7 @@ export function doubleTarget(double: OpenStackDouble): CloudTarget {
     authUrl: double.authUrl,
     projectId: double.identity.project.id,
     passwordEnv: () => double.passwordEnv(),
+    seedRouter: async (name) => double.neutron.seedRouter(name, external()).id,
     resources: async () =>
       [
         ...named("server", double.nova.servers.all()),

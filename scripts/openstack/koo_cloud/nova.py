@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 CONTROLLER = "controller"
 COMPUTES = ("compute-1", "compute-2")
 DEFAULT_ZONE = "nova"
+# The zones the L3 journeys spread node pools over (__tests__/l3-openstack.test.ts): a host each.
+ZONES = {"compute-1": "az-1", "compute-2": "az-2"}
 
 # The double's DEFAULT_FLAVORS (__tests__/doubles/openstack/nova.ts):
 # (id, name, vcpus, ram MiB, disk GiB, ephemeral GiB, swap MiB).
@@ -80,6 +82,7 @@ class Nova(Service):
             admin.compute.create_flavor(
                 id=flavor_id, name=name, vcpus=vcpus, ram=ram, disk=disk, ephemeral=ephemeral, swap=swap, is_public=True
             )
+        set_zones(kit, admin, ZONES)
 
     # --- processes ----------------------------------------------------------------------------
     def start(self, kit: Kit) -> None:
