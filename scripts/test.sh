@@ -126,7 +126,7 @@ if $quick; then
   report_args=(--subset)
 else
   jest_files=()
-  pytest_files=(__tests__/l4-salt __tests__/l5-provisioners __tests__/double-microk8s)
+  pytest_files=(__tests__/l4-salt __tests__/l5-provisioners __tests__/double-microk8s __tests__/toolchain-openstack)
   report_args=()
 fi
 
