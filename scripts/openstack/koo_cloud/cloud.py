@@ -14,10 +14,11 @@ from . import infra
 from .keystone import Keystone
 from .kit import KIT_DIR, PASSWORD, REGION, Kit, http_answers
 from .neutron import Neutron
+from .octavia import Octavia
 from .service import Service
 
 # In start order: each may call the ones before it.
-SERVICES: list[Service] = [Keystone(), Neutron()]
+SERVICES: list[Service] = [Keystone(), Neutron(), Octavia()]
 
 
 def admin_connection(kit: Kit):

@@ -116,7 +116,10 @@ class Neutron(Service):
     def start(self, kit: Kit) -> None:
         config = self.config_file(kit)
         gunicorn(
-            kit, "neutron", "neutron.wsgi.api:application", ["neutron-api"],
+            kit,
+            "neutron",
+            "neutron.wsgi.api:application",
+            ["neutron-api"],
             # neutron/server/__init__.py, _get_config_files: ';'-separated names in the directory.
             {"OS_NEUTRON_CONFIG_DIR": str(config.parent), "OS_NEUTRON_CONFIG_FILES": config.name},
         )
@@ -127,10 +130,16 @@ class Neutron(Service):
     def seed(self, kit: Kit, admin: Connection) -> None:
         """The external network a public cloud shares with every project: flat, DHCP off."""
         network = admin.network.create_network(
-            name=EXTERNAL_NETWORK, is_router_external=True, is_shared=True,
-            provider_network_type="flat", provider_physical_network=PHYSNET,
+            name=EXTERNAL_NETWORK,
+            is_router_external=True,
+            is_shared=True,
+            provider_network_type="flat",
+            provider_physical_network=PHYSNET,
         )
         admin.network.create_subnet(
-            network_id=network.id, name=f"{EXTERNAL_NETWORK}-subnet", cidr=EXTERNAL_CIDR, ip_version=4,
+            network_id=network.id,
+            name=f"{EXTERNAL_NETWORK}-subnet",
+            cidr=EXTERNAL_CIDR,
+            ip_version=4,
             is_dhcp_enabled=False,
         )
