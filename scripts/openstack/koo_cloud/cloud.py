@@ -17,11 +17,12 @@ from .keystone import Keystone
 from .kit import KIT_DIR, PASSWORD, REGION, Kit, http_answers
 from .neutron import Neutron
 from .nova import Nova
+from .octavia import Octavia
 from .placement import Placement
 from .service import Service
 
 # In start order: each may call the ones before it.
-SERVICES: list[Service] = [Keystone(), Glance(), Placement(), Neutron(), Cinder(), Nova()]
+SERVICES: list[Service] = [Keystone(), Glance(), Placement(), Neutron(), Cinder(), Nova(), Octavia()]
 
 
 def admin_connection(kit: Kit):

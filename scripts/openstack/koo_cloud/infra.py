@@ -118,3 +118,19 @@ def start_rabbitmq(kit: Kit) -> None:
         },
     )
     kit.wait_for("RabbitMQ", lambda: port_open(kit.port("rabbitmq")), 90, "rabbitmq")
+
+
+def queue_consumers(kit: Kit, queue: str) -> int:
+    """How many consumers a RabbitMQ queue has; 0 while nobody has declared it. A service's RPC
+    server declares its queues when it starts consuming, and a cast to a topic no queue is bound
+    to yet is dropped, so a warm start waits for this before it calls the cloud up."""
+    import kombu  # oslo.messaging's own AMQP client, in the services' venv
+
+    # oslo.messaging's scheme names its driver (rabbit), kombu's the protocol (amqp).
+    url = "amqp://" + kit.transport_url.split("://", 1)[1]
+    with kombu.Connection(url, connect_timeout=5) as connection:
+        try:
+            _, _, consumers = connection.default_channel.queue_declare(queue=queue, passive=True)
+        except connection.channel_errors:
+            return 0
+    return consumers
