@@ -70,6 +70,28 @@ interface CatalogEntry {
   readonly url: string;
 }
 
+/**
+ * One request upstream, on a connection of its own: with keep-alive, a request could go out on a
+ * connection the server (gunicorn, 2 s idle) was closing, and fail for the recorder's sake alone.
+ */
+function send(
+  url: string,
+  method: string,
+  headers: http.OutgoingHttpHeaders,
+  body: Buffer,
+): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    const request = http.request(url, { method, headers, agent: false }, (reply) => {
+      const chunks: Buffer[] = [];
+      reply.on("data", (chunk: Buffer) => chunks.push(chunk));
+      reply.on("end", () => resolve({ status: reply.statusCode as number, headers: reply.headers, body: Buffer.concat(chunks) }));
+      reply.on("error", reject);
+    });
+    request.on("error", reject);
+    request.end(body.length > 0 ? body : undefined);
+  });
+}
+
 /** Starts a recorder in front of the cloud whose Keystone is at `authUrl` (".../v3"). */
 export async function startRecorder(authUrl: string): Promise<Recorder> {
   const exchanges: Exchange[] = [];
@@ -121,19 +143,13 @@ export async function startRecorder(authUrl: string): Promise<Recorder> {
     const chunks: Buffer[] = [];
     for await (const chunk of request) chunks.push(chunk as Buffer);
     const target = `${upstream}${request.url}`;
-    const headers = new Headers();
+    const headers: http.OutgoingHttpHeaders = {};
     for (const [name, value] of Object.entries(request.headers)) {
-      if (value === undefined || ["host", "content-length", "accept-encoding", "connection"].includes(name)) continue;
-      headers.set(name, Array.isArray(value) ? value.join(", ") : value);
+      if (value !== undefined && !["host", "accept-encoding", "connection", "keep-alive"].includes(name)) headers[name] = value;
     }
     try {
-      const reply = await fetch(target, {
-        method: request.method,
-        headers,
-        body: chunks.length > 0 ? Buffer.concat(chunks) : undefined,
-        redirect: "manual",
-      });
-      const text = await reply.text();
+      const reply = await send(target, request.method as string, headers, Buffer.concat(chunks));
+      const text = reply.body.toString("utf8");
       let parsed: unknown;
       try {
         parsed = text === "" ? undefined : JSON.parse(text);
@@ -151,13 +167,12 @@ export async function startRecorder(authUrl: string): Promise<Recorder> {
         fields: [...new Set(fieldPaths(parsed))].sort(),
       });
       const body = await rewrite(text);
-      const out: Record<string, string> = {};
-      const location = reply.headers.get("location");
-      reply.headers.forEach((value, name) => {
-        if (!["content-length", "content-encoding", "transfer-encoding", "connection", "location"].includes(name)) out[name] = value;
-      });
-      if (location !== null) out.location = await rewrite(location);
-      out["content-length"] = String(Buffer.byteLength(body));
+      const out: http.OutgoingHttpHeaders = {};
+      for (const [name, value] of Object.entries(reply.headers)) {
+        if (value === undefined || ["content-length", "transfer-encoding", "connection", "keep-alive"].includes(name)) continue;
+        out[name] = name === "location" ? await rewrite(String(value)) : value;
+      }
+      out["content-length"] = Buffer.byteLength(body);
       response.writeHead(reply.status, out);
       response.end(body);
     } catch (error) {
@@ -179,7 +194,15 @@ export async function startRecorder(authUrl: string): Promise<Recorder> {
   };
 }
 
-/** One line per distinct exchange, "service METHOD template status", sorted. */
+/**
+ * One line per distinct exchange, "service METHOD template status", sorted. A 409 that the same
+ * request (service, method, template) later got past is left out: the provider retries while an
+ * object is busy (a load balancer PENDING_UPDATE), and whether it has to is a matter of timing.
+ */
 export function exchangeLines(exchanges: readonly Exchange[]): string[] {
-  return [...new Set(exchanges.map((e) => `${e.service} ${e.method} ${e.template} ${e.status}`))].sort();
+  const key = (e: Exchange) => `${e.service} ${e.method} ${e.template}`;
+  const retried = exchanges.filter(
+    (e, i) => e.status === 409 && exchanges.slice(i + 1).some((later) => key(later) === key(e) && later.status < 300),
+  );
+  return [...new Set(exchanges.filter((e) => !retried.includes(e)).map((e) => `${key(e)} ${e.status}`))].sort();
 }
