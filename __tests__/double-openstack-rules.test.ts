@@ -488,6 +488,24 @@ describe("Neutron", () => {
   }
   const external = () => double.neutron.networks.all().find((n) => n["router:external"] === true)?.id as string;
 
+  it("gives the project's default security group Neutron's four default rules, and a new group the two egress ones", async () => {
+    const shape = (rules: any[]) =>
+      rules.map((r) => `${r.direction} ${r.ethertype} ${r.remote_group_id === null ? "any" : "group"} ${r.belongs_to_default_sg}`).sort();
+    const groups = (await api("GET", `${N}/security-groups?name=default`)).body.security_groups;
+    expect(groups).toHaveLength(1);
+    expect(shape(groups[0].security_group_rules)).toEqual([
+      "egress IPv4 any true",
+      "egress IPv6 any true",
+      "ingress IPv4 group true",
+      "ingress IPv6 group true",
+    ]);
+    for (const rule of groups[0].security_group_rules.filter((r: any) => r.direction === "ingress")) {
+      expect(rule.remote_group_id).toBe(groups[0].id);
+    }
+    const other = (await api("POST", `${N}/security-groups`, { security_group: { name: "web" } })).body.security_group;
+    expect(shape(other.security_group_rules)).toEqual(["egress IPv4 any false", "egress IPv6 any false"]);
+  });
+
   it("refuses names over 255 characters, duplicate nameservers and a gateway on the network or broadcast address, and accepts a gateway outside the CIDR", async () => {
     const long = await api("POST", `${N}/networks`, { network: { name: "x".repeat(256) } });
     expect([long.status, long.body.NeutronError.message]).toEqual([

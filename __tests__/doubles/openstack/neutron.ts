@@ -868,13 +868,31 @@ export class Neutron {
     );
   }
 
+  /**
+   * A group with Neutron's default rules (the templates of neutron/db/migration/alembic_migrations/
+   * versions/2023.2/expand/c33da356b165_security_group_default_rules.py, applied by
+   * neutron/db/securitygroups_db.py): egress for IPv4 and IPv6 in every group, and in the project's
+   * default group also ingress from the group itself, each marked belongs_to_default_sg.
+   */
   createSecurityGroup(body: Record<string, unknown>): Resource {
     const group = this.securityGroups.add({
       ...this.common("security_group", { stateful: true, shared: false, ...body }),
       security_group_rules: [],
     });
+    const isDefault = body.name === "default";
     for (const ethertype of ["IPv4", "IPv6"]) {
-      this.createSecurityGroupRule({ security_group_id: group.id, direction: "egress", ethertype });
+      this.createSecurityGroupRule({ security_group_id: group.id, direction: "egress", ethertype, belongs_to_default_sg: isDefault });
+    }
+    if (isDefault) {
+      for (const ethertype of ["IPv4", "IPv6"]) {
+        this.createSecurityGroupRule({
+          security_group_id: group.id,
+          direction: "ingress",
+          ethertype,
+          remote_group_id: group.id,
+          belongs_to_default_sg: true,
+        });
+      }
     }
     return this.securityGroups.get(group.id);
   }

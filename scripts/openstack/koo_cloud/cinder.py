@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .kit import PASSWORD, REGION, Kit, write_ini
-from .service import Service, gunicorn, keystone_authtoken
+from .service import Service, gunicorn, keystone_authtoken, service_credentials
 
 if TYPE_CHECKING:
     from openstack.connection import Connection
@@ -90,7 +90,7 @@ class Cinder(Service):
                 "keystone_authtoken": keystone_authtoken(kit, "cinder"),
                 # Cinder calls Nova (cinder/compute/nova.py) for the events of an attached
                 # volume's extension and to check an in-use attachment before deleting it.
-                "nova": {**service_auth(kit), "region_name": REGION, "interface": "public"},
+                "nova": {**service_credentials(kit, "cinder"), "interface": "public"},
                 "oslo_concurrency": {"lock_path": data / "locks"},
             },
         )
@@ -120,19 +120,6 @@ class Cinder(Service):
             180,
             "cinder-volume",
         )
-
-
-def service_auth(kit: Kit) -> dict[str, object]:
-    """Keystone password options of the cinder service user (keystoneauth's loading names)."""
-    return {
-        "auth_type": "password",
-        "auth_url": kit.url("keystone"),
-        "username": "cinder",
-        "password": PASSWORD,
-        "user_domain_name": "Default",
-        "project_name": "service",
-        "project_domain_name": "Default",
-    }
 
 
 def service_connection(kit: Kit) -> Connection:

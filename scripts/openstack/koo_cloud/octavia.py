@@ -31,6 +31,8 @@ from .service import Service, gunicorn, keystone_authtoken
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from openstack.connection import Connection
+
 #: The passphrase of the CA's private key, which Octavia reads encrypted.
 CA_KEY_PASSPHRASE = PASSWORD
 #: The Fernet key that encrypts the amphorae's certificates in Octavia's database: exactly 32
@@ -144,3 +146,10 @@ class Octavia(Service):
             120,
             "octavia-worker",
         )
+
+    def seed(self, kit: Kit, admin: Connection) -> None:
+        # Each load balancer's VIP security group and VRRP port belong to the service project
+        # (the network driver makes them as the octavia user), whose Neutron defaults (10 groups,
+        # 100 rules, 500 ports) would cap the load balancers a long-lived cloud has ever kept.
+        service_project = admin.identity.find_project("service")
+        admin.network.update_quota(service_project.id, security_groups=-1, security_group_rules=-1, ports=-1)
