@@ -35,6 +35,11 @@ const UUID = /^([0-9a-f]{32}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-
 /** Collections whose members are addressed by a name the user chose, not an id. */
 const NAMED = new Set(["os-keypairs"]);
 const ORIGIN = /http:\/\/127\.0\.0\.1:\d+/g;
+/**
+ * Catalog types that name the same service (os-service-types' aliases): a catalog may list both
+ * at one URL, as Cinder's block-storage and volumev3, and a request is the service's either way.
+ */
+const ALIASES: Record<string, string> = { volumev3: "block-storage", volume: "block-storage", volumev2: "block-storage" };
 
 /** A path with its ids, numbers and user-chosen names replaced by placeholders. */
 export function pathTemplate(path: string): string {
@@ -127,7 +132,7 @@ export async function startRecorder(authUrl: string): Promise<Recorder> {
     const { pathname } = new URL(url);
     if (!entry) return { service: "unknown", template: pathTemplate(pathname) };
     const base = new URL(entry.url).pathname.replace(/\/$/, "");
-    return { service: entry.type, template: pathTemplate(pathname.slice(base.length) || "/") };
+    return { service: ALIASES[entry.type] ?? entry.type, template: pathTemplate(pathname.slice(base.length) || "/") };
   };
 
   const learnCatalog = (body: unknown) => {

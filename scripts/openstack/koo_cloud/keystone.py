@@ -24,7 +24,13 @@ class Keystone(Service):
                 "fernet_tokens": {"key_repository": data / "fernet-keys"},
                 "fernet_receipts": {"key_repository": data / "fernet-receipts"},
                 "credential": {"key_repository": data / "credential-keys"},
-                "cache": {"enabled": False},
+                # Every password a service or a test authenticates with is checked against its bcrypt
+                # hash: at bcrypt's default 12 rounds, a quarter of a second of CPU each, most of the
+                # cloud's CPU in a journey. 4 is bcrypt's least (keystone/conf/identity.py).
+                "identity": {"password_hash_rounds": 4},
+                # One API process: an in-process cache serves its token validations and catalogs
+                # (keystone/conf/cache.py; a real cloud uses memcached across its processes).
+                "cache": {"enabled": True, "backend": "dogpile.cache.memory"},
             },
         )
 
