@@ -12,8 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .kit import PASSWORD, REGION, Kit, write_ini
-from .service import Service, gunicorn, keystone_authtoken, service_credentials
+from .kit import Kit, write_ini
+from .service import Service, connect, gunicorn, keystone_authtoken, service_credentials
 
 if TYPE_CHECKING:
     from openstack.connection import Connection
@@ -124,22 +124,8 @@ class Cinder(Service):
 
 def service_connection(kit: Kit) -> Connection:
     """The cinder service user's (admin in the service project): it may read the scheduler's pools."""
-    import openstack
-
     # api_timeout: a call the scheduler does not take yet waits rpc_response_timeout otherwise.
-    return openstack.connect(
-        auth_url=kit.auth_url,
-        username="cinder",
-        password=PASSWORD,
-        project_name="service",
-        user_domain_name="Default",
-        project_domain_name="Default",
-        region_name=REGION,
-        identity_api_version="3",
-        load_yaml_config=False,
-        load_envvars=False,
-        api_timeout=5,
-    )
+    return connect(kit, "cinder", "service", api_timeout=5)
 
 
 def scheduler_knows_backend(connection: Connection) -> bool:

@@ -9,6 +9,7 @@ import tarfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import infra
 from .cinder import Cinder
@@ -19,27 +20,17 @@ from .neutron import Neutron
 from .nova import Nova
 from .octavia import Octavia
 from .placement import Placement
-from .service import Service
+from .service import Service, connect
+
+if TYPE_CHECKING:
+    from openstack.connection import Connection
 
 # In start order: each may call the ones before it.
 SERVICES: list[Service] = [Keystone(), Glance(), Placement(), Neutron(), Cinder(), Nova(), Octavia()]
 
 
-def admin_connection(kit: Kit):
-    import openstack
-
-    return openstack.connect(
-        auth_url=kit.auth_url,
-        username="admin",
-        password=PASSWORD,
-        project_name="admin",
-        user_domain_name="Default",
-        project_domain_name="Default",
-        region_name=REGION,
-        identity_api_version="3",
-        load_yaml_config=False,
-        load_envvars=False,
-    )
+def admin_connection(kit: Kit) -> Connection:
+    return connect(kit, "admin", "admin")
 
 
 def snapshot_key(kit: Kit) -> str:

@@ -34,6 +34,26 @@ class Service:
         """Creates what the stack expects of this service (a cold start only, after every wait)."""
 
 
+def connect(kit: Kit, user: str, project: str, **options: object) -> Connection:
+    """An openstacksdk connection as `user` in `project`, from the kit's arguments alone (no
+    clouds.yaml, no OS_* variables): the admin's seeds, a service user's checks."""
+    import openstack
+
+    return openstack.connect(
+        auth_url=kit.auth_url,
+        username=user,
+        password=PASSWORD,
+        project_name=project,
+        user_domain_name="Default",
+        project_domain_name="Default",
+        region_name=REGION,
+        identity_api_version="3",
+        load_yaml_config=False,
+        load_envvars=False,
+        **options,
+    )
+
+
 def service_credentials(kit: Kit, user: str) -> dict[str, object]:
     """A keystoneauth section of a service user's own password credentials: what a service uses to
     call another one ([service_user], nova's [neutron] and [placement], ...)."""
