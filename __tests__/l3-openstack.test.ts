@@ -10,7 +10,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { StateServer, startStateServer } from "./doubles/http-state/server";
 import { OpenStackDouble, startOpenStackDouble } from "./doubles/openstack/server";
-import { KitProject, kitProject, kitUp } from "./support/openstack-kit";
+import { KitProject, kitDone, kitProject, kitUp } from "./support/openstack-kit";
 import { Exchange, exchangeLines, startRecorder } from "./support/recorder";
 import { CloudTarget, doubleTarget } from "./support/target";
 import { RunResult } from "./support/tofu";
@@ -38,7 +38,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await state?.close();
-});
+  await kitDone();
+}, START);
 
 afterEach(async () => {
   // A request the double does not implement is a gap in the double, never something to ignore.

@@ -83,8 +83,10 @@ node scripts/generate-bindings.js
 # The real OpenStack services (scripts/openstack/) start while the linters run: the L3 journeys on
 # them (__tests__/l3-openstack.test.ts) wait for this start, from the kit's cached snapshot when
 # there is one. What a crashed earlier run left running is ended first; the EXIT trap ends it all.
+# The one test file on them ends them when it is done (KOO_CLOUD_DOWN_AFTER_USE).
 if ! $quick; then
   cloud_started=true
+  export KOO_CLOUD_DOWN_AFTER_USE=1
   "$KOO_ROOT/scripts/openstack/cloud" up --quiet >"$results/cloud-up.log" 2>&1 &
 fi
 

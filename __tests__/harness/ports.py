@@ -6,19 +6,29 @@ the server that is to listen on it binds it (a Python process starting, long on 
 machine), any bind to port 0 anywhere on the machine may take it, and the server then fails with
 EADDRINUSE. Neither a bind to port 0 nor a connect() ever takes a port below
 ``net.ipv4.ip_local_port_range``, so a port picked there at random and found free on every address
-can only be lost to another test picking the same one of thousands in the same instant.
+could still be lost to another test picking the same one before either server binds it, or be
+picked twice for one server's two ports: so each port handed out is also reserved, machine-wide,
+for ``RESERVED_FOR`` seconds (a file named by it under ``RESERVATIONS``), and not handed out again
+in that while.
 """
 
 from __future__ import annotations
 
+import os
 import random
 import socket
+import tempfile
+import time
 from pathlib import Path
 
 # Above the ports the suite's servers listen on in their own namespaces (the rehearsal's agents
 # on 25000 are in theirs); the kernel's default range starts at 32768.
 LOWEST = 26000
 TRIES = 200
+# Longer than any test's server lives (a Salt cluster, a whole module's); a run of the whole suite
+# takes a few hundred of the thousands of ports.
+RESERVED_FOR = 3600
+RESERVATIONS = Path(tempfile.gettempdir()) / "koo-test-ports"
 
 
 def ephemeral_range() -> tuple[int, int]:
@@ -42,5 +52,26 @@ def free_port() -> int:
                 probe.bind(("0.0.0.0", port))
             except OSError:
                 continue
+        if _reserve(port):
             return port
     raise RuntimeError(f"no free port among {TRIES} tried in {LOWEST}-{below - 1}")
+
+
+def _reserve(port: int) -> bool:
+    """True when ``port`` was not reserved in the last RESERVED_FOR seconds, and is now."""
+    RESERVATIONS.mkdir(exist_ok=True)
+    reservation = RESERVATIONS / str(port)
+    try:
+        if time.time() - reservation.stat().st_mtime < RESERVED_FOR:
+            return False
+        # An expired reservation: taken over by whoever renames it away first.
+        stale = reservation.with_name(f"{port}.{os.getpid()}.stale")
+        reservation.rename(stale)
+        stale.unlink()
+    except FileNotFoundError:
+        pass
+    try:
+        os.close(os.open(reservation, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return False
+    return True

@@ -6,6 +6,7 @@ takes, what its salt CLI calls make of a master that does not answer yet.
 from __future__ import annotations
 
 import pytest
+from harness import ports
 from harness.ports import ephemeral_range
 from harness.salt_cluster import MasterBusy, SaltCluster
 
@@ -36,3 +37,16 @@ def test_a_cluster_listens_on_ports_the_kernel_never_hands_to_another_program(tm
     for cluster in clusters:
         cluster.stop()  # its link directory under /tmp
     assert [p for cluster in clusters for p in cluster.ports.values() if p >= low] == []
+
+
+def test_a_port_handed_out_is_not_handed_out_again_before_its_server_binds_it(monkeypatch):
+    """
+    A cluster's two ports, and the ports of the servers other tests start at the same time, are
+    probed and closed long before their servers bind them. A port picked twice in that while (a
+    master's ret_port equal to its publish_port, or to another test's) failed a whole module: its
+    master's request server died at every start with EADDRINUSE (CI, stop 65).
+    """
+    port = ports.free_port()
+    monkeypatch.setattr(ports.random, "randrange", lambda low, high: port)
+    with pytest.raises(RuntimeError, match=f"no free port among {ports.TRIES} tried"):
+        ports.free_port()

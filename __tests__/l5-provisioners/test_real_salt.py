@@ -12,10 +12,12 @@ import os
 import re
 import signal
 import subprocess
+import threading
 import time
 
 import pytest
 import yaml
+from harness import salt_commands
 from harness.provisioners import PROVISIONERS, ROOT, leftover_processes
 from harness.real_salt import (
     DOMAIN,
@@ -294,3 +296,36 @@ def test_a_master_change_restarts_every_minion_with_its_options_before_the_maste
     for minion in minions:
         assert (cluster.root / minion / "etc" / "minion.d" / "kube-on-os.conf").read_text() == options
     assert out[-1].startswith("orchestration orch.koo_test_succeeded succeeded in "), out
+
+
+def test_orch_minions_waits_for_a_minion_too_busy_to_answer_on_a_master_an_earlier_version_configured(
+    cluster, accepted
+):
+    """
+    orch.minions runs before the master is configured: upgrading from a version whose master.conf
+    did not raise gather_job_timeout, Salt's default 10 s rules it. A loaded minion answered
+    find_job late, and every step's minions "did not return" though they had (CI, the upgrade's
+    rehearsal), or, in the module sync, were left out without a word. The minion here is stopped
+    for 30 s after the orchestration starts, past Salt's default 5 + 10 s before a step gives up.
+    """
+    earlier = cluster.root / "master-of-an-earlier-version"
+    cluster._write(earlier, "master", {**cluster.master_config(), "gather_job_timeout": 10})
+    group = os.getpgid(int((cluster.root / WORKER / "minion.pid").read_text()))
+    os.killpg(group, signal.SIGSTOP)
+    resume = threading.Timer(30, os.killpg, (group, signal.SIGCONT))
+    resume.start()
+    try:
+        result = salt_commands.run(
+            "salt-run", f"--config-dir={earlier}", "--out=json", "state.orchestrate", "orch.minions", timeout=300
+        )
+    finally:
+        resume.cancel()
+        os.killpg(group, signal.SIGCONT)
+    assert result.stdout.startswith("{"), f"{result.stdout}{result.stderr}"
+    # The orchestrate runner's JSON: {"data": {"<master>_master": {state id: result}}, ...}.
+    (states,) = json.loads(result.stdout)["data"].values()
+    failed = {name: state["comment"] for name, state in states.items() if not state["result"]}
+    assert not failed, f"{json.dumps(failed, indent=1)}\n{cluster.logs()}"
+    # The module sync, which passes without a minion that did not answer, waited for the worker.
+    (synced,) = (state for name, state in states.items() if "-sync-all_" in name)
+    assert set(synced["changes"]["ret"]) == {MASTER, WORKER}, synced["comment"]

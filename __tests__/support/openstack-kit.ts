@@ -1,7 +1,8 @@
 /**
  * The real OpenStack services (scripts/openstack/) as the L3 journeys' second target. npm test
- * starts the kit beside the lint and ends it last (scripts/test.sh); a test file's `cloud up`
- * waits for that start, or starts the kit itself when jest runs alone. Each test file gets a
+ * starts the kit beside the lint (scripts/test.sh); a test file's `cloud up` waits for that start,
+ * or starts the kit itself when jest runs alone. npm test's kit serves one test file, which ends it
+ * (kitDone) for the suites still running; test.sh's exit ends it too. Each test file gets a
  * Keystone project and user of its own, and its leftovers are what that project still holds.
  */
 import { execFile } from "node:child_process";
@@ -23,6 +24,15 @@ async function kit(args: string[]): Promise<string> {
     const failed = error as { stdout?: string; stderr?: string; message: string };
     throw new Error(`scripts/openstack/cloud ${args.join(" ")} failed: ${failed.stderr || failed.message}${failed.stdout ?? ""}`);
   }
+}
+
+/**
+ * Ends the kit when npm test started it for this run (KOO_CLOUD_DOWN_AFTER_USE=1): its processes
+ * hold about 2.8 GiB and wake every few seconds, for the rest of a run that no longer needs them.
+ * A kit a developer started stays up.
+ */
+export async function kitDone(): Promise<void> {
+  if (process.env.KOO_CLOUD_DOWN_AFTER_USE === "1") await kit(["down"]);
 }
 
 /** Brings the kit up (a no-op when npm test's start is running) and returns the admin's OS_* variables. */
