@@ -6,6 +6,7 @@
 import { spawn } from "node:child_process";
 import * as path from "node:path";
 import { parseDoubleArgs, UsageError } from "./doubles/openstack/cli";
+import { passwordIdentity, requestToken } from "./support/keystone";
 
 const ROOT = path.join(__dirname, "..");
 
@@ -79,18 +80,8 @@ describe("npm run double", () => {
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
       const env = Object.fromEntries([...printed.matchAll(/^export (\w+)='([^']*)'$/gm)].map((m) => [m[1], m[2]]));
-      const auth = await fetch(`${env.OS_AUTH_URL}/auth/tokens`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({
-          auth: {
-            identity: {
-              methods: ["password"],
-              password: { user: { name: env.OS_USERNAME, domain: { name: env.OS_USER_DOMAIN_NAME }, password: env.OS_PASSWORD } },
-            },
-            scope: { project: { id: env.OS_PROJECT_ID } },
-          },
-        }),
+      const auth = await requestToken(env.OS_AUTH_URL, passwordIdentity(env.OS_USERNAME, env.OS_PASSWORD, env.OS_USER_DOMAIN_NAME), {
+        project: { id: env.OS_PROJECT_ID },
       });
       expect(auth.status).toBe(201);
       const token = auth.headers.get("x-subject-token") as string;

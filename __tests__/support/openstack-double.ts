@@ -6,6 +6,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import type { OpenStackDouble } from "../doubles/openstack/server";
+import { passwordIdentity, requestToken } from "./keystone";
 import { RunResult, runTofuAsync } from "./tofu";
 
 /** Runs OpenTofu in a fixture's directory with the double's credentials, and `env`. */
@@ -35,19 +36,7 @@ export function projectScope(double: OpenStackDouble): unknown {
 /** POST /v3/auth/tokens with the user's password (or `identity`), scoped to `scope` (none: unscoped). */
 export function authenticate(double: OpenStackDouble, scope?: unknown, identity?: unknown): Promise<Response> {
   const { user } = double.identity;
-  return fetch(`${double.authUrl}/auth/tokens`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({
-      auth: {
-        identity: identity ?? {
-          methods: ["password"],
-          password: { user: { name: user.name, password: user.password, domain: { name: "Default" } } },
-        },
-        ...(scope === undefined ? {} : { scope }),
-      },
-    }),
-  });
+  return requestToken(double.authUrl, identity ?? passwordIdentity(user.name, user.password), scope);
 }
 
 /** A token of the user's, scoped to `scope`. */

@@ -8,6 +8,7 @@
 import { execFile } from "node:child_process";
 import * as path from "node:path";
 import { promisify } from "node:util";
+import { passwordIdentity, requestToken } from "./keystone";
 import type { CloudTarget } from "./target";
 
 const run = promisify(execFile);
@@ -48,19 +49,7 @@ interface Catalog {
 }
 
 async function passwordToken(env: Env, scope: unknown): Promise<Catalog> {
-  const response = await fetch(`${env.OS_AUTH_URL}/auth/tokens`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({
-      auth: {
-        identity: {
-          methods: ["password"],
-          password: { user: { name: env.OS_USERNAME, password: env.OS_PASSWORD, domain: { name: env.OS_USER_DOMAIN_NAME } } },
-        },
-        scope,
-      },
-    }),
-  });
+  const response = await requestToken(env.OS_AUTH_URL, passwordIdentity(env.OS_USERNAME, env.OS_PASSWORD, env.OS_USER_DOMAIN_NAME), scope);
   if (response.status !== 201) throw new Error(`Keystone answered ${response.status}: ${await response.text()}`);
   const body = (await response.json()) as { token: { catalog: { type: string; endpoints: { interface: string; url: string }[] }[] } };
   const endpoints: Record<string, string> = {};

@@ -9,7 +9,6 @@ without downloading it. What the double seeds by default is Cinder's own default
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .kit import Kit, write_ini
@@ -37,9 +36,6 @@ class Cinder(Service):
         ("block-storage", "cinder", "/v3/%(project_id)s"),
         ("volumev3", "cinderv3", "/v3/%(project_id)s"),
     )
-
-    def config_file(self, kit: Kit) -> Path:
-        return kit.etc("cinder") / "cinder.conf"
 
     def configure(self, kit: Kit) -> None:
         data = kit.data("cinder")
@@ -94,9 +90,6 @@ class Cinder(Service):
                 "oslo_concurrency": {"lock_path": data / "locks"},
             },
         )
-
-    def manage(self, kit: Kit, *args: str) -> None:
-        kit.run("cinder-manage", [kit.bin("cinder-manage"), "--config-file", str(self.config_file(kit)), *args])
 
     def migrate(self, kit: Kit) -> None:
         self.manage(kit, "db", "sync")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import struct
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .kit import Kit, write_ini
@@ -41,10 +40,8 @@ class Glance(Service):
     name = "glance"
     databases = ("glance",)
     catalog = (("image", "glance", ""),)
-
-    def config_file(self, kit: Kit) -> Path:
-        # The WSGI application reads glance-api.conf from OS_GLANCE_CONFIG_DIR (glance/common/wsgi_app.py).
-        return kit.etc("glance") / "glance-api.conf"
+    # The WSGI application reads glance-api.conf from OS_GLANCE_CONFIG_DIR (glance/common/wsgi_app.py).
+    config_name = "glance-api.conf"
 
     def configure(self, kit: Kit) -> None:
         data = kit.data("glance")
@@ -68,7 +65,7 @@ class Glance(Service):
         )
 
     def migrate(self, kit: Kit) -> None:
-        kit.run("glance-manage", [kit.bin("glance-manage"), "--config-file", str(self.config_file(kit)), "db", "sync"])
+        self.manage(kit, "db", "sync")
 
     def start(self, kit: Kit) -> None:
         gunicorn(

@@ -10,9 +10,6 @@ class Keystone(Service):
     name = "keystone"
     databases = ("keystone",)
 
-    def config_file(self, kit: Kit):
-        return kit.etc("keystone") / "keystone.conf"
-
     def configure(self, kit: Kit) -> None:
         data = kit.data("keystone")
         write_ini(
@@ -33,9 +30,6 @@ class Keystone(Service):
                 "cache": {"enabled": True, "backend": "dogpile.cache.memory"},
             },
         )
-
-    def manage(self, kit: Kit, *args: str) -> None:
-        kit.run("keystone-manage", [kit.bin("keystone-manage"), "--config-file", str(self.config_file(kit)), *args])
 
     def migrate(self, kit: Kit) -> None:
         self.manage(kit, "db_sync")

@@ -22,8 +22,6 @@ from .kit import REGION, Kit, write_ini
 from .service import Service, gunicorn, keystone_authtoken
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from openstack.connection import Connection
 
 #: The external network, as the double seeds it (__tests__/doubles/openstack/server.ts).
@@ -53,9 +51,7 @@ class Neutron(Service):
     name = "neutron"
     databases = ("neutron",)
     catalog = (("network", "neutron", ""),)
-
-    def config_file(self, kit: Kit) -> Path:
-        return kit.etc("neutron") / "neutron.conf"
+    manage_tool = "neutron-db-manage"
 
     def configure(self, kit: Kit) -> None:
         # The pip install puts the paste file under the venv, not in /etc/neutron. Beside the
@@ -108,10 +104,7 @@ class Neutron(Service):
         )
 
     def migrate(self, kit: Kit) -> None:
-        kit.run(
-            "neutron-db-manage",
-            [kit.bin("neutron-db-manage"), "--config-file", str(self.config_file(kit)), "upgrade", "heads"],
-        )
+        self.manage(kit, "upgrade", "heads")
 
     def start(self, kit: Kit) -> None:
         config = self.config_file(kit)

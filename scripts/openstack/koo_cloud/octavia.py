@@ -89,9 +89,7 @@ class Octavia(Service):
     name = "octavia"
     databases = ("octavia",)
     catalog = (("load-balancer", "octavia", ""),)
-
-    def config_file(self, kit: Kit) -> Path:
-        return kit.etc("octavia") / "octavia.conf"
+    manage_tool = "octavia-db-manage"
 
     def configure(self, kit: Kit) -> None:
         ca_cert, ca_key = ensure_ca(kit.data("octavia"))
@@ -127,10 +125,7 @@ class Octavia(Service):
         )
 
     def migrate(self, kit: Kit) -> None:
-        kit.run(
-            "octavia-db-manage",
-            [kit.bin("octavia-db-manage"), "--config-file", str(self.config_file(kit)), "upgrade", "head"],
-        )
+        self.manage(kit, "upgrade", "head")
 
     def start(self, kit: Kit) -> None:
         config = str(self.config_file(kit))

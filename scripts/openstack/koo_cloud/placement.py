@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from .kit import Kit, write_ini
 from .service import Service, gunicorn, keystone_authtoken
 
@@ -12,10 +10,6 @@ class Placement(Service):
     name = "placement"
     databases = ("placement",)
     catalog = (("placement", "placement", ""),)
-
-    def config_file(self, kit: Kit) -> Path:
-        # The WSGI application reads placement.conf from OS_PLACEMENT_CONFIG_DIR (placement/wsgi/__init__.py).
-        return kit.etc("placement") / "placement.conf"
 
     def configure(self, kit: Kit) -> None:
         write_ini(
@@ -29,9 +23,7 @@ class Placement(Service):
         )
 
     def migrate(self, kit: Kit) -> None:
-        kit.run(
-            "placement-manage", [kit.bin("placement-manage"), "--config-file", str(self.config_file(kit)), "db", "sync"]
-        )
+        self.manage(kit, "db", "sync")
 
     def start(self, kit: Kit) -> None:
         gunicorn(
@@ -39,6 +31,7 @@ class Placement(Service):
             "placement",
             "placement.wsgi.api:application",
             ["placement-api"],
+            # The WSGI application reads placement.conf there (placement/wsgi/__init__.py).
             {"OS_PLACEMENT_CONFIG_DIR": str(kit.etc("placement"))},
         )
 

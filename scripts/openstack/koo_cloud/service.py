@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .kit import PASSWORD, REGION, Kit
@@ -17,6 +18,18 @@ class Service:
     databases: tuple[str, ...] = ()
     #: (type, name, path after the service's base URL) for each catalog entry.
     catalog: tuple[tuple[str, str, str], ...] = ()
+    #: The configuration file in the service's etc directory, when not "<name>.conf".
+    config_name = ""
+    #: The service's database tool, when not "<name>-manage".
+    manage_tool = ""
+
+    def config_file(self, kit: Kit) -> Path:
+        return kit.etc(self.name) / (self.config_name or f"{self.name}.conf")
+
+    def manage(self, kit: Kit, *args: str) -> str:
+        """The service's database tool on its configuration file; its output."""
+        tool = self.manage_tool or f"{self.name}-manage"
+        return kit.run(tool, [kit.bin(tool), "--config-file", str(self.config_file(kit)), *args])
 
     def configure(self, kit: Kit) -> None:
         """Writes the configuration files (every start: a port base may change)."""
