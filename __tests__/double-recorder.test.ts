@@ -2,15 +2,16 @@
  * The recorder that referees the double against the real cloud (support/recorder.ts): how it names
  * an exchange, and what it leaves out, on exchanges made up for each rule.
  */
-import { Exchange, exchangeLines, fieldPaths, pathTemplate } from "./support/recorder";
+import { providerReads } from "./support/provider-reads";
+import { Exchange, exchangeLines, fieldOwner, fieldPaths, fieldsRead, pathTemplate } from "./support/recorder";
 
-const exchange = (service: string, method: string, template: string, status: number): Exchange => ({
+const exchange = (service: string, method: string, template: string, status: number, fields: string[] = []): Exchange => ({
   service,
   method,
   template,
   query: [],
   status,
-  fields: [],
+  fields,
 });
 
 describe("the recorder", () => {
@@ -36,5 +37,40 @@ describe("the recorder", () => {
       exchange("network", "POST", "/v2.0/security-groups", 409),
     ]);
     expect(lines).toEqual(["load-balancer POST /v2.0/lbaas/pools 201", "network POST /v2.0/security-groups 409"]);
+  });
+
+  it("keeps, per exchange, the fields seen in any of its replies under a name the provider reads for that service", () => {
+    const reads = new Map([["network", new Set(["port", "ports", "id", "binding:host_id"])]]);
+    const read = fieldsRead(
+      [
+        exchange("network", "GET", "/v2.0/ports/{id}", 200, ["port", "port.id", "port.binding:host_id"]),
+        exchange("network", "GET", "/v2.0/ports/{id}", 200, ["port", "port.id", "port.dns_assignment"]),
+        exchange("compute", "GET", "/servers/{id}", 200, ["server", "server.id"]),
+      ],
+      reads,
+    );
+    expect(Object.fromEntries([...read].map(([line, fields]) => [line, [...fields].sort()]))).toEqual({
+      "network GET /v2.0/ports/{id} 200": ["port", "port.binding:host_id", "port.id"],
+      "compute GET /servers/{id} 200": [],
+    });
+  });
+
+  it("names a field by its resource, alone or in a list, and a reply's unwrapped field by its path", () => {
+    expect(fieldOwner("/v2.0/ports", "ports[].binding:host_id")).toBe("port.binding:host_id");
+    expect(fieldOwner("/v2.0/ports/{id}", "port.binding:host_id")).toBe("port.binding:host_id");
+    expect(fieldOwner("/v2.0/lbaas/policies", "policies[].id")).toBe("policy.id");
+    expect(fieldOwner("/v2.0/security-groups/{id}", "security_group.security_group_rules[].name")).toBe(
+      "security_group.security_group_rules[].name",
+    );
+    expect(fieldOwner("/v2.0/routers/{id}/add_router_interface", "tenant_id")).toBe("add_router_interface.tenant_id");
+  });
+
+  it("reads the names the provider decodes from gophercloud's result structs, not those it sends", () => {
+    const reads = providerReads();
+    expect([...reads.keys()].sort()).toEqual(["block-storage", "compute", "identity", "image", "load-balancer", "network"]);
+    // servers.Server (results.go) and servers.CreateOpts (requests.go).
+    expect(reads.get("compute")?.has("OS-EXT-AZ:availability_zone")).toBe(true);
+    expect(reads.get("compute")?.has("imageRef")).toBe(false);
+    expect(reads.get("network")?.has("binding:host_id")).toBe(true);
   });
 });

@@ -10,8 +10,10 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { StateServer, startStateServer } from "./doubles/http-state/server";
 import { OpenStackDouble, startOpenStackDouble } from "./doubles/openstack/server";
+import { requestToken } from "./support/keystone";
 import { KitProject, kitDone, kitProject, kitUp } from "./support/openstack-kit";
-import { Exchange, exchangeLines, startRecorder } from "./support/recorder";
+import { providerReads } from "./support/provider-reads";
+import { Exchange, exchangeLines, fieldOwner, fieldsRead, startRecorder } from "./support/recorder";
 import { CloudTarget, doubleTarget } from "./support/target";
 import { RunResult } from "./support/tofu";
 import { Workspace, workspace } from "./support/workspace";
@@ -136,17 +138,9 @@ describe("L3 on both targets", () => {
               expect(count(held, "application credential")).toBe(1);
               // The cloud controller manager authenticates with the cluster's application credential.
               const credential = only(stateValues(show, "openstack_identity_application_credential_v3"));
-              const token = await fetch(`${target.authUrl}/auth/tokens`, {
-                method: "POST",
-                headers: { "content-type": "application/json" },
-                body: JSON.stringify({
-                  auth: {
-                    identity: {
-                      methods: ["application_credential"],
-                      application_credential: { id: credential.id, secret: credential.secret },
-                    },
-                  },
-                }),
+              const token = await requestToken(target.authUrl, {
+                methods: ["application_credential"],
+                application_credential: { id: credential.id, secret: credential.secret },
               });
               expect(token.status).toBe(201);
               expect(((await token.json()) as any).token.project.id).toBe(target.projectId);
@@ -226,28 +220,64 @@ describe("L3 on both targets", () => {
 
   it("the provider exchanged the same requests and answers with both, but for the differences docs/decisions.md lists", () => {
     for (const name of TARGETS) expect(recorded[name].length).toBeGreaterThan(0);
-    const accepted = acceptedDifferences();
     const onDouble = new Set(exchangeLines(recorded.double));
     const onCloud = new Set(exchangeLines(recorded.openstack));
     // For a developer comparing the targets by hand: KOO_EXCHANGES_DIR keeps each one's lines.
     const keep = process.env.KOO_EXCHANGES_DIR;
     if (keep) for (const name of TARGETS) fs.writeFileSync(path.join(keep, `${name}.txt`), exchangeLines(recorded[name]).join("\n") + "\n");
-    const differences = [
+    expectOnlyAccepted("", [
       ...[...onDouble].filter((line) => !onCloud.has(line)).map((line) => `only on the double: ${line}`),
       ...[...onCloud].filter((line) => !onDouble.has(line)).map((line) => `only on the real cloud: ${line}`),
-    ];
-    expect(differences.filter((d) => !accepted.has(d))).toEqual([]);
-    // A listed difference that no longer occurs is stale: the list must shrink with the double's fixes.
-    expect([...accepted].filter((d) => !differences.includes(d))).toEqual([]);
+    ]);
+  });
+
+  it("answered the same exchanges with the same fields the provider reads, but for the differences docs/decisions.md lists", () => {
+    const reads = providerReads();
+    const onDouble = fieldsRead(recorded.double, reads);
+    const onCloud = fieldsRead(recorded.openstack, reads);
+    const keep = process.env.KOO_EXCHANGES_DIR;
+    if (keep)
+      for (const [name, lines] of [
+        ["double", onDouble],
+        ["openstack", onCloud],
+      ] as const)
+        fs.writeFileSync(
+          path.join(keep, `${name}-fields.txt`),
+          [...lines]
+            .flatMap(([line, fields]) => [...fields].map((f) => `${line} ${f}`))
+            .sort()
+            .join("\n") + "\n",
+        );
+    const differences = new Set<string>();
+    for (const [line, fields] of onCloud) {
+      const other = onDouble.get(line);
+      if (!other) continue; // a difference of the exchanges themselves, the test above's
+      const [service, , template] = line.split(" ");
+      const owner = (f: string) => `${service} ${fieldOwner(template, f)}`;
+      for (const f of fields) if (!other.has(f)) differences.add(`field only on the real cloud: ${owner(f)}`);
+      for (const f of other) if (!fields.has(f)) differences.add(`field only on the double: ${owner(f)}`);
+    }
+    expectOnlyAccepted("field ", [...differences]);
   });
 });
 
 /**
+ * Fails on a difference docs/decisions.md does not accept, and on an accepted one (of the kind
+ * whose rows start with `kind`) that no longer occurs: the list must shrink with the double's fixes.
+ */
+function expectOnlyAccepted(kind: string, differences: string[]): void {
+  const accepted = [...acceptedDifferences()].filter((d) => d.startsWith(`${kind}only on`));
+  expect(differences.filter((d) => !accepted.includes(d)).sort()).toEqual([]);
+  expect(accepted.filter((d) => !differences.includes(d))).toEqual([]);
+}
+
+/**
  * The differences docs/decisions.md accepts, from its table under "The double's referee": rows
- * of "| only on the double | `service METHOD template status` | reason |".
+ * of "| only on the double | `service METHOD template status` | reason |", and of
+ * "| field only on the real cloud | `service owner.field` | reason |" (support/recorder.ts, fieldOwner).
  */
 function acceptedDifferences(): Set<string> {
   const decisions = fs.readFileSync(path.join(__dirname, "..", "docs", "decisions.md"), "utf8");
-  const rows = decisions.matchAll(/^\|\s*(only on the double|only on the real cloud)\s*\|\s*`([^`]+)`\s*\|.+\|$/gm);
+  const rows = decisions.matchAll(/^\|\s*((?:field )?only on the (?:double|real cloud))\s*\|\s*`([^`]+)`\s*\|.+\|$/gm);
   return new Set([...rows].map((row) => `${row[1]}: ${row[2]}`));
 }

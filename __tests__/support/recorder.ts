@@ -211,3 +211,44 @@ export function exchangeLines(exchanges: readonly Exchange[]): string[] {
   );
   return [...new Set(exchanges.filter((e) => !retried.includes(e)).map((e) => `${key(e)} ${e.status}`))].sort();
 }
+
+/** A field path's own name: "servers[].OS-EXT-AZ:availability_zone" → "OS-EXT-AZ:availability_zone". */
+function fieldName(field: string): string {
+  return field.slice(field.lastIndexOf(".") + 1).replace(/(\[\])+$/, "");
+}
+
+/**
+ * For each distinct exchange (its exchangeLines line), the reply fields seen in any of its
+ * replies whose name the provider reads for that service (support/provider-reads.ts).
+ */
+export function fieldsRead(exchanges: readonly Exchange[], reads: ReadonlyMap<string, ReadonlySet<string>>): Map<string, Set<string>> {
+  const lines = new Map<string, Set<string>>();
+  for (const e of exchanges) {
+    const line = `${e.service} ${e.method} ${e.template} ${e.status}`;
+    const fields = lines.get(line) ?? new Set<string>();
+    for (const field of e.fields) if (reads.get(e.service)?.has(fieldName(field))) fields.add(field);
+    lines.set(line, fields);
+  }
+  return lines;
+}
+
+/**
+ * Where a field belongs, for a difference that docs/decisions.md can accept once for every
+ * exchange it shows in: "port.binding:host_id" for a port's field, whether in a list
+ * ("ports[].binding:host_id") or alone ("port.binding:host_id"); a reply's top-level field without
+ * a wrapper by the last segment of its path ("add_router_interface.tenant_id").
+ */
+export function fieldOwner(template: string, field: string): string {
+  const [top, ...rest] = field.split(".");
+  if (top.endsWith("[]")) {
+    const plural = top.slice(0, -2);
+    const singular = plural.endsWith("ies") ? `${plural.slice(0, -3)}y` : plural.replace(/s$/, "");
+    return [singular, ...rest].join(".");
+  }
+  if (rest.length > 0) return field;
+  const segment = template
+    .split("/")
+    .filter((s) => s !== "" && s !== "{id}" && s !== "{n}" && s !== "{name}")
+    .pop();
+  return `${segment}.${field}`;
+}
