@@ -274,7 +274,11 @@ describe("Nova", () => {
     const kept = (await api("POST", `${NOVA}/servers`, boot("kept", 10, false))).body.server.id;
     const gone = (await api("POST", `${NOVA}/servers`, boot("gone", 10, true))).body.server.id;
     for (const id of [kept, gone]) for (let n = 0; n < 2; n++) await api("GET", `${NOVA}/servers/${id}`);
-    const shown = (await api("GET", `${NOVA}/servers/${kept}`)).body.server;
+    // delete_on_termination is shown from microversion 2.3 (nova/api/openstack/compute/views/servers.py).
+    expect((await api("GET", `${NOVA}/servers/${kept}`)).body.server["os-extended-volumes:volumes_attached"]).toEqual([
+      { id: expect.any(String) },
+    ]);
+    const shown = (await api("GET", `${NOVA}/servers/${kept}`, undefined, { "x-openstack-nova-api-version": "2.3" })).body.server;
     const [volume] = shown["os-extended-volumes:volumes_attached"];
     expect(volume.delete_on_termination).toBe(false);
     const cinder = await api("GET", `/volume/v3/${double.identity.project.id}/volumes/${volume.id}`);

@@ -207,17 +207,17 @@ export class Neutron {
         path: `${base}/${plural}`,
         plural: plural.replace(/-/g, "_"),
         singular,
-        list: (request) => filterBy(collection.all(), request.query as Query).map((r) => this.view(r)),
-        show: (id) => this.view(collection.get(id)),
+        list: (request) => filterBy(collection.all(), request.query as Query).map((r) => this.view(r, singular)),
+        show: (id) => this.view(collection.get(id), singular),
         create: (body) => {
           if (!body) throw new ApiError(400, "BadRequest", `Resource body required: ${singular}`);
           checkLengths(body);
           this.checkQuota(singular as NeutronQuota);
-          return this.view(create(body));
+          return this.view(create(body), singular);
         },
         update: (id, changes) => {
           checkLengths(changes);
-          return this.view(this.update(collection, id, changes));
+          return this.view(this.update(collection, id, changes), singular);
         },
         remove: (id) => this.remove(collection, id),
       });
@@ -277,19 +277,49 @@ export class Neutron {
   }
 
   /** What the API shows: internal bookkeeping fields removed. */
-  private view(resource: Resource): Resource {
+  private view(resource: Resource, kind?: string): Resource {
     const { seeded: _seeded, created_by_nova: _createdByNova, ...visible } = resource;
+    // neutron/db/external_net_db.py, _extend_subnet_dict_l3: whether its network is external.
+    if (kind === "subnet")
+      return { ...visible, "router:external": this.networks.get(String(resource.network_id))["router:external"] === true } as Resource;
+    // Neutron 29 lists a group's rules with their (empty) tags, and a rule alone without: as the
+    // real services answered the provider (__tests__/l3-openstack.test.ts).
+    if (kind === "security_group")
+      return {
+        ...visible,
+        security_group_rules: (resource.security_group_rules as Resource[]).map((r) => ({ ...r, tags: [] })),
+      } as Resource;
+    if (kind === "floatingip") return { ...visible, port_details: this.portDetails(resource.port_id as string | null) } as Resource;
+    // neutron/plugins/ml2/extensions/dns_integration.py, _get_dns_names_for_port, under Neutron's
+    // default dns_domain (openstacklocal.), where a port's dns_name names none of its addresses.
+    if (kind === "port") {
+      const dnsAssignment = (resource.fixed_ips as FixedIp[]).map(({ ip_address }) => {
+        const hostname = `host-${ip_address.replace(/[.:]/g, "-")}`;
+        return { ip_address, hostname, fqdn: `${hostname}.openstacklocal.` };
+      });
+      return { ...visible, dns_assignment: dnsAssignment } as Resource;
+    }
     return visible as Resource;
+  }
+
+  /** neutron/db/l3_fip_port_details.py: the associated port's summary, or null. */
+  private portDetails(portId: string | null): Record<string, unknown> | null {
+    const port = portId ? this.ports.find(portId) : undefined;
+    if (!port) return null;
+    const { name, network_id, mac_address, admin_state_up, status, device_id, device_owner } = port;
+    return { name, network_id, mac_address, admin_state_up, status, device_id, device_owner };
   }
 
   private common(kind: string, body: Record<string, unknown>): Record<string, unknown> {
     const timestamp = now();
     return {
-      name: "",
+      // Floating IPs and security group rules have no name (neutron-lib's api/definitions,
+      // l3.py and security_groups.py), and rules take no tags (the real cloud's rules list none).
+      ...(kind === "floatingip" || kind === "security_group_rule" ? {} : { name: "" }),
       description: "",
       tenant_id: this.projectId,
       project_id: this.projectId,
-      tags: [],
+      ...(kind === "security_group_rule" ? {} : { tags: [] }),
       created_at: timestamp,
       updated_at: timestamp,
       revision_number: 1,
@@ -689,9 +719,9 @@ export class Neutron {
       throw new ApiError(400, "BadRequest", "Bad router request: Either subnet_id or port_id must be specified.");
     }
     const fixedIps = port.fixed_ips as FixedIp[];
+    // neutron/db/l3_db.py, _make_router_interface_info: the project, not the tenant.
     return {
       id: router.id,
-      tenant_id: this.projectId,
       project_id: this.projectId,
       port_id: port.id,
       network_id: port.network_id,
@@ -759,8 +789,9 @@ export class Neutron {
     const fixedIps = port.fixed_ips as FixedIp[];
     return {
       id: routerId,
-      tenant_id: this.projectId,
+      project_id: this.projectId,
       port_id: port.id,
+      network_id: port.network_id,
       subnet_id: fixedIps[0]?.subnet_id,
       subnet_ids: fixedIps.map((ip) => ip.subnet_id),
     };

@@ -222,7 +222,7 @@ export class Nova {
     app.get(`${base}/flavors/detail`, async (request) => {
       auth(request);
       return {
-        flavors: filterBy(this.flavors.map((f) => this.flavorView(f)) as Resource[], request.query as Query, [
+        flavors: filterBy(this.flavors.map((f) => this.flavorView(f, request)) as Resource[], request.query as Query, [
           "is_public",
           "minDisk",
           "minRam",
@@ -237,7 +237,7 @@ export class Nova {
       auth(request);
       const flavor = this.flavors.find((f) => f.id === (request.params as { id: string }).id);
       if (!flavor) throw new ApiError(404, "itemNotFound", `Flavor ${(request.params as { id: string }).id} could not be found.`);
-      return { flavor: this.flavorView(flavor) };
+      return { flavor: this.flavorView(flavor, request) };
     });
     app.get(`${base}/flavors/:id/os-extra_specs`, async (request) => {
       auth(request);
@@ -460,8 +460,10 @@ export class Nova {
     });
   }
 
-  private flavorView(flavor: Flavor) {
+  /** nova/api/openstack/compute/views/flavors.py: a description from 2.55 (the default flavors have none). */
+  private flavorView(flavor: Flavor, request: FastifyRequest) {
     return {
+      ...(atLeast(request, 55) ? { description: null } : {}),
       id: flavor.id,
       name: flavor.name,
       vcpus: flavor.vcpus,
@@ -481,11 +483,14 @@ export class Nova {
       id: group.id,
       name: group.name,
       members: group.members,
-      metadata: group.metadata,
       project_id: this.identity.projectId,
       user_id: this.identity.userId,
     };
-    return atLeast(request, 64) ? { ...common, policy: group.policy, rules: group.rules } : { ...common, policies: [group.policy] };
+    // nova/api/openstack/compute/server_groups.py, _format_server_group: before 2.64, one policy
+    // in a list and an empty metadata.
+    return atLeast(request, 64)
+      ? { ...common, policy: group.policy, rules: group.rules }
+      : { ...common, policies: [group.policy], metadata: group.metadata };
   }
 
   /**
@@ -712,9 +717,10 @@ export class Nova {
       "OS-EXT-STS:vm_state": active ? "active" : failed ? "error" : "building",
       "OS-EXT-STS:power_state": active ? 1 : 0,
       ...(failed ? { fault: server.fault } : {}),
+      // nova/api/openstack/compute/views/servers.py, _add_volumes_attachments: from 2.3.
       "os-extended-volumes:volumes_attached": (server.volumes_attached as { id: string; delete_on_termination: boolean }[]).map((v) => ({
         id: v.id,
-        delete_on_termination: v.delete_on_termination,
+        ...(atLeast(request, 3) ? { delete_on_termination: v.delete_on_termination } : {}),
       })),
       security_groups: server.security_groups,
       ...(atLeast(request, 26) ? { tags: server.tags } : {}),
