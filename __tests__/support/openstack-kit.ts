@@ -30,7 +30,7 @@ async function kit(args: string[]): Promise<string> {
 /**
  * Ends the kit when npm test started it for this run (KOO_CLOUD_DOWN_AFTER_USE=1): its processes
  * hold about 2.8 GiB and wake every few seconds, for the rest of a run that no longer needs them.
- * A kit a developer started stays up.
+ * Run alone (jest), the test file leaves the kit up.
  */
 export async function kitDone(): Promise<void> {
   if (process.env.KOO_CLOUD_DOWN_AFTER_USE === "1") await kit(["down"]);
