@@ -209,7 +209,12 @@ export function exchangeLines(exchanges: readonly Exchange[]): string[] {
   const retried = exchanges.filter(
     (e, i) => e.status === 409 && exchanges.slice(i + 1).some((later) => key(later) === key(e) && later.status < 300),
   );
-  return [...new Set(exchanges.filter((e) => !retried.includes(e)).map((e) => `${key(e)} ${e.status}`))].sort();
+  return [...new Set(exchanges.filter((e) => !retried.includes(e)).map(exchangeLine))].sort();
+}
+
+/** An exchange's line: "service METHOD template status". */
+function exchangeLine(e: Exchange): string {
+  return `${e.service} ${e.method} ${e.template} ${e.status}`;
 }
 
 /** A field path's own name: "servers[].OS-EXT-AZ:availability_zone" → "OS-EXT-AZ:availability_zone". */
@@ -224,7 +229,7 @@ function fieldName(field: string): string {
 export function fieldsRead(exchanges: readonly Exchange[], reads: ReadonlyMap<string, ReadonlySet<string>>): Map<string, Set<string>> {
   const lines = new Map<string, Set<string>>();
   for (const e of exchanges) {
-    const line = `${e.service} ${e.method} ${e.template} ${e.status}`;
+    const line = exchangeLine(e);
     const fields = lines.get(line) ?? new Set<string>();
     for (const field of e.fields) if (reads.get(e.service)?.has(fieldName(field))) fields.add(field);
     lines.set(line, fields);
