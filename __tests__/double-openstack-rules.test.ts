@@ -332,8 +332,12 @@ describe("Cinder", () => {
   });
 
   it("shows a new volume creating before it is available, or in error when a failure is injected", async () => {
-    const id = (await api("POST", volumes(), { volume: { size: 1 } })).body.volume.id;
-    expect((await api("GET", `${volumes()}/${id}`)).body.volume.status).toBe("creating");
+    const created = (await api("POST", volumes(), { volume: { size: 1 } })).body.volume;
+    const id = created.id;
+    // Its project shows on GET alone (cinder/api/contrib/volume_tenant_attribute.py extends show and detail).
+    expect("os-vol-tenant-attr:tenant_id" in created).toBe(false);
+    const shown = (await api("GET", `${volumes()}/${id}`)).body.volume;
+    expect([shown.status, shown["os-vol-tenant-attr:tenant_id"]]).toEqual(["creating", double.identity.project.id]);
     expect((await api("GET", `${volumes()}/${id}`)).body.volume.status).toBe("available");
     double.cinder.failVolumes((name) => name === "broken");
     const broken = (await api("POST", volumes(), { volume: { size: 1, name: "broken" } })).body.volume.id;
@@ -393,6 +397,18 @@ describe("Keystone", () => {
       expect(credential).toMatchObject({ unrestricted: false, expires_at: null, project_id: double.identity.project.id });
       const shown = await api("GET", `${credentials()}/${credential.id}`);
       expect(shown.body.application_credential.secret).toBeUndefined();
+      // The backend's record as every reply shows it: its user, each role in full, no empty access rules.
+      const { secret: _secret, ...record } = credential;
+      expect(shown.body.application_credential).toEqual(record);
+      expect(record).toMatchObject({ user_id: double.identity.user.id, system: null });
+      expect("access_rules" in record).toBe(false);
+      expect(record.roles[0]).toEqual({
+        id: double.identity.roles.find((r) => r.name === "member")!.id,
+        name: "member",
+        domain_id: null,
+        description: null,
+        options: { immutable: true },
+      });
       const given = await api("POST", credentials(), { application_credential: { name: "b", secret: "chosen" } });
       expect(given.body.application_credential.secret).toBe("chosen");
       // Without roles, the token's: the user's effective roles.
@@ -491,6 +507,31 @@ describe("Neutron", () => {
     return api("POST", `${N}/subnets`, { subnet: { network_id: networkId, cidr, ip_version: 4, ...extra } });
   }
   const external = () => double.neutron.networks.all().find((n) => n["router:external"] === true)?.id as string;
+
+  it("shows a port's binding, a subnet's segment and a router's distributed and ha to admins alone", async () => {
+    const networkId = await network();
+    const subnetId = (await subnet(networkId, "10.9.0.0/24")).body.subnet.id;
+    const portId = (await api("POST", `${N}/ports`, { port: { network_id: networkId } })).body.port.id;
+    const routerId = (await api("POST", `${N}/routers`, { router: { name: "r" } })).body.router.id;
+    const fields = async () => {
+      const router = (await api("GET", `${N}/routers/${routerId}`)).body.router;
+      return {
+        port: Object.keys((await api("GET", `${N}/ports/${portId}`)).body.port).filter((f) => f.startsWith("binding:")),
+        subnet: "segment_id" in (await api("GET", `${N}/subnets/${subnetId}`)).body.subnet,
+        router: ["distributed", "ha"].filter((f) => f in router),
+        network: (await api("GET", `${N}/networks/${networkId}`)).body.network.vlan_transparent,
+      };
+    };
+    expect(await fields()).toEqual({ port: ["binding:vnic_type"], subnet: false, router: [], network: false });
+    (double.identity as { assignedRoles: readonly string[] }).assignedRoles = ["admin"];
+    token = await issueToken(double);
+    expect(await fields()).toEqual({
+      port: ["binding:vnic_type", "binding:host_id", "binding:profile", "binding:vif_details", "binding:vif_type"],
+      subnet: true,
+      router: ["distributed", "ha"],
+      network: false,
+    });
+  });
 
   it("gives the project's default security group Neutron's four default rules, and a new group the two egress ones", async () => {
     const shape = (rules: any[]) =>
@@ -805,6 +846,9 @@ describe("Octavia", () => {
     expect(fault(await member({}))).toEqual([409, "Another member on this pool is already using ip 10.7.0.10 on protocol_port 6443"]);
     const shown = await api("GET", `${LB}/pools/${pool}/members/${outside.body.member.id}`);
     expect(shown.body.member).toMatchObject({ provisioning_status: "ACTIVE", operating_status: "NO_MONITOR" });
+    // octavia/api/v2/types/pool.py sets healthmonitor_id from the pool's monitor alone.
+    const healthMonitorId = async () => (await api("GET", `${LB}/pools/${pool}`)).body.pool.healthmonitor_id;
+    expect(await healthMonitorId()).toBeUndefined();
 
     const monitor = (body: Record<string, unknown>) =>
       api("POST", `${LB}/healthmonitors`, { healthmonitor: { pool_id: pool, type: "TCP", delay: 5, timeout: 3, max_retries: 3, ...body } });
@@ -814,7 +858,8 @@ describe("Octavia", () => {
     ]);
     expect(fault(await monitor({ url_path: "/healthz" }))).toEqual([400, "url_path is not a valid option for health monitors of type TCP"]);
     // Octavia has no rule tying delay to timeout.
-    expect((await monitor({ delay: 1, timeout: 5 })).status).toBe(201);
+    const monitorId = (await monitor({ delay: 1, timeout: 5 })).body.healthmonitor.id;
+    expect(await healthMonitorId()).toBe(monitorId);
     await settle(lb);
     expect(fault(await monitor({}))).toEqual([409, "This pool already has a health monitor"]);
     const monitored = await api("GET", `${LB}/pools/${pool}/members/${outside.body.member.id}`);

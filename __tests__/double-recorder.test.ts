@@ -3,7 +3,7 @@
  * an exchange, and what it leaves out, on exchanges made up for each rule.
  */
 import { providerReads } from "./support/provider-reads";
-import { Exchange, exchangeLines, fieldOwner, fieldPaths, fieldsRead, pathTemplate } from "./support/recorder";
+import { comparable, Exchange, exchangeLines, fieldOwner, fieldPaths, fieldsRead, pathTemplate } from "./support/recorder";
 
 const exchange = (service: string, method: string, template: string, status: number, fields: string[] = []): Exchange => ({
   service,
@@ -53,6 +53,17 @@ describe("the recorder", () => {
       "network GET /v2.0/ports/{id} 200": ["port", "port.binding:host_id", "port.id"],
       "compute GET /servers/{id} 200": [],
     });
+  });
+
+  it("compares a field of a list's element only where the other target returned an element of that list", () => {
+    const other = new Set(["security_group", "security_group.id", "security_group.security_group_rules"]);
+    expect(comparable("security_group.security_group_rules[].tags", other)).toBe(false);
+    expect(comparable("security_group.security_group_rules[].tags", new Set([...other, "security_group.security_group_rules[].id"]))).toBe(
+      true,
+    );
+    expect(comparable("security_group.description", other)).toBe(true);
+    expect(comparable("ports[].fixed_ips[].subnet_id", new Set(["ports[].id"]))).toBe(false);
+    expect(comparable("ports[].fixed_ips[].subnet_id", new Set(["ports[].id", "ports[].fixed_ips[].ip_address"]))).toBe(true);
   });
 
   it("names a field by its resource, alone or in a list, and a reply's unwrapped field by its path", () => {

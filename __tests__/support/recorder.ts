@@ -238,6 +238,20 @@ export function fieldsRead(exchanges: readonly Exchange[], reads: ReadonlyMap<st
 }
 
 /**
+ * Whether a field seen on one target and missing from `other` (the other target's fields of the
+ * same exchange) is a difference: a field of a list's element is one only where the other target
+ * returned an element of that list too. Which of the exchange's replies came with a non-empty list is timing (a
+ * security group read before or after its default rules were deleted), not behaviour.
+ */
+export function comparable(field: string, other: ReadonlySet<string>): boolean {
+  for (let at = field.indexOf("[]"); at !== -1; at = field.indexOf("[]", at + 2)) {
+    const element = `${field.slice(0, at + 2)}.`;
+    if (![...other].some((f) => f.startsWith(element))) return false;
+  }
+  return true;
+}
+
+/**
  * Where a field belongs, for a difference that docs/decisions.md can accept once for every
  * exchange it shows in: "port.binding:host_id" for a port's field, whether in a list
  * ("ports[].binding:host_id") or alone ("port.binding:host_id"); a reply's top-level field without

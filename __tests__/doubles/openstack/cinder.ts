@@ -203,14 +203,20 @@ export class Cinder {
     }
   }
 
-  /** A creating volume completes after `creatingReads` reads, the way a backend would. */
+  /**
+   * A volume as GET /volumes/{id} and /volumes/detail show it: with its project as
+   * os-vol-tenant-attr:tenant_id, which cinder/api/contrib/volume_tenant_attribute.py adds to
+   * those two alone (a project reader may see it, cinder/policies/volumes.py). A creating volume
+   * completes after `creatingReads` reads, the way a backend would.
+   */
   private show(id: string): Resource {
     const volume = this.volumes.get(id);
     const reads = (volume.reads as number) + 1;
-    if (volume.status === "creating" && reads > this.creatingReads) {
-      return this.view(this.volumes.update(id, { reads, status: volume.fails ? "error" : "available", updated_at: now() }));
-    }
-    return this.view(this.volumes.update(id, { reads }));
+    const read =
+      volume.status === "creating" && reads > this.creatingReads
+        ? this.volumes.update(id, { reads, status: volume.fails ? "error" : "available", updated_at: now() })
+        : this.volumes.update(id, { reads });
+    return { ...this.view(read), "os-vol-tenant-attr:tenant_id": this.projectId } as Resource;
   }
 
   private view(volume: Resource): Resource {
@@ -272,7 +278,6 @@ export class Cinder {
       consistencygroup_id: null,
       replication_status: null,
       user_id: null,
-      "os-vol-tenant-attr:tenant_id": this.projectId,
       created_at: timestamp,
       updated_at: timestamp,
     });

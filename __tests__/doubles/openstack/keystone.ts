@@ -39,6 +39,24 @@ const KNOWN_ROLES = [
 ];
 
 /**
+ * A role as keystone/assignment/role_backends/sql_model.py, RoleTable.to_dict gives it: no
+ * description, and the options `keystone-manage bootstrap` sets on the roles it creates
+ * (keystone/cmd/bootstrap.py, _ensure_role_exists: immutable, unless --no-immutable-roles);
+ * a role created later (`openstack role create`) has none.
+ */
+function roleView(role: Role) {
+  return {
+    id: role.id,
+    name: role.name,
+    domain_id: null,
+    description: null,
+    options: BOOTSTRAP_ROLES.includes(role.name) ? { immutable: true } : {},
+  };
+}
+
+const BOOTSTRAP_ROLES = ["admin", "manager", "member", "reader", "service"];
+
+/**
  * Implied roles as keystone/cmd/bootstrap.py, Bootstrapper._bootstrap_default_roles creates them:
  * admin implies manager, manager implies member, member implies reader.
  */
@@ -362,17 +380,26 @@ export class Keystone {
     return this.rolesNamed(withImplied(this.identity.assignedRoles));
   }
 
-  /** keystone/api/users.py, UserAppCredListCreateResource._public_parameters: no secret, no user id. */
+  /**
+   * An application credential as every reply shows it (create, list and show alike): the
+   * backend's record (keystone/application_credential/backends/sql.py, _to_dict) but its secret's
+   * hash, access rules only when it has some, each role as role_api.get_role gives it
+   * (core.py, _process_app_cred), and a self link. keystone/api/users.py's _public_parameters
+   * would leave out user_id, but nothing applies them to these replies.
+   */
   private applicationCredentialView(credential: Resource) {
+    const accessRules = credential.access_rules as { id: string }[];
     return {
       id: credential.id,
       name: credential.name,
       description: credential.description,
-      expires_at: credential.expires_at,
+      user_id: this.identity.user.id,
       project_id: credential.project_id,
-      roles: (credential.roles as Role[]).map((r) => ({ id: r.id, name: r.name, domain_id: null })),
+      system: null,
+      expires_at: credential.expires_at,
       unrestricted: credential.unrestricted,
-      access_rules: (credential.access_rules as { id: string }[]).map((r) => this.accessRuleView(this.accessRules.get(r.id))),
+      roles: (credential.roles as Role[]).map((r) => roleView(r)),
+      ...(accessRules.length > 0 ? { access_rules: accessRules.map((r) => this.accessRuleView(this.accessRules.get(r.id))) } : {}),
       links: { self: `${this.baseUrl()}/identity/v3/users/${this.identity.user.id}/application_credentials/${credential.id}` },
     };
   }

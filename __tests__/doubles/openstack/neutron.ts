@@ -41,6 +41,17 @@ export const NEUTRON_DEFAULT_QUOTAS = {
 };
 export type NeutronQuota = keyof typeof NEUTRON_DEFAULT_QUOTAS;
 
+/**
+ * The fields Neutron shows to admins (and, for a port's binding, to services) alone, by kind:
+ * the `get_<kind>:<field>` rules of neutron/conf/policies/ (lib_rules.ADMIN, ADMIN_OR_SERVICE).
+ */
+const ADMIN_ONLY_FIELDS: Record<string, readonly string[]> = {
+  network: ["segments", "provider:network_type", "provider:physical_network", "provider:segmentation_id"],
+  subnet: ["segment_id"],
+  port: ["binding:vif_type", "binding:vif_details", "binding:host_id", "binding:profile", "resource_request", "hints", "trusted"],
+  router: ["distributed", "ha"],
+};
+
 /** Owners of ports Neutron deletes itself with their subnet (db_base_plugin_v2.py, AUTO_DELETE_PORT_OWNERS). */
 const DHCP_OWNER = "network:dhcp";
 /** The DHCP agent's host id, part of its port's device id. */
@@ -200,24 +211,29 @@ export class Neutron {
     return { network: this.networks.get(network.id), subnet: this.subnets.get(created.id) };
   }
 
-  register(app: FastifyInstance, auth: (request: FastifyRequest) => void): void {
+  /**
+   * `auth` authenticates a request; `roles` gives its token's role names, which decide the
+   * fields an admin alone sees (ADMIN_ONLY_FIELDS).
+   */
+  register(app: FastifyInstance, auth: (request: FastifyRequest) => void, roles: (request: FastifyRequest) => readonly string[]): void {
     const base = "/network/v2.0";
+    const admin = (request: FastifyRequest) => roles(request).includes("admin");
     const crud = (plural: string, singular: string, collection: Collection, create: (body: Record<string, unknown>) => Resource) =>
       registerCollection(app, auth, {
         path: `${base}/${plural}`,
         plural: plural.replace(/-/g, "_"),
         singular,
-        list: (request) => filterBy(collection.all(), request.query as Query).map((r) => this.view(r, singular)),
-        show: (id) => this.view(collection.get(id), singular),
-        create: (body) => {
+        list: (request) => filterBy(collection.all(), request.query as Query).map((r) => this.view(r, singular, admin(request))),
+        show: (id, request) => this.view(collection.get(id), singular, admin(request)),
+        create: (body, request) => {
           if (!body) throw new ApiError(400, "BadRequest", `Resource body required: ${singular}`);
           checkLengths(body);
           this.checkQuota(singular as NeutronQuota);
-          return this.view(create(body), singular);
+          return this.view(create(body), singular, admin(request));
         },
-        update: (id, changes) => {
+        update: (id, changes, request) => {
           checkLengths(changes);
-          return this.view(this.update(collection, id, changes), singular);
+          return this.view(this.update(collection, id, changes), singular, admin(request));
         },
         remove: (id) => this.remove(collection, id),
       });
@@ -276,9 +292,11 @@ export class Neutron {
     return collection;
   }
 
-  /** What the API shows: internal bookkeeping fields removed. */
-  private view(resource: Resource, kind?: string): Resource {
-    const { seeded: _seeded, created_by_nova: _createdByNova, ...visible } = resource;
+  /** What the API shows: internal bookkeeping fields removed, and those for admins alone unless `admin`. */
+  private view(resource: Resource, kind: string, admin: boolean): Resource {
+    const { seeded: _seeded, created_by_nova: _createdByNova, ...all } = resource;
+    const visible: Resource = { ...all } as Resource;
+    if (!admin) for (const field of ADMIN_ONLY_FIELDS[kind] ?? []) delete visible[field];
     // neutron/db/external_net_db.py, _extend_subnet_dict_l3: whether its network is external.
     if (kind === "subnet")
       return { ...visible, "router:external": this.networks.get(String(resource.network_id))["router:external"] === true } as Resource;
@@ -289,6 +307,8 @@ export class Neutron {
         ...visible,
         security_group_rules: (resource.security_group_rules as Resource[]).map((r) => ({ ...r, tags: [] })),
       } as Resource;
+    // neutron_lib/api/definitions/vlantransparent.py, get_vlan_transparent: false unless asked for.
+    if (kind === "network") return { ...visible, vlan_transparent: visible.vlan_transparent ?? false } as Resource;
     if (kind === "floatingip") return { ...visible, port_details: this.portDetails(resource.port_id as string | null) } as Resource;
     // neutron/plugins/ml2/extensions/dns_integration.py, _get_dns_names_for_port, under Neutron's
     // default dns_domain (openstacklocal.), where a port's dns_name names none of its addresses.

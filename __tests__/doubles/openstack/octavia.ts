@@ -1030,7 +1030,13 @@ export class Octavia {
         .all()
         .filter((m) => m.pool_id === pool.id)
         .map((m) => ({ id: m.id })),
-      healthmonitor_id: this.healthMonitors.all().find((h) => h.pool_id === pool.id)?.id ?? null,
+      // Set only from the pool's monitor (from_db_obj); WSME leaves an unset attribute out.
+      ...Object.fromEntries(
+        this.healthMonitors
+          .all()
+          .filter((h) => h.pool_id === pool.id)
+          .map((h) => ["healthmonitor_id", h.id]),
+      ),
       tls_container_ref: null,
       ca_tls_container_ref: null,
       crl_container_ref: null,

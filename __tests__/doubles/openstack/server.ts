@@ -172,7 +172,11 @@ export async function startOpenStackDouble(options: OpenStackDoubleOptions = {})
   const keystone = new Keystone(identity, () => baseUrl, services);
   keystone.register(app);
   const neutron = new Neutron(identity.project.id);
-  neutron.register(app, (request) => keystone.requireToken(request));
+  neutron.register(
+    app,
+    (request) => keystone.requireToken(request),
+    (request) => keystone.tokenRoleNames(request),
+  );
   const external = options.externalNetwork ?? { name: "vlan1066", cidr: "192.0.2.0/24" };
   neutron.seedExternalNetwork(external.name, external.cidr);
   neutron.seedDefaultSecurityGroup();
