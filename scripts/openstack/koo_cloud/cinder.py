@@ -83,6 +83,7 @@ class Cinder(Service):
                     "volume_backend_name": BACKEND,
                 },
                 "database": {"connection": kit.database_url("cinder")},
+                "oslo_policy": kit.policy("cinder"),
                 "keystone_authtoken": keystone_authtoken(kit, "cinder"),
                 # Cinder calls Nova (cinder/compute/nova.py) for the events of an attached
                 # volume's extension and to check an in-use attachment before deleting it.

@@ -52,6 +52,7 @@ class Glance(Service):
                 # staging and tasks stores are reserved ones it requires besides (glance/common/wsgi_app.py).
                 "DEFAULT": {"use_stderr": True, "debug": False, "enabled_backends": "fs:file"},
                 "database": {"connection": kit.database_url("glance")},
+                "oslo_policy": kit.policy("glance"),
                 "keystone_authtoken": keystone_authtoken(kit, "glance"),
                 # The venv holds the paste file (the package's data_files); without [paste_deploy]
                 # config_file, Glance looks for it beside its own configuration (glance/common/config.py).

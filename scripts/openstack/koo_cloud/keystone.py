@@ -17,6 +17,7 @@ class Keystone(Service):
             {
                 "DEFAULT": {"use_stderr": True, "debug": False},
                 "database": {"connection": kit.database_url("keystone")},
+                "oslo_policy": kit.policy("keystone"),
                 "token": {"provider": "fernet", "expiration": 86400},
                 "fernet_tokens": {"key_repository": data / "fernet-keys"},
                 "fernet_receipts": {"key_repository": data / "fernet-receipts"},

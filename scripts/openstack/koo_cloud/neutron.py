@@ -78,6 +78,7 @@ class Neutron(Service):
                     "state_path": kit.data("neutron"),
                 },
                 "database": {"connection": kit.database_url("neutron")},
+                "oslo_policy": kit.policy("neutron"),
                 "keystone_authtoken": keystone_authtoken(kit, "neutron"),
                 # Port events for Nova (network-vif-plugged, -changed), sent only for ports whose
                 # device_owner is compute:* (neutron/notifiers/nova.py), as the nova user.

@@ -155,6 +155,7 @@ def nova_conf(kit: Kit) -> dict[str, dict[str, object]]:
         # dropped, and the host would wait 10 s to try again (nova/conductor/api.py, wait_until_ready).
         "oslo_messaging_rabbit": {"amqp_durable_queues": True},
         "api": {"auth_strategy": "keystone"},
+        "oslo_policy": kit.policy("nova"),
         "keystone_authtoken": keystone_authtoken(kit, "nova"),
         # Nova sends its own token beside the user's, as services expect of it (e.g. cinder's
         # attachment updates, neutron's port bindings).

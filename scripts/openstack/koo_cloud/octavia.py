@@ -100,6 +100,7 @@ class Octavia(Service):
                 "DEFAULT": {"use_stderr": True, "debug": False, "transport_url": kit.transport_url},
                 "api_settings": {"bind_host": "127.0.0.1", "bind_port": kit.port("octavia")},
                 "database": {"connection": kit.database_url("octavia")},
+                "oslo_policy": kit.policy("octavia"),
                 "keystone_authtoken": authtoken,
                 # What the worker and the network driver call Neutron as: the octavia user.
                 "service_auth": {option: authtoken[option] for option in SERVICE_AUTH_OPTIONS},

@@ -17,6 +17,7 @@ class Placement(Service):
             {
                 "DEFAULT": {"use_stderr": True, "debug": False},
                 "placement_database": {"connection": kit.database_url("placement")},
+                "oslo_policy": kit.policy("placement"),
                 "api": {"auth_strategy": "keystone"},
                 "keystone_authtoken": keystone_authtoken(kit, "placement"),
             },
