@@ -5,7 +5,8 @@
 #
 # The salt root (/srv/salt) is the mount point of the master's persistent volume: the directory
 # itself stays, with its lost+found, and only its contents are replaced. The pillar root
-# (/srv/pillar) is built next to itself and swapped in with two renames.
+# (/srv/pillar) is built next to itself and swapped in with two renames. Then the master forgets
+# the file list it cached, so that the next sync sees the new files.
 set -euo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -111,6 +112,11 @@ mv -T -- "$pillar_new" "$pillar_root"
 pillar_new=""
 [[ -z $pillar_old ]] || rm -rf -- "$pillar_old"
 pillar_old=""
+
+# The master keeps the file list it serves for 20 s (fileserver_list_cache_time): a sync_all
+# within 20 s of an earlier listing would fetch the changed modules and miss the new ones.
+salt-run --out=quiet fileserver.clear_file_list_cache ||
+  koo_die 1 "install-salt-tree on $host: salt-run fileserver.clear_file_list_cache failed; the new Salt tree is in place, but the master may serve its old file list for 20 s"
 
 rm -rf -- "$staging"
 echo "installed Salt tree on $host: $salt_root $(tree_digest "$salt_root"); $pillar_root $(tree_digest "$pillar_root")"

@@ -78,6 +78,25 @@ def test_replaces_the_salt_tree_in_place_and_keeps_lost_and_found(fakes, srv, st
     assert sorted(p.name for p in (srv / "salt").iterdir() if p.name.startswith(".")) == []
 
 
+def test_the_master_lists_the_new_tree_next(fakes, srv, staging):
+    """Its cached file list is cleared once the tree is in place (test_real_salt shows why)."""
+    result = fakes.run("install-salt-tree.sh", str(staging))
+    assert result.returncode == 0, result.stderr
+    assert fakes.calls("salt-run") == [["--out=quiet", "fileserver.clear_file_list_cache"]]
+    assert fakes.read()["file_list"] == sorted(tree_files(srv / "salt"))
+
+
+def test_a_master_that_cannot_clear_its_file_list_fails_the_install(fakes, srv, staging):
+    fakes.update(fileserver_clear_file_list_cache={"error": "Salt request timed out."})
+    result = fakes.run("install-salt-tree.sh", str(staging))
+    assert result.returncode == 1
+    assert result.stderr == (
+        "Salt request timed out.\n"
+        f"install-salt-tree on {HOST}: salt-run fileserver.clear_file_list_cache failed; the new Salt tree "
+        "is in place, but the master may serve its old file list for 20 s\n"
+    )
+
+
 def test_swaps_in_the_pillar_with_the_terraform_values(fakes, srv, staging):
     expected = {**tree_files(staging / "pillar"), "_from_terraform.sls": FROM_TERRAFORM.encode()}
     result = fakes.run("install-salt-tree.sh", str(staging))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import threading
@@ -119,6 +120,43 @@ def test_a_real_failed_orchestration_names_steps_minions_and_states(cluster, acc
     assert result.returncode == 1
     assert sorted(result.stdout.splitlines()[1:]) == sorted(FAILED_LINES)
     assert result.stderr == FAILED_MESSAGE + "\n"
+
+
+def test_a_sync_right_after_the_tree_is_installed_gets_its_new_modules(cluster, accepted, tmp_path):
+    """
+    The master keeps the file list it serves for 20 s (fileserver_list_cache_time,
+    salt/fileserver/__init__.py check_file_list_cache). Without clearing it, a sync_all within 20 s
+    of a listing fetched the upgraded tree's changed modules but not its new ones (seen once in the
+    upgrade's rehearsal: No module named 'salt.loaded.ext.module.microk8s._upgrade').
+    """
+    assert "orch/koo_test_succeeded.sls" in cluster.salt(MASTER, "cp.list_master", tgt_type="list")[MASTER]
+    listed = sorted((cluster.master_dir / "cache" / "file_lists" / "roots").glob("*.p"))
+    assert listed, "the master kept no file list"
+    staging = tmp_path / "staging"
+    # The served tree as it is, plus a module new in this version.
+    shutil.copytree(cluster.overlay, staging / "salt")
+    (staging / "salt" / "_modules").mkdir(exist_ok=True)
+    (staging / "salt" / "_modules" / "koo_probe.py").write_text('def version():\n    return "new"\n')
+    (staging / "pillar").mkdir()
+    (staging / "_from_terraform.sls").write_text("#!yaml\n{}\n")
+    result = subprocess.run(
+        ["bash", str(PROVISIONERS / "install-salt-tree.sh"), str(staging)],
+        env={
+            **os.environ,
+            "PATH": f"{cluster.bin}:{os.environ['PATH']}",
+            "KOO_SALT_ROOT": str(cluster.overlay),
+            "KOO_PILLAR_ROOT": str(tmp_path / "pillar"),
+            "KOO_TREE_OWNER": f"{os.getuid()}:{os.getgid()}",
+        },
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    synced = cluster.salt(MASTER, "saltutil.sync_modules", tgt_type="list")
+    assert "modules.koo_probe" in synced[MASTER], f"{synced}\n{cluster.logs()}"
+    assert cluster.salt(MASTER, "koo_probe.version", tgt_type="list") == {MASTER: "new"}
 
 
 def test_a_batched_step_that_targets_no_minion_fails_the_orchestration(cluster, accepted):

@@ -19,6 +19,11 @@ salt-run, three runners over the fake event bus (fakestate.bus_path), and manage
   salt answers it ("ping": a minion answers from that call on, counted with salt's; only accepted
   keys are targeted), printed as {"up": [...], "down": [...]} (salt/runners/manage.py status).
   "salt_error" makes it fail as salt does.
+- ``--out=quiet fileserver.clear_file_list_cache``: the master's cached file lists are deleted
+  (salt/fileserver/__init__.py Fileserver.clear_file_list_cache), so its next listing is of the
+  tree as it is then. The fake master serves no files; it records that listing, the files under
+  $KOO_SALT_ROOT, as "file_list" in the state. "fileserver_clear_file_list_cache": {"error": text}
+  makes it fail with that text on stderr.
 """
 
 import fnmatch
@@ -106,5 +111,13 @@ elif runner == "manage.status":
         targeted = [minion for minion in keywords["tgt"].split(",") if minion in accepted]
         up = sorted(ping(current, targeted))
     print(json.dumps({"up": up, "down": sorted(set(targeted) - set(up))}, indent=4))
+elif runner == "fileserver.clear_file_list_cache":
+    if config.get("error"):
+        sys.exit(config["error"])
+    root = Path(os.environ.get("KOO_SALT_ROOT", "/srv/salt"))
+    files = (path.relative_to(root) for path in root.rglob("*") if path.is_file())
+    listing = sorted(str(path) for path in files if path.parts[0] != "lost+found")
+    with state() as current:
+        current["file_list"] = listing
 else:
     sys.exit(f"fake salt-run: unsupported runner {runner}")
