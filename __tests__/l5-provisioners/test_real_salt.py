@@ -56,10 +56,10 @@ def cluster(tmp_path_factory):
         cluster.stop()
 
 
-def run(cluster, script: str, *args: str) -> subprocess.CompletedProcess:
+def run(cluster, script: str, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
         ["bash", str(PROVISIONERS / script), *args],
-        env={**os.environ, "PATH": f"{cluster.bin}:{os.environ['PATH']}"},
+        env={**os.environ, "PATH": f"{cluster.bin}:{os.environ['PATH']}", **(env or {})},
         capture_output=True,
         text=True,
         timeout=300,
@@ -130,8 +130,7 @@ def test_a_sync_right_after_the_tree_is_installed_gets_its_new_modules(cluster, 
     upgrade's rehearsal: No module named 'salt.loaded.ext.module.microk8s._upgrade').
     """
     assert "orch/koo_test_succeeded.sls" in cluster.salt(MASTER, "cp.list_master", tgt_type="list")[MASTER]
-    listed = sorted((cluster.master_dir / "cache" / "file_lists" / "roots").glob("*.p"))
-    assert listed, "the master kept no file list"
+    assert any((cluster.master_dir / "cache" / "file_lists" / "roots").glob("*.p")), "the master kept no file list"
     staging = tmp_path / "staging"
     # The served tree as it is, plus a module new in this version.
     shutil.copytree(cluster.overlay, staging / "salt")
@@ -139,19 +138,15 @@ def test_a_sync_right_after_the_tree_is_installed_gets_its_new_modules(cluster, 
     (staging / "salt" / "_modules" / "koo_probe.py").write_text('def version():\n    return "new"\n')
     (staging / "pillar").mkdir()
     (staging / "_from_terraform.sls").write_text("#!yaml\n{}\n")
-    result = subprocess.run(
-        ["bash", str(PROVISIONERS / "install-salt-tree.sh"), str(staging)],
+    result = run(
+        cluster,
+        "install-salt-tree.sh",
+        str(staging),
         env={
-            **os.environ,
-            "PATH": f"{cluster.bin}:{os.environ['PATH']}",
             "KOO_SALT_ROOT": str(cluster.overlay),
             "KOO_PILLAR_ROOT": str(tmp_path / "pillar"),
             "KOO_TREE_OWNER": f"{os.getuid()}:{os.getgid()}",
         },
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
     )
     assert result.returncode == 0, result.stderr
     synced = cluster.salt(MASTER, "saltutil.sync_modules", tgt_type="list")
