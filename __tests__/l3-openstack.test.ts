@@ -7,6 +7,7 @@
  * parameter, both CLIs, failures) stays on the double.
  */
 import * as fs from "node:fs";
+import * as net from "node:net";
 import * as path from "node:path";
 import { StateServer, startStateServer } from "./doubles/http-state/server";
 import { OpenStackDouble, startOpenStackDouble } from "./doubles/openstack/server";
@@ -260,6 +261,89 @@ describe("L3 on both targets", () => {
     expectOnlyAccepted("field ", [...differences]);
   });
 });
+
+describe("the kit's APIs", () => {
+  // Each API's offset from the kit's port base (scripts/openstack/koo_cloud/kit.py, PORTS).
+  const APIS = { keystone: 0, glance: 1, placement: 2, nova: 3, neutron: 4, cinder: 5, octavia: 6 };
+  // Longer than gunicorn's default keep-alive (2 s) and its worker's poll (1 s).
+  const IDLE = 3_500;
+
+  it(
+    "end each connection with their reply, so that no client reuses one the server closes while it is idle",
+    async () => {
+      // gunicorn's threaded worker closes a kept-alive connection after --keep-alive seconds idle.
+      // A client that sends on it just then (openstacksdk's pool does) gets ECONNRESET: Octavia's
+      // worker, which builds its Neutron client without retries, then left a member in ERROR.
+      const base = Number(new URL(admin.OS_AUTH_URL).port) - APIS.keystone;
+      const kept = await Promise.all(
+        Object.entries(APIS).map(async ([api, offset]) => {
+          const connection = await rawConnection(base + offset);
+          try {
+            const first = await connection.request();
+            if (/^connection:\s*close\s*$/im.test(first)) return (await connection.ended()) ? "" : `${api}: said close and kept it open`;
+            await new Promise((resolve) => setTimeout(resolve, IDLE));
+            const second = await connection.request();
+            return second === "" ? `${api}: kept the connection alive, then closed it while idle` : "";
+          } finally {
+            connection.destroy();
+          }
+        }),
+      );
+      expect(kept.filter((line) => line !== "")).toEqual([]);
+    },
+    START,
+  );
+});
+
+interface RawConnection {
+  /** Sends `GET /` and resolves to the reply's header, or "" when the server ended the connection instead. */
+  request(): Promise<string>;
+  /** Whether the server ends the connection within a second. */
+  ended(): Promise<boolean>;
+  destroy(): void;
+}
+
+/** A plain HTTP/1.1 connection, so that the test sees what the server does with it, and no client's pool. */
+async function rawConnection(port: number): Promise<RawConnection> {
+  const socket = net.connect(port, "127.0.0.1");
+  await new Promise<void>((resolve, reject) => socket.once("connect", resolve).once("error", reject));
+  let received = "";
+  let closed = false;
+  const waiters: (() => void)[] = [];
+  const wake = () => waiters.splice(0).forEach((w) => w());
+  socket.on("data", (chunk) => ((received += chunk.toString("latin1")), wake()));
+  socket.on("close", () => ((closed = true), wake()));
+  socket.on("error", () => undefined); // a reset ends the connection: "close" follows
+  const until = (done: () => boolean, ms: number) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      const check = () => (done() ? (clearTimeout(timer), resolve()) : waiters.push(check));
+      check();
+    });
+  /** The length of a complete reply at the start of `received`, or 0. */
+  const replyLength = (): number => {
+    const end = received.indexOf("\r\n\r\n");
+    if (end < 0) return 0;
+    const length = Number(/^content-length:\s*(\d+)/im.exec(received.slice(0, end))?.[1] ?? 0);
+    return received.length >= end + 4 + length ? end + 4 + length : 0;
+  };
+  return {
+    async request() {
+      if (closed) return "";
+      socket.write(`GET / HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n\r\n`);
+      await until(() => closed || replyLength() > 0, 30_000);
+      const length = replyLength();
+      const reply = received.slice(0, length);
+      received = received.slice(length);
+      return reply.slice(0, reply.indexOf("\r\n\r\n"));
+    },
+    async ended() {
+      await until(() => closed, 1_000);
+      return closed;
+    },
+    destroy: () => socket.destroy(),
+  };
+}
 
 /**
  * Fails on a difference docs/decisions.md does not accept, and on an accepted one (of the kind

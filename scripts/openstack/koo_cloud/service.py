@@ -111,6 +111,13 @@ def gunicorn(
             "600",
             "--graceful-timeout",
             "5",
+            # No kept-alive connections: gunicorn's threaded worker closes an idle one after
+            # --keep-alive seconds (gthread.py, murder_keepalived), and a client that sends on it
+            # just then gets ECONNRESET. Octavia's worker builds its Neutron client without
+            # retries (octavia/common/clients.py), so a member delete failed on one. With 0,
+            # each reply says "Connection: close" (gthread.py, handle_request).
+            "--keep-alive",
+            "0",
             "--name",
             f"{service}-api",
             # gunicorn 27's control socket is one path for every gunicorn of the user
