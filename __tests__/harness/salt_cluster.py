@@ -21,6 +21,7 @@ from pathlib import Path
 import yaml
 
 from harness import salt_commands
+from harness.fake_systemctl import members
 from harness.microk8s_node import FakeMicrok8s
 from harness.ports import free_port
 from harness.salt_minion import MINION_OPTIONS, ROOT, VENV_BIN
@@ -106,6 +107,8 @@ class SaltCluster:
             for minion_id, (address, hostname) in nodes.items()
         }
         self.processes: list[subprocess.Popen] = []
+        # Each minion's environment, for a replaced machine's minion (replace_machine).
+        self.minion_env: dict[str, dict] = {}
         self.master_dir = root / "master"
         # The daemons name their directories through a short link to `root`: ZeroMQ's Unix sockets
         # (sock_dir) take paths of at most 107 bytes, which a minion's event socket under a test's
@@ -174,8 +177,34 @@ class SaltCluster:
                 "FAKE_REBOOT_REQUIRED": str(self.reboot_required(minion_id)),
                 "FAKE_MINION_COMMAND": json.dumps(self._command("salt-minion", directory)),
             }
+            self.minion_env[minion_id] = env
             self._spawn("salt-minion", directory, env)
         self._accept(list(self.fakes))
+
+    def replace_machine(self, minion_id: str) -> None:
+        """
+        The minion's machine replaced (``terraform apply -replace``): the old one powered off, its
+        whole process group killed, and a new machine with the same minion id booted, whose
+        minion makes a key of its own (an empty pki_dir) and asks the master at once.
+        """
+        pidfile = self.root / minion_id / "minion.pid"
+        group = os.getpgid(int(pidfile.read_text().strip()))
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(group, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while members(group):
+            assert time.monotonic() < deadline, f"the old machine's minion did not end:\n{self.logs()}"
+            time.sleep(0.1)
+        for path in (
+            self.root / minion_id / "pki",
+            pidfile,
+            pidfile.with_name(f"process_responsibility_{pidfile.name}"),
+        ):
+            if path.is_dir():
+                shutil.rmtree(path)
+            else:
+                path.unlink(missing_ok=True)
+        self._spawn("salt-minion", self.root / minion_id / "etc", self.minion_env[minion_id])
 
     def restart_master(self) -> None:
         """salt-master stopped (its process group, SIGTERM, then SIGKILL after 10 s) and started again."""

@@ -207,7 +207,13 @@ def test_orchestration_gives_every_minion_its_options_and_waits_until_each_runs_
     options = yaml.safe_load((ROOT / "salt" / "core" / "files" / "minion.conf").read_text())
     # autoload_dynamic_modules off: a highstate syncs nothing itself, so orch.deploy's first step
     # syncs every minion's custom modules (test_orchestration_syncs_every_minion_first below).
-    assert options == {"zmq_monitor": False, "lazy_loader_strict_matching": True, "autoload_dynamic_modules": False}
+    # rejected_retry: a replaced machine's minion denied before its old key went asks again.
+    assert options == {
+        "zmq_monitor": False,
+        "lazy_loader_strict_matching": True,
+        "autoload_dynamic_modules": False,
+        "rejected_retry": True,
+    }
     check = args_of(orch["orch-deploy-salt-function-minion-options"], "salt.function")
     assert (check["name"], check["tgt"], check["arg"]) == ("kube_on_os.minion_options", "*", [options])
     # A restarting minion does not answer: the check is tried again, 40 times 5 s apart at most.

@@ -362,3 +362,43 @@ def test_orch_minions_waits_for_a_minion_too_busy_to_answer_on_a_master_an_earli
     # The module sync, which passes without a minion that did not answer, waited for the worker.
     (synced,) = (state for name, state in states.items() if "-sync-all_" in name)
     assert set(synced["changes"]["ret"]) == {MASTER, WORKER}, synced["comment"]
+
+
+def test_a_replaced_machine_whose_minion_asked_before_its_old_key_went_is_accepted_and_answers(
+    cluster, accepted, tmp_path
+):
+    """
+    A replaced machine's new minion may ask the master before accept-minion-keys.sh deletes the old
+    machine's key (a machine that boots fast, an image with Salt already installed). The master
+    denies the new key; a minion that is denied exits 10 to 20 s later unless rejected_retry is set
+    (salt/crypt.py, sign_in), and no service manager starts it again: Salt's own salt-minion.service
+    has no Restart=. The script then waited for the new key until its timeout (the rehearsal's roll).
+    """
+    ledger = tmp_path / "kube-on-os-machines"
+    ledger.write_text(f"{WORKER} machine-before\n")
+    env = {"KOO_MACHINE_LEDGER": str(ledger)}
+    cluster.replace_machine(WORKER)
+    deadline = time.monotonic() + 120
+    while WORKER not in key_lists(cluster).get("minions_denied", []):
+        assert time.monotonic() < deadline, (
+            f"the new minion's key was not denied: {key_lists(cluster)}\n{cluster.logs()}"
+        )
+        time.sleep(0.5)
+    # A denied minion without rejected_retry exits within 20 s, while the script waits for its key.
+    result = run(
+        cluster,
+        "accept-minion-keys.sh",
+        "--timeout",
+        "60",
+        "--interval",
+        "1",
+        MASTER,
+        f"{WORKER}=machine-after",
+        env=env,
+    )
+    assert result.returncode == 0, f"{result.stderr}{result.stdout}\n{cluster.logs()}"
+    output = result.stdout.splitlines()
+    assert output[0] == f"deleted the minion key of {WORKER}: its machine machine-before was replaced by machine-after"
+    assert f"accepted minion key: {WORKER}" in output
+    assert output[-1] == "all 2 minions answer test.ping"
+    assert ledger.read_text() == f"{WORKER} machine-after\n"
