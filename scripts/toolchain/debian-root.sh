@@ -50,6 +50,10 @@ unshare --mount --fork env -u PIP_FIND_LINKS bash -euc '
   chroot "$1" python3 -m venv /opt/saltstack/salt
   chroot "$1" /opt/saltstack/salt/bin/pip install --quiet --disable-pip-version-check --no-index --find-links /tmp/wheels "salt==$2"
 ' bash "$root" "$salt" || die "Salt $salt did not install into the Debian root (see above)"
+# The system locale of Ubuntu's cloud images, C.UTF-8. Bookworm leaves LANG unset, and its
+# cloud-init (22.4) then generates en_US.UTF-8 at each first boot; Ubuntu 24.04's (23.4 and later,
+# canonical/cloud-init#4503) defaults to C.UTF-8, which needs no generation, as this root now does.
+printf 'LANG=C.UTF-8\n' >"$root/etc/default/locale"
 for tool in salt salt-call salt-cp salt-key salt-master salt-minion salt-run; do
   ln -sfn "/opt/saltstack/salt/bin/$tool" "$root/usr/bin/$tool"
 done

@@ -94,10 +94,13 @@ KOO_DEBIAN_MIRROR="${KOO_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 # systemd, so services are sysvinit's (sysvinit-core: init scripts, insserv, runlevel), which
 # Salt's debian_service module manages; bastion.iptables installs iptables-persistent.
 KOO_DEBIAN_PACKAGES="python3,python3-venv,python3-cffi-backend,cloud-init,openssh-server,sudo,iproute2,iptables,procps,fail2ban,python3-systemd,parted,e2fsprogs,locales,sysvinit-core,iptables-persistent,ca-certificates,curl,vim,htop,jq"
+# What debian-root.sh does to the root beyond debootstrap and Salt: raised with every change there.
+KOO_DEBIAN_ROOT_REVISION=2
 koo_debian_root_dir() {
   local hash
   # The requirements' content only (sha256sum of a path prints the path too): every clone shares it.
-  hash=$(printf '%s %s' "$KOO_DEBIAN_PACKAGES" "$(sha256sum <"$KOO_REQUIREMENTS" | cut -d' ' -f1)" | sha256sum | cut -c1-12)
+  hash=$(printf '%s %s %s' "$KOO_DEBIAN_PACKAGES" "$(sha256sum <"$KOO_REQUIREMENTS" | cut -d' ' -f1)" "$KOO_DEBIAN_ROOT_REVISION" |
+    sha256sum | cut -c1-12)
   echo "$KOO_CACHE/debian-root/$KOO_DEBIAN_SUITE-$KOO_DEBIAN_PYTHON-salt-$(koo_salt_version)-$hash"
 }
 # "-gitlab-patched-2": patched to key caches and run after_script as GitLab does (gitlab-ci-local.sh).
