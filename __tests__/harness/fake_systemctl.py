@@ -61,22 +61,33 @@ def members(group: int) -> list[int]:
     return found
 
 
-def power_cycle() -> None:
-    pidfile = Path(os.environ["FAKE_MINION_PIDFILE"])
+def power_off(pidfile: Path) -> bool:
+    """
+    The machine of the minion ``pidfile`` names goes down: the minion's whole process group is
+    killed, and the files a real machine keeps on its /run tmpfs go. Whether the group ended within
+    10 s.
+    """
     # The pidfile names one of the minion's processes; the group is the whole minion.
     group = os.getpgid(int(pidfile.read_text().strip()))
-    time.sleep(0.5)
     with contextlib.suppress(ProcessLookupError):
         os.killpg(group, signal.SIGKILL)
     for _ in range(100):
         if not members(group):
             break
         time.sleep(0.1)
-    required = Path(os.environ["FAKE_REBOOT_REQUIRED"])
     # /run is a tmpfs, where the minion's pidfile and its process_responsibility_ file are on a
     # real machine (the latter keeps a second minion from starting: salt/utils/parsers.py).
     responsibility = pidfile.with_name(f"process_responsibility_{pidfile.name}")
-    for path in (required, required.with_name(f"{required.name}.pkgs"), pidfile, responsibility):
+    for path in (pidfile, responsibility):
+        path.unlink(missing_ok=True)
+    return not members(group)
+
+
+def power_cycle() -> None:
+    time.sleep(0.5)
+    power_off(Path(os.environ["FAKE_MINION_PIDFILE"]))
+    required = Path(os.environ["FAKE_REBOOT_REQUIRED"])
+    for path in (required, required.with_name(f"{required.name}.pkgs")):
         path.unlink(missing_ok=True)
     if (Path(os.environ["FAKE_MICROK8S_DIR"]) / "fake" / "no-boot").exists():
         subprocess.run(["microk8s", "stop"], check=False, capture_output=True)

@@ -21,7 +21,7 @@ from pathlib import Path
 import yaml
 
 from harness import salt_commands
-from harness.fake_systemctl import members
+from harness.fake_systemctl import power_off
 from harness.microk8s_node import FakeMicrok8s
 from harness.ports import free_port
 from harness.salt_minion import MINION_OPTIONS, ROOT, VENV_BIN
@@ -187,23 +187,8 @@ class SaltCluster:
         whole process group killed, and a new machine with the same minion id booted, whose
         minion makes a key of its own (an empty pki_dir) and asks the master at once.
         """
-        pidfile = self.root / minion_id / "minion.pid"
-        group = os.getpgid(int(pidfile.read_text().strip()))
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(group, signal.SIGKILL)
-        deadline = time.monotonic() + 10
-        while members(group):
-            assert time.monotonic() < deadline, f"the old machine's minion did not end:\n{self.logs()}"
-            time.sleep(0.1)
-        for path in (
-            self.root / minion_id / "pki",
-            pidfile,
-            pidfile.with_name(f"process_responsibility_{pidfile.name}"),
-        ):
-            if path.is_dir():
-                shutil.rmtree(path)
-            else:
-                path.unlink(missing_ok=True)
+        assert power_off(self.root / minion_id / "minion.pid"), f"the old machine's minion did not end:\n{self.logs()}"
+        shutil.rmtree(self.root / minion_id / "pki")
         self._spawn("salt-minion", self.root / minion_id / "etc", self.minion_env[minion_id])
 
     def restart_master(self) -> None:
