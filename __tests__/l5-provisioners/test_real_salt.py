@@ -56,13 +56,13 @@ def cluster(tmp_path_factory):
         cluster.stop()
 
 
-def run(cluster, script: str, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+def run(cluster, script: str, *args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
     return subprocess.run(
         ["bash", str(PROVISIONERS / script), *args],
         env={**os.environ, "PATH": f"{cluster.bin}:{os.environ['PATH']}", **(env or {})},
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=timeout,
         check=False,
     )
 
@@ -147,6 +147,7 @@ def test_a_sync_right_after_the_tree_is_installed_gets_its_new_modules(cluster, 
             "KOO_PILLAR_ROOT": str(tmp_path / "pillar"),
             "KOO_TREE_OWNER": f"{os.getuid()}:{os.getgid()}",
         },
+        timeout=120,
     )
     assert result.returncode == 0, result.stderr
     synced = cluster.salt(MASTER, "saltutil.sync_modules", tgt_type="list")
