@@ -95,7 +95,7 @@ KOO_DEBIAN_MIRROR="${KOO_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 # Salt's debian_service module manages; bastion.iptables installs iptables-persistent.
 KOO_DEBIAN_PACKAGES="python3,python3-venv,python3-cffi-backend,cloud-init,openssh-server,sudo,iproute2,iptables,procps,fail2ban,python3-systemd,parted,e2fsprogs,locales,sysvinit-core,iptables-persistent,ca-certificates,curl,vim,htop,jq"
 # What debian-root.sh does to the root beyond debootstrap and Salt: raised with every change there.
-KOO_DEBIAN_ROOT_REVISION=2
+KOO_DEBIAN_ROOT_REVISION=3
 koo_debian_root_dir() {
   local hash
   # The requirements' content only (sha256sum of a path prints the path too): every clone shares it.
