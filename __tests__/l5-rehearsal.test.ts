@@ -39,8 +39,14 @@ const FIRST_CHANNEL = "1.28/stable";
 const NEXT_CHANNEL = "1.35/stable";
 /** The minors the roll goes through, in order. */
 const ROLL_STEPS = Array.from({ length: 35 - 28 }, (_, i) => `1.${29 + i}/stable`);
-/** The order `npm run roll` replaces 5 nodes' machines in: the workers, the other voters, the master. */
-const ROLL_ORDER = ["k8s-worker-2", "k8s-worker-3", "k8s-worker-0", "k8s-worker-1", "k8s-master"];
+/**
+ * The nodes `npm run roll -- --nodes` replaces the machines of, one of each kind, in the order it
+ * replaces them: a --worker node, a voter, the master. (Rolling all 5 adds a minute and a half a
+ * node and proves no more; `npm run roll`'s order of every node is tried in journey-laptop.)
+ */
+const ROLL_ORDER = ["k8s-worker-3", "k8s-worker-1", "k8s-master"];
+/** The nodes that keep their machines through the roll. */
+const KEPT = ["k8s-worker-0", "k8s-worker-2"];
 /** Where `npm run rehearse` wants the measurements. */
 const REPORT = process.env.KOO_REHEARSAL_REPORT;
 /** root's console password: ephemeral, given at plan and apply time only, as docs/provisioning.md says. */
@@ -712,13 +718,14 @@ const available = rehearsalAvailable();
     });
   });
 
-  describe("rolling every node onto a new machine (npm run roll), on 5 nodes", () => {
+  describe("rolling a --worker node, a voter and the master onto new machines (npm run roll -- --nodes), on 5 nodes", () => {
     beforeAll(async () => {
       beforeRoll = servers();
       objectsBeforeRoll = await kubeObjects(WORKLOADS);
       const tofu = await workspace({ TF_VAR_num_kube_nodes: "5" });
       const t0 = Date.now();
-      roll = await tofu.roll(["--auto-approve"]);
+      // Given out of order: the roll puts them in its own.
+      roll = await tofu.roll(["--nodes", ["k8s-master", "k8s-worker-1", "k8s-worker-3"].join(","), "--auto-approve"]);
       measured.rollSeconds = Math.round((Date.now() - t0) / 1000);
       for (const [i, output] of roll.stdout
         .split(/^Apply complete! Resources: .*$/m)
@@ -728,10 +735,10 @@ const available = rehearsalAvailable();
       }
     }, 3_000_000);
 
-    it("replaces the workers, then the voters one by one, the master last: one apply each, every node on a new machine", () => {
+    it("replaces the worker, then the voter, the master last: one apply each, each of them on a new machine", () => {
       expect({ status: roll.status, log: roll.stderr.split("\n").slice(-3) }).toMatchObject({ status: 0 });
-      expect(roll.stderr).toContain(`kube-on-os: roll: 5 Kubernetes nodes, one at a time: ${ROLL_ORDER.join(", ")}`);
-      expect(roll.stderr).toContain("kube-on-os: roll: 5 nodes on new machines");
+      expect(roll.stderr).toContain(`kube-on-os: roll: 3 Kubernetes nodes, one at a time: ${ROLL_ORDER.join(", ")}`);
+      expect(roll.stderr).toContain("kube-on-os: roll: 3 nodes on new machines");
       expect([...rollApplies.keys()]).toEqual(ROLL_ORDER);
       for (const [host, output] of rollApplies) {
         // Each apply deletes one machine, this node's, and its chain ends with every node Ready.
@@ -747,7 +754,7 @@ const available = rehearsalAvailable();
       }
       const after = servers();
       for (const host of ROLL_ORDER) expect([host, after.get(host)]).not.toEqual([host, beforeRoll.get(host)]);
-      expect([after.get("bastion"), after.get("salt")]).toEqual([beforeRoll.get("bastion"), beforeRoll.get("salt")]);
+      for (const host of [...KEPT, "bastion", "salt"]) expect([host, after.get(host)]).toEqual([host, beforeRoll.get(host)]);
     });
 
     it("keeps the cluster: its 3 voters, its --worker nodes, every node Ready, and the objects it held", async () => {
@@ -760,8 +767,8 @@ const available = rehearsalAvailable();
     });
   });
 
-  // The roll's applies but the last, each a -replace of one machine: the two workers, then the
-  // two voters other than the master.
+  // The roll's applies but the last, each a -replace of one machine: a --worker node, then a
+  // voter other than the master.
   describe("replacing a worker's machine (-replace)", () => {
     const replaced = ROLL_ORDER.slice(0, -1);
 
@@ -832,8 +839,8 @@ const available = rehearsalAvailable();
 
     it("kept the quorum throughout: no fake microk8s read or wrote the cluster's database without a majority of its voters", () => {
       const logs = fakeRecords("quorum.log");
-      // The three first machines, the two added, and the five the roll put in their place.
-      expect(Object.keys(logs).length).toBe(10);
+      // The three first machines, the two added, and the three the roll put in their place.
+      expect(Object.keys(logs).length).toBe(8);
       expect(Object.entries(logs).filter(([, log]) => log !== "")).toEqual([]);
     });
 
