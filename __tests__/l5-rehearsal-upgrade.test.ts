@@ -200,8 +200,22 @@ const available = rehearsalAvailable();
             expect.stringMatching(/^Orchestrate: orchestration orch\.deploy failed: /),
           ]);
       }
-      expect(Object.keys(highstates(installed.stdout)).sort()).toEqual(HOSTS);
-      for (const result of Object.values(highstates(installed.stdout))) expect(result.line).toMatch(/, 0 failed$/);
+      // Its per-host lines come from a progress stream (salt-run state.event), which its
+      // orchestrate.sh waits 30 s for and, if it is not ready, says so and orchestrates without
+      // (the master the previous apply restarted may still be coming back on a loaded machine).
+      // Then its orchestration's summary is all it reports; a success has no failed state.
+      const lines = scriptLines(installed.stdout);
+      if (lines.some((line) => line.includes("no progress stream from salt-run state.event"))) {
+        console.warn(`${VERSION}'s orchestrate.sh had no progress stream: no per-host lines to check`);
+        expect(lines).toContainEqual(expect.stringMatching(/^Orchestrate: orchestration orch\.deploy succeeded in \d+ s: /));
+      } else {
+        // (Its last lines shown if a host is missing.)
+        expect({ hosts: Object.keys(highstates(installed.stdout)).sort(), last: lines.slice(-8) }).toEqual({
+          hosts: HOSTS,
+          last: expect.anything(),
+        });
+        for (const result of Object.values(highstates(installed.stdout))) expect(result.line).toMatch(/, 0 failed$/);
+      }
       // Its install script downloaded the key and the packages, which apt verified and dpkg installed.
       for (const host of HOSTS) {
         const listed = await rehearsal.cloud.host(host).exec("dpkg-query -W -f '${Package} ${Status}\\n' salt-minion");
