@@ -123,18 +123,14 @@ from __future__ import annotations
 import base64
 import contextlib
 import fcntl
-import http.client
-import http.server
 import json
 import os
 import secrets
 import socket
-import ssl
 import subprocess
 import sys
 import threading
 import time
-import uuid
 from pathlib import Path
 
 # The core both fakes share, microk8s_core, two folders up: __tests__/doubles in the repository,
@@ -232,6 +228,8 @@ def hostname() -> str:
 
 def boot_id() -> str:
     """This machine's boot id (BOOT_ID), made at its first reading after the machine started."""
+    import uuid
+
     BOOT_ID.parent.mkdir(parents=True, exist_ok=True)
     with contextlib.suppress(FileExistsError), open(BOOT_ID, "x") as new:
         new.write(str(uuid.uuid4()))
@@ -281,6 +279,8 @@ def start_own_cluster(state: dict) -> None:
 
 def request(address: str, path: str, body: dict | None = None, timeout: float = 10) -> tuple[int, dict]:
     """A POST to the agent at ``address``, through http.client as join.py does."""
+    import http.client
+
     source = (ADDRESS, 0) if ADDRESS else None
     connection = http.client.HTTPConnection(address, PORT, timeout=timeout, source_address=source)
     try:
@@ -298,132 +298,147 @@ def resolves(name: str, address: str) -> bool:
         return False
 
 
-class Agent(http.server.BaseHTTPRequestHandler):
-    def log_message(self, format, *args):
-        with AGENT_LOG.open("a") as log:
-            log.write(f"{self.address_string()} {format % args}\n")
+def agent_handler() -> type:
+    """
+    The agent's request handler. http.server (and the http.client and email modules it imports)
+    loads only in the agent's daemon: every other run of the fake, hundreds in a rehearsal, skips
+    their import.
+    """
+    import http.server
 
-    def reply(self, code: int, body: dict) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+    class Agent(http.server.BaseHTTPRequestHandler):
+        def log_message(self, format, *args):
+            with AGENT_LOG.open("a") as log:
+                log.write(f"{self.address_string()} {format % args}\n")
 
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
-        if self.path == "/join":
-            with LOCK:
+        def reply(self, code: int, body: dict) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_POST(self):
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+            if self.path == "/join":
+                with LOCK:
+                    code, answer = self.handle_path(self.path, body)
+            else:
                 code, answer = self.handle_path(self.path, body)
-        else:
-            code, answer = self.handle_path(self.path, body)
-        self.reply(code, answer)
+            self.reply(code, answer)
 
-    def handle_path(self, path: str, body: dict) -> tuple[int, dict]:
-        state = node()
-        if path == "/health":
-            # What the node's kubelet would tell its API server: up, which cluster, which version,
-            # which boot of its machine.
-            return 200, {
-                "running": state["running"],
-                "restarting": snapd.restarting(state),
-                "cluster": state["cluster_id"],
-                "version": version(state),
-                "boot_id": boot_id(),
-                # The address its API server advertises (its lease, for the kubernetes Endpoints).
-                "advertise": state.get("advertised"),
-            }
-        if path == "/certificate":
-            # The server certificate the agent's TLS presents (join.py reads it with getpeercert).
-            return 200, {"pem": SERVER_CRT.read_text() if SERVER_CRT.exists() else None}
-        if not state["running"]:
-            return 503, {"error": "microk8s is not running"}
-        if path == "/join":
-            return self.join(body)
-        if path == "/cluster":
+        def handle_path(self, path: str, body: dict) -> tuple[int, dict]:
+            state = node()
+            if path == "/health":
+                # What the node's kubelet would tell its API server: up, which cluster, which version,
+                # which boot of its machine.
+                return 200, {
+                    "running": state["running"],
+                    "restarting": snapd.restarting(state),
+                    "cluster": state["cluster_id"],
+                    "version": version(state),
+                    "boot_id": boot_id(),
+                    # The address its API server advertises (its lease, for the kubernetes Endpoints).
+                    "advertise": state.get("advertised"),
+                }
+            if path == "/certificate":
+                # The server certificate the agent's TLS presents (join.py reads it with getpeercert).
+                return 200, {"pem": SERVER_CRT.read_text() if SERVER_CRT.exists() else None}
+            if not state["running"]:
+                return 503, {"error": "microk8s is not running"}
+            if path == "/join":
+                return self.join(body)
+            if path == "/cluster":
+                copy = local_copy(state)
+                return (200, copy) if copy else (404, {"error": "this node holds no copy of the database"})
+            if path == "/update":
+                # A write, to be ordered here ("ordered": this node leads) or replicated from the leader.
+                if body.get("id") != state["cluster_id"]:
+                    return 409, {"error": "another cluster"}
+                if not receive(body, ordered=bool(body.get("ordered"))):
+                    return 409, {"error": "a write was committed at this index first"}
+                return 200, {}
+            if path == "/record":
+                append_quorum_log(str(body.get("line")))
+                return 200, {}
+            if path == "/quorum":
+                found = quorum(state)
+                if not found["quorum"]:
+                    record_lost(found, "POST /quorum")
+                return 200, {k: found[k] for k in ("quorum", "cluster", "voters", "reachable", "index")}
+            return 404, {"error": f"no {path}"}
+
+        def join(self, body: dict) -> tuple[int, dict]:
+            """join.go, Join: the token first, then the hostname, then dqlite (join.py in microk8s_core)."""
+            joiner = self.client_address[0]
+            if not tokens.consume(TOKENS, str(body.get("token"))):
+                return refusal(join.invalid_token())
+            name = str(body.get("hostname"))
+            if not resolves(name, joiner):
+                return refusal(join.unresolved(name, joiner))
+            # The agent's release is its node's: branch 1.28's join.go, or the current agent's.
+            agent_minor = minor(node())
+            spent = faults.spend(SNAP_DATA, "join_dqlite_error")
+            if spent is not None:
+                return refusal(join.dqlite_failed(spent, agent_minor))
+            state = node()
+            # GetDqliteCluster reads this node's cluster.yaml: the last configuration its dqlite
+            # knew, which needs no quorum (a spare, holding no copy, knows the freshest reachable).
+            known = local_copy(state) or quorum(state)["db"] or {"members": []}
+            local = self.connection.getsockname()[0]
+            # A lone member still on 127.0.0.1 is this node (the fake's tests join from 127.0.0.1).
+            if any(host_of(m) == joiner for m in alone(known, local)["members"]):
+                return refusal(join.already_known(joiner, agent_minor))
             copy = local_copy(state)
-            return (200, copy) if copy else (404, {"error": "this node holds no copy of the database"})
-        if path == "/update":
-            # A write, to be ordered here ("ordered": this node leads) or replicated from the leader.
-            if body.get("id") != state["cluster_id"]:
-                return 409, {"error": "another cluster"}
-            if not receive(body, ordered=bool(body.get("ordered"))):
-                return 409, {"error": "a write was committed at this index first"}
-            return 200, {}
-        if path == "/record":
-            append_quorum_log(str(body.get("line")))
-            return 200, {}
-        if path == "/quorum":
-            found = quorum(state)
-            if not found["quorum"]:
-                record_lost(found, "POST /quorum")
-            return 200, {k: found[k] for k in ("quorum", "cluster", "voters", "reachable", "index")}
-        return 404, {"error": f"no {path}"}
+            if copy and [m["address"] for m in copy["members"]] == [f"127.0.0.1:{DQLITE_PORT}"]:
+                # join.go (UpdateDqliteIP): the first join moves dqlite from 127.0.0.1 to the address
+                # the joiner used; the node alone, its own majority, reconfigures itself.
+                copy["members"][0]["address"] = f"{local}:{DQLITE_PORT}"
+                copy["index"] += 1
+                write(CLUSTER, copy)
+            entry = {"name": name, "address": joiner, "version": body.get("version")}
+            # The joiner's kubelet starts with this node's arguments (join.response): with
+            # --cloud-provider=external it creates its Node with the uninitialized taint (cloud_controller.py).
+            taints = cloud_controller.registration_taints(kubelet_args())
+            if taints:
+                entry["taints"] = taints
+            if body.get("worker"):
+                # join.py join_dqlite_worker_node starts its kubelet with the worker's --node-labels.
+                entry["worker"] = True
 
-    def join(self, body: dict) -> tuple[int, dict]:
-        """join.go, Join: the token first, then the hostname, then dqlite (join.py in microk8s_core)."""
-        joiner = self.client_address[0]
-        if not tokens.consume(TOKENS, str(body.get("token"))):
-            return refusal(join.invalid_token())
-        name = str(body.get("hostname"))
-        if not resolves(name, joiner):
-            return refusal(join.unresolved(name, joiner))
-        # The agent's release is its node's: branch 1.28's join.go, or the current agent's.
-        agent_minor = minor(node())
-        spent = faults.spend(SNAP_DATA, "join_dqlite_error")
-        if spent is not None:
-            return refusal(join.dqlite_failed(spent, agent_minor))
-        state = node()
-        # GetDqliteCluster reads this node's cluster.yaml: the last configuration its dqlite
-        # knew, which needs no quorum (a spare, holding no copy, knows the freshest reachable).
-        known = local_copy(state) or quorum(state)["db"] or {"members": []}
-        local = self.connection.getsockname()[0]
-        # A lone member still on 127.0.0.1 is this node (the fake's tests join from 127.0.0.1).
-        if any(host_of(m) == joiner for m in alone(known, local)["members"]):
-            return refusal(join.already_known(joiner, agent_minor))
-        copy = local_copy(state)
-        if copy and [m["address"] for m in copy["members"]] == [f"127.0.0.1:{DQLITE_PORT}"]:
-            # join.go (UpdateDqliteIP): the first join moves dqlite from 127.0.0.1 to the address
-            # the joiner used; the node alone, its own majority, reconfigures itself.
-            copy["members"][0]["address"] = f"{local}:{DQLITE_PORT}"
-            copy["index"] += 1
-            write(CLUSTER, copy)
-        entry = {"name": name, "address": joiner, "version": body.get("version")}
-        # The joiner's kubelet starts with this node's arguments (join.response): with
-        # --cloud-provider=external it creates its Node with the uninitialized taint (cloud_controller.py).
-        taints = cloud_controller.registration_taints(kubelet_args())
-        if taints:
-            entry["taints"] = taints
-        if body.get("worker"):
-            # join.py join_dqlite_worker_node starts its kubelet with the worker's --node-labels.
-            entry["worker"] = True
+            def register_node(db: dict) -> None:
+                register(db, entry)
 
-        def register_node(db: dict) -> None:
-            register(db, entry)
+            command = f"agent of {local}: join from {joiner}"
+            if body.get("worker"):
+                if not commit(state, register_node, command + " (--worker)"):
+                    return refusal(join.no_control_plane())
+                return 200, {
+                    "agent": local,
+                    "cluster": state["cluster_id"],
+                    "copy": None,
+                    **join.response(SNAP_DATA, True),
+                }
 
-        command = f"agent of {local}: join from {joiner}"
-        if body.get("worker"):
-            if not commit(state, register_node, command + " (--worker)"):
-                return refusal(join.no_control_plane())
-            return 200, {"agent": local, "cluster": state["cluster_id"], "copy": None, **join.response(SNAP_DATA, True)}
+            def add_member(db: dict) -> None:
+                # go-dqlite: a node joins as a spare (client.Add), then takes the role roles.go
+                # Assume gives it at startup; the leader adjusts the others (dqlite.py).
+                dqlite.join(db["members"], f"{joiner}:{DQLITE_PORT}", set(online_members(state, db)) | {joiner})
+                register_node(db)
 
-        def add_member(db: dict) -> None:
-            # go-dqlite: a node joins as a spare (client.Add), then takes the role roles.go
-            # Assume gives it at startup; the leader adjusts the others (dqlite.py).
-            dqlite.join(db["members"], f"{joiner}:{DQLITE_PORT}", set(online_members(state, db)) | {joiner})
-            register_node(db)
+            # The agent answers at once; the joiner's dqlite then asks the leader to add it, which
+            # needs a quorum: without one the joiner waits in vain (join.py update_dqlite).
+            written = commit(state, add_member, command, joining=joiner)
+            return 200, {
+                "agent": local,
+                "cluster": state["cluster_id"],
+                "stalled": written is None,
+                "copy": written if written and dqlite.holds_copy(written["members"], joiner) else None,
+                **join.response(SNAP_DATA, False),
+            }
 
-        # The agent answers at once; the joiner's dqlite then asks the leader to add it, which
-        # needs a quorum: without one the joiner waits in vain (join.py update_dqlite).
-        written = commit(state, add_member, command, joining=joiner)
-        return 200, {
-            "agent": local,
-            "cluster": state["cluster_id"],
-            "stalled": written is None,
-            "copy": written if written and dqlite.holds_copy(written["members"], joiner) else None,
-            **join.response(SNAP_DATA, False),
-        }
+    return Agent
 
 
 def refusal(answer: tuple[int, str]) -> tuple[int, dict]:
@@ -457,8 +472,10 @@ def register(db: dict, entry: dict) -> None:
 
 
 def serve() -> None:
+    import http.server
+
     threading.Thread(target=serve_api, daemon=True).start()
-    server = http.server.ThreadingHTTPServer((ADDRESS or "0.0.0.0", PORT), Agent)
+    server = http.server.ThreadingHTTPServer((ADDRESS or "0.0.0.0", PORT), agent_handler())
     server.serve_forever()
 
 
@@ -486,6 +503,8 @@ def api_handshake(connection: socket.socket) -> None:
         state = node()
         if is_worker() or not state["running"] or snapd.restarting(state):
             return
+        import ssl
+
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(SERVER_CRT, SERVER_KEY)
         connection.settimeout(10)
