@@ -107,6 +107,17 @@ describe("Nova", () => {
     }
   });
 
+  it("shows a keypair's type only from microversion 2.2, as Nova does", async () => {
+    const { line } = newKey("ed25519");
+    const plain = await api("POST", `${NOVA}/os-keypairs`, { keypair: { name: "typeless", public_key: line } });
+    expect(plain.body.keypair).not.toHaveProperty("type");
+    expect((await api("GET", `${NOVA}/os-keypairs/typeless`)).body.keypair).not.toHaveProperty("type");
+    const v22 = { "x-openstack-nova-api-version": "2.2" };
+    expect((await api("GET", `${NOVA}/os-keypairs/typeless`, undefined, v22)).body.keypair.type).toBe("ssh");
+    const typed = await api("POST", `${NOVA}/os-keypairs`, { keypair: { name: "typed", public_key: newKey("rsa").line } }, v22);
+    expect(typed.body.keypair.type).toBe("ssh");
+  });
+
   it("enforces the key_pairs, instances, cores, ram, server_groups and server_group_members quotas with Nova's 403s", async () => {
     const quota = await api("GET", `${NOVA}/os-quota-sets/${double.identity.project.id}`);
     expect(quota.body.quota_set).toMatchObject({

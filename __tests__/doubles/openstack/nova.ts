@@ -147,6 +147,13 @@ function atLeast(request: FastifyRequest, minor: number): boolean {
   return major > 2 || (major === 2 && m >= minor);
 }
 
+/** A keypair as Nova shows it: its type only from microversion 2.2 (nova/api/openstack/compute/keypairs.py, key_type). */
+function keypairView(keypair: Record<string, unknown>, request: FastifyRequest): Record<string, unknown> {
+  if (atLeast(request, 2)) return keypair;
+  const { type: _type, ...view } = keypair;
+  return view;
+}
+
 /**
  * Nova v2.1: servers (BUILD on their first read, then ACTIVE), flavors, keypairs, server groups
  * and volume attachments. Servers bind the Neutron ports they are given and attach Cinder volumes.
@@ -275,14 +282,14 @@ export class Nova {
         updated_at: null,
       });
       const { id: _id, created_at: _c, deleted: _d, deleted_at: _da, updated_at: _u, ...created } = keypair;
-      return { keypair: created };
+      return { keypair: keypairView(created, request) };
     });
     app.get(`${base}/os-keypairs/:name`, async (request) => {
       auth(request);
       const { name } = request.params as { name: string };
       const keypair = this.keypairs.find(name);
       if (!keypair) throw new ApiError(404, "itemNotFound", `Keypair ${name} not found for user ${this.identity.userId}`);
-      return { keypair: { ...keypair, id: 1 } };
+      return { keypair: keypairView({ ...keypair, id: 1 }, request) };
     });
     app.delete(`${base}/os-keypairs/:name`, async (request, reply) => {
       auth(request);
