@@ -11,6 +11,7 @@ import * as net from "node:net";
 import * as path from "node:path";
 import { StateServer, startStateServer } from "./doubles/http-state/server";
 import { OpenStackDouble, startOpenStackDouble } from "./doubles/openstack/server";
+import { KEYS } from "./support/arbitraries";
 import { requestToken } from "./support/keystone";
 import { KitProject, kitDone, kitProject, kitUp } from "./support/openstack-kit";
 import { providerReads } from "./support/provider-reads";
@@ -131,7 +132,8 @@ describe("L3 on both targets", () => {
       "applies the default stack, re-plans with no change, lets the cluster's credential in, and destroys to an empty project",
       async () =>
         onTarget(name, async (target) => {
-          await recording(target, {}, (ws) =>
+          // The defaults, with a deploy key, which makes the deployment's keypair.
+          await recording(target, { TF_VAR_deploy_ssh_public_key: KEYS.ed25519 }, (ws) =>
             applyCheckDestroy(target, ws, async (show, held) => {
               // The bastion, the Salt master and three nodes; the API's load balancer.
               expect(count(held, "server")).toBe(5);
@@ -149,6 +151,12 @@ describe("L3 on both targets", () => {
               const loadBalancer = only(stateValues(show, "openstack_lb_loadbalancer_v2"));
               const association = only(stateValues(show, "openstack_networking_floatingip_associate_v2", "ApiLoadBalancer"));
               expect(association.port_id).toBe(loadBalancer.vip_port_id);
+              // And as the cloud lists them: that load balancer, its VIP and floating IP, and the deploy key.
+              expect(await target.loadBalancers()).toEqual([
+                { name: loadBalancer.name, vipAddress: loadBalancer.vip_address, floatingIp: association.floating_ip },
+              ]);
+              const keypair = only(stateValues(show, "openstack_compute_keypair_v2"));
+              expect(await target.keypairs()).toEqual([{ name: keypair.name, publicKey: KEYS.ed25519 }]);
             }),
           );
         }),

@@ -172,6 +172,34 @@ export async function kitProject(admin: Env): Promise<KitProject> {
     return lines.sort();
   };
 
+  const keypairs = async () => {
+    const own = await userToken();
+    const listed = (await call(own, "GET", `${own.endpoints.compute}/os-keypairs`)).keypairs as any[];
+    return listed
+      .map(({ keypair }) => ({ name: keypair.name as string, publicKey: keypair.public_key as string }))
+      .sort((a, b) => a.name.localeCompare(b.name));
+  };
+
+  const loadBalancers = async () => {
+    const fresh = await passwordToken(admin, adminScope);
+    const { endpoints } = fresh;
+    if (!endpoints["load-balancer"]) return [];
+    const octavia = endpoints["load-balancer"].replace(/\/$/, "");
+    const network = `${endpoints.network.replace(/\/$/, "")}/v2.0`;
+    const listed = (await call(fresh, "GET", `${octavia}/v2/lbaas/loadbalancers?project_id=${project.id}`)).loadbalancers as any[];
+    const found = await Promise.all(
+      listed.map(async (lb) => {
+        const floating = (await call(fresh, "GET", `${network}/floatingips?port_id=${lb.vip_port_id}`)).floatingips as any[];
+        return {
+          name: lb.name as string,
+          vipAddress: lb.vip_address as string,
+          floatingIp: (floating[0]?.floating_ip_address as string) ?? null,
+        };
+      }),
+    );
+    return found.sort((a, b) => a.name.localeCompare(b.name));
+  };
+
   return {
     name: "openstack",
     authUrl: identity,
@@ -179,6 +207,8 @@ export async function kitProject(admin: Env): Promise<KitProject> {
     userId: user.id,
     passwordEnv: () => ({ ...userEnv }),
     resources,
+    keypairs,
+    loadBalancers,
     seedRouter,
     remove: async () => {
       // The user and the project go even when a seeded router cannot (a journey left a port on it).

@@ -6,6 +6,18 @@
 import type { OpenStackDouble } from "../doubles/openstack/server";
 import type { Target } from "./workspace";
 
+export interface Keypair {
+  readonly name: string;
+  readonly publicKey: string;
+}
+
+export interface LoadBalancer {
+  readonly name: string;
+  readonly vipAddress: string;
+  /** The floating IP on the VIP's port; null without one. */
+  readonly floatingIp: string | null;
+}
+
 export interface CloudTarget extends Target {
   /** "double" or "openstack", for test names. */
   readonly name: string;
@@ -21,6 +33,10 @@ export interface CloudTarget extends Target {
    * balancer's VIP) that the double does not model as the project's.
    */
   resources(): Promise<string[]>;
+  /** The keypairs of the project's user (Nova keeps them per user), with their public keys, by name. */
+  keypairs(): Promise<Keypair[]>;
+  /** The project's load balancers, each with its VIP address and the floating IP on its VIP port. */
+  loadBalancers(): Promise<LoadBalancer[]>;
   /**
    * Seeds a router of the project's, as made before a deployment (router_id), with its gateway
    * on the external network; resources() leaves it out. Returns its ID.
@@ -39,6 +55,21 @@ export function doubleTarget(double: OpenStackDouble): CloudTarget {
     projectId: double.identity.project.id,
     passwordEnv: () => double.passwordEnv(),
     seedRouter: async (name) => double.neutron.seedRouter(name, external()).id,
+    keypairs: async () =>
+      double.nova.keypairs
+        .all()
+        .filter((k) => k.seeded !== true)
+        .map((k) => ({ name: k.name as string, publicKey: k.public_key as string }))
+        .sort((a, b) => a.name.localeCompare(b.name)),
+    loadBalancers: async () =>
+      double.octavia.loadBalancers
+        .all()
+        .map((lb) => ({
+          name: lb.name as string,
+          vipAddress: lb.vip_address as string,
+          floatingIp: (double.neutron.floatingips.all().find((f) => f.port_id === lb.vip_port_id)?.floating_ip_address as string) ?? null,
+        }))
+        .sort((a, b) => a.name.localeCompare(b.name)),
     resources: async () =>
       [
         ...named("server", double.nova.servers.all()),
