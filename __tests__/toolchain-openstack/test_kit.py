@@ -36,10 +36,13 @@ def test_ends_a_crashed_runs_processes_and_their_children(tmp_path: Path) -> Non
     first = kit(tmp_path / "state")
     # A parent that starts a child in its session, as gunicorn starts its worker.
     pid = first.start("parent", ["sh", "-c", "sleep 300 & echo $! > child; wait"], cwd=tmp_path)
-    deadline = time.monotonic() + 5
-    while not (tmp_path / "child").exists() and time.monotonic() < deadline:
+    # The shell creates the file before echo writes to it: read it once its line is whole.
+    deadline = time.monotonic() + 30
+    written = ""
+    while not written.endswith("\n") and time.monotonic() < deadline:
         time.sleep(0.05)
-    child = int((tmp_path / "child").read_text())
+        written = (tmp_path / "child").read_text() if (tmp_path / "child").exists() else ""
+    child = int(written)
     assert alive(pid) and alive(child)
     # The run that started them is gone; the next one finds them by their PID files.
     ended = kit(tmp_path / "state").stop_all(grace=5)
