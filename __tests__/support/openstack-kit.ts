@@ -60,6 +60,10 @@ async function passwordToken(env: Env, scope: unknown): Promise<Catalog> {
   return { token: response.headers.get("x-subject-token") as string, endpoints };
 }
 
+/** Neutron's v2.0 API and Octavia's root, from a catalog's endpoints. */
+const neutronUrl = (endpoints: Record<string, string>) => `${endpoints.network.replace(/\/$/, "")}/v2.0`;
+const octaviaUrl = (endpoints: Record<string, string>) => endpoints["load-balancer"].replace(/\/$/, "");
+
 /** A request with a token; answers other than 2xx throw, naming the request. */
 async function call(catalog: Catalog, method: string, url: string, body?: unknown, headers: Env = {}): Promise<any> {
   const response = await fetch(url, {
@@ -115,7 +119,7 @@ export async function kitProject(admin: Env): Promise<KitProject> {
 
   const seedRouter = async (routerName: string): Promise<string> => {
     const own = await userToken();
-    const network = `${own.endpoints.network.replace(/\/$/, "")}/v2.0`;
+    const network = neutronUrl(own.endpoints);
     const externals = (await call(own, "GET", `${network}/networks?router:external=true`)).networks as any[];
     const body = { router: { name: routerName, external_gateway_info: { network_id: externals[0].id } } };
     const router = (await call(own, "POST", `${network}/routers`, body)).router;
@@ -147,7 +151,7 @@ export async function kitProject(admin: Env): Promise<KitProject> {
       lines.push(...keypairs.map((k) => `keypair: ${k.keypair.name}`));
     }
     if (endpoints.network) {
-      const network = `${endpoints.network.replace(/\/$/, "")}/v2.0`;
+      const network = neutronUrl(endpoints);
       for (const [kind, plural] of [
         ["network", "networks"],
         ["subnet", "subnets"],
@@ -164,7 +168,7 @@ export async function kitProject(admin: Env): Promise<KitProject> {
       lines.push(...named("volume", (await get(`${endpoints.volumev3}/volumes?all_tenants=1&project_id=${p}`)).volumes));
     }
     if (endpoints["load-balancer"]) {
-      const octavia = endpoints["load-balancer"].replace(/\/$/, "");
+      const octavia = octaviaUrl(endpoints);
       lines.push(...named("load balancer", (await get(`${octavia}/v2/lbaas/loadbalancers?project_id=${p}`)).loadbalancers));
     }
     const credentials = (await getOwn(`${identity}/users/${user.id}/application_credentials`)).application_credentials as any[];
@@ -184,8 +188,8 @@ export async function kitProject(admin: Env): Promise<KitProject> {
     const fresh = await passwordToken(admin, adminScope);
     const { endpoints } = fresh;
     if (!endpoints["load-balancer"]) return [];
-    const octavia = endpoints["load-balancer"].replace(/\/$/, "");
-    const network = `${endpoints.network.replace(/\/$/, "")}/v2.0`;
+    const octavia = octaviaUrl(endpoints);
+    const network = neutronUrl(endpoints);
     const listed = (await call(fresh, "GET", `${octavia}/v2/lbaas/loadbalancers?project_id=${project.id}`)).loadbalancers as any[];
     const found = await Promise.all(
       listed.map(async (lb) => {
@@ -213,7 +217,7 @@ export async function kitProject(admin: Env): Promise<KitProject> {
     remove: async () => {
       // The user and the project go even when a seeded router cannot (a journey left a port on it).
       const own = await userToken();
-      const network = `${own.endpoints.network.replace(/\/$/, "")}/v2.0`;
+      const network = neutronUrl(own.endpoints);
       const failures: string[] = [];
       for (const id of seeded) await call(own, "DELETE", `${network}/routers/${id}`).catch((error: Error) => failures.push(error.message));
       const fresh = await passwordToken(admin, adminScope);
