@@ -12,6 +12,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import YAML from "yaml";
 import { OpenStackDouble, startOpenStackDouble } from "./doubles/openstack/server";
+import { CloudTarget, doubleTarget } from "./support/target";
 import { StateServer, startStateServer } from "./doubles/http-state/server";
 import {
   GitLabApi,
@@ -390,6 +391,7 @@ describe("the pipeline, run locally by gitlab-ci-local", () => {
   const USER = "koo-maintainer";
   const COLLEAGUE_TOKEN = `glpat-${randomUUID()}`;
   let double: OpenStackDouble;
+  let target: CloudTarget;
   let state: StateServer;
   let api: GitLabApi;
   let project: string;
@@ -426,6 +428,7 @@ describe("the pipeline, run locally by gitlab-ci-local", () => {
 
   beforeAll(async () => {
     double = await startOpenStackDouble();
+    target = doubleTarget(double);
     state = await startStateServer({ username: "gitlab-ci-token", password: JOB_TOKEN });
     api = await startGitLabApi(state, PROJECT_ID, {
       users: { [JOB_TOKEN]: USER, [COLLEAGUE_TOKEN]: "alice" },
@@ -508,12 +511,12 @@ describe("the pipeline, run locally by gitlab-ci-local", () => {
     expect(double.unhandled).toEqual([]);
   });
 
-  it("runs lint, test, synth, validate and plan, and leaves apply and destroy to a person", () => {
+  it("runs lint, test, synth, validate and plan, and leaves apply and destroy to a person", async () => {
     expect({ status: pipeline.status, tail: pipeline.output.slice(-3000) }).toEqual({ status: 0, tail: expect.any(String) });
     for (const job of ["lint", "test", "synth", "validate", "plan"])
       expect({ job, result: jobResult(pipeline.output, job) }).toEqual({ job, result: "PASS" });
     expect(pipeline.output).not.toMatch(/^(apply|destroy) +starting/m);
-    expect(double.nova.servers.all()).toEqual([]);
+    expect(await target.servers()).toEqual([]);
   });
 
   it("runs the jobs on the image's Node.js release, the toolchain's build of it", () => {
@@ -669,12 +672,9 @@ describe("the pipeline, run locally by gitlab-ci-local", () => {
     );
     expect(agent?.[1]).toBe(deployKeyFingerprint);
     expect(running(Number(agent?.[2]), "ssh-agent")).toBe(false);
-    expect(
-      double.nova.servers
-        .all()
-        .map((s) => s.name)
-        .sort(),
-    ).toEqual(["bastion", "k8s-master", "k8s-worker-0", "k8s-worker-1", "salt"].map((host) => `${host}.${DOMAIN}`));
+    expect((await target.servers()).map((s) => s.name)).toEqual(
+      ["bastion", "k8s-master", "k8s-worker-0", "k8s-worker-1", "salt"].map((host) => `${host}.${DOMAIN}`),
+    );
     const stored = state.readState(DOMAIN) as { resources: { mode: string }[] };
     expect(stored.resources.filter((r) => r.mode === "managed").length).toBeGreaterThan(20);
   });
@@ -723,7 +723,7 @@ describe("the pipeline, run locally by gitlab-ci-local", () => {
   };
 
   it("gives back the lock a killed tofu left behind, in the job's after_script, and the cluster stays", async () => {
-    const before = double.resourceCount();
+    const before = await target.resources();
     const held = double.hold((method, url) => method === "GET" && url.startsWith("/compute/v2.1/servers/"));
     const planning = run("destroy-plan");
     await held.reached;
@@ -739,7 +739,7 @@ describe("the pipeline, run locally by gitlab-ci-local", () => {
     expect(jobResult(killed.output, "destroy-plan")).toBe("WARN");
     expect(killed.output).toContain(`destroy-plan > ==> state lock: gave back ${lock!.ID}, which this job's tofu took at `);
     expect(state.lockInfo(DOMAIN)).toBeUndefined();
-    expect(double.resourceCount()).toBe(before);
+    expect(await target.resources()).toEqual(before);
   });
 
   it("leaves a lock another user holds, naming it, and tofu stops at it", async () => {
@@ -779,11 +779,11 @@ describe("the pipeline, run locally by gitlab-ci-local", () => {
     const file = path.join(state.dir, `${DOMAIN}.tfstate`);
     const stored = JSON.parse(fs.readFileSync(file, "utf8"));
     fs.writeFileSync(file, JSON.stringify({ ...stored, serial: stored.serial + 1 }));
-    const before = double.resourceCount();
+    const before = await target.resources();
     const destroy = await run("destroy");
     expect(jobResult(destroy.output, "destroy")).toBe("WARN");
     expect(destroy.output).toMatch(/destroy +> .*Saved plan is stale/);
-    expect(double.resourceCount()).toBe(before);
+    expect(await target.resources()).toEqual(before);
     expect(state.lockInfo(DOMAIN)).toBeUndefined();
   });
 
@@ -799,7 +799,7 @@ describe("the pipeline, run locally by gitlab-ci-local", () => {
       ),
     );
     expect(destroy.output).not.toMatch(/destroy +\$ bash scripts\/ci\/tofu\.sh destroy-plan/);
-    expect(double.resourceCount()).toBe(0);
+    expect(await target.resources()).toEqual([]);
     expect(state.lockInfo(DOMAIN)).toBeUndefined();
   });
 

@@ -30,6 +30,7 @@ import {
 import { planVerdict, planVerdicts, synthVerdict, variablesOnlyDir, Verdict } from "./support/plan-variables";
 import { describeEachCli, TfCli } from "./support/tofu";
 import { WITHOUT_PROVISIONERS, Workspace, workspace } from "./support/workspace";
+import { doubleTarget } from "./support/target";
 
 const SEED = Number(process.env.KOO_PROPERTY_SEED ?? 17);
 const RUNS = Number(process.env.KOO_PROPERTY_RUNS ?? 20);
@@ -432,14 +433,14 @@ describe("L1: an apply with a rejected TF_VAR_ creates nothing (tofu, against th
 
   it.each(REJECTED.map((values) => [visible(values), values] as const))("with %s", async (_name, values) => {
     expect((await synthVerdict(tfVars(values))).accepted).toBe(false);
-    const before = { requests: double.requests.length, resources: double.resourceCount() };
+    const before = { requests: double.requests.length, resources: await doubleTarget(double).resources() };
     const apply = await ws.tofu(["apply", "-auto-approve", "-input=false"], tfVars(values));
     // Keystone hands out tokens by POST; every other POST, PUT, PATCH or DELETE changes the project.
     const writes = double.requests
       .slice(before.requests)
       .filter((r) => r.method !== "GET" && r.method !== "HEAD" && !r.url.startsWith("/identity/"))
       .map((r) => `${r.method} ${r.url}`);
-    expect({ failed: apply.status !== 0, writes, resources: double.resourceCount() }).toEqual({
+    expect({ failed: apply.status !== 0, writes, resources: await doubleTarget(double).resources() }).toEqual({
       failed: true,
       writes: [],
       resources: before.resources,

@@ -8,6 +8,7 @@ import { OpenStackDouble, startOpenStackDouble } from "./doubles/openstack/serve
 import { planJson } from "./support/plan";
 import { describeEachCli, RunResult, TfCli } from "./support/tofu";
 import { WITHOUT_PROVISIONERS, workspace } from "./support/workspace";
+import { doubleTarget } from "./support/target";
 
 let withOctavia: OpenStackDouble;
 let withoutOctavia: OpenStackDouble;
@@ -60,7 +61,7 @@ describeEachCli("L2/L3: api_load_balancer on clouds with and without Octavia", (
       .slice(before)
       .filter((r) => r.method !== "GET" && r.method !== "HEAD" && r.url !== "/identity/v3/auth/tokens");
     expect(writes).toEqual([]);
-    expect(withoutOctavia.resourceCount()).toBe(0);
+    expect(await doubleTarget(withoutOctavia).resources()).toEqual([]);
     expect(octaviaRequests(withoutOctavia)).toEqual([]);
   });
 

@@ -13,21 +13,23 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { useCloud } from "./support/cloud";
+import type { CloudTarget } from "./support/target";
 import { RunResult, runAsync, tfClis } from "./support/tofu";
 import { workspace, Workspace } from "./support/workspace";
 
 let double: OpenStackDouble;
+let target: CloudTarget;
 let state: StateServer;
 
-useCloud({}, (cloud) => ({ double, state } = cloud));
+useCloud({}, (cloud) => ({ double, target, state } = cloud));
 
-beforeEach(() => {
+beforeEach(async () => {
   // Every test starts from the upstream defaults and an empty project.
   Object.assign(double.nova.quotas, NOVA_DEFAULT_QUOTAS);
   Object.assign(double.cinder.quotas, CINDER_DEFAULT_QUOTAS);
   Object.assign(double.neutron.quotas, NEUTRON_DEFAULT_QUOTAS);
   double.nova.hosts = 16;
-  expect(double.resourceCount()).toBe(0);
+  expect(await target.resources()).toEqual([]);
 });
 
 function oneLine(result: RunResult): string {
@@ -41,7 +43,7 @@ async function apply(ws: Workspace, env: NodeJS.ProcessEnv = {}): Promise<RunRes
 async function destroyAll(ws: Workspace, env: NodeJS.ProcessEnv = {}): Promise<void> {
   const destroyed = await ws.tofu(["destroy", "-auto-approve", "-input=false"], env);
   expect({ status: destroyed.status, stderr: destroyed.stderr }).toEqual({ status: 0, stderr: "" });
-  expect(double.resourceCount()).toBe(0);
+  expect(await target.resources()).toEqual([]);
 }
 
 describe("quotas", () => {
@@ -78,7 +80,7 @@ describe("quotas", () => {
       expect(oneLine(cores)).toContain("Quota too small: this deployment needs Nova quota cores = 23, but the project allows 20");
       expect(oneLine(cores)).not.toContain("will be read during apply");
     }
-    expect(double.resourceCount()).toBe(0);
+    expect(await target.resources()).toEqual([]);
   });
 
   it("counts in quota_needs exactly what the apply then uses of every quota", async () => {
@@ -109,7 +111,7 @@ describe("quotas", () => {
     expect(failed.status).toBe(1);
     expect(oneLine(failed)).toContain("Quota exceeded for resources: ['floatingip'].");
     expect(oneLine(failed)).toMatch(/with openstack_networking_floatingip_v2\.\w+/);
-    const partial = double.nova.servers.size;
+    const partial = (await target.servers()).length;
     expect(partial).toBeGreaterThan(0);
 
     double.neutron.quotas.floatingip = 4;
@@ -136,7 +138,7 @@ describe("quotas with what the project already uses", () => {
     const first = await workspace(double, state, { TF_VAR_deploy_domain_name: "first.example" });
     const applied = await apply(first);
     expect({ status: applied.status, stderr: applied.stderr }).toEqual({ status: 0, stderr: "" });
-    const resources = double.resourceCount();
+    const resources = await target.resources();
     // The first cluster's 5 groups and the project's default: 6 of Neutron's default 10.
     for (const cli of tfClis()) {
       const second = await workspace(double, state, { TF_VAR_deploy_domain_name: "second.example" }, undefined, cli);
@@ -152,7 +154,7 @@ describe("quotas with what the project already uses", () => {
       const limitsOnly = await second.tofu(["plan", "-input=false"]);
       expect({ cli: cli.name, status: limitsOnly.status, stderr: limitsOnly.stderr }).toEqual({ cli: cli.name, status: 0, stderr: "" });
     }
-    expect(double.resourceCount()).toBe(resources);
+    expect(await target.resources()).toEqual(resources);
     await destroyAll(first);
   });
 
@@ -239,7 +241,7 @@ describe("cloud objects the variables name", () => {
         double.nova.keypairs.delete("ops-key");
       }
     }
-    expect(double.resourceCount()).toBe(0);
+    expect(await target.resources()).toEqual([]);
   });
 });
 
@@ -265,8 +267,9 @@ describe("a server that goes to ERROR", () => {
     expect({ status: converged.status, stderr: converged.stderr }).toEqual({ status: 0, stderr: "" });
     // The tainted instance is replaced; everything else was already there.
     expect(converged.stdout).toMatch(/Apply complete! Resources: \d+ added, 0 changed, 1 destroyed\./);
-    expect(double.nova.servers.all().map((s) => s.status)).toEqual(Array(5).fill("ACTIVE"));
-    expect(double.nova.servers.find(errored[0].id)).toBeUndefined();
+    const servers = await target.servers();
+    expect(servers.map((s) => s.status)).toEqual(Array(5).fill("ACTIVE"));
+    expect(servers.map((s) => s.id)).not.toContain(errored[0].id);
     await destroyAll(ws);
   });
 });

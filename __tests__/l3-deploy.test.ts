@@ -12,13 +12,15 @@ import YAML from "yaml";
 import { CA_CERTIFICATE } from "./support/arbitraries";
 import { GITLAB_STATE, useCloud } from "./support/cloud";
 import { planJson } from "./support/plan";
+import { CloudTarget, doubleTarget } from "./support/target";
 import { describeEachCli, TfCli, tfClis } from "./support/tofu";
 import { WITHOUT_PROVISIONERS, Workspace, workspace as makeWorkspace } from "./support/workspace";
 
 let double: OpenStackDouble;
+let target: CloudTarget;
 let state: StateServer;
 
-useCloud({ double: { settled: true }, state: GITLAB_STATE }, (cloud) => ({ double, state } = cloud));
+useCloud({ double: { settled: true }, state: GITLAB_STATE }, (cloud) => ({ double, target, state } = cloud));
 
 /** A fresh workspace against this file's double and state server. */
 function workspace(synthEnv: NodeJS.ProcessEnv = {}, runEnv: NodeJS.ProcessEnv = WITHOUT_PROVISIONERS, cli: TfCli = tfClis()[0]) {
@@ -87,10 +89,10 @@ const PRIVATE_CA_AND_OVN = {
 };
 
 /** The id of the Nova server named `host`.kube-on-os. */
-function serverId(host: string): string {
-  const found = double.nova.servers.all().filter((s) => s.name === `${host}.kube-on-os`);
+async function serverId(host: string): Promise<string> {
+  const found = (await target.servers()).filter((s) => s.name === `${host}.kube-on-os`);
   expect(found).toHaveLength(1);
-  return String(found[0].id);
+  return found[0].id;
 }
 
 function portAddress(resources: any[], name: string): string {
@@ -243,7 +245,7 @@ describeEachCli("L2: plan against the OpenStack API double", (cli) => {
   });
 
   it("keeps fixed addresses out of the DHCP pool whatever the plan-time values, before creating anything", async () => {
-    const before = double.resourceCount();
+    const before = await target.resources();
     const result = await ws.tofu(["plan", "-input=false", "-lock=false"], {
       TF_VAR_private_network_cidr: "10.1.0.0/24",
       TF_VAR_num_kube_nodes: "30",
@@ -260,7 +262,7 @@ describeEachCli("L2: plan against the OpenStack API double", (cli) => {
       TF_VAR_num_kube_nodes: "29",
     });
     expect(fits.stderr).toBe("");
-    expect(double.resourceCount()).toBe(before);
+    expect(await target.resources()).toEqual(before);
   });
 
   it("authenticates with an application credential as well as with a password", async () => {
@@ -289,7 +291,7 @@ describe("L3: apply, re-plan with no changes, destroy", () => {
     const apply = await ws.tofu(["apply", "-auto-approve", "-input=false"]);
     expect(apply.stderr).toBe("");
     expect(apply.stdout).toContain(`Apply complete! Resources: ${TOTAL_AT_3} added, 0 changed, 0 destroyed.`);
-    expect(double.nova.servers.all().map((s) => s.status)).toEqual(["ACTIVE", "ACTIVE", "ACTIVE", "ACTIVE", "ACTIVE"]);
+    expect((await target.servers()).map((s) => s.status)).toEqual(["ACTIVE", "ACTIVE", "ACTIVE", "ACTIVE", "ACTIVE"]);
   });
 
   it("outputs an ssh config through the bastion, the kubeconfig command and the minion ids", async () => {
@@ -344,21 +346,21 @@ describe("L3: apply, re-plan with no changes, destroy", () => {
             address: "10.1.0.10",
             labels: { "kube-on-os/pool": "default" },
             taints: [],
-            instance_id: serverId("k8s-master"),
+            instance_id: await serverId("k8s-master"),
           },
           {
             id: "k8s-worker-0.kube-on-os",
             address: "10.1.0.100",
             labels: { "kube-on-os/pool": "default" },
             taints: [],
-            instance_id: serverId("k8s-worker-0"),
+            instance_id: await serverId("k8s-worker-0"),
           },
           {
             id: "k8s-worker-1.kube-on-os",
             address: "10.1.0.101",
             labels: { "kube-on-os/pool": "default" },
             taints: [],
-            instance_id: serverId("k8s-worker-1"),
+            instance_id: await serverId("k8s-worker-1"),
           },
         ],
         control_plane: ["k8s-master.kube-on-os", "k8s-worker-0.kube-on-os", "k8s-worker-1.kube-on-os"],
@@ -493,13 +495,13 @@ describe("L3: apply, re-plan with no changes, destroy", () => {
     const list = (await ws.tofu(["state", "list"])).stdout.split("\n");
     const saltInstance = list.find((address) => address.startsWith("openstack_compute_instance_v2.SaltMaster_Instance_"));
     expect(saltInstance).toBeDefined();
-    const serverBefore = double.nova.servers.all().find((s) => String(s.name).startsWith("salt."))?.id;
+    const serverBefore = (await target.servers()).find((s) => s.name.startsWith("salt."))?.id;
 
     const replace = await ws.tofu(["apply", "-auto-approve", "-input=false", `-replace=${saltInstance}`]);
     expect(replace.stderr).toBe("");
     // The instance and its attachment are replaced; the volume is not.
     expect(replace.stdout).toContain("Apply complete! Resources: 2 added, 0 changed, 2 destroyed.");
-    const serverAfter = double.nova.servers.all().find((s) => String(s.name).startsWith("salt."));
+    const serverAfter = (await target.servers()).find((s) => s.name.startsWith("salt."));
     expect(serverAfter?.id).not.toBe(serverBefore);
     expect((await ws.tofu(["output", "-raw", "salt_volume_id"])).stdout).toBe(volumeBefore);
     expect(double.cinder.volumes.get(volumeBefore)).toMatchObject({
@@ -513,7 +515,7 @@ describe("L3: apply, re-plan with no changes, destroy", () => {
     const destroy = await ws.tofu(["destroy", "-auto-approve", "-input=false"]);
     expect(destroy.stderr).toBe("");
     expect(destroy.stdout).toContain(`Destroy complete! Resources: ${TOTAL_AT_3} destroyed.`);
-    expect(double.resourceCount()).toBe(0);
+    expect(await target.resources()).toEqual([]);
     const stored = state.readState(ws.stateName) as { resources: unknown[] };
     expect(stored.resources).toEqual([]);
   });
@@ -532,30 +534,30 @@ describeEachCli("L3: the control plane's 3 voters (issue 18)", (cli) => {
 
   it("refuses at plan time to take a cluster applied with 3 voters below them, in one line, changing nothing", async () => {
     expect((await ws.tofu(["apply", "-auto-approve", "-input=false"], { TF_VAR_num_kube_nodes: "4" })).stderr).toBe("");
-    const servers = double.nova.servers.all().length;
+    const servers = (await target.servers()).length;
     const down = await ws.tofu(["apply", "-auto-approve", "-input=false"], { TF_VAR_num_kube_nodes: "2" });
     expect(down.status).not.toBe(0);
     expect(down.stderr.replace(/\s+/g, " ")).toContain(
       "num_kube_nodes: the cluster's control plane has 3 dqlite voters (the first 3 nodes) and must keep them; num_kube_nodes must stay at least 3.",
     );
-    expect(double.nova.servers.all()).toHaveLength(servers);
+    expect(await target.servers()).toHaveLength(servers);
     // A worker that is no voter may go.
     const three = await ws.tofu(["apply", "-auto-approve", "-input=false"], { TF_VAR_num_kube_nodes: "3" });
     expect(three.stderr).toBe("");
-    expect(double.nova.servers.all()).toHaveLength(servers - 1);
+    expect(await target.servers()).toHaveLength(servers - 1);
   });
 
   it("still destroys the whole cluster", async () => {
     const destroy = await ws.tofu(["destroy", "-auto-approve", "-input=false"], { TF_VAR_num_kube_nodes: "1" });
     expect(destroy.stderr).toBe("");
-    expect(double.resourceCount()).toBe(0);
+    expect(await target.resources()).toEqual([]);
   });
 
   it("lets a cluster that never had 3 voters lose its spare", async () => {
     expect((await ws.tofu(["apply", "-auto-approve", "-input=false"], { TF_VAR_num_kube_nodes: "2" })).stderr).toBe("");
     const down = await ws.tofu(["apply", "-auto-approve", "-input=false"], { TF_VAR_num_kube_nodes: "1" });
     expect(down.stderr).toBe("");
-    expect(double.nova.servers.all()).toHaveLength(3);
+    expect(await target.servers()).toHaveLength(3);
   });
 });
 
@@ -612,7 +614,7 @@ describe("the base image, by name or by ID (issue 18)", () => {
       const result = await ws.tofu(["plan", "-input=false", "-lock=false"], { TF_VAR_base_image: "Ubuntu 26.04" });
       expect(result.status).not.toBe(0);
       expect(result.stderr.replace(/\s+/g, " ")).toContain("Your query returned no results.");
-      expect(cloud.resourceCount()).toBe(0);
+      expect(await doubleTarget(cloud).resources()).toEqual([]);
     });
   });
 
@@ -631,7 +633,7 @@ describe("the base image, by name or by ID (issue 18)", () => {
       // As before issue 18: the same stack, with the ID the default was.
       const apply = await ws.tofu(["apply", "-auto-approve", "-input=false"], { TF_VAR_base_image: WIKI_IMAGE.id });
       expect(apply.stderr).toBe("");
-      expect(cloud.nova.servers.all().map((s) => (s.image as { id: string }).id)).toEqual(Array(5).fill(WIKI_IMAGE.id));
+      expect((await doubleTarget(cloud).servers()).map((s) => s.image)).toEqual(Array(5).fill(WIKI_IMAGE.id));
       const replan = await ws.tofu(["plan", "-detailed-exitcode", "-input=false"]);
       expect(replan.stderr).toBe("");
       expect(replan.status).toBe(0);
@@ -644,8 +646,11 @@ describe("the base image, by name or by ID (issue 18)", () => {
       expect(replan.status).toBe(0);
       const up = await ws.tofu(["apply", "-auto-approve", "-input=false"], { TF_VAR_num_kube_nodes: "4" });
       expect(up.stderr).toBe("");
-      const servers = cloud.nova.servers.all();
-      expect(servers.map((s) => (s.image as { id: string }).id)).toEqual([...Array(5).fill(WIKI_IMAGE.id), NEWEST.id]);
+      const images = Object.fromEntries((await doubleTarget(cloud).servers()).map((s) => [s.name.split(".")[0], s.image]));
+      expect(images).toEqual({
+        ...Object.fromEntries(["bastion", "salt", "k8s-master", "k8s-worker-0", "k8s-worker-1"].map((host) => [host, WIKI_IMAGE.id])),
+        "k8s-worker-2": NEWEST.id,
+      });
       expect((await ws.tofu(["plan", "-detailed-exitcode", "-input=false"], { TF_VAR_num_kube_nodes: "4" })).status).toBe(0);
     });
   });
@@ -724,7 +729,7 @@ describe("cloud integration with a restricted application credential", () => {
     expect(refused.stderr.replace(/\s+/g, " ")).toContain(
       "Using method 'application_credential' is not allowed for managing additional application credentials.",
     );
-    const before = double.resourceCount();
+    const before = await target.resources();
     const applied = await ws.tofu(["apply", "-auto-approve", "-input=false"], { ...env, TF_VAR_cloud_integration: "false" });
     expect(applied.stderr).toBe("");
     expect(applied.stdout).toContain(`Apply complete! Resources: ${TOTAL_AT_3 - 2} added`);
@@ -736,7 +741,7 @@ describe("cloud integration with a restricted application credential", () => {
     );
     expect(Buffer.from(JSON.parse(console.stdout.trim()), "base64").toString("utf8")).toBe("#!yaml\n{}\n");
     expect((await ws.tofu(["destroy", "-auto-approve", "-input=false"], { ...env, TF_VAR_cloud_integration: "false" })).status).toBe(0);
-    expect(double.resourceCount()).toBe(before);
+    expect(await target.resources()).toEqual(before);
   });
 });
 
@@ -748,13 +753,13 @@ describe("cloud integration for a deployer without the member role", () => {
     // A project reader (keystone's bootstrap roles): no member, which the credential needs.
     identity.assignedRoles = ["reader", "load-balancer_member"];
     try {
-      const before = double.resourceCount();
+      const before = await target.resources();
       const plan = await ws.tofu(["apply", "-auto-approve", "-input=false"]);
       expect(plan.status).not.toBe(0);
       expect(plan.stderr.replace(/\s+/g, " ")).toContain(
         "cloud_integration is true, but the deploying user has no member role on the project, which the cloud controller manager's application credential needs: ask for the role, or set cloud_integration = false.",
       );
-      expect(double.resourceCount()).toBe(before);
+      expect(await target.resources()).toEqual(before);
     } finally {
       identity.assignedRoles = assigned;
     }

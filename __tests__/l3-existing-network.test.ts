@@ -11,12 +11,14 @@ import * as path from "node:path";
 import type { OpenStackDouble } from "./doubles/openstack/server";
 import type { StateServer } from "./doubles/http-state/server";
 import { GITLAB_STATE, useCloud } from "./support/cloud";
+import type { CloudTarget } from "./support/target";
 import { planJson } from "./support/plan";
 import { synthToDir } from "./support/synth";
 import { describeEachCli, runTfAsync, TfCli } from "./support/tofu";
 import { WITHOUT_PROVISIONERS, Workspace, workspace as makeWorkspace } from "./support/workspace";
 
 let double: OpenStackDouble;
+let target: CloudTarget;
 let state: StateServer;
 
 /** The project's own router, with its gateway on the external network and no interface yet. */
@@ -53,7 +55,7 @@ useCloud(
     },
     state: GITLAB_STATE,
   },
-  (cloud) => ({ double, state } = cloud),
+  (cloud) => ({ double, target, state } = cloud),
 );
 
 const routerId = (name: string) => double.neutron.routers.all().find((r) => r.name === name)!.id;
@@ -116,7 +118,7 @@ describeEachCli("L3: an existing router: apply, re-plan with no changes, destroy
     const apply = await ws.tofu(["apply", "-auto-approve", "-input=false"]);
     expect(apply.stderr).toBe("");
     await expectQuotaNeedsUsed(ws, usage, { network: 2, subnet: 2, router: 0 });
-    expect(double.neutron.routers.all().map((r) => r.name)).not.toContain("kube-on-os-router");
+    expect((await target.resources()).filter((line) => line.startsWith("router: "))).toEqual([]);
     const publicSubnet = double.neutron.subnets.all().find((s) => s.name === "kube-on-os-public")!;
     const interfaces = double.neutron.ports
       .all()
@@ -142,7 +144,7 @@ describeEachCli("L3: an existing router: apply, re-plan with no changes, destroy
   it("destroys everything it created, and leaves the router as it was", async () => {
     const destroy = await ws.tofu(["destroy", "-auto-approve", "-input=false"]);
     expect(destroy.stderr).toBe("");
-    expect(double.resourceCount()).toBe(0);
+    expect(await target.resources()).toEqual([]);
     expect(seededNetworking()).toEqual(before);
   });
 });
@@ -162,10 +164,11 @@ describeEachCli("L3: an existing public network: apply, re-plan with no changes,
     const apply = await ws.tofu(["apply", "-auto-approve", "-input=false"]);
     expect(apply.stderr).toBe("");
     await expectQuotaNeedsUsed(ws, usage, { network: 1, subnet: 1, router: 0 });
-    const ours = (items: Record<string, unknown>[]) => items.filter((r) => r.seeded !== true).map((r) => r.name);
-    expect(ours(double.neutron.networks.all())).toEqual(["kube-on-os-private"]);
-    expect(ours(double.neutron.subnets.all())).toEqual(["kube-on-os-private"]);
-    expect(ours(double.neutron.routers.all())).toEqual([]);
+    const held = await target.resources();
+    expect(held.filter((line) => /^(network|subnet|router): /.test(line))).toEqual([
+      "network: kube-on-os-private",
+      "subnet: kube-on-os-private",
+    ]);
     expect(double.neutron.ports.all().filter((p) => p.seeded !== true && p.device_owner === "network:router_interface")).toEqual([]);
   });
 
@@ -199,7 +202,7 @@ describeEachCli("L3: an existing public network: apply, re-plan with no changes,
   it("destroys everything it created, and leaves the network and its router as they were", async () => {
     const destroy = await ws.tofu(["destroy", "-auto-approve", "-input=false"]);
     expect(destroy.stderr).toBe("");
-    expect(double.resourceCount()).toBe(0);
+    expect(await target.resources()).toEqual([]);
     expect(seededNetworking()).toEqual(before);
   });
 });
@@ -214,7 +217,7 @@ describeEachCli("L2: an existing router or network that cannot serve fails the p
   async function failedPlan(env: NodeJS.ProcessEnv): Promise<string> {
     const plan = await ws.tofu(["plan", "-input=false"], env);
     expect(plan.status).not.toBe(0);
-    expect(double.resourceCount()).toBe(0);
+    expect(await target.resources()).toEqual([]);
     return folded(plan.stderr);
   }
 
@@ -340,6 +343,6 @@ describeEachCli("L3: a deployment made before router_id and public_network_id ke
   it("destroys it", async () => {
     const destroy = await tf(["destroy", "-auto-approve", "-input=false"]);
     expect(destroy.stderr).toBe("");
-    expect(double.resourceCount()).toBe(0);
+    expect(await target.resources()).toEqual([]);
   });
 });

@@ -8,6 +8,7 @@ import YAML from "yaml";
 import type { OpenStackDouble } from "./doubles/openstack/server";
 import type { StateServer } from "./doubles/http-state/server";
 import { GITLAB_STATE, useCloud } from "./support/cloud";
+import type { CloudTarget } from "./support/target";
 import { planJson } from "./support/plan";
 import { describeEachCli, TfCli, tfClis } from "./support/tofu";
 import { WITHOUT_PROVISIONERS, Workspace, workspace as makeWorkspace } from "./support/workspace";
@@ -15,11 +16,12 @@ import { WITHOUT_PROVISIONERS, Workspace, workspace as makeWorkspace } from "./s
 const ZONES = ["az1", "az2", "az3"];
 
 let double: OpenStackDouble;
+let target: CloudTarget;
 let state: StateServer;
 
 useCloud(
   { double: { availabilityZones: ZONES, volumeAvailabilityZones: ZONES, volumeTypes: ["ssd"], settled: true }, state: GITLAB_STATE },
-  (cloud) => ({ double, state } = cloud),
+  (cloud) => ({ double, target, state } = cloud),
 );
 
 beforeAll(() => {
@@ -155,7 +157,7 @@ describe("L3: two pools over zones: apply, re-plan with no changes, change the p
   it("applies the stack with its pools", async () => {
     const apply = await ws.tofu(["apply", "-auto-approve", "-input=false"]);
     expect(apply.stderr).toBe("");
-    const names = double.nova.servers.all().map((s) => s.name as string);
+    const names = (await target.servers()).map((s) => s.name);
     expect(names.filter((n) => n.startsWith("k8s-")).sort()).toEqual([
       "k8s-gpu-0.kube-on-os",
       "k8s-gpu-1.kube-on-os",
@@ -174,8 +176,8 @@ describe("L3: two pools over zones: apply, re-plan with no changes, change the p
     expect(replan.status).toBe(0);
   });
 
-  it("boots the gpu workers from 50 GiB ssd volumes made from the image, and the others from the hypervisor's disk", () => {
-    const servers = new Map(double.nova.servers.all().map((s) => [s.id as string, s.name as string]));
+  it("boots the gpu workers from 50 GiB ssd volumes made from the image, and the others from the hypervisor's disk", async () => {
+    const servers = new Map((await target.servers()).map((s) => [s.id, s.name]));
     const bootVolumes = double.cinder.volumes
       .all()
       .filter((v) => (v.attachments as { device: string }[]).some((a) => a.device === "/dev/vda"))
@@ -194,6 +196,7 @@ describe("L3: two pools over zones: apply, re-plan with no changes, change the p
   it("puts the API behind a load balancer over the three voters, with its own floating IP as the kubeconfig's server", async () => {
     const [loadBalancer] = double.octavia.loadBalancers.all();
     expect(loadBalancer).toMatchObject({ name: "kube-on-os-kube-api", provisioning_status: "ACTIVE" });
+    const [listed] = await target.loadBalancers();
     const [listener] = double.octavia.listeners.all();
     expect(listener).toMatchObject({ protocol: "TCP", protocol_port: 16443, allowed_cidrs: ["0.0.0.0/0"], admin_state_up: true });
     expect(
@@ -208,12 +211,11 @@ describe("L3: two pools over zones: apply, re-plan with no changes, change the p
     ]);
     expect(double.octavia.healthMonitors.all()).toEqual([expect.objectContaining({ type: "TCP" })]);
     const outputs = JSON.parse((await ws.tofu(["output", "-json"])).stdout);
-    const fip = double.neutron.floatingips.all().find((f) => f.port_id === loadBalancer.vip_port_id);
-    expect(outputs.api_address.value).toBe(fip!.floating_ip_address);
+    expect(outputs.api_address.value).toBe(listed.floatingIp);
     expect(outputs.api_address.value).not.toBe(outputs.master_floating_ip.value);
     expect(outputs.kubeconfig_command.value).toContain(`server: https://${outputs.api_address.value}:#`);
     const pillar = await pillarOf(ws);
-    expect(pillar.microk8s.api_addresses).toEqual([outputs.master_floating_ip.value, outputs.api_address.value, loadBalancer.vip_address]);
+    expect(pillar.microk8s.api_addresses).toEqual([outputs.master_floating_ip.value, outputs.api_address.value, listed.vipAddress]);
   });
 
   it("writes every node into the pillar with the address Neutron gave it, its pool's labels and taints, the voters from the default pool", async () => {
@@ -223,7 +225,8 @@ describe("L3: two pools over zones: apply, re-plan with no changes, change the p
       return (port!.fixed_ips as { ip_address: string }[])[0].ip_address;
     };
     // Each node's Nova server, for its providerID.
-    const server = (name: string) => String(double.nova.servers.all().find((s) => s.name === name)!.id);
+    const servers = await target.servers();
+    const server = (name: string) => servers.find((s) => s.name === name)!.id;
     const defaultPool = (id: string, address: string) => ({
       id,
       address,
@@ -256,21 +259,21 @@ describe("L3: two pools over zones: apply, re-plan with no changes, change the p
   });
 
   it("adds a pool and grows another without touching any other machine", async () => {
-    const before = new Map(double.nova.servers.all().map((s) => [s.name as string, s.id as string]));
+    const before = new Map((await target.servers()).map((s) => [s.name, s.id]));
     const pools = { ...POOLS, web: { ...POOLS.web, count: 4 }, db: { count: 1 } };
     const apply = await ws.tofu(["apply", "-auto-approve", "-input=false"], { TF_VAR_node_pools: JSON.stringify(pools) });
     expect(apply.stderr).toBe("");
     expect(apply.stdout).toMatch(/Resources: \d+ added, 0 changed, 0 destroyed/);
-    const after = new Map(double.nova.servers.all().map((s) => [s.name as string, s.id as string]));
+    const after = new Map((await target.servers()).map((s) => [s.name, s.id]));
     for (const [name, id] of before) expect(after.get(name)).toBe(id);
     expect([...after.keys()].filter((n) => !before.has(n)).sort()).toEqual(["k8s-db-0.kube-on-os", "k8s-web-3.kube-on-os"]);
   });
 
   it("removes a pool's machines with the pool, and only them", async () => {
-    const before = new Map(double.nova.servers.all().map((s) => [s.name as string, s.id as string]));
+    const before = new Map((await target.servers()).map((s) => [s.name, s.id]));
     const apply = await ws.tofu(["apply", "-auto-approve", "-input=false"], { TF_VAR_node_pools: JSON.stringify({ web: POOLS.web }) });
     expect(apply.stderr).toBe("");
-    const after = new Map(double.nova.servers.all().map((s) => [s.name as string, s.id as string]));
+    const after = new Map((await target.servers()).map((s) => [s.name, s.id]));
     expect([...before.keys()].filter((n) => !after.has(n)).sort()).toEqual([
       "k8s-db-0.kube-on-os",
       "k8s-gpu-0.kube-on-os",
@@ -289,6 +292,6 @@ describe("L3: two pools over zones: apply, re-plan with no changes, change the p
   it("destroys everything it created, leaving the double as seeded", async () => {
     const destroy = await ws.tofu(["destroy", "-auto-approve", "-input=false"], { TF_VAR_node_pools: JSON.stringify({ web: POOLS.web }) });
     expect(destroy.stderr).toBe("");
-    expect(double.resourceCount()).toBe(0);
+    expect(await target.resources()).toEqual([]);
   });
 });

@@ -137,6 +137,10 @@ describe("L3 on both targets", () => {
             applyCheckDestroy(target, ws, async (show, held) => {
               // The bastion, the Salt master and three nodes; the API's load balancer.
               expect(count(held, "server")).toBe(5);
+              // Their ports (the bastion's and the master's two, one each for the others), and the 5
+              // security groups' 8 rules besides the 2 egress rules Neutron gives every new group.
+              expect(count(held, "port")).toBe(7);
+              expect(count(held, "security group rule")).toBe(8 + 5 * 2);
               expect(count(held, "load balancer")).toBe(1);
               expect(count(held, "application credential")).toBe(1);
               // The cloud controller manager authenticates with the cluster's application credential.

@@ -5,6 +5,7 @@
  */
 import { StateServer, StateServerOptions, startStateServer } from "../doubles/http-state/server";
 import { OpenStackDouble, OpenStackDoubleOptions, startOpenStackDouble } from "../doubles/openstack/server";
+import { CloudTarget, doubleTarget } from "./target";
 
 /** Basic auth as the pipeline's state backend sends it: GitLab's CI job token user. */
 export const GITLAB_STATE: StateServerOptions = { username: "gitlab-ci-token", password: "state-password-5f1c" };
@@ -18,6 +19,11 @@ export interface CloudOptions {
 
 export interface Cloud {
   readonly double: OpenStackDouble;
+  /**
+   * The double as the cloud is read (./target.ts): what the project holds, its servers, keypairs
+   * and load balancers. Seeding quotas, faults and usage is the double's own.
+   */
+  readonly target: CloudTarget;
   readonly state: StateServer;
 }
 
@@ -33,7 +39,7 @@ export function useCloud(options: CloudOptions, started: (cloud: Cloud) => void)
   beforeAll(async () => {
     double = await startOpenStackDouble(options.double);
     state = await startStateServer(options.state);
-    started({ double, state });
+    started({ double, target: doubleTarget(double), state });
   });
 
   afterAll(async () => {

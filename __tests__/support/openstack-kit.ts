@@ -9,7 +9,7 @@ import { execFile } from "node:child_process";
 import * as path from "node:path";
 import { promisify } from "node:util";
 import { passwordIdentity, requestToken } from "./keystone";
-import type { CloudTarget } from "./target";
+import { CloudTarget, networkLines, serverOf } from "./target";
 
 const run = promisify(execFile);
 const KIT = path.join(__dirname, "..", "..", "scripts", "openstack", "cloud");
@@ -152,17 +152,18 @@ export async function kitProject(admin: Env): Promise<KitProject> {
     }
     if (endpoints.network) {
       const network = neutronUrl(endpoints);
-      for (const [kind, plural] of [
-        ["network", "networks"],
-        ["subnet", "subnets"],
-        ["router", "routers"],
-        ["floating IP", "floatingips"],
-        ["security group", "security-groups"],
-      ]) {
-        const items = (await get(`${network}/${plural}?project_id=${p}`))[plural.replace("-", "_")] as any[];
-        const kept = kind === "security group" ? items.filter((g) => g.name !== "default") : items;
-        lines.push(...named(kind, kind === "floating IP" ? kept.map((f) => ({ id: f.floating_ip_address })) : kept));
-      }
+      const list = async (plural: string) => (await get(`${network}/${plural}?project_id=${p}`))[plural.replace(/-/g, "_")] as any[];
+      lines.push(
+        ...named("network", await list("networks")),
+        ...named("subnet", await list("subnets")),
+        ...named("router", await list("routers")),
+      );
+      lines.push(...(await list("floatingips")).map((f) => `floating IP: ${f.floating_ip_address as string}`));
+      lines.push(
+        ...networkLines(await list("ports"), await list("security-groups"), await list("security-group-rules"), (i) =>
+          seeded.has(i.id as string),
+        ),
+      );
     }
     if (endpoints.volumev3) {
       lines.push(...named("volume", (await get(`${endpoints.volumev3}/volumes?all_tenants=1&project_id=${p}`)).volumes));
@@ -174,6 +175,13 @@ export async function kitProject(admin: Env): Promise<KitProject> {
     const credentials = (await getOwn(`${identity}/users/${user.id}/application_credentials`)).application_credentials as any[];
     lines.push(...named("application credential", credentials));
     return lines.sort();
+  };
+
+  const servers = async () => {
+    const fresh = await passwordToken(admin, adminScope);
+    const listed = (await call(fresh, "GET", `${fresh.endpoints.compute}/servers/detail?all_tenants=1&project_id=${project.id}`))
+      .servers as any[];
+    return listed.map(serverOf).sort((a, b) => a.name.localeCompare(b.name));
   };
 
   const keypairs = async () => {
@@ -211,6 +219,7 @@ export async function kitProject(admin: Env): Promise<KitProject> {
     userId: user.id,
     passwordEnv: () => ({ ...userEnv }),
     resources,
+    servers,
     keypairs,
     loadBalancers,
     seedRouter,

@@ -6,9 +6,27 @@
 import type { OpenStackDouble } from "../doubles/openstack/server";
 import type { Target } from "./workspace";
 
+/** An object as an OpenStack API answers it (or as the double keeps it). */
+type Item = Record<string, unknown>;
+
 export interface Keypair {
   readonly name: string;
   readonly publicKey: string;
+}
+
+export interface Server {
+  readonly name: string;
+  readonly id: string;
+  /** Nova's status: ACTIVE, BUILD, ERROR… */
+  readonly status: string;
+  /** The ID of the image it booted from; "" when it booted from a volume (Nova's server.image). */
+  readonly image: string;
+}
+
+/** A server as Nova's API shows it, as a Server. */
+export function serverOf(server: Item): Server {
+  const image = server.image as { id: string } | "" | undefined;
+  return { name: server.name as string, id: server.id as string, status: server.status as string, image: image ? image.id : "" };
 }
 
 export interface LoadBalancer {
@@ -27,12 +45,16 @@ export interface CloudTarget extends Target {
   readonly projectId: string;
   /**
    * What the project holds, as "<kind>: <name or id>" lines, sorted: servers, server groups,
-   * keypairs, networks, subnets, routers, floating IPs, security groups (but "default"),
-   * volumes, load balancers and application credentials. [] after a complete destroy. Ports are
-   * left out: the real cloud's services own some in the project (a router's interfaces, a load
-   * balancer's VIP) that the double does not model as the project's.
+   * keypairs, networks, subnets, routers, ports, floating IPs, security groups (but "default")
+   * with their rules, volumes, load balancers and application credentials. [] after a complete
+   * destroy. The ports are those the project made and its servers': the ports Neutron and
+   * Octavia make for themselves (a router's interfaces, DHCP, a load balancer's VIP) go with
+   * what they serve, and the two targets do not make the same ones (the real cloud has no DHCP
+   * agent).
    */
   resources(): Promise<string[]>;
+  /** The project's servers, by name. */
+  servers(): Promise<Server[]>;
   /** The keypairs of the project's user (Nova keeps them per user), with their public keys, by name. */
   keypairs(): Promise<Keypair[]>;
   /** The project's load balancers, each with its VIP address and the floating IP on its VIP port. */
@@ -44,11 +66,40 @@ export interface CloudTarget extends Target {
   seedRouter(name: string): Promise<string>;
 }
 
+/**
+ * resources()'s lines for Neutron's ports and security groups with their rules, from the API's
+ * objects (`seeded` tells what the test seeded, which is left out).
+ */
+export function networkLines(
+  ports: readonly Item[],
+  groups: readonly Item[],
+  rules: readonly Item[],
+  seeded: (item: Item) => boolean,
+): string[] {
+  const own = (port: Item) => port.device_owner === "" || String(port.device_owner).startsWith("compute:");
+  const listed = new Map(groups.filter((g) => g.name !== "default" && !seeded(g)).map((g) => [g.id as string, g.name as string]));
+  const range = (rule: Item) => (rule.port_range_min === null ? "" : ` ${rule.port_range_min as number}-${rule.port_range_max as number}`);
+  const from = (rule: Item) =>
+    (rule.remote_ip_prefix ?? listed.get(rule.remote_group_id as string) ?? rule.remote_group_id ?? "anywhere") as string;
+  return [
+    ...ports.filter((p) => own(p) && !seeded(p)).map((p) => `port: ${(p.name as string) || (p.id as string)}`),
+    ...[...listed.values()].map((name) => `security group: ${name}`),
+    ...rules
+      .filter((r) => listed.has(r.security_group_id as string))
+      .map(
+        (r) =>
+          `security group rule: ${listed.get(r.security_group_id as string)!} ${r.direction as string} ${r.ethertype as string} ` +
+          `${(r.protocol as string | null) ?? "any"}${range(r)} ${r.direction === "ingress" ? "from" : "to"} ${from(r)}`,
+      ),
+  ];
+}
+
 /** The double as a target: its memory, read as the real cloud's project is listed. */
 export function doubleTarget(double: OpenStackDouble): CloudTarget {
   const external = () => double.neutron.networks.all().find((n) => n["router:external"] === true)!.id;
-  const named = (kind: string, items: readonly Record<string, unknown>[]) =>
-    items.filter((i) => i.seeded !== true).map((i) => `${kind}: ${(i.name as string) || (i.id as string)}`);
+  const seeded = (item: Item) => item.seeded === true;
+  const named = (kind: string, items: readonly Item[]) =>
+    items.filter((i) => !seeded(i)).map((i) => `${kind}: ${(i.name as string) || (i.id as string)}`);
   return {
     name: "double",
     authUrl: double.authUrl,
@@ -58,7 +109,7 @@ export function doubleTarget(double: OpenStackDouble): CloudTarget {
     keypairs: async () =>
       double.nova.keypairs
         .all()
-        .filter((k) => k.seeded !== true)
+        .filter((k) => !seeded(k))
         .map((k) => ({ name: k.name as string, publicKey: k.public_key as string }))
         .sort((a, b) => a.name.localeCompare(b.name)),
     loadBalancers: async () =>
@@ -70,6 +121,11 @@ export function doubleTarget(double: OpenStackDouble): CloudTarget {
           floatingIp: (double.neutron.floatingips.all().find((f) => f.port_id === lb.vip_port_id)?.floating_ip_address as string) ?? null,
         }))
         .sort((a, b) => a.name.localeCompare(b.name)),
+    servers: async () =>
+      double.nova.servers
+        .all()
+        .map(serverOf)
+        .sort((a, b) => a.name.localeCompare(b.name)),
     resources: async () =>
       [
         ...named("server", double.nova.servers.all()),
@@ -79,10 +135,7 @@ export function doubleTarget(double: OpenStackDouble): CloudTarget {
         ...named("subnet", double.neutron.subnets.all()),
         ...named("router", double.neutron.routers.all()),
         ...double.neutron.floatingips.all().map((f) => `floating IP: ${f.floating_ip_address as string}`),
-        ...named(
-          "security group",
-          double.neutron.securityGroups.all().filter((g) => g.name !== "default"),
-        ),
+        ...networkLines(double.neutron.ports.all(), double.neutron.securityGroups.all(), double.neutron.securityGroupRules.all(), seeded),
         ...named("volume", double.cinder.volumes.all()),
         ...named("load balancer", double.octavia.loadBalancers.all()),
         ...named("application credential", double.keystone.applicationCredentials.all()),
