@@ -237,7 +237,8 @@ describe("the pipeline's structure", () => {
     const pushing = Object.entries(PIPELINE)
       .filter(([, job]: [string, any]) => Array.isArray(job?.cache))
       .flatMap(([name, job]: [string, any]) => job.cache.filter((c: any) => c.policy === "pull-push").map((c: any) => ({ name, c })));
-    expect(pushing.map(({ name }) => name).sort()).toEqual(["lint", "test"]);
+    // The test job saves the toolchain and the real OpenStack kit, each a cache of its own.
+    expect(pushing.map(({ name }) => name).sort()).toEqual(["lint", "test", "test"]);
     for (const { name, c } of pushing) expect({ name, when: c.when }).toEqual({ name, when: "always" });
     expect(PIPELINE[".node-cache"].paths).toEqual(expect.arrayContaining(["node_modules/", ".gen/", ".cache/npm/"]));
     expect(PIPELINE.variables.npm_config_cache).toBe(".cache/npm");
@@ -261,6 +262,24 @@ describe("the pipeline's structure", () => {
       encoding: "utf8",
     });
     expect(dir.stdout.trim()).toBe(path.join(ROOT, place, "24.22.3"));
+  });
+
+  it("keeps the real OpenStack kit in a cache only the test job restores, outside the toolchain cache every job restores", () => {
+    const place = PIPELINE.test.variables.KUBE_ON_OS_CLOUD_CACHE;
+    expect(place).toBe(".cache/openstack");
+    const paths = (cache: any) => (cache.paths ?? cache["<<"].paths) as string[];
+    const holding = Object.entries<any>(PIPELINE)
+      .filter(([, job]) => Array.isArray(job?.cache))
+      .flatMap(([name, job]) => job.cache.filter((cache: any) => paths(cache).some((dir) => `${place}/`.startsWith(dir))).map(() => name));
+    expect(holding).toEqual(["test"]);
+    expect(PIPELINE[".cloud-cache"]).toMatchObject({ paths: [`${place}/`], policy: "pull-push", when: "always" });
+    // scripts/toolchain/paths.sh resolves it in the checkout, where the kit's install.sh and cloud put their files.
+    const dir = spawnSync("bash", ["-c", "source scripts/toolchain/paths.sh && echo $KOO_CLOUD_CACHE"], {
+      cwd: ROOT,
+      env: { ...process.env, KUBE_ON_OS_CLOUD_CACHE: place },
+      encoding: "utf8",
+    });
+    expect(dir.stdout.trim()).toBe(path.join(ROOT, place));
   });
 
   describe("which pipelines run, and which jobs in them (GitLab's predefined variables per pipeline source)", () => {
@@ -550,10 +569,15 @@ describe("the pipeline, run locally by gitlab-ci-local", () => {
     // GitLab's cache for the next pipeline, under GitLab's keys: with a prefix, the prefix and the
     // files' digest, whichever place the cache has in a job's list (no index, unlike a key
     // without one; scripts/toolchain/gitlab-ci-local.sh). The toolchain (with JavaScript, Python
-    // and YAML in it), and npm's cache beside node_modules.
+    // and YAML in it), npm's cache beside node_modules, and the real OpenStack kit's, which this
+    // test job, running one small suite, did not fill.
     const caches = fs.readdirSync(path.join(project, ".gitlab-ci-local", "cache")).sort();
-    expect(caches).toEqual([expect.stringMatching(/^node-modules-[0-9a-f]+$/), expect.stringMatching(/^toolchain-[0-9a-f]+$/)]);
-    const [node, toolchain] = caches;
+    expect(caches).toEqual([
+      expect.stringMatching(/^node-modules-[0-9a-f]+$/),
+      expect.stringMatching(/^openstack-kit-[0-9a-f]+$/),
+      expect.stringMatching(/^toolchain-[0-9a-f]+$/),
+    ]);
+    const [node, , toolchain] = caches;
     const tofuDir = path.join(project, ".gitlab-ci-local", "cache", toolchain, ".cache", "kube-on-os", "tofu");
     expect(fs.readdirSync(tofuDir)).toHaveLength(1);
     expect(fs.existsSync(path.join(project, ".gitlab-ci-local", "cache", node, ".cache", "npm"))).toBe(true);

@@ -41,7 +41,7 @@ install_servers() {
 install_servers
 need python3 "install Python 3.11 or newer"
 hash=$(cat "$here/requirements.txt" "$here/constraints.txt" | sha256sum | cut -c1-12)
-venv="$KOO_CACHE/openstack/venv-$(koo_python_tag)-$hash"
+venv="$KOO_CLOUD_CACHE/venv-$(koo_python_tag)-$hash"
 if $refreeze; then
   rm -rf "$venv"
 fi
@@ -51,7 +51,7 @@ if ! is_complete "$venv"; then
   python3 -m venv "$venv"
   constraints=(--constraint "$here/constraints.txt")
   $refreeze && constraints=()
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-compile --cache-dir "$KOO_CACHE/pip-cache" \
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-compile --cache-dir "$KOO_CLOUD_CACHE/pip-cache" \
     "${constraints[@]}" --requirement "$here/requirements.txt" || die "pip could not install scripts/openstack/requirements.txt (see above)"
   if $refreeze; then
     {

@@ -60,6 +60,11 @@ KOO_NODE_VERSIONS="22.23.5 24.22.3 26.12.1"
 KOO_NODE_CACHE="${KUBE_ON_OS_NODE_CACHE:-$KOO_CACHE/node}"
 [[ $KOO_NODE_CACHE == /* ]] || KOO_NODE_CACHE="$KOO_ROOT/$KOO_NODE_CACHE"
 koo_node_dir() { echo "$KOO_NODE_CACHE/$1"; }
+# The real OpenStack kit's venv, pip cache and data snapshot (scripts/openstack/), about 750 MB: in
+# KOO_CACHE, unless KUBE_ON_OS_CLOUD_CACHE names another place (relative: inside the project). The
+# pipeline's test job keeps them in a cache of their own, which no other job restores.
+KOO_CLOUD_CACHE="${KUBE_ON_OS_CLOUD_CACHE:-$KOO_CACHE/openstack}"
+[[ $KOO_CLOUD_CACHE == /* ]] || KOO_CLOUD_CACHE="$KOO_ROOT/$KOO_CLOUD_CACHE"
 
 koo_python_tag() {
   python3 -c 'import sys; print(f"py{sys.version_info[0]}.{sys.version_info[1]}")' 2>/dev/null || echo py-missing

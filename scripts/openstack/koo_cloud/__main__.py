@@ -30,7 +30,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--cache",
         type=Path,
-        default=Path(os.environ.get("KOO_CACHE", Path.home() / ".cache" / "kube-on-os")) / "openstack",
+        # scripts/toolchain/paths.sh, KOO_CLOUD_CACHE, which scripts/openstack/cloud sets.
+        default=Path(os.environ.get("KOO_CLOUD_CACHE") or Path.home() / ".cache" / "kube-on-os" / "openstack"),
     )
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
