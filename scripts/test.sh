@@ -122,9 +122,9 @@ export KOO_SCHED_CGROUP
 
 if $quick; then
   jest_files=(__tests__/l0- __tests__/l1-cloud-init __tests__/l1-cluster-layout __tests__/l1-provisioning-chain __tests__/l1-validate)
-  # The microk8s module's tests (a file for each submodule) and its states'.
+  # The microk8s module's tests (a file for each submodule) and its states', test mode's among them.
   pytest_files=(__tests__/l4-salt/test_microk8s_*.py __tests__/l4-salt/test_kube_on_os_module.py
-    __tests__/l4-salt/test_cloud_module.py)
+    __tests__/l4-salt/test_cloud_module.py __tests__/l4-salt/test_states_test_mode.py)
   report_args=(--subset)
 else
   jest_files=()
