@@ -125,14 +125,24 @@ class SaltCluster:
         """The node's stand-in for /run/reboot-required (the minion option kube_on_os.reboot_required)."""
         return self.root / minion_id / "run" / "reboot-required"
 
+    @property
+    def preview_root(self) -> Path:
+        """This cluster's /srv/koo-preview: the koo-preview environment's salt/ and pillar/ (master.conf)."""
+        return self.root / "koo-preview"
+
     def master_config(self) -> dict:
         """The project's master.conf, confined to this cluster's directory and ports."""
         master = yaml.safe_load((ROOT / "salt" / "salt_master" / "files" / "master.conf").read_text())
+        # Each environment of master.conf's roots, here; a new one must be placed here too.
+        assert set(master["file_roots"]) == set(master["pillar_roots"]) == {"base", "koo-preview"}, master
         master.update(
             _daemon_paths(self.link / "master", "master"),
             interface="127.0.0.1",
-            file_roots={"base": [str(self.overlay), str(ROOT / "salt")]},
-            pillar_roots={"base": [str(self.pillar_root)]},
+            file_roots={
+                "base": [str(self.overlay), str(ROOT / "salt")],
+                "koo-preview": [str(self.preview_root / "salt")],
+            },
+            pillar_roots={"base": [str(self.pillar_root)], "koo-preview": [str(self.preview_root / "pillar")]},
             worker_threads=3,
             **self.ports,
         )

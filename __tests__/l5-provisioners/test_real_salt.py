@@ -155,6 +155,48 @@ def test_a_sync_right_after_the_tree_is_installed_gets_its_new_modules(cluster, 
     assert cluster.salt(MASTER, "koo_probe.version", tgt_type="list") == {MASTER: "new"}
 
 
+def test_a_preview_environment_shows_the_candidate_and_never_reaches_the_live_runs(cluster, accepted, tmp_path):
+    """
+    master.conf's koo-preview environment, filled as a preview of a change fills it: the candidate
+    tree with its top file as koo-preview-top.sls (for the koo-preview environment), the candidate
+    pillar beside it. state.top of that file in that environment, in test mode, predicts what the
+    candidate would change and changes nothing. While it is there, the live runs see none of it: a
+    highstate merges every environment's top.sls (the preview has none), and the master compiles a
+    minion's pillar from base alone (pillarenv) unless it asks for another.
+    """
+    target = tmp_path / "probe.txt"
+    tree, pillar = cluster.preview_root / "salt", cluster.preview_root / "pillar"
+    tree.mkdir(parents=True)
+    pillar.mkdir(parents=True)
+    (tree / "koo-preview-top.sls").write_text("koo-preview:\n  '*':\n    - koo_probe\n")
+    managed = f"koo-probe-file-managed:\n  file.managed:\n    - name: {target}\n"
+    (tree / "koo_probe.sls").write_text(managed + "    - contents: {{ pillar['koo_probe'] }}\n")
+    (pillar / "top.sls").write_text("koo-preview:\n  '*':\n    - probe\n")
+    (pillar / "probe.sls").write_text("#!yaml\nkoo_probe: from the candidate pillar\n")
+    try:
+        preview = cluster.salt(
+            MASTER,
+            "state.top",
+            "koo-preview-top.sls",
+            "saltenv=koo-preview",
+            "pillarenv=koo-preview",
+            "test=True",
+            tgt_type="list",
+            timeout=300,
+        )
+        (state,) = preview[MASTER].values()
+        assert (state["result"], state["changes"]) == (None, {"newfile": str(target)}), preview
+        assert not target.exists()
+        assert cluster.salt(MASTER, "pillar.items", "pillarenv=koo-preview", tgt_type="list")[MASTER]["koo_probe"] == (
+            "from the candidate pillar"
+        )
+        # The live runs, meanwhile: base's top file and pillar alone.
+        assert "koo_probe" not in cluster.salt(MASTER, "pillar.items", tgt_type="list")[MASTER]
+        assert list(cluster.salt(MASTER, "state.show_top", tgt_type="list")[MASTER]) == ["base"]
+    finally:
+        shutil.rmtree(cluster.preview_root)
+
+
 def test_a_batched_step_that_targets_no_minion_fails_the_orchestration(cluster, accepted):
     """Salt's own behaviour, the reason orch.deploy leaves its worker step out at one node."""
     result = run(cluster, "orchestrate.sh", "orch.koo_test_no_workers")
