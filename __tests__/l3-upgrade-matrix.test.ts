@@ -174,6 +174,8 @@ const PLANNED: Record<string, string[]> = {
   "04dbac9": [],
   // Every minion asks again when denied (Salt only: the chain alone changes; user_data is built once).
   "4d23409": [],
+  // The Salt master's preview environment (Salt only: the chain alone changes; user_data is built once).
+  adab621: [],
 };
 
 it("keeps one fixture per version listed, and says what today's stack plans for each", () => {
