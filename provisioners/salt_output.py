@@ -35,6 +35,15 @@ one Salt command printed; a bad command line exits 2.
                         Prints "needs <id>..." (the IDs whose updates need a reboot, in the
                         order given), "no-answer <id>" or "error <id> <first line>" for the first
                         ID that did not answer or failed.
+  preview CLOUD REPORT ID...
+                        stdin: salt --out=json --static --list IDS state.top ... test=True (a
+                        preview, preview.sh). Prints, per ID, "<id>: no changes (N states)",
+                        "<id>: would change N of M states" with each state and its changes (file
+                        diffs included) indented below, "<id>: did not answer" or "<id>: fails:
+                        <error>"; writes the same as JSON to REPORT. Every value of CLOUD (the
+                        cloud pillar, "-" for none) under a key naming a secret or password is
+                        written "<secret>" wherever it appears. Exits 1 when an ID did not answer
+                        or failed, else 0.
   local-states          stdin: salt-call --local --out=json state.apply SLS. Prints "<states>
                         <changed states>", then each failing state on a line of its own; exits 1
                         when a state failed, 3 when stdin holds no state results.
@@ -151,6 +160,112 @@ def local_states(text: str) -> tuple[int, int, list[str]]:
     if not isinstance(states, dict):
         raise NoResult(f"salt-call printed no state results: {one_line(text)}")
     return len(ordered_states(states)), changed_count(states), failing_states(states)
+
+
+SECRET_KEY = re.compile(r"secret|password", re.IGNORECASE)
+# A line of a Terraform-written pillar file (yamlencode): "key": "value" or key: value.
+PILLAR_LINE = re.compile(r'^\s*"?([^":]+)"?\s*:\s*(".*"|[^\s].*?)\s*$')
+
+
+def secrets_of(text: str) -> list[str]:
+    """The values under a key naming a secret or password in a Terraform-written pillar file."""
+    found = []
+    for line in text.splitlines():
+        match = PILLAR_LINE.match(line)
+        if not match or not SECRET_KEY.search(match.group(1)):
+            continue
+        value = match.group(2)
+        if value.startswith('"'):
+            try:
+                value = json.loads(value)
+            except ValueError:
+                value = value[1:-1]
+        if len(value) >= 4:
+            found.append(value)
+    return sorted(found, key=len, reverse=True)
+
+
+def hidden(text: str, secrets: list[str]) -> str:
+    for secret in secrets:
+        text = text.replace(secret, "<secret>")
+    return text
+
+
+def hidden_data(value: Any, secrets: list[str]) -> Any:
+    """``value`` with every secret of its strings (keys too) written "<secret>"."""
+    if isinstance(value, str):
+        return hidden(value, secrets)
+    if isinstance(value, list):
+        return [hidden_data(item, secrets) for item in value]
+    if isinstance(value, dict):
+        return {hidden(str(key), secrets): hidden_data(item, secrets) for key, item in value.items()}
+    return value
+
+
+def change_lines(changes: Any) -> list[str]:
+    """A state's changes as lines: a file's diff line by line, anything else as compact JSON."""
+    if not isinstance(changes, dict):
+        return [json.dumps(changes, sort_keys=True)]
+    lines = []
+    for key, value in changes.items():
+        if key == "diff" and isinstance(value, str):
+            lines.extend(value.splitlines())
+        else:
+            lines.append(f"{key}: {json.dumps(value, sort_keys=True)}")
+    return lines
+
+
+def preview(minions: list[str], text: str) -> tuple[int, list[str], dict]:
+    """What ``state.top ... test=True`` says each minion would change: exit status, lines, report."""
+    returns = last_object(text) or {}
+    lines: list[str] = []
+    report: dict = {}
+    status = 0
+    for minion in minions:
+        if did_not_answer(minion, returns):
+            lines.append(f"{minion}: did not answer")
+            report[minion] = {"status": "no-answer"}
+            status = 1
+            continue
+        states = returns[minion]
+        if not isinstance(states, dict):
+            # The candidate did not render: Salt returns its errors as a list (or a string).
+            lines.append(f"{minion}: fails: {one_line(states)}")
+            report[minion] = {"status": "failed", "errors": states if isinstance(states, list) else [states]}
+            status = 1
+            continue
+        ordered = ordered_states(states)
+        changing = [(key, state) for key, state in ordered if state.get("changes") or state.get("result") is False]
+        failed = [key for key, state in changing if state.get("result") is False]
+        if not changing:
+            lines.append(f"{minion}: no changes ({plural(len(ordered), 'state')})")
+            report[minion] = {"status": "no-changes", "states": len(ordered)}
+            continue
+        lines.append(f"{minion}: would change {len(changing) - len(failed)} of {plural(len(ordered), 'state')}")
+        if failed:
+            lines[-1] += f", {len(failed)} failing"
+            status = 1
+        entries = []
+        for key, state in changing:
+            parts = key.split("_|-")
+            function = f"{parts[0]}.{parts[3]}" if len(parts) == 4 else key
+            name = state.get("name") or (parts[2] if len(parts) == 4 else "")
+            verdict = "fails" if state.get("result") is False else "would change"
+            said = one_line(state.get("comment", ""))
+            lines.append(f"  {state_id(key, state)} ({function} {name}): {verdict}: {said}")
+            lines.extend(f"    {line}" for line in change_lines(state.get("changes") or {}))
+            entries.append(
+                {
+                    "id": state_id(key, state),
+                    "function": function,
+                    "name": name,
+                    "result": state.get("result"),
+                    "comment": state.get("comment"),
+                    "changes": state.get("changes") or {},
+                }
+            )
+        report[minion] = {"status": "failed" if failed else "changes", "states": len(ordered), "changing": entries}
+    return status, lines, report
 
 
 # --- salt-key, test.ping, microk8s.vacate_node, leave, forget_node, upgrade_plan, reboot_required
@@ -433,6 +548,18 @@ def print_read(read: Callable[[Any, str], str | list[str]], argument: Any) -> in
     return 0
 
 
+def print_preview(cloud: str, report: str, minions: list[str]) -> int:
+    secrets = []
+    if cloud != "-":
+        with open(cloud, encoding="utf-8", errors="replace") as pillar:
+            secrets = secrets_of(pillar.read())
+    status, lines, hosts = preview(minions, sys.stdin.read())
+    with open(report, "w", encoding="utf-8") as out:
+        out.write(json.dumps({"hosts": hidden_data(hosts, secrets)}, indent=2, sort_keys=True) + "\n")
+    print(hidden("\n".join(lines), secrets))
+    return status
+
+
 def print_local_states() -> int:
     total, changed, failed = local_states(sys.stdin.read())
     print(f"{total} {changed}")
@@ -479,6 +606,7 @@ def parser() -> argparse.ArgumentParser:
         command(name, functools.partial(print_read, read), ("argument", "MINION", None))
     command("reboot-plan", functools.partial(print_read, reboot_plan), ("argument", "ID", "+"))
     command("local-states", print_local_states)
+    command("preview", print_preview, ("cloud", "CLOUD", None), ("report", "REPORT", None), ("minions", "ID", "+"))
     command(
         "orchestration", print_orchestration, ("sls", "SLS", None), ("seconds", "SECONDS", None), ("path", "FILE", None)
     )

@@ -1,8 +1,9 @@
 """
-accept-minion-keys.sh and orchestrate.sh against a real Salt 3007 master and real minions on
-127.0.0.1 (SaltCluster from __tests__/harness), through wrappers that point salt, salt-key and
-salt-run at that master: the real key lists, the real test.ping output, the real state.event
-stream and the real orchestrate runner's JSON; and a minion that restarts itself. About 3 minutes.
+accept-minion-keys.sh, orchestrate.sh and preview.sh against a real Salt 3007 master and real
+minions on 127.0.0.1 (SaltCluster from __tests__/harness), through wrappers that point salt,
+salt-key and salt-run at that master: the real key lists, the real test.ping output, the real
+state.event stream, the real orchestrate runner's JSON and a real test-mode highstate; and a
+minion that restarts itself. About 3 minutes.
 """
 
 from __future__ import annotations
@@ -195,6 +196,58 @@ def test_a_preview_environment_shows_the_candidate_and_never_reaches_the_live_ru
         assert list(cluster.salt(MASTER, "state.show_top", tgt_type="list")[MASTER]) == ["base"]
     finally:
         shutil.rmtree(cluster.preview_root)
+
+
+def staged_candidate(staging, target, contents: str, secret: str):
+    """A candidate as the chain stages it: a tree whose one state writes ``target``, and its pillar."""
+    (staging / "salt").mkdir(parents=True)
+    (staging / "salt" / "top.sls").write_text("#!yaml\nbase:\n  '*':\n    - koo_probe\n")
+    managed = f"koo-probe-file-managed:\n  file.managed:\n    - name: {target}\n"
+    (staging / "salt" / "koo_probe.sls").write_text(managed + "    - contents: {{ pillar['koo_probe'] }}\n")
+    (staging / "pillar").mkdir()
+    (staging / "pillar" / "top.sls").write_text("base:\n  '*':\n    - _from_terraform\n    - _cloud\n")
+    (staging / "_from_terraform.sls").write_text(f'#!yaml\n"koo_probe": "{contents}"\n')
+    # As Terraform writes the cloud pillar (yamlencode), with the credential the preview must hide.
+    (staging / "_cloud.sls").write_text(
+        f'#!yaml\n"openstack":\n  "cloud":\n    "application_credential_secret": "{secret}"\n'
+    )
+
+
+def test_a_preview_says_what_the_candidate_would_change_on_each_minion_and_changes_nothing(cluster, accepted, tmp_path):
+    """
+    preview.sh on a real master: the candidate tree and pillar in the koo-preview environment,
+    state.top in test mode on each minion, a file's diff where it would change, the cloud
+    credential hidden, a minion that does not answer named; afterwards nothing of it is left, and
+    the file it would write is not there.
+    """
+    target, secret = tmp_path / "probe.txt", "s3cret-of-the-cloud"
+    env = {"KOO_PREVIEW_ROOT": str(cluster.preview_root), "KOO_PILLAR_ROOT": str(tmp_path / "live-pillar")}
+
+    def preview(contents: str, *minions: str) -> tuple[subprocess.CompletedProcess, dict]:
+        staging = tmp_path / "staging"
+        staged_candidate(staging, target, contents, secret)
+        report = tmp_path / "report.json"
+        result = run(cluster, "preview.sh", "--timeout", "60", str(staging), str(report), *minions, env=env)
+        assert not staging.exists() and not cluster.preview_root.exists(), "the preview left its candidate behind"
+        return result, json.loads(report.read_text())
+
+    target.write_text("old line\n")
+    result, report = preview(f"new line with {secret}", MASTER, WORKER)
+    assert result.returncode == 0, f"{result.stderr}{result.stdout}"
+    assert target.read_text() == "old line\n"
+    assert secret not in result.stdout + result.stderr + json.dumps(report)
+    for minion in (MASTER, WORKER):
+        assert f"{minion}: would change 1 of 1 state" in result.stdout
+        assert report["hosts"][minion]["status"] == "changes"
+    assert "    +new line with <secret>" in result.stdout.splitlines()
+    assert "    -old line" in result.stdout.splitlines()
+    assert report["hosts"][MASTER]["changing"][0]["id"] == "koo-probe-file-managed"
+
+    target.write_text("the same\n")
+    result, report = preview("the same", MASTER, INTRUDER)
+    assert result.returncode == 1
+    assert result.stdout.splitlines() == [f"{MASTER}: no changes (1 state)", f"{INTRUDER}: did not answer"]
+    assert report["hosts"] == {MASTER: {"status": "no-changes", "states": 1}, INTRUDER: {"status": "no-answer"}}
 
 
 def test_a_batched_step_that_targets_no_minion_fails_the_orchestration(cluster, accepted):

@@ -429,3 +429,37 @@ def test_orchestration_reads_the_file_it_is_given_and_exits_with_the_summarys_st
 )
 def test_output_with_nothing_to_read_exits_3_saying_so(monkeypatch, capsys, argv, message):
     assert run(monkeypatch, capsys, argv, "Salt request timed out.\n") == (3, "", message)
+
+
+def test_the_secrets_of_a_cloud_pillar_as_terraform_writes_it_and_as_a_person_would():
+    # Terraform's yamlencode quotes every key and string (constructs/provisioning/pillar.ts).
+    written = (
+        '#!yaml\n"openstack":\n  "cloud":\n    "application_credential_id": "0123456789abcdef"\n'
+        '    "application_credential_secret": "not;a#real\\"secret\\\\"\n    "region": "RegionOne"\n'
+    )
+    assert salt_output.secrets_of(written) == ['not;a#real"secret\\']
+    assert salt_output.secrets_of("root_password: hunter22\nsecret: abc\n") == ["hunter22"]
+
+
+def preview_of(minion_return) -> str:
+    return json.dumps({"m.example": minion_return})
+
+
+def test_a_preview_names_a_candidate_that_fails_to_render_and_a_failing_state(monkeypatch, capsys, tmp_path):
+    report = tmp_path / "report.json"
+    errors = ["Rendering SLS 'koo-preview:core' failed: Jinja variable 'dict object' has no attribute 'x'"]
+    status, out, _ = run(monkeypatch, capsys, ["preview", "-", str(report), "m.example"], preview_of(errors))
+    assert (status, out) == (1, f"m.example: fails: {errors[0]}\n")
+    assert json.loads(report.read_text()) == {"hosts": {"m.example": {"status": "failed", "errors": errors}}}
+    failing = {
+        "file_|-a_|-/etc/a_|-managed": {"result": False, "comment": "Source file salt://x not found", "changes": {}},
+        "pkg_|-b_|-vim_|-installed": {"result": True, "comment": "All specified packages are already installed"},
+    }
+    status, out, _ = run(monkeypatch, capsys, ["preview", "-", str(report), "m.example"], preview_of(failing))
+    assert (status, out.splitlines()) == (
+        1,
+        [
+            "m.example: would change 0 of 2 states, 1 failing",
+            "  a (file.managed /etc/a): fails: Source file salt://x not found",
+        ],
+    )
