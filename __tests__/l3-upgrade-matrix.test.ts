@@ -176,6 +176,8 @@ const PLANNED: Record<string, string[]> = {
   "4d23409": [],
   // The Salt master's preview environment (Salt only: the chain alone changes; user_data is built once).
   adab621: [],
+  // preview.sh on the Salt master (provisioners only: the chain alone changes).
+  a94b501: [],
 };
 
 it("keeps one fixture per version listed, and says what today's stack plans for each", () => {
