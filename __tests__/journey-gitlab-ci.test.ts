@@ -630,6 +630,14 @@ describe("the pipeline, run locally by gitlab-ci-local", () => {
     expect(router.change.after.name).toBe(`${DOMAIN}-router`);
     expect(plan.resource_changes.filter((c: any) => /^(null_resource|terraform_data)\.SaltProvisioner_/.test(c.address))).toEqual([]);
     expect(pipeline.output).toMatch(new RegExp(`plan environment: \\{ name: ${DOMAIN.replace(/\./g, "\\.")} \\}`));
+    // The Salt preview beside the plan: none here, as this cluster runs no provisioners.
+    expect(pipeline.output).toMatch(
+      /^plan +> Salt preview: run_provisioners is false: the apply runs no Salt, so there is nothing to preview$/m,
+    );
+    expect(JSON.parse(fs.readFileSync(artifact("plan", `${STACK}/salt-preview.json`), "utf8"))).toMatchObject({
+      status: "nothing-to-preview",
+      hosts: {},
+    });
   });
 
   it("never writes CI_JOB_TOKEN into plan.cache, an artifact, the backend's settings or a job log", () => {
@@ -872,8 +880,18 @@ describe("the pipeline's scripts on bad input", () => {
       { KUBE_ON_OS_DOMAIN: "lab.example.org", TF_VAR_deploy_domain_name: "prod.example.org" },
       "TF_VAR_deploy_domain_name='prod.example.org' differs from KUBE_ON_OS_DOMAIN='lab.example.org'",
     ],
-    ["tofu.sh", ["deploy"], {}, "usage: scripts/ci/tofu.sh validate|plan|plan-json|apply|destroy-plan|destroy|release-lock (got 'deploy')"],
-    ["tofu.sh", ["fmt"], {}, "usage: scripts/ci/tofu.sh validate|plan|plan-json|apply|destroy-plan|destroy|release-lock (got 'fmt')"],
+    [
+      "tofu.sh",
+      ["deploy"],
+      {},
+      "usage: scripts/ci/tofu.sh validate|plan|plan-json|salt-preview|apply|destroy-plan|destroy|release-lock (got 'deploy')",
+    ],
+    [
+      "tofu.sh",
+      ["fmt"],
+      {},
+      "usage: scripts/ci/tofu.sh validate|plan|plan-json|salt-preview|apply|destroy-plan|destroy|release-lock (got 'fmt')",
+    ],
     [
       "tofu.sh",
       ["plan"],

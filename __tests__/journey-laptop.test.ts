@@ -234,6 +234,9 @@ describeEachWalk((build, cli) => {
       expect(diff.text).toContain(
         "kube-on-os: quotas: the plan compares what this deployment needs beyond what it already holds with what the project has free",
       );
+      // Then the Salt preview, which has nothing to show without provisioners, and its report.
+      expect(diff.text).toMatch(/^Salt preview: run_provisioners is false: the apply runs no Salt, so there is nothing to preview\r?$/m);
+      expect(diff.text).toMatch(/^Salt preview: the report is cdktf\.out\/stacks\/kube-on-os\/salt-preview\.json\r?$/m);
     },
     LAPTOP_TIMEOUT_MS,
   );

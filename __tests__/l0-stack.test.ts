@@ -145,7 +145,7 @@ describe("KubeOnOsStack", () => {
   it("writes microk8s_channel into the pillar as microk8s:channel", async () => {
     const json = await synthStack({ TF_VAR_microk8s_channel: "1.34/candidate" });
     expect(json.variable.microk8s_channel.default).toBe("1.34/candidate");
-    expect(json.locals.salt_pillar).toContain('"channel" = var.microk8s_channel');
+    expect(json.locals.salt_pillar_data.microk8s.channel).toBe("${var.microk8s_channel}");
   });
 
   it("records TF_VAR_ overrides as the variables' defaults", async () => {
@@ -181,7 +181,7 @@ describe("KubeOnOsStack", () => {
     expect(Object.values(json.data.openstack_networking_network_v2)[0].name).toBe("${var.external_network_name}");
   });
 
-  it("outputs the network ids, floating IPs, Salt volume, ssh config, kubeconfig command, minion ids and quota needs, each described", async () => {
+  it("outputs the network ids, floating IPs, Salt volume, ssh config, kubeconfig command, minion ids, quota needs and the Salt preview's inputs, each described", async () => {
     const json = await synthStack({});
     expect(Object.keys(json.output).sort()).toEqual([
       "api_address",
@@ -197,6 +197,7 @@ describe("KubeOnOsStack", () => {
       "public_subnet_id",
       "quota_needs",
       "router_id",
+      "salt_preview",
       "salt_volume_id",
       "ssh_commands",
       "ssh_config",

@@ -313,16 +313,20 @@ describe("SaltProvisioner", () => {
   });
 
   it("writes the pillar with yamlencode() from Terraform values, in the shape of _from_terraform.sls.example", () => {
-    const pillar = json.locals.salt_pillar as string;
-    // The data-only renderer line first (pillar.ts), then the data.
-    expect(pillar).toMatch(/^\$\{join\("\\n", \["#!yaml", yamlencode\(\{/);
-    for (const key of ["users", "mine_functions", "network.ip_addrs", "public_cidr", "private_cidr", "nameservers"]) {
-      expect(pillar).toContain(`"${key}" = `);
-    }
+    // The data-only renderer line first (pillar.ts), then the data, which salt_preview shows too.
+    expect(json.locals.salt_pillar).toBe('${join("\\n", ["#!yaml", yamlencode(local.salt_pillar_data)])}');
+    const data = json.locals.salt_pillar_data;
+    expect(Object.keys(data).sort()).toEqual(["core", "microk8s", "mine_functions", "network", "users"]);
+    expect(data.mine_functions).toEqual({ "network.ip_addrs": { cidr: "${var.private_network_cidr}" } });
+    expect(Object.keys(data.network).sort()).toEqual(["private_cidr", "public_cidr"]);
+    expect(Object.keys(data.core)).toEqual(["nameservers"]);
     for (const key of ["master", "allowed_csr_ip", "pod_cidr", "service_cidr", "nodes", "control_plane"]) {
-      expect(pillar).toContain(`"${key}" = `);
+      expect(data.microk8s).toHaveProperty(key);
     }
-    expect(pillar).toMatch(/"allowed_csr_ip" = openstack_networking_floatingip_v2\.KubeNodes_MasterFloatingIp_[0-9A-F]{8}\.address/);
+    expect(data.microk8s.allowed_csr_ip).toMatch(
+      /^\$\{openstack_networking_floatingip_v2\.KubeNodes_MasterFloatingIp_[0-9A-F]{8}\.address\}$/,
+    );
+    expect(json.output.salt_preview.value.pillar).toBe("${local.salt_pillar_data}");
   });
 
   describe("upgrading a deployment made before null_resource (eb9d706)", () => {

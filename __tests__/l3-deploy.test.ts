@@ -12,6 +12,13 @@ import YAML from "yaml";
 import { CA_CERTIFICATE } from "./support/arbitraries";
 import { GITLAB_STATE, useCloud } from "./support/cloud";
 import { planJson } from "./support/plan";
+// scripts/ is plain JavaScript, for the npm scripts to run without a compiler.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { previewPlan, readPlan, UNKNOWN } = require("../scripts/preview.js") as {
+  previewPlan: (read: any) => any;
+  readPlan: (plan: any) => any;
+  UNKNOWN: string;
+};
 import { CloudTarget, doubleTarget } from "./support/target";
 import { describeEachCli, TfCli, tfClis } from "./support/tofu";
 import { WITHOUT_PROVISIONERS, Workspace, workspace as makeWorkspace } from "./support/workspace";
@@ -377,6 +384,40 @@ describe("L3: apply, re-plan with no changes, destroy", () => {
           : typeof v;
     const example = YAML.parse(fs.readFileSync(path.join(__dirname, "..", "pillar", "_from_terraform.sls.example"), "utf8"));
     expect(shape({ ...pillar, users: example.users })).toEqual(shape(example));
+  });
+
+  it("gives npm run diff's Salt preview the pillar Terraform writes, the Salt master, and the hosts a plan keeps and adds", async () => {
+    const outputs = JSON.parse((await ws.tofu(["output", "-json"])).stdout);
+    const pillarFile = await ws.tofu(["console", "-lock=false"], {}, "base64encode(local.salt_pillar)\n");
+    const written = YAML.parse(Buffer.from(JSON.parse(pillarFile.stdout.trim()), "base64").toString("utf8"));
+    const ids = ["salt", "bastion", "k8s-master", "k8s-worker-0", "k8s-worker-1"].map((host) => `${host}.kube-on-os`);
+    // The same cluster, now with the chain: every host is asked, with exactly the pillar it has.
+    const samePlan = await planJson(ws, { TF_VAR_run_provisioners: "true" });
+    const same = readPlan(samePlan);
+    expect(same.live).toEqual({
+      bastion: outputs.bastion_floating_ip.value,
+      salt_master: { id: "salt.kube-on-os", address: "10.1.0.5" },
+      user: "ubuntu",
+      pillar: written,
+    });
+    expect(same.pillar).toEqual(written);
+    expect(previewPlan(same)).toEqual({ ask: ids, fresh: [], removed: [] });
+    // A fourth node: a new machine, whose server id the plan does not know yet.
+    const grown = readPlan(await planJson(ws, { TF_VAR_run_provisioners: "true", TF_VAR_num_kube_nodes: "4" }));
+    expect(previewPlan(grown)).toEqual({ ask: ids, fresh: ["k8s-worker-2.kube-on-os"], removed: [] });
+    expect(grown.pillar.microk8s.nodes).toEqual([
+      ...written.microk8s.nodes,
+      { id: "k8s-worker-2.kube-on-os", address: "10.1.0.102", labels: { "kube-on-os/pool": "default" }, taints: [], instance_id: UNKNOWN },
+    ]);
+    // A cluster applied before the output existed: nothing to preview until this version's apply.
+    delete samePlan.prior_state.values.outputs.salt_preview;
+    expect(previewPlan(readPlan(samePlan))).toEqual({
+      skip: "the cluster was applied before Salt previews existed (its state has no salt_preview output): the next apply makes them possible",
+    });
+    // Without the chain there is nothing to preview.
+    expect(previewPlan(readPlan(await planJson(ws)))).toEqual({
+      skip: "run_provisioners is false: the apply runs no Salt, so there is nothing to preview",
+    });
   });
 
   it("creates the cluster's application credential with the least roles, and writes it to the cloud pillar only", async () => {

@@ -18,7 +18,7 @@ import YAML from "yaml";
 import { CHAIN_STEPS } from "../constructs/provisioning/chain";
 import { cleanCopy } from "../constructs/provisioning/tree-hash";
 import { rehearsalAvailable, Rehearsal, startRehearsal } from "./doubles/rehearsal/rehearsal";
-import { highstates, rehearsedCluster, scriptLines, stepsRun } from "./support/rehearsal";
+import { HostState, highstates, hostState, rehearsedCluster, scriptLines, stateChanges, stepsRun } from "./support/rehearsal";
 import { synthToDir } from "./support/synth";
 import { RunResult, runAsync, runTfAsync, tfEnv, tofuBinary } from "./support/tofu";
 
@@ -58,6 +58,8 @@ const TRANSFER = {
   target: "/usr/local/share/ca-certificates/rehearsal-ca.crt",
   hosts: ["bastion", "k8s-worker-*"],
   text: "-----BEGIN CERTIFICATE-----\nrehearsal\n-----END CERTIFICATE-----\n",
+  /** A second file beside it, which a pillar edit sends instead: a CA's rotation. */
+  next: { source: "rehearsal-ca-2.crt", text: "-----BEGIN CERTIFICATE-----\nrehearsal, rotated\n-----END CERTIFICATE-----\n" },
 };
 /** The hosts TRANSFER.hosts names while the cluster has 3 nodes. */
 const TRANSFERRED_TO = [BASTION, ...workers(3)];
@@ -74,7 +76,13 @@ const WORKLOADS = [
   "StorageClass//cinder",
 ];
 
-type Tofu = ((args: string[], extra?: NodeJS.ProcessEnv) => Promise<RunResult>) & { roll: (args: string[]) => Promise<RunResult> };
+type Tofu = ((args: string[], extra?: NodeJS.ProcessEnv) => Promise<RunResult>) & {
+  roll: (args: string[]) => Promise<RunResult>;
+  /** The synthesized stack's directory. */
+  dir: string;
+};
+/** npm run diff's Salt preview of a plan (scripts/preview.js): what it printed, and its report. */
+type Preview = RunResult & { report: any };
 /** `npm run roll`'s roll (scripts/roll.js) with the CLI and arguments given, in the working directory. */
 const ROLL = `const { roll, parseArgs } = require(${JSON.stringify(path.join(ROOT, "scripts", "roll.js"))});
 process.exitCode = roll({ cli: process.argv[1], stackDir: process.cwd(), env: process.env, options: parseArgs(process.argv.slice(2)) });`;
@@ -172,6 +180,7 @@ const available = rehearsalAvailable();
           runTfAsync({ name: "tofu", path: tofuBinary() }, args, dir, { ...env, ...more }, "", Boolean(REPORT)),
         ),
       {
+        dir,
         // `npm run roll` after its synth: scripts/roll.js's roll() in this stack's directory with
         // OpenTofu, in a process of its own (the double answers in this one). Its lines go to
         // stderr, each apply's output to stdout.
@@ -198,17 +207,68 @@ const available = rehearsalAvailable();
     fs.appendFileSync(path.join(tree, "core", "motd.sls"), `\n${line}\n`);
     // A user's own file for the file_transfer state, where docs/salt.md says to put it.
     fs.writeFileSync(path.join(tree, "file_transfer", "files", TRANSFER.source), TRANSFER.text);
+    fs.writeFileSync(path.join(tree, "file_transfer", "files", TRANSFER.next.source), TRANSFER.next.text);
     return tree;
   }
 
-  /** pillar/ with the domain's layer sending TRANSFER to the hosts it names, as a user would write it. */
-  function transferPillar(): string {
+  /** pillar/ with the domain's layer sending TRANSFER (or the file `source`) to the hosts it names, as a user would write it. */
+  function transferPillar(source = TRANSFER.source): string {
     const tree = fs.mkdtempSync(path.join(rehearsal.dir, "pillar-"));
     fs.cpSync(path.join(ROOT, "pillar"), tree, { recursive: true });
-    const layer = { file_transfer: { [TRANSFER.target]: { source: TRANSFER.source, hosts: TRANSFER.hosts, mode: "0640" } } };
+    const layer = { file_transfer: { [TRANSFER.target]: { source, hosts: TRANSFER.hosts, mode: "0640" } } };
     fs.writeFileSync(path.join(tree, "environments", `${DOMAIN.replace(/\./g, "_")}.sls`), `#!yaml\n${YAML.stringify(layer)}`);
     return tree;
   }
+
+  /** Every host's state (support/rehearsal.ts hostState), by host name. */
+  async function hostStates(): Promise<Record<string, HostState>> {
+    const names = rehearsal.cloud.hostNames();
+    return Object.fromEntries(await Promise.all(names.map(async (name) => [name, await hostState(rehearsal, name)])));
+  }
+
+  /** What differs on each host between two hostStates(), the hosts with no difference left out. */
+  function changedHosts(before: Record<string, HostState>, after: Record<string, HostState>): Record<string, string[]> {
+    return Object.fromEntries(
+      Object.keys(before)
+        .map((name) => [name, stateChanges(before[name], after[name])] as const)
+        .filter(([, changes]) => changes.length > 0),
+    );
+  }
+
+  /**
+   * npm run diff's Salt preview of the next plan of `tofu`'s stack: the plan saved and shown as
+   * cdktf.js does, then scripts/preview.js with the deployer's ssh-agent.
+   */
+  async function saltPreview(tofu: Tofu, planEnv: NodeJS.ProcessEnv = {}, previewEnv: NodeJS.ProcessEnv = {}): Promise<Preview> {
+    const plan = await tofu(["plan", "-input=false", "-out=preview.plan"], planEnv);
+    if (plan.status !== 0) throw new Error(`the preview's plan failed:\n${plan.stderr}`);
+    const shown = await tofu(["show", "-json", "preview.plan"]);
+    fs.writeFileSync(path.join(tofu.dir, "preview.plan.json"), shown.stdout);
+    const report = path.join(tofu.dir, "salt-preview.json");
+    fs.rmSync(report, { force: true });
+    const preview = await runAsync(
+      process.execPath,
+      [
+        path.join(ROOT, "scripts", "preview.js"),
+        "--plan",
+        path.join(tofu.dir, "preview.plan.json"),
+        "--stack",
+        tofu.dir,
+        "--report",
+        report,
+      ],
+      { env: { PATH: process.env.PATH, HOME: process.env.HOME, ...rehearsal.agentEnv, ...previewEnv } },
+    );
+    printed.push(preview.stdout, preview.stderr);
+    return { ...preview, report: fs.existsSync(report) ? JSON.parse(fs.readFileSync(report, "utf8")) : undefined };
+  }
+
+  /** A preview's hosts, by the status its report gives them. */
+  const byStatus = (preview: Preview) =>
+    Object.entries<any>(preview.report.hosts).reduce<Record<string, string[]>>(
+      (grouped, [host, { status }]) => ({ ...grouped, [status]: [...(grouped[status] ?? []), host].sort() }),
+      {},
+    );
 
   beforeAll(async () => {
     rehearsal = await startRehearsal();
@@ -510,6 +570,44 @@ const available = rehearsalAvailable();
       expect((await tofu(["plan", "-detailed-exitcode", "-input=false"])).status).toBe(0);
     });
 
+    it("previews the unchanged tree beside that plan: no changes on any host (npm run diff's Salt preview)", async () => {
+      const preview = await saltPreview(tofu);
+      expect({ status: preview.status, stderr: preview.stderr }).toEqual({ status: 0, stderr: "" });
+      const hosts = [BASTION, MASTER, ...workers(3), SALT].sort();
+      expect(byStatus(preview)).toEqual({ "no-changes": hosts });
+      const lines = preview.stdout.split("\n").filter((line) => /^[a-z0-9.-]+: /.test(line));
+      expect(lines.map((line) => line.replace(/\(\d+ states\)$/, "(N states)")).sort()).toEqual(
+        hosts.map((host) => `${host}: no changes (N states)`),
+      );
+    });
+
+    it("checks the host keys ssh_host_keys gives, and fails in one line naming the Salt master it cannot reach (a warning if asked)", async () => {
+      const hostKey = async (host: string) =>
+        (await rehearsal.cloud.host(host).exec("cat /etc/ssh/ssh_host_ed25519_key.pub")).stdout.trim();
+      const [bastionKey, saltKey] = [await hostKey(BASTION), await hostKey(SALT)];
+      const keys = (bastion: string) => ({ TF_VAR_ssh_host_keys: JSON.stringify({ bastion, salt_master: saltKey }) });
+      const checked = await saltPreview(tofu, keys(bastionKey));
+      expect({ status: checked.status, stderr: checked.stderr, report: checked.report.status }).toEqual({
+        status: 0,
+        stderr: "",
+        report: "previewed",
+      });
+      // Another host's key for the bastion: ssh refuses it, and the preview names where it could not go.
+      const refused = await saltPreview(tofu, keys(saltKey));
+      const outputs = JSON.parse((await tofu(["output", "-json"])).stdout);
+      const where = `the Salt master ${SALT} (${outputs.salt_preview.value.salt_master.address}) through the bastion ${outputs.bastion_floating_ip.value} as ubuntu`;
+      expect({ status: refused.status, stdout: refused.stdout, report: refused.report }).toEqual({
+        status: 1,
+        stdout: `Salt preview: the candidate Salt tree and pillar in test mode on 5 hosts, through the Salt master ${SALT}; nothing changes on any of them\nSalt preview: cannot reach ${where}: Host key verification failed.\n`,
+        report: { status: "unreachable", reason: `cannot reach ${where}: Host key verification failed.`, hosts: {} },
+      });
+      const warned = await saltPreview(tofu, keys(saltKey), { KUBE_ON_OS_SALT_PREVIEW: "warn" });
+      expect({ status: warned.status, last: warned.stdout.trim().split("\n").at(-1) }).toEqual({
+        status: 0,
+        last: `Salt preview: warning: cannot reach ${where}: Host key verification failed. (KUBE_ON_OS_SALT_PREVIEW=warn)`,
+      });
+    });
+
     it("keeps sshd's hardening over a drop-in that weakens it", async () => {
       const bastion = rehearsal.cloud.host(BASTION);
       await bastion.exec("printf 'PasswordAuthentication yes\\nPermitRootLogin yes\\n' > /etc/ssh/sshd_config.d/00-weaker.conf");
@@ -531,6 +629,9 @@ const available = rehearsalAvailable();
 
   describe("an edit of one SLS file and of the pillar", () => {
     let apply: RunResult;
+    /** The edit's Salt preview, before its apply, and every host's state around it. */
+    let preview: Preview;
+    let aroundPreview: [Record<string, HostState>, Record<string, HostState>];
 
     beforeAll(async () => {
       // A stranger's minion key waits on the Salt master, as a machine outside the plan would leave it.
@@ -550,9 +651,36 @@ const available = rehearsalAvailable();
       // cluster keeps the channel its nodes track.
       delete synthEnv.TF_VAR_microk8s_channel;
       const tofu = await workspace({}, editedSaltTree("# edited by the rehearsal"), transferPillar());
+      const before = await hostStates();
+      preview = await saltPreview(tofu);
+      aroundPreview = [before, await hostStates()];
       apply = await tofu(["apply", "-auto-approve", "-input=false"]);
       measured.secondRun = highstates(apply.stdout);
     }, 1_500_000);
+
+    it("previews the edit before its apply: the new file on exactly the hosts the pillar names, those the apply then changed", () => {
+      expect({ status: preview.status, stderr: preview.stderr }).toEqual({ status: 0, stderr: "" });
+      expect(byStatus(preview)).toEqual({
+        changes: [...TRANSFERRED_TO].sort(),
+        "no-changes": [MASTER, SALT, ...workers(3).filter((host) => !TRANSFERRED_TO.includes(host))].sort(),
+      });
+      for (const host of TRANSFERRED_TO) {
+        const [state, ...others] = preview.report.hosts[host].changing;
+        expect([host, others, state.function, state.result, state.changes]).toEqual([
+          host,
+          [],
+          "file_transfer.transferred",
+          null,
+          { [TRANSFER.target]: expect.objectContaining({ newfile: TRANSFER.target }) },
+        ]);
+      }
+      const changed = Object.entries(highstates(apply.stdout)).filter(([, result]) => result.changed > 0);
+      expect(changed.map(([host]) => host).sort()).toEqual([...TRANSFERRED_TO].sort());
+    });
+
+    it("changes nothing on any host while it previews: files, Salt's caches and modules, daemons", () => {
+      expect(changedHosts(...aroundPreview)).toEqual({});
+    });
 
     afterAll(async () => {
       await rehearsal.cloud.host(SALT).exec(`salt-key -y --delete=${STRANGER}`);
@@ -597,6 +725,27 @@ const available = rehearsalAvailable();
         return [minion, state.result, state.changes];
       });
       expect(results.sort()).toEqual([BASTION, MASTER, ...workers(3), SALT].sort().map((minion) => [minion, true, {}]));
+    });
+
+    it("previews a pillar edit that sends another file there: its diff on exactly those hosts, changing none and showing no secret", async () => {
+      const tofu = await workspace({}, editedSaltTree("# edited by the rehearsal"), transferPillar(TRANSFER.next.source));
+      const before = await hostStates();
+      const rotated = await saltPreview(tofu);
+      expect(changedHosts(before, await hostStates())).toEqual({});
+      expect({ status: rotated.status, stderr: rotated.stderr }).toEqual({ status: 0, stderr: "" });
+      expect(byStatus(rotated)).toEqual({
+        changes: [...TRANSFERRED_TO].sort(),
+        "no-changes": [MASTER, SALT, ...workers(3).filter((host) => !TRANSFERRED_TO.includes(host))].sort(),
+      });
+      // Each host's block: its line, then its states' lines, indented.
+      const blocks = Object.fromEntries(rotated.stdout.split(/\n(?=\S)/).map((block) => [block.split(":")[0], block.split("\n")]));
+      for (const host of TRANSFERRED_TO) {
+        expect(blocks[host].map((line) => line.trim())).toEqual(
+          expect.arrayContaining([`${TRANSFER.target}:`, "-rehearsal", "+rehearsal, rotated"]),
+        );
+      }
+      expect(cloudSecret).not.toBe("");
+      for (const secret of [ROOT_PASSWORD, cloudSecret]) expect(rotated.stdout + JSON.stringify(rotated.report)).not.toContain(secret);
     });
   });
 

@@ -21,6 +21,8 @@ export interface StackOutputsProps {
   readonly quotas: Quotas;
   /** The login user on every machine. */
   readonly user: string;
+  /** The data of the pillar Terraform writes (saltPillar()). */
+  readonly pillarData: unknown;
 }
 
 /** What `tofu output` shows: ids, addresses, how to log in, and the minion ids. */
@@ -104,6 +106,18 @@ export function stackOutputs(scope: Construct, props: StackOutputsProps): void {
   new TerraformOutput(scope, "minion_ids", {
     description: "Salt minion ids (= FQDNs) of every machine: Salt master, bastion, Kubernetes master, workers.",
     value: layout.minionIds,
+  });
+  // Read from a plan by scripts/preview.js: where to reach the Salt master (the prior state's
+  // value) and the candidate pillar (the planned one, whose unknown values the plan marks).
+  new TerraformOutput(scope, "salt_preview", {
+    description:
+      "What npm run diff's Salt preview reads (docs/salt.md): the bastion's floating IP, the Salt master's minion id and address, the login user, and the pillar Terraform writes.",
+    value: {
+      bastion: bastion.publicIp,
+      salt_master: { id: layout.saltMaster.fqdn, address: saltMaster.privateIp },
+      user,
+      pillar: props.pillarData,
+    },
   });
 }
 

@@ -191,6 +191,23 @@ export class KubeOnOsStack extends TerraformStack {
       usage: declareQuotaUsage(this),
     });
 
+    const pillar = saltPillar(this, {
+      layout: this.layout,
+      users: v.users.value,
+      publicCidr: v.public_network_cidr.stringValue,
+      privateCidr: v.private_network_cidr.stringValue,
+      nameservers: v.dns_nameservers.listValue,
+      masterFloatingIp: this.kubeNodes.masterFloatingIp.address,
+      apiLoadBalancer: this.apiLoadBalancer,
+      podCidr: v.pod_cidr.stringValue,
+      serviceCidr: v.service_cidr.stringValue,
+      microk8sChannel: v.microk8s_channel.stringValue,
+      defaultPool: { nodeCount: v.num_kube_nodes.numberValue, labels: v.kube_node_labels.value, taints: v.kube_node_taints.value },
+      pools: v.node_pools.value,
+      kubeNodes: this.kubeNodes,
+      workerPools: this.workerPools,
+      externalCloudProvider: v.cloud_integration.booleanValue,
+    });
     this.provisioner = new ProvisioningChain(this, "SaltProvisioner", {
       bastion: this.bastion,
       saltMaster: this.saltMaster,
@@ -206,23 +223,7 @@ export class KubeOnOsStack extends TerraformStack {
       microk8sChannel: v.microk8s_channel.stringValue,
       rebootForUpdates: v.reboot_for_updates.booleanValue,
       cloudPillar: { content: this.cloudIntegration.pillar, version: this.cloudIntegration.pillarVersion },
-      pillar: saltPillar(this, {
-        layout: this.layout,
-        users: v.users.value,
-        publicCidr: v.public_network_cidr.stringValue,
-        privateCidr: v.private_network_cidr.stringValue,
-        nameservers: v.dns_nameservers.listValue,
-        masterFloatingIp: this.kubeNodes.masterFloatingIp.address,
-        apiLoadBalancer: this.apiLoadBalancer,
-        podCidr: v.pod_cidr.stringValue,
-        serviceCidr: v.service_cidr.stringValue,
-        microk8sChannel: v.microk8s_channel.stringValue,
-        defaultPool: { nodeCount: v.num_kube_nodes.numberValue, labels: v.kube_node_labels.value, taints: v.kube_node_taints.value },
-        pools: v.node_pools.value,
-        kubeNodes: this.kubeNodes,
-        workerPools: this.workerPools,
-        externalCloudProvider: v.cloud_integration.booleanValue,
-      }),
+      pillar: pillar.content,
     });
 
     stackOutputs(this, {
@@ -235,6 +236,7 @@ export class KubeOnOsStack extends TerraformStack {
       apiLoadBalancer: this.apiLoadBalancer,
       quotas: this.quotas,
       user: v.deploy_user.stringValue,
+      pillarData: pillar.data,
     });
     withoutTerraformVersionProbes(this);
   }

@@ -5,7 +5,8 @@
 # on any host: the candidate goes to the master's koo-preview environment (master.conf), apart
 # from the live tree and pillar, runs as `state.top koo-preview-top.sls saltenv=koo-preview
 # pillarenv=koo-preview test=True`, and is removed afterwards with STAGING_DIR, whatever happened
-# (docs/decisions.md, "A preview has a Salt environment of its own").
+# (docs/decisions.md, "A preview has a Salt environment of its own"). So is what each minion kept
+# of it: the candidate's files it fetched and its compiled states (cache_name=koo-preview).
 #
 # Prints each minion's verdict (salt_output.py preview) and writes it as JSON to REPORT. Secrets
 # of the cloud pillar are written "<secret>". Exits 1 when a minion did not answer or the
@@ -46,10 +47,20 @@ done
 exec 9>"$preview_root.lock"
 flock -n 9 || koo_die 1 "preview on $host: another preview is running ($preview_root.lock)"
 work=""
+minions=("$@")
+master_cache=${KOO_SALT_MASTER_CACHE:-/var/cache/salt/master}
 cleanup() {
   rm -rf -- "$preview_root" "$staging"
   [[ -z $work ]] || rm -rf -- "$work"
-  salt-run --out=quiet fileserver.clear_file_list_cache >/dev/null 2>&1 || true
+  # What the master kept of the candidate: its file list and its files' hashes.
+  salt-run --out=quiet fileserver.clear_file_list_cache saltenv=koo-preview >/dev/null 2>&1 || true
+  rm -rf -- "$master_cache/roots/hash/koo-preview"
+  # What each minion kept of it: the files it fetched, its compiled states. And the master's record
+  # of each minion's pillar (minion_data_cache), the candidate's since the preview compiled it:
+  # compiled again from the live pillar. A minion that did not answer keeps them until its next run.
+  salt --out=quiet --timeout=60 --list "$(koo_join , "${minions[@]}")" cmd.run template=jinja \
+    'rm -rf -- {{ opts.cachedir }}/files/koo-preview {{ opts.cachedir }}/koo-preview.cache.p' >/dev/null 2>&1 || true
+  salt --out=quiet --timeout=60 --list "$(koo_join , "${minions[@]}")" saltutil.refresh_pillar wait=True >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
 rm -rf -- "$preview_root"
@@ -72,10 +83,10 @@ elif [[ -f $KOO_PILLAR_ROOT/_cloud.sls ]]; then
   cp -- "$KOO_PILLAR_ROOT/_cloud.sls" "$preview_root/pillar/_cloud.sls"
 fi
 [[ ! -f $preview_root/pillar/_cloud.sls ]] || cloud=$preview_root/pillar/_cloud.sls
-salt-run --out=quiet fileserver.clear_file_list_cache ||
+salt-run --out=quiet fileserver.clear_file_list_cache saltenv=koo-preview ||
   koo_die 1 "preview on $host: salt-run fileserver.clear_file_list_cache failed"
 
 koo_salt "$work/preview" "$timeout" --list "$(koo_join , "$@")" \
-  state.top koo-preview-top.sls saltenv=koo-preview pillarenv=koo-preview test=True
+  state.top koo-preview-top.sls saltenv=koo-preview pillarenv=koo-preview cache_name=koo-preview test=True
 grep -q '{' "$work/preview.json" || koo_die 1 "preview on $host: salt printed no returns$(koo_salt_said "$work/preview")"
 "${KOO_SALT_OUTPUT[@]}" preview "$cloud" "$report" "$@" <"$work/preview.json"

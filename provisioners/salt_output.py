@@ -202,14 +202,27 @@ def hidden_data(value: Any, secrets: list[str]) -> Any:
     return value
 
 
+def has_diff(changes: Any) -> bool:
+    """Whether a file's diff is somewhere in ``changes``."""
+    return isinstance(changes, dict) and any(
+        (key == "diff" and isinstance(value, str)) or has_diff(value) for key, value in changes.items()
+    )
+
+
 def change_lines(changes: Any) -> list[str]:
-    """A state's changes as lines: a file's diff line by line, anything else as compact JSON."""
+    """
+    A state's changes as lines: a file's diff line by line, under its key when the state manages
+    several files (file_transfer.transferred), anything else as compact JSON.
+    """
     if not isinstance(changes, dict):
         return [json.dumps(changes, sort_keys=True)]
     lines = []
     for key, value in changes.items():
         if key == "diff" and isinstance(value, str):
             lines.extend(value.splitlines())
+        elif has_diff(value):
+            lines.append(f"{key}:")
+            lines.extend(f"  {line}" for line in change_lines(value))
         else:
             lines.append(f"{key}: {json.dumps(value, sort_keys=True)}")
     return lines

@@ -20,6 +20,9 @@
 //   TF_VAR_quota_usage, so that the plan compares the deployment's needs with what is free.
 // - `roll`: synthesizes, then replaces the Kubernetes nodes' machines one apply at a time with the
 //   chosen CLI (scripts/roll.js).
+// - `diff`: after the plan, the Salt preview (scripts/preview.js): what the candidate Salt tree
+//   and pillar would change on each host the plan keeps, from the plan cdktf saved (`plan`, in the
+//   stack's directory); its report is salt-preview.json beside it.
 // - Node.js: package.json's engines names the maintained LTS lines, which the project is tested on.
 //   On an older line, past its end of life, every command but `output` says so in one line and goes
 //   on, as npm does with engines: a refusal would leave a running cluster's user stuck until they
@@ -30,6 +33,7 @@ const { spawnSync } = require("node:child_process");
 const fs = require("node:fs");
 const os = require("node:os");
 const path = require("node:path");
+const { preview, PreviewError } = require("./preview");
 const { quotaUsage } = require("./quota-usage");
 const { parseArgs, roll, RollError } = require("./roll");
 
@@ -222,7 +226,29 @@ async function main() {
     if (usage) env.TF_VAR_quota_usage = usage;
     args.push("--skip-synth");
   }
-  process.exit(cdktf(args));
+  const status = cdktf(args);
+  process.exit(status === 0 && args[0] === "diff" ? saltPreview() : status);
+}
+
+/** `npm run diff`'s Salt preview of the plan cdktf saved; its exit status. */
+function saltPreview() {
+  const dir = stackDir();
+  if (!fs.existsSync(path.join(dir, "plan"))) fail(`Salt preview: ${path.join(dir, "plan")} is missing: cdktf saved no plan`);
+  const shown = spawnSync(env.TERRAFORM_BINARY_NAME, [`-chdir=${dir}`, "show", "-json", "plan"], {
+    encoding: "utf8",
+    env,
+    maxBuffer: 512 * 1024 * 1024,
+  });
+  if (shown.status !== 0) fail(`Salt preview: show -json plan failed: ${shown.stderr.trim().split("\n").at(-1)}`);
+  const report = path.join(dir, "salt-preview.json");
+  try {
+    const status = preview({ plan: JSON.parse(shown.stdout), stackDir: dir, report, env });
+    console.log(`Salt preview: the report is ${path.relative(process.cwd(), report)}`);
+    return status;
+  } catch (error) {
+    if (error instanceof PreviewError) fail(`Salt preview: ${error.message}`);
+    throw error;
+  }
 }
 
 main();

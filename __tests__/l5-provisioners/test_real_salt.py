@@ -8,6 +8,7 @@ minion that restarts itself. About 3 minutes.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -204,6 +205,9 @@ def staged_candidate(staging, target, contents: str, secret: str):
     (staging / "salt" / "top.sls").write_text("#!yaml\nbase:\n  '*':\n    - koo_probe\n")
     managed = f"koo-probe-file-managed:\n  file.managed:\n    - name: {target}\n"
     (staging / "salt" / "koo_probe.sls").write_text(managed + "    - contents: {{ pillar['koo_probe'] }}\n")
+    # A custom module of the candidate's own: a highstate syncs its environment's modules first.
+    (staging / "salt" / "_modules").mkdir()
+    (staging / "salt" / "_modules" / "koo_probe_module.py").write_text('def said():\n    return "the candidate"\n')
     (staging / "pillar").mkdir()
     (staging / "pillar" / "top.sls").write_text("base:\n  '*':\n    - _from_terraform\n    - _cloud\n")
     (staging / "_from_terraform.sls").write_text(f'#!yaml\n"koo_probe": "{contents}"\n')
@@ -213,15 +217,40 @@ def staged_candidate(staging, target, contents: str, secret: str):
     )
 
 
+def daemon_files(cluster, name: str) -> dict[str, str]:
+    """
+    What a daemon (a minion, by its id, or "master") keeps in its directory, each file's SHA-256
+    by path: the files a minion fetched from the master, its custom modules (extmods), compiled
+    states and grains; the master's file lists and hashes, its record of each minion's grains and
+    pillar. Not the jobs' records (cache/proc, cache/jobs), sockets or logs, nor bytecode, which
+    records its source's modification time.
+    """
+    home = cluster.root / name
+    return {
+        str(path.relative_to(home)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(home.rglob("*"))
+        if path.is_file()
+        and "__pycache__" not in path.parts
+        and path.relative_to(home).parts[:2] not in (("cache", "proc"), ("cache", "jobs"))
+        and path.suffix != ".log"
+    }
+
+
 def test_a_preview_says_what_the_candidate_would_change_on_each_minion_and_changes_nothing(cluster, accepted, tmp_path):
     """
     preview.sh on a real master: the candidate tree and pillar in the koo-preview environment,
     state.top in test mode on each minion, a file's diff where it would change, the cloud
     credential hidden, a minion that does not answer named; afterwards nothing of it is left, and
-    the file it would write is not there.
+    the file it would write is not there. A highstate syncs its environment's custom modules into
+    the minion first: the preview gives each minion the live tree's back, and forgets the
+    candidate's files, so that its cache is as it was.
     """
     target, secret = tmp_path / "probe.txt", "s3cret-of-the-cloud"
-    env = {"KOO_PREVIEW_ROOT": str(cluster.preview_root), "KOO_PILLAR_ROOT": str(tmp_path / "live-pillar")}
+    env = {
+        "KOO_PREVIEW_ROOT": str(cluster.preview_root),
+        "KOO_PILLAR_ROOT": str(tmp_path / "live-pillar"),
+        "KOO_SALT_MASTER_CACHE": str(cluster.root / "master" / "cache"),
+    }
 
     def preview(contents: str, *minions: str) -> tuple[subprocess.CompletedProcess, dict]:
         staging = tmp_path / "staging"
@@ -232,7 +261,15 @@ def test_a_preview_says_what_the_candidate_would_change_on_each_minion_and_chang
         return result, json.loads(report.read_text())
 
     target.write_text("old line\n")
+    cluster.salt(MASTER, "saltutil.sync_all", tgt_type="list")
+    kept = {name: daemon_files(cluster, name) for name in (MASTER, WORKER, "master")}
+    assert any(path.endswith("/extmods/modules/kube_on_os.py") for path in kept[MASTER]), list(kept[MASTER])
+    assert any(path.endswith(f"minions/{WORKER}/data.p") for path in kept["master"]), list(kept["master"])
     result, report = preview(f"new line with {secret}", MASTER, WORKER)
+    for name, before in kept.items():
+        after = daemon_files(cluster, name)
+        changed = sorted(path for path in before.keys() | after.keys() if before.get(path) != after.get(path))
+        assert changed == [], f"the preview changed on {name}: {changed}"
     assert result.returncode == 0, f"{result.stderr}{result.stdout}"
     assert target.read_text() == "old line\n"
     assert secret not in result.stdout + result.stderr + json.dumps(report)

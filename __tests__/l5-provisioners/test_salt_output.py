@@ -463,3 +463,30 @@ def test_a_preview_names_a_candidate_that_fails_to_render_and_a_failing_state(mo
             "  a (file.managed /etc/a): fails: Source file salt://x not found",
         ],
     )
+
+
+def test_a_preview_shows_the_diff_of_each_file_a_state_manages_under_its_name(monkeypatch, capsys, tmp_path):
+    diff = "--- \n+++ \n@@ -1 +1 @@\n-old\n+new\n"
+    transferred = {
+        "file_transfer_|-t_|-t_|-transferred": {
+            "result": None,
+            "comment": "1 file would change",
+            "changes": {"/etc/a.crt": {"diff": diff}, "/etc/b.crt": {"newfile": "/etc/b.crt"}},
+        }
+    }
+    report = tmp_path / "report.json"
+    status, out, _ = run(monkeypatch, capsys, ["preview", "-", str(report), "m.example"], preview_of(transferred))
+    assert (status, out.splitlines()) == (
+        0,
+        [
+            "m.example: would change 1 of 1 state",
+            "  t (file_transfer.transferred t): would change: 1 file would change",
+            "    /etc/a.crt:",
+            "      --- ",
+            "      +++ ",
+            "      @@ -1 +1 @@",
+            "      -old",
+            "      +new",
+            '    /etc/b.crt: {"newfile": "/etc/b.crt"}',
+        ],
+    )

@@ -7,7 +7,8 @@ export interface TerraformJson {
   terraform: Record<string, any>;
   provider: Record<string, any>;
   variable: Record<string, any>;
-  locals: Record<string, string>;
+  /** Strings, but for the object locals (salt_pillar_data). */
+  locals: Record<string, any>;
   resource: Record<string, Record<string, any>>;
   data: Record<string, Record<string, any>>;
   output: Record<string, any>;

@@ -45,13 +45,19 @@ export interface SaltPillarProps {
  */
 export const PILLAR_RENDERER = "#!yaml";
 
+/** The pillar Terraform writes: the file's content, and the data it holds (an object token). */
+export interface SaltPillar {
+  readonly content: string;
+  readonly data: unknown;
+}
+
 /**
  * /srv/pillar/_from_terraform.sls: the data-only renderer line, then a yamlencode() of Terraform
  * values, following pillar/_from_terraform.sls.example. Node ids and addresses are the layout's, which the machines
  * take theirs from too: a plan shows the node list before any machine exists. Only the master's
  * floating IP waits for its allocation.
  */
-export function saltPillar(scope: Construct, props: SaltPillarProps): string {
+export function saltPillar(scope: Construct, props: SaltPillarProps): SaltPillar {
   const { layout } = props;
   // Each node's labels (its pool's name always among them) and taints, in kube_node_ids' order.
   // Literal for-expressions, where a token may open them, never follow a literal `}`
@@ -95,31 +101,26 @@ export function saltPillar(scope: Construct, props: SaltPillarProps): string {
       `{ id = id, address = local.kube_node_addresses[i], labels = local.kube_labels_by_node[i], taints = local.kube_taints_by_node[i], ` +
       `instance_id = local.kube_instance_ids[i] }]}`,
   );
-  const pillar = new TerraformLocal(
-    scope,
-    "salt_pillar",
-    Fn.join("\n", [
-      PILLAR_RENDERER,
-      Fn.yamlencode({
-        users: props.users,
-        mine_functions: { "network.ip_addrs": { cidr: props.privateCidr } },
-        network: { public_cidr: props.publicCidr, private_cidr: props.privateCidr },
-        core: { nameservers: props.nameservers },
-        microk8s: {
-          master: layout.kubeMaster.fqdn,
-          allowed_csr_ip: props.masterFloatingIp,
-          // Every address clients reach the API at, for its certificate: the master's floating IP,
-          // and the load balancer's floating IP and VIP when there is one.
-          api_addresses: apiAddresses.expression,
-          pod_cidr: props.podCidr,
-          service_cidr: props.serviceCidr,
-          channel: props.microk8sChannel,
-          external_cloud_provider: props.externalCloudProvider ?? false,
-          nodes: nodes.expression,
-          control_plane: layout.controlPlane,
-        },
-      }),
-    ]),
-  );
-  return pillar.asString;
+  // The data on its own too, for the salt_preview output: a plan shows it, unknown values apart.
+  const data = new TerraformLocal(scope, "salt_pillar_data", {
+    users: props.users,
+    mine_functions: { "network.ip_addrs": { cidr: props.privateCidr } },
+    network: { public_cidr: props.publicCidr, private_cidr: props.privateCidr },
+    core: { nameservers: props.nameservers },
+    microk8s: {
+      master: layout.kubeMaster.fqdn,
+      allowed_csr_ip: props.masterFloatingIp,
+      // Every address clients reach the API at, for its certificate: the master's floating IP,
+      // and the load balancer's floating IP and VIP when there is one.
+      api_addresses: apiAddresses.expression,
+      pod_cidr: props.podCidr,
+      service_cidr: props.serviceCidr,
+      channel: props.microk8sChannel,
+      external_cloud_provider: props.externalCloudProvider ?? false,
+      nodes: nodes.expression,
+      control_plane: layout.controlPlane,
+    },
+  });
+  const pillar = new TerraformLocal(scope, "salt_pillar", Fn.join("\n", [PILLAR_RENDERER, Fn.yamlencode(data.expression)]));
+  return { content: pillar.asString, data: data.expression };
 }

@@ -2,8 +2,11 @@
 # The pipeline's tofu: what GitLab's gitlab-tofu (the OpenTofu CI/CD component's wrapper) does,
 # with its variable names, on the project's own tofu and offline provider mirror.
 #
-#   tofu.sh validate | plan | plan-json | apply | destroy-plan | destroy | release-lock
+#   tofu.sh validate | plan | plan-json | salt-preview | apply | destroy-plan | destroy | release-lock
 #
+# salt-preview shows, after the plan, what the candidate Salt tree and pillar would change on each
+# host the plan keeps (scripts/preview.js, through the bastion with KUBE_ON_OS_SSH_PRIVATE_KEY), and
+# writes it to salt-preview.json beside the plan.
 # plan and destroy-plan save a plan (plan.cache, destroy.cache) and a marker saying whether it
 # changes anything; apply and destroy apply exactly that saved plan, which tofu refuses when the
 # state moved on since. release-lock is the jobs' after_script (scripts/ci/state-lock.sh).
@@ -25,13 +28,14 @@ cd "$KOO_ROOT"
 
 command=${1:-}
 case $command in
-  validate | plan | plan-json | apply | destroy-plan | destroy | release-lock) ;;
-  *) ci_die "usage: scripts/ci/tofu.sh validate|plan|plan-json|apply|destroy-plan|destroy|release-lock (got '${command}')" ;;
+  validate | plan | plan-json | salt-preview | apply | destroy-plan | destroy | release-lock) ;;
+  *) ci_die "usage: scripts/ci/tofu.sh validate|plan|plan-json|salt-preview|apply|destroy-plan|destroy|release-lock (got '${command}')" ;;
 esac
 
 root=cdktf.out/stacks/kube-on-os
 plan_cache=plan.cache
 plan_json=plan.json
+salt_preview=salt-preview.json
 destroy_cache=destroy.cache
 destroy_json=destroy.json
 for fixed in "GITLAB_TOFU_ROOT_DIR=$root" "GITLAB_TOFU_PLAN_CACHE=$plan_cache" "GITLAB_TOFU_PLAN_JSON=$plan_json"; do
@@ -204,6 +208,20 @@ case $command in
   plan-json)
     summary "$plan_cache" "$plan_json"
     log "plan.json: $(cat "$root/$plan_json")"
+    ;;
+  salt-preview)
+    [[ -f $root/$plan_cache ]] || ci_die "$root/$plan_cache is missing: run 'tofu.sh plan' first"
+    if [[ -z ${KUBE_ON_OS_SSH_PRIVATE_KEY:-} ]]; then
+      # A protected variable, which a pipeline of an unprotected branch does not get.
+      why="no KUBE_ON_OS_SSH_PRIVATE_KEY in this job (a protected variable?), so no Salt preview"
+      log "salt preview: $why"
+      printf '{\n  "status": "skipped",\n  "reason": "%s",\n  "hosts": {}\n}\n' "$why" >"$root/$salt_preview"
+      exit 0
+    fi
+    ssh_agent
+    # KUBE_ON_OS_SALT_PREVIEW=warn makes an unreachable Salt master a warning, =off skips it.
+    tofu -chdir="$root" show -json "$plan_cache" |
+      node scripts/preview.js --plan - --stack "$root" --report "$root/$salt_preview"
     ;;
   apply)
     apply_saved "$plan_cache" plan "apply: the plan job's plan changes nothing; nothing to apply (the state is not touched)"
