@@ -178,6 +178,8 @@ const PLANNED: Record<string, string[]> = {
   adab621: [],
   // preview.sh on the Salt master (provisioners only: the chain alone changes).
   a94b501: [],
+  // The Salt preview beside the plan: the salt_preview output, the pillar's data a local of its own.
+  "25ff643": [],
 };
 
 it("keeps one fixture per version listed, and says what today's stack plans for each", () => {
