@@ -52,9 +52,11 @@ master_cache=${KOO_SALT_MASTER_CACHE:-/var/cache/salt/master}
 cleanup() {
   rm -rf -- "$preview_root" "$staging"
   [[ -z $work ]] || rm -rf -- "$work"
-  # What the master kept of the candidate: its file list and its files' hashes.
+  # What the master kept of the candidate: its file list, its files' hashes, their modification
+  # times in the map of every root's files (written again from the live roots alone).
   salt-run --out=quiet fileserver.clear_file_list_cache saltenv=koo-preview >/dev/null 2>&1 || true
   rm -rf -- "$master_cache/roots/hash/koo-preview"
+  salt-run --out=quiet fileserver.update backend=roots >/dev/null 2>&1 || true
   # What each minion kept of it: the files it fetched, its compiled states. And the master's record
   # of each minion's pillar (minion_data_cache), the candidate's since the preview compiled it:
   # compiled again from the live pillar. A minion that did not answer keeps them until its next run.
@@ -83,8 +85,12 @@ elif [[ -f $KOO_PILLAR_ROOT/_cloud.sls ]]; then
   cp -- "$KOO_PILLAR_ROOT/_cloud.sls" "$preview_root/pillar/_cloud.sls"
 fi
 [[ ! -f $preview_root/pillar/_cloud.sls ]] || cloud=$preview_root/pillar/_cloud.sls
+# The master's maintenance updates its map of the roots' files every minute; a preview updates it
+# at once, so that what it leaves in the map is always undone, not only when the minute fell in it.
 salt-run --out=quiet fileserver.clear_file_list_cache saltenv=koo-preview ||
   koo_die 1 "preview on $host: salt-run fileserver.clear_file_list_cache failed"
+salt-run --out=quiet fileserver.update backend=roots ||
+  koo_die 1 "preview on $host: salt-run fileserver.update failed"
 
 koo_salt "$work/preview" "$timeout" --list "$(koo_join , "$@")" \
   state.top koo-preview-top.sls saltenv=koo-preview pillarenv=koo-preview cache_name=koo-preview test=True

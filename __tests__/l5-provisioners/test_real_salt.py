@@ -197,6 +197,10 @@ def test_a_preview_environment_shows_the_candidate_and_never_reaches_the_live_ru
         assert list(cluster.salt(MASTER, "state.show_top", tgt_type="list")[MASTER]) == ["base"]
     finally:
         shutil.rmtree(cluster.preview_root)
+        # What the master and the minion kept of it, which preview.sh removes (the next test checks that).
+        shutil.rmtree(cluster.root / MASTER / "cache" / "files" / "koo-preview", ignore_errors=True)
+        shutil.rmtree(cluster.root / "master" / "cache" / "roots" / "hash" / "koo-preview", ignore_errors=True)
+        (cluster.root / "master" / "cache" / "file_lists" / "roots" / "koo-preview.p").unlink(missing_ok=True)
 
 
 def staged_candidate(staging, target, contents: str, secret: str):
@@ -222,8 +226,8 @@ def daemon_files(cluster, name: str) -> dict[str, str]:
     What a daemon (a minion, by its id, or "master") keeps in its directory, each file's SHA-256
     by path: the files a minion fetched from the master, its custom modules (extmods), compiled
     states and grains; the master's file lists and hashes, its record of each minion's grains and
-    pillar. Not the jobs' records (cache/proc, cache/jobs), sockets or logs, nor bytecode, which
-    records its source's modification time.
+    pillar. Not the jobs' records (cache/proc, cache/jobs), sockets, logs or the daemon's output,
+    nor bytecode, which records its source's modification time.
     """
     home = cluster.root / name
     return {
@@ -232,7 +236,7 @@ def daemon_files(cluster, name: str) -> dict[str, str]:
         if path.is_file()
         and "__pycache__" not in path.parts
         and path.relative_to(home).parts[:2] not in (("cache", "proc"), ("cache", "jobs"))
-        and path.suffix != ".log"
+        and path.suffix not in (".log", ".out")
     }
 
 
