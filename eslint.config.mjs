@@ -49,7 +49,7 @@ export default tseslint.config(
         {
           patterns: [
             {
-              group: ["constructs", "../.gen/*", "cdktf", "@cdktf/*", "../main"],
+              group: ["constructs", "../.gen/*", "cdktf", "@cdktf/*", "../main", "../tools/*"],
               message:
                 "config/ reads and checks parameters: it imports facts/ and Node.js, never constructs/, cdktf or the bindings (docs/architecture.md, Layers).",
             },
@@ -66,6 +66,11 @@ export default tseslint.config(
         {
           patterns: [
             { group: ["**/main"], message: "constructs/ is below main.ts: main.ts builds the stack (docs/architecture.md, Layers)." },
+            {
+              group: ["**/tools/**"],
+              message:
+                "constructs/ never imports tools/: the rehearsal's engine builds on the app, not the other way (docs/architecture.md, Layers).",
+            },
           ],
         },
       ],

@@ -28,6 +28,7 @@ const REFUSED: [string, string, RegExp][] = [
   ["facts/x.ts", 'import { VARIABLES } from "../config/parameters";', /facts\/ is the lowest layer/],
   ["facts/x.ts", 'import { Construct } from "constructs";', /facts\/ is the lowest layer/],
   ["constructs/x.ts", 'import { STACK_NAME } from "../main";', /constructs\/ is below main.ts/],
+  ["constructs/x.ts", 'import { estimate } from "../tools/rehearsal/memory";', /constructs\/ never imports tools\//],
 ];
 const ALLOWED: [string, string][] = [
   ["config/x.ts", 'import { parseIpv4Network } from "../facts/cidr";'],

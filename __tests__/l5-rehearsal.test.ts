@@ -7,7 +7,7 @@
  * configures every host. Only microk8s and snap are faked (__tests__/doubles/rehearsal/microk8s/).
  *
  * Skipped where namespaces are not allowed (KOO_SKIP_NAMESPACE_TESTS=1, the GitLab test job) or
- * the toolchain could not build the Debian root. `npm run rehearse` runs it alone and reports
+ * the toolchain could not build the Debian root. `npm run bench:rehearsal` runs it alone and reports
  * its measurements.
  */
 import { execFileSync } from "node:child_process";
@@ -18,6 +18,8 @@ import YAML from "yaml";
 import { CHAIN_STEPS } from "../constructs/provisioning/chain";
 import { cleanCopy } from "../constructs/provisioning/tree-hash";
 import { rehearsalAvailable, Rehearsal, startRehearsal } from "./doubles/rehearsal/rehearsal";
+import { availableMiB, estimate, HOST_MIB, roleOf } from "../tools/rehearsal/memory";
+import { readReport, RehearsalReport, reportLines } from "../tools/rehearsal/report";
 import { HostState, highstates, hostState, rehearsedCluster, scriptLines, stateChanges, stepsRun } from "./support/rehearsal";
 import { synthToDir } from "./support/synth";
 import { RunResult, runAsync, runTfAsync, tfEnv, tofuBinary } from "./support/tofu";
@@ -47,7 +49,7 @@ const ROLL_STEPS = Array.from({ length: 35 - 28 }, (_, i) => `1.${29 + i}/stable
 const ROLL_ORDER = ["k8s-worker-3", "k8s-worker-1", "k8s-master"];
 /** The nodes that keep their machines through the roll. */
 const KEPT = ["k8s-worker-0", "k8s-worker-2"];
-/** Where `npm run rehearse` wants the measurements. */
+/** Where `npm run bench:rehearsal` wants the measurements. */
 const REPORT = process.env.KOO_REHEARSAL_REPORT;
 /** root's console password: ephemeral, given at plan and apply time only, as docs/provisioning.md says. */
 const ROOT_PASSWORD = "rehearsal console password 4e2a";
@@ -167,7 +169,7 @@ const available = rehearsalAvailable();
       const t0 = Date.now();
       const result = await running;
       printed.push(result.stdout, result.stderr);
-      // The timeline of every tofu run, for `npm run rehearse` to show where the time goes, and
+      // The timeline of every tofu run, for `npm run bench:rehearsal` to show where the time goes, and
       // beside the report each run's output, every line stamped with the second it came.
       if (REPORT) fs.writeFileSync(`${REPORT}.${timeline.length}-${label.split(" ")[0]}.txt`, `${result.stamped}${result.stderr}`);
       timeline.push({ tofu: label, atSeconds: Math.round((t0 - started) / 1000), seconds: Math.round((Date.now() - t0) / 1000) });
@@ -293,6 +295,7 @@ const available = rehearsalAvailable();
   describe("the first apply, with 3 nodes", () => {
     let tofu: Tofu;
     let apply: RunResult;
+    let report: RehearsalReport;
 
     beforeAll(async () => {
       tofu = await workspace();
@@ -302,7 +305,31 @@ const available = rehearsalAvailable();
       if (apply.status !== 0) console.error(`the first apply failed; its last lines:\n${scriptLines(apply.stdout).slice(-20).join("\n")}`);
       measured.firstRun = highstates(apply.stdout);
       measured.hostMemoryMiB = await rehearsal.cloud.memoryMiB();
+      // What npm run rehearse reports of the same apply (tools/rehearsal/report.ts).
+      const outcome = {
+        ...apply,
+        seconds: measured.firstApplySeconds as number,
+        highstates: highstates(apply.stdout),
+        last: scriptLines(apply.stdout).at(-1),
+      };
+      const hosts = rehearsal.cloud.hostNames();
+      report = await readReport(rehearsal, outcome, MASTER, { estimate: estimate(hosts), availableMiB: availableMiB() });
     }, 1_500_000);
+
+    it("reports what npm run rehearse reports: each host's highstate, its memory within its role's estimate, 3 nodes Ready and 3 voters", () => {
+      expect(report.apply).toEqual({ seconds: measured.firstApplySeconds, succeeded: true, last: NO_REBOOT });
+      const hosts = [BASTION, MASTER, ...workers(3), SALT].sort();
+      expect(Object.keys(report.hosts)).toEqual(hosts);
+      const run = highstates(apply.stdout);
+      for (const host of hosts) {
+        const { highstate, memoryMiB } = report.hosts[host];
+        expect([host, highstate]).toEqual([host, { states: run[host].states, changed: run[host].changed, failed: 0 }]);
+        expect([host, memoryMiB, memoryMiB! <= HOST_MIB[roleOf(host)]]).toEqual([host, memoryMiB, true]);
+      }
+      expect(report.cluster).toEqual({ ready: ["k8s-master", "k8s-worker-0", "k8s-worker-1"], voters: 3, workers: [] });
+      expect(report.memory.estimateMiB).toBe(estimate(hosts).mib);
+      expect(reportLines(report)).toContain("cluster: 3 nodes Ready (k8s-master, k8s-worker-0, k8s-worker-1), 3 dqlite voters");
+    });
 
     it("boots every planned machine as a host, and runs the seven steps in order", () => {
       expect(outcome(apply)).toEqual(SUCCEEDED);
@@ -1070,7 +1097,7 @@ const available = rehearsalAvailable();
   });
 
   describe("destroy", () => {
-    // For `npm run rehearse`: what the Salt master published over the whole rehearsal, from its
+    // For `npm run bench:rehearsal`: what the Salt master published over the whole rehearsal, from its
     // job cache (Salt keeps a day of jobs): each function's jobs, and the minions they named.
     beforeAll(async () => {
       if (!REPORT) return;

@@ -3,9 +3,10 @@
 cdktf's deploy and destroy ask for approval with an interactive menu (Ink), which needs a real
 terminal: on a pipe they fail ("Raw mode is not supported"). This helper gives the script one,
 presses Enter (the menu's first entry, "Approve") each time a prompt matching --approve appears,
-and passes the terminal's output through to stdout. It exits with the script's status.
+and passes the terminal's output through to stdout. It exits with the script's status. With
+--interrupt, it presses Ctrl-C once, when the output first matches that regex.
 
-usage: answer_prompts.py --approve REGEX [--timeout SECONDS] -- bash SCRIPT
+usage: answer_prompts.py --approve REGEX [--interrupt REGEX] [--timeout SECONDS] -- bash SCRIPT
 """
 
 import argparse
@@ -33,11 +34,14 @@ ROWS, COLUMNS = 24, 80
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--approve", required=True, help="regex of the prompt to approve with Enter")
+    parser.add_argument("--interrupt", help="regex of the output at which to press Ctrl-C, once")
     parser.add_argument("--timeout", type=float, default=900)
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     prompt = re.compile(args.approve.encode())
+    interrupt = re.compile(args.interrupt.encode()) if args.interrupt else None
+    seen = b""  # all the output, without escape sequences, until the interrupt
 
     pid, fd = pty.fork()
     if pid == 0:
@@ -63,6 +67,11 @@ def main() -> int:
         sys.stdout.buffer.write(chunk)
         sys.stdout.flush()
         pending += ANSI.sub(b"", chunk)
+        if interrupt:
+            seen += ANSI.sub(b"", chunk)
+            if interrupt.search(seen):
+                os.write(fd, b"\x03")  # the terminal turns it into SIGINT for its foreground group
+                interrupt = None
         if prompt.search(pending):
             time.sleep(0.5)  # let the menu finish drawing before the key press
             os.write(fd, b"\r")

@@ -1,6 +1,6 @@
-import { App, Testing } from "cdktf";
+import { Testing } from "cdktf";
 import { BackendKind, loadConfig } from "../../config/load";
-import { KubeOnOsStack, KubeOnOsStackProps } from "../../constructs/stack";
+import { KubeOnOsStack } from "../../constructs/stack";
 
 /** Terraform JSON as the tests read it. */
 export interface TerraformJson {
@@ -25,17 +25,8 @@ export async function synthStack(env: NodeJS.ProcessEnv = {}, backend: BackendKi
   return JSON.parse(Testing.synth(await buildStack(env, backend)));
 }
 
-/** Synthesizes into `outdir` like `cdktf synth`, returning the stack's directory; `props` as for the stack. */
-export async function synthToDir(
-  outdir: string,
-  env: NodeJS.ProcessEnv = {},
-  props: Omit<KubeOnOsStackProps, "config" | "backend"> = {},
-): Promise<string> {
-  const app = new App({ outdir, skipValidation: false });
-  new KubeOnOsStack(app, "kube-on-os", { ...props, config: await loadConfig(env), backend: "http" });
-  app.synth();
-  return `${outdir}/stacks/kube-on-os`;
-}
+/** Synthesizes into `outdir` like `cdktf synth`, returning the stack's directory (the rehearsal engine's). */
+export { synthToDir } from "../../tools/rehearsal/engine";
 
 /** The single resource of `type` whose construct id is `id` (logical ids end in `_<id>_<hash>`). */
 export function resourceById(json: TerraformJson, type: string, id: string): Record<string, any> {

@@ -1,10 +1,7 @@
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
+import { runAsync, RunResult } from "../../tools/rehearsal/run";
 
-export interface RunResult {
-  readonly status: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
+export type { RunResult };
 
 /**
  * The pinned tofu from the project's toolchain. npm test installs it and exports KOO_TOFU; run
@@ -76,35 +73,8 @@ export function runTofu(args: string[], cwd: string, env: NodeJS.ProcessEnv = {}
   return runTf({ name: "tofu", path: tofuBinary() }, args, cwd, env);
 }
 
-/**
- * A command run without blocking the event loop: required whenever it talks to a server in the
- * test's own process (the OpenStack double, the state server). With `input`, stdin is a pipe
- * that receives it; without, there is no stdin (Debian's bash reads ~/.bashrc when stdin is a
- * socket, as Node's pipes are).
- */
-export function runAsync(
-  command: string,
-  args: string[],
-  options: { cwd?: string; env?: NodeJS.ProcessEnv; input?: string; stamp?: boolean },
-): Promise<RunResult & { stamped?: string }> {
-  return new Promise((resolve, reject) => {
-    const stdin = options.input === undefined ? "ignore" : "pipe";
-    const child = spawn(command, args, { cwd: options.cwd, env: options.env, stdio: [stdin, "pipe", "pipe"] });
-    if (options.input !== undefined) child.stdin?.end(options.input);
-    const started = Date.now();
-    let stdout = "";
-    let stderr = "";
-    // With `stamp`, stdout again with the second each line arrived at, for a benchmark's log.
-    let stamped = "";
-    child.stdout?.on("data", (chunk) => {
-      stdout += chunk;
-      if (options.stamp) stamped += String(chunk).replace(/^(?=.)/gm, `[${((Date.now() - started) / 1000).toFixed(1)} s] `);
-    });
-    child.stderr?.on("data", (chunk) => (stderr += chunk));
-    child.on("error", reject);
-    child.on("close", (status) => resolve({ status, stdout, stderr, ...(options.stamp ? { stamped } : {}) }));
-  });
-}
+/** A command run without blocking the event loop (the rehearsal engine's). */
+export { runAsync };
 
 /** runTf without blocking the event loop (see runAsync). */
 export function runTfAsync(

@@ -48,6 +48,8 @@ export interface CloudOptions {
   readonly imageInstallers?: string[];
   /** Services of the internet the hosts reach, served in the cloud's namespace. */
   readonly standIns?: StandIn[];
+  /** Told each host's name once it boots (npm run rehearse's progress). @default - nothing is told */
+  readonly onBoot?: (name: string) => void;
 }
 
 interface Attachment {
@@ -319,6 +321,7 @@ export class Cloud {
     // Volumes attached before the boot are there at boot, as on a hypervisor.
     this.attachVolumes(running);
     host.detach("/usr/local/lib/koo-rehearsal/boot", "/var/log/koo-rehearsal-boot.log");
+    this.options.onBoot?.(host.name);
   }
 
   /**
@@ -425,7 +428,11 @@ export class Cloud {
     bestEffort(() => run("ip", ["netns", "del", running.netns]));
   }
 
-  /** Memory in use per host (the resident sets of its processes), in MiB, by host name. */
+  /**
+   * Memory in use per host, in MiB, by host name: its processes' proportional set sizes
+   * (smaps_rollup's Pss), each page shared between processes counted once in all, so that the
+   * hosts' figures add up to what they take of this machine.
+   */
   async memoryMiB(): Promise<Record<string, number>> {
     const usage: Record<string, number> = {};
     const namespaces = new Map<string, string>();
@@ -435,8 +442,8 @@ export class Cloud {
       try {
         const name = namespaces.get(fs.readlinkSync(`/proc/${entry}/ns/pid`));
         if (!name) continue;
-        const rss = /^VmRSS:\s+(\d+) kB/m.exec(fs.readFileSync(`/proc/${entry}/status`, "utf8"));
-        usage[name] = (usage[name] ?? 0) + Number(rss?.[1] ?? 0) / 1024;
+        const pss = /^Pss:\s+(\d+) kB/m.exec(fs.readFileSync(`/proc/${entry}/smaps_rollup`, "utf8"));
+        usage[name] = (usage[name] ?? 0) + Number(pss?.[1] ?? 0) / 1024;
       } catch {
         // the process ended meanwhile
       }

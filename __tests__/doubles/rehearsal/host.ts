@@ -82,11 +82,14 @@ export class Host {
       'exec chroot "$m" /usr/bin/python3 /usr/local/lib/koo-rehearsal/init',
     ].join("\n");
     const log = fs.openSync(path.join(this.options.dir, "init.log"), "a");
+    // A session of its own: a terminal's Ctrl-C reaches the rehearsal, which powers the host off,
+    // and not the host's processes behind its back.
     this.init = spawn(
       "ip",
       ["netns", "exec", this.options.netns, "unshare", "--mount", "--uts", "--pid", "--fork", "bash", "-euc", script],
       {
         stdio: ["ignore", log, log],
+        detached: true,
       },
     );
     fs.closeSync(log);
@@ -97,7 +100,7 @@ export class Host {
         const probe = await this.exec("test -d /proc/1 && hostname");
         if (probe.status === 0) return;
       }
-      if (this.init.exitCode !== null)
+      if (this.init.exitCode !== null || this.init.signalCode !== null)
         throw new Error(`host ${this.name}: did not start: ${fs.readFileSync(path.join(this.options.dir, "init.log"), "utf8")}`);
       if (Date.now() > deadline) throw new Error(`host ${this.name}: PID 1 did not come up in 20 s`);
       await new Promise((resolve) => setTimeout(resolve, 100));
@@ -166,7 +169,8 @@ export class Host {
   /** Powers the host off: PID 1 dies, and with it every process; the overlay goes with the mount namespace. */
   async stop(): Promise<void> {
     const init = this.init;
-    if (!init || init.exitCode !== null) return;
+    // Ended: exited, or killed by a signal (then exitCode stays null).
+    if (!init || init.exitCode !== null || init.signalCode !== null) return;
     if (this.pid) {
       try {
         process.kill(this.pid, "SIGKILL");

@@ -17,6 +17,8 @@ import { saltRepository, StandIn } from "./salt-repository";
 export interface RehearsalOptions {
   /** The Debian root; @default process.env.KOO_DEBIAN_ROOT + "/root" */
   readonly base?: string;
+  /** Told each host's name once it boots. @default - nothing is told */
+  readonly onBoot?: (name: string) => void;
 }
 
 export interface Rehearsal {
@@ -71,8 +73,11 @@ export async function startRehearsal(options: RehearsalOptions = {}): Promise<Re
       images: [NOBLE_IMAGE, WIKI_IMAGE],
     });
     closers.push(() => double.close());
-    // The rehearsal's cloud runs as many servers as the journey asks for.
-    for (const quota of ["instances", "cores", "ram"] as const) double.nova.quotas[quota] = -1;
+    // The rehearsal's cloud holds whatever the configuration asks for: a cloud's quotas are its
+    // plan's to check (docs/quotas.md), this machine's memory the rehearsal's (tools/rehearsal/memory.ts).
+    for (const quotas of [double.nova.quotas, double.cinder.quotas, double.neutron.quotas] as Record<string, number>[]) {
+      for (const name of Object.keys(quotas)) quotas[name] = -1;
+    }
     const state = await startStateServer({ username: "gitlab-ci-token", password: "rehearsal" });
     closers.push(() => state.close());
 
@@ -90,6 +95,7 @@ export async function startRehearsal(options: RehearsalOptions = {}): Promise<Re
       // Ubuntu's images have snapd; the rehearsal's snap and microk8s are fakes.
       imageInstallers: [path.join(__dirname, "fake-microk8s", "install.sh")],
       standIns: [repository],
+      onBoot: options.onBoot,
     });
     closers.push(() => cloud.close());
     cloud.start();
