@@ -64,6 +64,11 @@ const WORKLOAD_REFS = ["Secret/default/shop-settings", "Deployment/default/shop"
  */
 const APPLIES = 5;
 
+/** On a failed apply, the chain's last lines, for the assertion's message (the cause); none otherwise. */
+function failed(apply: RunResult): string[] {
+  return apply.status === 0 ? [] : scriptLines(apply.stdout).slice(-12);
+}
+
 const available = rehearsalAvailable();
 (available.ok ? describe : describe.skip)(
   `L5: a cluster deployed by ${VERSION}, upgraded by today's version${available.ok ? "" : ` (skipped: ${available.reason})`}`,
@@ -188,7 +193,7 @@ const available = rehearsalAvailable();
           /^Orchestrate: orchestration orch\.deploy failed: (salt-run exited 1 without a result: tornado\.iostream\.StreamClosedError: Stream is closed|orch-deploy-salt-state-salt-master: .*)$/,
         );
       }
-      expect({ status: installed.status, stderr: installed.stderr }).toEqual({ status: 0, stderr: "" });
+      expect({ status: installed.status, stderr: installed.stderr, last: failed(installed) }).toEqual({ status: 0, stderr: "", last: [] });
       expect(rehearsal.cloud.hostNames()).toEqual(HOSTS);
       expect(stepsRun(installs[0].stdout)).toEqual(OLD_STEPS);
       // Each later apply ran Orchestrate again, and only it; each but the last failed there.
@@ -234,7 +239,7 @@ const available = rehearsalAvailable();
     });
 
     it("upgrades with today's version: every machine, volume and attachment kept, the additions created", () => {
-      expect({ status: upgraded.status, stderr: upgraded.stderr }).toEqual({ status: 0, stderr: "" });
+      expect({ status: upgraded.status, stderr: upgraded.stderr, last: failed(upgraded) }).toEqual({ status: 0, stderr: "", last: [] });
       const lost = [...upgraded.stdout.matchAll(/^(\S+): Destroying\.\.\./gm)].map((match) => match[1]);
       expect(lost.filter((address) => MACHINE_TYPES.some((type) => address.startsWith(`${type}.`)))).toEqual([]);
       // dc03610's five steps, terraform_data then, are forgotten (the stack's `removed` blocks);

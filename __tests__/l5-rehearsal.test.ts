@@ -19,6 +19,7 @@ import { CHAIN_STEPS } from "../constructs/provisioning/chain";
 import { cleanCopy } from "../constructs/provisioning/tree-hash";
 import { rehearsalAvailable, Rehearsal, startRehearsal } from "./doubles/rehearsal/rehearsal";
 import { availableMiB, estimate, HOST_MIB, roleOf } from "../tools/rehearsal/memory";
+import { applyChange, ChangeReport, changeReport, planChange, previewChange } from "../tools/rehearsal/change";
 import { readReport, RehearsalReport, reportLines } from "../tools/rehearsal/report";
 import { HostState, highstates, hostState, rehearsedCluster, scriptLines, stateChanges, stepsRun } from "./support/rehearsal";
 import { synthToDir } from "./support/synth";
@@ -222,8 +223,17 @@ const available = rehearsalAvailable();
     return tree;
   }
 
-  /** Every host's state (support/rehearsal.ts hostState), by host name. */
-  async function hostStates(): Promise<Record<string, HostState>> {
+  /**
+   * Every host's state (support/rehearsal.ts hostState), by host name. `settled` brings the Salt
+   * master's map of its roots' files up to date first, as its maintenance does every minute: after
+   * an apply's new tree it may be a minute behind, and a preview updates it (preview.sh). Only the
+   * state before a preview is settled: after it, the map must be as the preview left it.
+   */
+  async function hostStates(settled = false): Promise<Record<string, HostState>> {
+    if (settled) {
+      const updated = await rehearsal.cloud.host(SALT).exec("salt-run --out=quiet fileserver.update backend=roots");
+      if (updated.status !== 0) throw new Error(`fileserver.update failed: ${updated.stderr}`);
+    }
     const names = rehearsal.cloud.hostNames();
     return Object.fromEntries(await Promise.all(names.map(async (name) => [name, await hostState(rehearsal, name)])));
   }
@@ -239,30 +249,13 @@ const available = rehearsalAvailable();
 
   /**
    * npm run diff's Salt preview of the next plan of `tofu`'s stack: the plan saved and shown as
-   * cdktf.js does, then scripts/preview.js with the deployer's ssh-agent.
+   * cdktf.js does, then scripts/preview.js with the deployer's ssh-agent (tools/rehearsal/change.ts).
    */
   async function saltPreview(tofu: Tofu, planEnv: NodeJS.ProcessEnv = {}, previewEnv: NodeJS.ProcessEnv = {}): Promise<Preview> {
-    const plan = await tofu(["plan", "-input=false", "-out=preview.plan"], planEnv);
-    if (plan.status !== 0) throw new Error(`the preview's plan failed:\n${plan.stderr}`);
-    const shown = await tofu(["show", "-json", "preview.plan"]);
-    fs.writeFileSync(path.join(tofu.dir, "preview.plan.json"), shown.stdout);
-    const report = path.join(tofu.dir, "salt-preview.json");
-    fs.rmSync(report, { force: true });
-    const preview = await runAsync(
-      process.execPath,
-      [
-        path.join(ROOT, "scripts", "preview.js"),
-        "--plan",
-        path.join(tofu.dir, "preview.plan.json"),
-        "--stack",
-        tofu.dir,
-        "--report",
-        report,
-      ],
-      { env: { PATH: process.env.PATH, HOME: process.env.HOME, ...rehearsal.agentEnv, ...previewEnv } },
-    );
+    const stack = { dir: tofu.dir, tofu };
+    const preview = await previewChange(rehearsal, stack, await planChange(stack, planEnv), previewEnv);
     printed.push(preview.stdout, preview.stderr);
-    return { ...preview, report: fs.existsSync(report) ? JSON.parse(fs.readFileSync(report, "utf8")) : undefined };
+    return preview;
   }
 
   /** A preview's hosts, by the status its report gives them. */
@@ -659,6 +652,8 @@ const available = rehearsalAvailable();
     /** The edit's Salt preview, before its apply, and every host's state around it. */
     let preview: Preview;
     let aroundPreview: [Record<string, HostState>, Record<string, HostState>];
+    /** What the change did, beside its preview. */
+    let change: ChangeReport;
 
     beforeAll(async () => {
       // A stranger's minion key waits on the Salt master, as a machine outside the plan would leave it.
@@ -677,11 +672,18 @@ const available = rehearsalAvailable();
       // microk8s_channel unset from here on, as a deployment left with no value of its own: the
       // cluster keeps the channel its nodes track.
       delete synthEnv.TF_VAR_microk8s_channel;
+      // As npm run rehearse -- --from rehearses a change (tools/rehearsal/change.ts): its plan, the
+      // plan's Salt preview, then its apply, the API probed meanwhile.
       const tofu = await workspace({}, editedSaltTree("# edited by the rehearsal"), transferPillar());
-      const before = await hostStates();
-      preview = await saltPreview(tofu);
+      const stack = { dir: tofu.dir, tofu };
+      const planned = await planChange(stack);
+      const before = await hostStates(true);
+      preview = await previewChange(rehearsal, stack, planned);
+      printed.push(preview.stdout, preview.stderr);
       aroundPreview = [before, await hostStates()];
-      apply = await tofu(["apply", "-auto-approve", "-input=false"]);
+      const applied = await applyChange(rehearsal, stack, planned, MASTER, [MASTER, ...workers(3)]);
+      apply = applied.apply;
+      change = changeReport(planned, preview, applied);
       measured.secondRun = highstates(apply.stdout);
     }, 1_500_000);
 
@@ -707,6 +709,21 @@ const available = rehearsalAvailable();
 
     it("changes nothing on any host while it previews: files, Salt's caches and modules, daemons", () => {
       expect(changedHosts(...aroundPreview)).toEqual({});
+    });
+
+    it("reports what the change did beside its preview: no machine touched, the file on the hosts named, no node joined or left, the API answering", () => {
+      expect(change.machines).toEqual({ created: [], replaced: [], destroyed: [] });
+      expect(change.apply).toEqual({ seconds: expect.any(Number), succeeded: true, last: expect.stringMatching(/^RebootForUpdates: /) });
+      const hosts = [BASTION, MASTER, ...workers(3), SALT].sort();
+      const changes = (host: string) => (TRANSFERRED_TO.includes(host) ? 1 : 0);
+      expect(change.salt).toEqual(Object.fromEntries(hosts.map((host) => [host, { changed: changes(host), failed: 0 }])));
+      expect(change.membership).toEqual({ joined: [], removed: [] });
+      expect(change.api.probes).toBeGreaterThan(3);
+      expect(change.api).toEqual({ probes: change.api.probes, answered: change.api.probes, longestGapSeconds: 0 });
+      // The preview and the apply agree, host by host.
+      expect(change.preview).toEqual(
+        Object.fromEntries(hosts.map((host) => [host, { previewed: changes(host) ? "changes" : "no-changes", changed: changes(host) }])),
+      );
     });
 
     afterAll(async () => {
@@ -756,7 +773,7 @@ const available = rehearsalAvailable();
 
     it("previews a pillar edit that sends another file there: its diff on exactly those hosts, changing none and showing no secret", async () => {
       const tofu = await workspace({}, editedSaltTree("# edited by the rehearsal"), transferPillar(TRANSFER.next.source));
-      const before = await hostStates();
+      const before = await hostStates(true);
       const rotated = await saltPreview(tofu);
       expect(changedHosts(before, await hostStates())).toEqual({});
       expect({ status: rotated.status, stderr: rotated.stderr }).toEqual({ status: 0, stderr: "" });

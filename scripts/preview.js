@@ -61,19 +61,18 @@ function planned(plan, name) {
 
 /**
  * What a plan says about the Salt preview: whether the chain runs, the running cluster's Salt
- * master (the prior state's salt_preview output), the candidate minions and pillar, and the
- * machines the plan creates, replaces or destroys, by name (= minion id).
+ * master and minions (the prior state's outputs), the candidate minions and pillar, and the
+ * machines the plan creates or replaces.
  */
 function readPlan(plan) {
   const priorOutputs = plan.prior_state?.values?.outputs ?? {};
   const priorResources = plan.prior_state?.values?.root_module?.resources ?? [];
-  const machines = { created: new Set(), destroyed: new Set() };
-  for (const resource of plan.resource_changes ?? []) {
-    if (resource.type !== "openstack_compute_instance_v2" || resource.mode === "data") continue;
-    const actions = resource.change.actions;
-    if (actions.includes("create")) machines.created.add(resource.change.after?.name);
-    else if (actions.includes("delete")) machines.destroyed.add(resource.change.before?.name);
-  }
+  // The machines the plan creates, a replacement among them, by name (= minion id).
+  const created = new Set(
+    (plan.resource_changes ?? [])
+      .filter((resource) => resource.type === "openstack_compute_instance_v2" && resource.change.actions.includes("create"))
+      .map((resource) => resource.change.after?.name),
+  );
   const preview = planned(plan, "salt_preview");
   // Whether the apply would run the chain: its steps are planned (count 1) when run_provisioners
   // is true. The plan's `variables` holds a TF_VAR_ value as it was given, "false" a string.
@@ -87,7 +86,7 @@ function readPlan(plan) {
     pillar: preview?.pillar,
     // A map: the plan keeps it parsed, a TF_VAR_ value too.
     hostKeys: plan.variables?.ssh_host_keys?.value ?? {},
-    machines,
+    created,
   };
 }
 
@@ -105,7 +104,7 @@ function previewPlan(read) {
   }
   if (read.pillar === undefined) throw new PreviewError("the plan has no salt_preview output: synthesize this version again");
   const live = new Set(read.liveMinions);
-  const fresh = read.minions.filter((id) => read.machines.created.has(id) || !live.has(id));
+  const fresh = read.minions.filter((id) => read.created.has(id) || !live.has(id));
   return {
     ask: read.minions.filter((id) => !fresh.includes(id)),
     fresh,

@@ -266,6 +266,10 @@ def test_a_preview_says_what_the_candidate_would_change_on_each_minion_and_chang
 
     target.write_text("old line\n")
     cluster.salt(MASTER, "saltutil.sync_all", tgt_type="list")
+    # The master's map of its roots' files up to date, as its maintenance keeps it every minute; the
+    # preview updates it too, and must leave it as the live roots have it.
+    updated = cluster._run("salt-run", "--out=quiet", "fileserver.update", "backend=roots")
+    assert updated.returncode == 0, updated.stderr
     kept = {name: daemon_files(cluster, name) for name in (MASTER, WORKER, "master")}
     assert any(path.endswith("/extmods/modules/kube_on_os.py") for path in kept[MASTER]), list(kept[MASTER])
     assert any(path.endswith(f"minions/{WORKER}/data.p") for path in kept["master"]), list(kept["master"])

@@ -9,7 +9,7 @@ import { execFile } from "node:child_process";
 import * as path from "node:path";
 import { promisify } from "node:util";
 import { passwordIdentity, requestToken } from "./keystone";
-import { CloudTarget, networkLines, serverOf } from "./target";
+import { byName, CloudTarget, networkLines, serverOf } from "./target";
 
 const run = promisify(execFile);
 const KIT = path.join(__dirname, "..", "..", "scripts", "openstack", "cloud");
@@ -181,15 +181,13 @@ export async function kitProject(admin: Env): Promise<KitProject> {
     const fresh = await passwordToken(admin, adminScope);
     const listed = (await call(fresh, "GET", `${fresh.endpoints.compute}/servers/detail?all_tenants=1&project_id=${project.id}`))
       .servers as any[];
-    return listed.map(serverOf).sort((a, b) => a.name.localeCompare(b.name));
+    return listed.map(serverOf).sort(byName);
   };
 
   const keypairs = async () => {
     const own = await userToken();
     const listed = (await call(own, "GET", `${own.endpoints.compute}/os-keypairs`)).keypairs as any[];
-    return listed
-      .map(({ keypair }) => ({ name: keypair.name as string, publicKey: keypair.public_key as string }))
-      .sort((a, b) => a.name.localeCompare(b.name));
+    return listed.map(({ keypair }) => ({ name: keypair.name as string, publicKey: keypair.public_key as string })).sort(byName);
   };
 
   const loadBalancers = async () => {
@@ -209,7 +207,7 @@ export async function kitProject(admin: Env): Promise<KitProject> {
         };
       }),
     );
-    return found.sort((a, b) => a.name.localeCompare(b.name));
+    return found.sort(byName);
   };
 
   return {

@@ -23,6 +23,11 @@ export interface Server {
   readonly image: string;
 }
 
+/** Orders a target's listings by name, as both targets list them. */
+export function byName(a: { name: string }, b: { name: string }): number {
+  return a.name.localeCompare(b.name);
+}
+
 /** A server as Nova's API shows it, as a Server. */
 export function serverOf(server: Item): Server {
   const image = server.image as { id: string } | "" | undefined;
@@ -111,7 +116,7 @@ export function doubleTarget(double: OpenStackDouble): CloudTarget {
         .all()
         .filter((k) => !seeded(k))
         .map((k) => ({ name: k.name as string, publicKey: k.public_key as string }))
-        .sort((a, b) => a.name.localeCompare(b.name)),
+        .sort(byName),
     loadBalancers: async () =>
       double.octavia.loadBalancers
         .all()
@@ -120,12 +125,8 @@ export function doubleTarget(double: OpenStackDouble): CloudTarget {
           vipAddress: lb.vip_address as string,
           floatingIp: (double.neutron.floatingips.all().find((f) => f.port_id === lb.vip_port_id)?.floating_ip_address as string) ?? null,
         }))
-        .sort((a, b) => a.name.localeCompare(b.name)),
-    servers: async () =>
-      double.nova.servers
-        .all()
-        .map(serverOf)
-        .sort((a, b) => a.name.localeCompare(b.name)),
+        .sort(byName),
+    servers: async () => double.nova.servers.all().map(serverOf).sort(byName),
     resources: async () =>
       [
         ...named("server", double.nova.servers.all()),
