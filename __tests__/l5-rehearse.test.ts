@@ -65,10 +65,24 @@ const available = rehearsalAvailable();
     const totalMiB = Number(/^MemTotal:\s+(\d+) kB$/m.exec(fs.readFileSync("/proc/meminfo", "utf8"))![1]) / 1024;
     const nodes = Math.ceil(totalMiB / HOST_MIB.node) + 1;
     const before = new Set(deadRehearsalsLeftovers());
+    // The user's own cloud in the environment, which the rehearsal must never ask: its plan would
+    // fail on it (nothing listens on port 1), and the refusal below comes only after the plan.
+    const clouds = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "kube-on-os-clouds-")), "clouds.yaml");
+    fs.writeFileSync(
+      clouds,
+      "clouds:\n  mine:\n    auth:\n      auth_url: http://127.0.0.1:1/v3\n      application_credential_id: x\n      application_credential_secret: y\n    auth_type: v3applicationcredential\n",
+    );
     const result = await runAsync(process.execPath, [...REGISTER, ...CLI], {
       cwd: ROOT,
-      env: { ...process.env, TF_VAR_num_kube_nodes: String(nodes) },
+      env: {
+        ...process.env,
+        TF_VAR_num_kube_nodes: String(nodes),
+        OS_CLOUD: "mine",
+        OS_CLIENT_CONFIG_FILE: clouds,
+        OS_INTERFACE: "internal",
+      },
     });
+    fs.rmSync(path.dirname(clouds), { recursive: true, force: true });
     expect({ status: result.status, stdout: result.stdout }).toEqual({ status: 1, stdout: "" });
     expect(result.stderr.trimEnd().split("\n")).toEqual([
       expect.stringMatching(

@@ -29,8 +29,12 @@ export async function synthToDir(
   return `${outdir}/stacks/kube-on-os`;
 }
 
-/** The environment variables of the caller that must never reach the rehearsal's tofu: a real cloud's, a real state's. */
-const FOREIGN = /^(OS_|TF_HTTP_|TF_CLI_CONFIG_FILE$|TF_PLUGIN_CACHE_DIR$|TF_DATA_DIR$|TF_WORKSPACE$|TF_CLI_ARGS)/;
+/**
+ * The caller's environment variables that must never reach the rehearsal's tofu: a real cloud's
+ * (OS_*, OS_CLOUD's clouds.yaml included), a real state's, and what would move tofu's working
+ * data or arguments. How providers install (the CLI configuration, a plugin cache) stays.
+ */
+const FOREIGN = /^(OS_|TF_HTTP_|TF_DATA_DIR$|TF_WORKSPACE$|TF_CLI_ARGS)/;
 
 /** One apply's outcome, read from its output. */
 export interface ApplyOutcome extends RunResult {
@@ -77,10 +81,10 @@ export async function rehearsedStack(rehearsal: Rehearsal, options: StackOptions
     saltTree: options.saltTree,
     pillarTree: options.pillarTree,
   });
-  const own = Object.fromEntries(Object.entries(process.env).filter(([name]) => !FOREIGN.test(name)));
+  const ours = (vars: NodeJS.ProcessEnv) => Object.fromEntries(Object.entries(vars).filter(([name]) => !FOREIGN.test(name)));
   const env = {
-    ...own,
-    ...synthEnv,
+    ...ours(process.env),
+    ...ours(synthEnv),
     TF_IN_AUTOMATION: "1",
     ...rehearsal.double.passwordEnv(),
     ...rehearsal.state.backendEnv("rehearsal"),
