@@ -17,6 +17,7 @@ import signal
 import subprocess
 import threading
 import time
+from pathlib import Path
 
 import pytest
 import yaml
@@ -227,11 +228,19 @@ def daemon_files(cluster, name: str) -> dict[str, str]:
     by path: the files a minion fetched from the master, its custom modules (extmods), compiled
     states and grains; the master's file lists and hashes, its record of each minion's grains and
     pillar. Not the jobs' records (cache/proc, cache/jobs), sockets, logs or the daemon's output,
-    nor bytecode, which records its source's modification time.
+    nor bytecode, which records its source's modification time. The master's map of its roots'
+    files (``path:mtime`` lines, salt/fileserver/roots.py ``update``) without the bytecode that
+    other tests' imports write into this checkout's salt/ at any moment.
     """
     home = cluster.root / name
+
+    def content(path: Path) -> bytes:
+        if path.name != "mtime_map":
+            return path.read_bytes()
+        return b"".join(line for line in path.read_bytes().splitlines(True) if b"/__pycache__/" not in line)
+
     return {
-        str(path.relative_to(home)): hashlib.sha256(path.read_bytes()).hexdigest()
+        str(path.relative_to(home)): hashlib.sha256(content(path)).hexdigest()
         for path in sorted(home.rglob("*"))
         if path.is_file()
         and "__pycache__" not in path.parts
