@@ -17,9 +17,12 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { rehearsalAvailable, Rehearsal, startRehearsal } from "./doubles/rehearsal/rehearsal";
 import { highstates, rehearsedCluster, scriptLines, stepsRun } from "./support/rehearsal";
+import type { ApplyOutcome } from "../tools/rehearsal/results";
+import { REF_APPLIES, restartSilentMinions } from "../tools/rehearsal/from-ref";
 import { synthToDir } from "./support/synth";
 import { RunResult, runTfAsync, tofuBinary } from "./support/tofu";
 import { MACHINE_TYPES } from "./support/upgrade";
+import { applyChange, ChangeReport, changeLines, changeReport, planChange, PlannedChange, previewChange } from "../tools/rehearsal/change";
 
 /** The oldest version: the matrix's first fixture. */
 const VERSION = "dc03610";
@@ -54,15 +57,15 @@ const WORKLOAD = [
 ].join("\n");
 const WORKLOAD_REFS = ["Secret/default/shop-settings", "Deployment/default/shop"];
 /**
- * How many applies dc03610's deploy may take: its first fails where it always did (see the first
- * test), and on a loaded machine its workers' batch can fail too (Salt's batch gives up on a minion
- * that does not answer saltutil.find_job within gather_job_timeout, 10 s, while its highstate runs),
- * and so can the Salt master's highstate again while the master it restarted is still coming back
- * (seen twice in six runs on 2026-12-05, three applies in a row). A failed apply can also leave a
- * minion hung for good (restartHungMinions), which is restarted before the next. Every failed
- * apply's last lines are printed when none completes.
+ * How many applies dc03610's deploy may take (from-ref.ts): its first fails where it always did
+ * (see the first test), and on a loaded machine its workers' batch can fail too (Salt's batch
+ * gives up on a minion that does not answer saltutil.find_job within gather_job_timeout, 10 s,
+ * while its highstate runs), and so can the Salt master's highstate again while the master it
+ * restarted is still coming back (seen twice in six runs on 2026-12-05, three applies in a row).
+ * A failed apply can also leave a minion hung for good, which is restarted before the next. Every
+ * failed apply's last lines are printed when none completes.
  */
-const APPLIES = 5;
+const APPLIES = REF_APPLIES;
 
 /** On a failed apply, the chain's last lines, for the assertion's message (the cause); none otherwise. */
 function failed(apply: RunResult): string[] {
@@ -79,31 +82,22 @@ const available = rehearsalAvailable();
     /** dc03610's applies, until one completes (APPLIES at most), as its user would have applied it. */
     const installs: RunResult[] = [];
     let installed: RunResult;
-    let upgraded: RunResult;
+    let upgraded: ApplyOutcome;
     let again: RunResult;
+    /** Today's change to it, as `npm run rehearse -- --from` rehearses one. */
+    let planned: PlannedChange;
+    let preview: Awaited<ReturnType<typeof previewChange>>;
+    let change: ChangeReport;
+    let readyBefore: string[];
     /** The cluster as dc03610 left it, with the user's workload. */
     let before: { servers: Map<string, string>; volumes: string[]; objects: Record<string, any>; channel: string };
 
-    /**
-     * What dc03610's user had to do after a failed apply: restart the salt-minion of every host
-     * that no longer answers. dc03610 restarts the Salt master under its own orchestration, while
-     * its minions run Salt 3007's default zmq_monitor, and such a minion's main process can hang
-     * for good in pyzmq's Context.term (core/files/minion.conf); no later apply of dc03610 brings
-     * it back. Today's version gives the minions their options before it restarts the master.
-     */
+    /** What dc03610's user had to do after a failed apply (from-ref.ts, as npm run rehearse -- --from does). */
     const restartHungMinions = async (apply: number) => {
-      const pinged = await rehearsal.cloud.host(SALT).exec("salt --out=json --static --timeout=15 '*' test.ping");
-      let answers: Record<string, unknown> = {};
-      try {
-        answers = JSON.parse(pinged.stdout);
-      } catch {
-        console.warn(`${VERSION}'s apply ${apply} failed and its Salt master did not answer: ${pinged.stderr.trim()}`);
-      }
-      for (const host of HOSTS.filter((minion) => answers[minion] !== true)) {
+      const { restarted, masterSaid } = await restartSilentMinions(rehearsal, SALT);
+      if (masterSaid !== undefined) console.warn(`${VERSION}'s apply ${apply} failed and its Salt master did not answer: ${masterSaid}`);
+      for (const host of restarted)
         console.warn(`${VERSION}'s apply ${apply} failed and left ${host}'s salt-minion silent: restarted it, as its user had to`);
-        const restarted = await rehearsal.cloud.host(host).exec("/etc/init.d/salt-minion restart");
-        if (restarted.status !== 0) throw new Error(`restarting salt-minion on ${host} failed: ${restarted.stderr}`);
-      }
     };
     /** When each host's salt-minion (and the Salt master's salt-master) started, in clock ticks since boot. */
     const started = async () => {
@@ -116,7 +110,8 @@ const available = rehearsalAvailable();
     };
     let startedBefore: Awaited<ReturnType<typeof started>>;
     let startedAfter: Awaited<ReturnType<typeof started>>;
-    const tofu = (dir: string, args: string[]) => runTfAsync({ name: "tofu", path: tofuBinary() }, args, dir, env);
+    const tofu = (dir: string, args: string[], extra: NodeJS.ProcessEnv = {}) =>
+      runTfAsync({ name: "tofu", path: tofuBinary() }, args, dir, { ...env, ...extra });
     const channel = async () => (await rehearsal.cloud.host(MASTER).exec("snap list microk8s")).stdout.split("\n")[1]?.split(/\s+/)[3];
     const volumes = () =>
       rehearsal.double.cinder.volumes
@@ -164,8 +159,16 @@ const available = rehearsalAvailable();
       const today = await synthToDir(fs.mkdtempSync(path.join(rehearsal.dir, "synth-")), env);
       const initToday = await tofu(today, ["init", "-input=false"]);
       if (initToday.status !== 0) throw new Error(`tofu init of today's stack failed:\n${initToday.stderr}`);
+      // As `npm run rehearse -- --from dc03610` rehearses it (tools/rehearsal/change.ts): the
+      // plan, npm run diff's Salt preview of it, and its apply with the API probed meanwhile.
+      const stack = { dir: today, tofu: (args: string[], extra: NodeJS.ProcessEnv = {}) => tofu(today, args, extra) };
       startedBefore = await started();
-      upgraded = await tofu(today, ["apply", "-auto-approve", "-input=false"]);
+      planned = await planChange(stack);
+      preview = await previewChange(rehearsal, stack, planned);
+      readyBefore = await cluster.readyNodes();
+      const changed = await applyChange(rehearsal, stack, planned, MASTER, NODES.map(id));
+      upgraded = changed.apply;
+      change = changeReport(planned, preview, changed);
       startedAfter = await started();
       if (upgraded.status !== 0)
         console.error(`today's apply failed; its last lines:\n${scriptLines(upgraded.stdout).slice(-20).join("\n")}`);
@@ -248,6 +251,57 @@ const available = rehearsalAvailable();
       expect(rehearsal.cloud.hostNames()).toEqual(HOSTS);
       expect(cluster.servers()).toEqual(before.servers);
       expect(volumes()).toEqual(before.volumes);
+    });
+
+    it("reports what the upgrade did beside its preview, each claim as the cluster shows it", async () => {
+      // Machines: none created, replaced or destroyed, as the servers before and after show.
+      const after = cluster.servers();
+      const names = [...new Set([...before.servers.keys(), ...after.keys()])].sort();
+      expect(change.machines).toEqual({
+        created: names.filter((name) => !before.servers.has(name)),
+        replaced: names.filter((name) => before.servers.has(name) && after.has(name) && before.servers.get(name) !== after.get(name)),
+        destroyed: names.filter((name) => !after.has(name)),
+      });
+      expect(planned.machines).toEqual({ created: [], replaced: [], destroyed: [] });
+      // Resources: as many as the apply then added, changed and destroyed (dc03610's steps forgotten).
+      const { add, change: changes } = change.resources;
+      expect(change.resources.destroy).toBe(0);
+      expect(upgraded.stdout).toContain(`Apply complete! Resources: ${add} added, ${changes} changed, 0 destroyed, 5 forgotten.`);
+      // Salt: every host highstated, changed by today's tree and none failed.
+      expect(Object.keys(change.salt).sort()).toEqual(HOSTS);
+      for (const host of HOSTS) expect([host, change.salt[host].changed > 0, change.salt[host].failed]).toEqual([host, true, 0]);
+      expect(change.apply).toEqual({ seconds: upgraded.seconds, succeeded: true, last: scriptLines(upgraded.stdout).at(-1) });
+      // Membership: the nodes Ready before and after.
+      expect(change.membership).toEqual({
+        joined: (await cluster.readyNodes()).filter((node) => !readyBefore.includes(node)),
+        removed: readyBefore.filter((node) => !NODES.includes(node)),
+      });
+      expect(readyBefore).toEqual(NODES);
+      // The API, probed every 3 s: it answered throughout, as the quorum's record says it could.
+      expect(change.api.probes).toBeGreaterThan(3);
+      expect(change.api).toEqual({ probes: change.api.probes, answered: change.api.probes, longestGapSeconds: 0 });
+      // The preview: dc03610's state has no salt_preview output, so npm run diff says in one line
+      // that it cannot preview, and every host reads "not previewed" beside its changes.
+      const skipped =
+        "the cluster was applied before Salt previews existed (its state has no salt_preview output): the next apply makes them possible";
+      expect({ status: preview.status, stdout: preview.stdout, stderr: preview.stderr }).toEqual({
+        status: 0,
+        stdout: `Salt preview: ${skipped}\n`,
+        stderr: "",
+      });
+      expect([change.preview.outcome, change.preview.reason]).toEqual(["nothing-to-preview", skipped]);
+      expect(change.preview.hosts).toEqual(
+        Object.fromEntries(HOSTS.map((host) => [host, { previewed: "not previewed", changed: change.salt[host].changed }])),
+      );
+      const lines = changeLines(change);
+      expect(lines.slice(0, 2)).toEqual([
+        `plan: ${add} to add, ${changes} to change, 0 to destroy; machines: none created, replaced or destroyed`,
+        `apply: succeeded in ${upgraded.seconds} s; its last line: ${scriptLines(upgraded.stdout).at(-1)}`,
+      ]);
+      expect(lines.slice(-2)).toEqual([
+        "membership: no node joined or left",
+        `API: answered all ${change.api.probes} probes (one every 3 s during the apply)`,
+      ]);
     });
 
     it("gives every minion today's options before it restarts the Salt master, which dc03610 configured otherwise", () => {

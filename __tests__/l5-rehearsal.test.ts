@@ -21,6 +21,7 @@ import { rehearsalAvailable, Rehearsal, startRehearsal } from "./doubles/rehears
 import { availableMiB, estimate, HOST_MIB, roleOf } from "../tools/rehearsal/memory";
 import { applyChange, ChangeReport, changeReport, planChange, previewChange } from "../tools/rehearsal/change";
 import { readReport, RehearsalReport, reportLines } from "../tools/rehearsal/report";
+import { applyOutcome } from "../tools/rehearsal/results";
 import { HostState, highstates, hostState, rehearsedCluster, scriptLines, stateChanges, stepsRun } from "./support/rehearsal";
 import { synthToDir } from "./support/synth";
 import { RunResult, runAsync, runTfAsync, tfEnv, tofuBinary } from "./support/tofu";
@@ -299,12 +300,7 @@ const available = rehearsalAvailable();
       measured.firstRun = highstates(apply.stdout);
       measured.hostMemoryMiB = await rehearsal.cloud.memoryMiB();
       // What npm run rehearse reports of the same apply (tools/rehearsal/report.ts).
-      const outcome = {
-        ...apply,
-        seconds: measured.firstApplySeconds as number,
-        highstates: highstates(apply.stdout),
-        last: scriptLines(apply.stdout).at(-1),
-      };
+      const outcome = applyOutcome(apply, (measured.firstApplySeconds as number) * 1000);
       const hosts = rehearsal.cloud.hostNames();
       report = await readReport(rehearsal, outcome, MASTER, { estimate: estimate(hosts), availableMiB: availableMiB() });
     }, 1_500_000);
@@ -713,6 +709,8 @@ const available = rehearsalAvailable();
 
     it("reports what the change did beside its preview: no machine touched, the file on the hosts named, no node joined or left, the API answering", () => {
       expect(change.machines).toEqual({ created: [], replaced: [], destroyed: [] });
+      expect(change.resources).toEqual({ add: 5, change: 0, destroy: 5 });
+      expect(apply.stdout).toContain("Apply complete! Resources: 5 added, 0 changed, 5 destroyed.");
       expect(change.apply).toEqual({ seconds: expect.any(Number), succeeded: true, last: expect.stringMatching(/^RebootForUpdates: /) });
       const hosts = [BASTION, MASTER, ...workers(3), SALT].sort();
       const changes = (host: string) => (TRANSFERRED_TO.includes(host) ? 1 : 0);
@@ -721,9 +719,13 @@ const available = rehearsalAvailable();
       expect(change.api.probes).toBeGreaterThan(3);
       expect(change.api).toEqual({ probes: change.api.probes, answered: change.api.probes, longestGapSeconds: 0 });
       // The preview and the apply agree, host by host.
-      expect(change.preview).toEqual(
-        Object.fromEntries(hosts.map((host) => [host, { previewed: changes(host) ? "changes" : "no-changes", changed: changes(host) }])),
-      );
+      expect(change.preview).toEqual({
+        outcome: "previewed",
+        reason: null,
+        hosts: Object.fromEntries(
+          hosts.map((host) => [host, { previewed: changes(host) ? "changes" : "no-changes", changed: changes(host) }]),
+        ),
+      });
     });
 
     afterAll(async () => {

@@ -99,8 +99,19 @@ const available = rehearsalAvailable();
     const result = await runAsync(process.execPath, [...REGISTER, ...CLI, "--form", "v1"], { cwd: ROOT, env: process.env });
     expect({ status: result.status, stderr: result.stderr }).toEqual({
       status: 1,
-      stderr: 'rehearse: unknown argument "--form": usage: npm run rehearse [-- --json FILE]\n',
+      stderr: 'rehearse: unknown argument "--form": usage: npm run rehearse [-- [--from REF] [--json FILE]]\n',
     });
+  });
+
+  it("refuses a --from that names no commit, in one line, booting nothing", async () => {
+    const before = new Set(deadRehearsalsLeftovers());
+    const result = await runAsync(process.execPath, [...REGISTER, ...CLI, "--from", "no-such-ref"], { cwd: ROOT, env: process.env });
+    expect({ status: result.status, stdout: result.stdout, stderr: result.stderr }).toEqual({
+      status: 1,
+      stdout: "",
+      stderr: "rehearse: --from no-such-ref: not a commit of this repository (give a tag, a branch or a commit id)\n",
+    });
+    expect(deadRehearsalsLeftovers().filter((leftover) => !before.has(leftover))).toEqual([]);
   });
 
   it("removes every host, namespace, volume and process it made when Ctrl-C stops it at a terminal", async () => {

@@ -1,19 +1,8 @@
 import { spawnSync } from "node:child_process";
-import { runAsync, RunResult } from "../../tools/rehearsal/run";
+import { runAsync, RunResult, tofuBinary } from "../../tools/rehearsal/run";
 
 export type { RunResult };
-
-/**
- * The pinned tofu from the project's toolchain. npm test installs it and exports KOO_TOFU; run
- * jest through `npm test` (or source scripts/toolchain/env.sh) rather than bare.
- */
-export function tofuBinary(): string {
-  const tofu = process.env.KOO_TOFU;
-  if (!tofu) {
-    throw new Error("KOO_TOFU is not set: run the tests with `npm test`, which installs the toolchain and exports it");
-  }
-  return tofu;
-}
+export { tofuBinary };
 
 /** A Terraform-compatible CLI the stack must work with. */
 export interface TfCli {

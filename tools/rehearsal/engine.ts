@@ -14,8 +14,8 @@ import { App } from "cdktf";
 import { loadConfig } from "../../config/load";
 import { KubeOnOsStack, KubeOnOsStackProps } from "../../constructs/stack";
 import { Rehearsal, rehearsalAvailable, startRehearsal } from "../../__tests__/doubles/rehearsal/rehearsal";
-import { highstates, HostHighstate, scriptLines } from "./results";
-import { runAsync, RunResult } from "./run";
+import { ApplyOutcome, applyOutcome } from "./results";
+import { runAsync, RunResult, tofuBinary } from "./run";
 
 /** Synthesizes the stack into `outdir` as `cdktf synth` does, from `env`'s TF_VAR_*; returns the stack's directory. */
 export async function synthToDir(
@@ -36,15 +36,6 @@ export async function synthToDir(
  */
 const FOREIGN = /^(OS_|TF_HTTP_|TF_DATA_DIR$|TF_WORKSPACE$|TF_CLI_ARGS)/;
 
-/** One apply's outcome, read from its output. */
-export interface ApplyOutcome extends RunResult {
-  readonly seconds: number;
-  /** Each minion's highstate, by minion id (orchestrate.sh's lines). */
-  readonly highstates: Record<string, HostHighstate>;
-  /** The chain's last line: on a failure, the reason. */
-  readonly last: string | undefined;
-}
-
 /** A synthesized stack, initialized against the rehearsal's double and state. */
 export interface RehearsedStack {
   readonly dir: string;
@@ -63,17 +54,9 @@ export interface StackOptions {
   readonly pillarTree?: string;
 }
 
-/** The pinned tofu of the project's toolchain (KOO_TOFU, which scripts/toolchain/env.sh exports). */
-export function tofuBinary(): string {
-  const tofu = process.env.KOO_TOFU;
-  if (!tofu) throw new Error("KOO_TOFU is not set: run through npm, which installs the toolchain and exports it");
-  return tofu;
-}
-
 /**
  * A rehearsal's stack: synthesized from `options` in a directory of the rehearsal's own, and
- * initialized with the double's credentials, the state server's backend and the rehearsal's
- * deploy key in place of the caller's.
+ * initialized as initializedStack() says.
  */
 export async function rehearsedStack(rehearsal: Rehearsal, options: StackOptions): Promise<RehearsedStack> {
   const synthEnv = { ...options.env, TF_VAR_deploy_ssh_public_key: rehearsal.publicKey };
@@ -81,17 +64,27 @@ export async function rehearsedStack(rehearsal: Rehearsal, options: StackOptions
     saltTree: options.saltTree,
     pillarTree: options.pillarTree,
   });
+  return initializedStack(rehearsal, dir, synthEnv);
+}
+
+/**
+ * A synthesized stack in `dir` (its backend http), initialized with the double's credentials,
+ * the state server's backend and the rehearsal's deploy key in place of the caller's; `env`'s
+ * TF_VAR_* reach its tofu. Every stack of one rehearsal shares one state.
+ */
+export async function initializedStack(rehearsal: Rehearsal, dir: string, env: NodeJS.ProcessEnv): Promise<RehearsedStack> {
   const ours = (vars: NodeJS.ProcessEnv) => Object.fromEntries(Object.entries(vars).filter(([name]) => !FOREIGN.test(name)));
-  const env = {
+  const tofuEnv = {
     ...ours(process.env),
-    ...ours(synthEnv),
+    ...ours(env),
+    TF_VAR_deploy_ssh_public_key: rehearsal.publicKey,
     TF_IN_AUTOMATION: "1",
     ...rehearsal.double.passwordEnv(),
     ...rehearsal.state.backendEnv("rehearsal"),
     ...rehearsal.agentEnv,
   };
   const tofu = (args: string[], extra: NodeJS.ProcessEnv = {}) =>
-    runAsync(tofuBinary(), [...args, "-no-color"], { cwd: dir, env: { ...env, ...extra } });
+    runAsync(tofuBinary(), [...args, "-no-color"], { cwd: dir, env: { ...tofuEnv, ...extra } });
   const init = await tofu(["init", "-input=false"]);
   if (init.status !== 0) throw new Error(`tofu init failed:\n${init.stderr}`);
   return {
@@ -100,15 +93,10 @@ export async function rehearsedStack(rehearsal: Rehearsal, options: StackOptions
     async apply(plan?: string) {
       const started = Date.now();
       const result = await tofu(["apply", "-input=false", ...(plan === undefined ? ["-auto-approve"] : [plan])]);
-      return {
-        ...result,
-        seconds: Math.round((Date.now() - started) / 1000),
-        highstates: highstates(result.stdout),
-        last: scriptLines(result.stdout).at(-1),
-      };
+      return applyOutcome(result, Date.now() - started);
     },
   };
 }
 
 export { rehearsalAvailable, startRehearsal };
-export type { Rehearsal };
+export type { ApplyOutcome, Rehearsal };

@@ -4,7 +4,7 @@
  * prints it as a table and writes it as JSON; the rehearsal's test checks it against the cluster.
  */
 import type { Rehearsal } from "../../__tests__/doubles/rehearsal/rehearsal";
-import type { ApplyOutcome } from "./engine";
+import type { ApplyOutcome } from "./results";
 import type { Estimate } from "./memory";
 import { rehearsedCluster } from "./results";
 

@@ -7,6 +7,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import YAML from "yaml";
 import type { Rehearsal } from "../../__tests__/doubles/rehearsal/rehearsal";
+import type { RunResult } from "./run";
 
 /** JSON that kubectl, microk8s or tofu printed, read field by field. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -27,6 +28,25 @@ export function scriptLines(stdout: string): string[] {
 /** The steps that ran, in order of their first line. */
 export function stepsRun(stdout: string): string[] {
   return [...new Set(scriptLines(stdout).map((line) => line.split(":")[0]))];
+}
+
+/** One apply's outcome, read from its output. */
+export interface ApplyOutcome extends RunResult {
+  readonly seconds: number;
+  /** Each minion's highstate, by minion id (orchestrate.sh's lines). */
+  readonly highstates: Record<string, HostHighstate>;
+  /** The chain's last line: on a failure, the reason. */
+  readonly last: string | undefined;
+}
+
+/** An apply's outcome, read from its output; `milliseconds` is how long it took. */
+export function applyOutcome(result: RunResult, milliseconds: number): ApplyOutcome {
+  return {
+    ...result,
+    seconds: Math.round(milliseconds / 1000),
+    highstates: highstates(result.stdout),
+    last: scriptLines(result.stdout).at(-1),
+  };
 }
 
 /** A minion's highstate, as orchestrate.sh's line gives it. */

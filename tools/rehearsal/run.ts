@@ -4,6 +4,17 @@
  */
 import { ChildProcess, spawn } from "node:child_process";
 
+/**
+ * The pinned tofu of the project's toolchain (KOO_TOFU, which scripts/toolchain/env.sh exports):
+ * run through npm (`npm test`, `npm run rehearse`), which installs the toolchain first.
+ */
+export function tofuBinary(): string {
+  const tofu = process.env.KOO_TOFU;
+  if (!tofu)
+    throw new Error("KOO_TOFU is not set: run through npm (npm test, npm run rehearse), which installs the toolchain and exports it");
+  return tofu;
+}
+
 /** The commands running now, for stopAll(). */
 const running = new Set<ChildProcess>();
 
