@@ -55,17 +55,19 @@ describe("ApiLoadBalancer", () => {
       ["openstack_lb_listener_v2", "Listener"],
       ["openstack_lb_pool_v2", "Pool"],
       ["openstack_lb_monitor_v2", "Monitor"],
-      ["openstack_networking_floatingip_v2", "FloatingIp"],
       ["openstack_networking_floatingip_associate_v2", "FloatingIpAssociation"],
       ["openstack_networking_secgroup_rule_v2", "MemberRule"],
     ];
     for (const [type, id] of counted) expect(resource(synthesized, type, id).count).toBe(`\${local.${count}}`);
+    // The floating IP it allocates: by the same local, unless api_floating_ip gives one.
+    const allocated = /^\$\{local\.(\w+)\}$/.exec(resource(synthesized, "openstack_networking_floatingip_v2", "FloatingIp").count)![1];
+    expect(synthesized.locals[allocated]).toBe(`\${((local.${count} == 1) && (length("") < 1)) ? 1 : 0}`);
     // One member per control-plane node, or none.
     expect(resource(synthesized, "openstack_lb_member_v2", "Member").count).toBe(`\${(local.${count} * length(local.kube_control_plane))}`);
     const types = Object.keys(synthesized.resource).filter((type) =>
       Object.keys(synthesized.resource[type]).some((key) => key.startsWith("ApiLoadBalancer")),
     );
-    expect(types.sort()).toEqual([...counted.map(([type]) => type), "openstack_lb_member_v2"].sort());
+    expect(types.sort()).toEqual([...counted.map(([type]) => type), "openstack_lb_member_v2", "openstack_networking_floatingip_v2"].sort());
   });
 
   it.each([
@@ -86,9 +88,14 @@ describe("ApiLoadBalancer", () => {
       error_message:
         'api_load_balancer is "on", but this cloud\'s catalog lists no load-balancer (Octavia) service: set it to "auto" or "off".',
     };
+    const floatingIp = {
+      condition: `\${"" == "" || contains(self.service_catalog[*].type, "load-balancer")}`,
+      error_message:
+        "Invalid api_floating_ip: it is set, but this cloud's catalog lists no load-balancer (Octavia) service, so there is no API load balancer to give it to: leave it empty.",
+    };
     expect(synth({ mode: "on" })).toHaveDataSourceWithProperties(DataOpenstackIdentityAuthScopeV3, {
       name: "kube-on-os-api-load-balancer",
-      lifecycle: { postcondition: [postcondition] },
+      lifecycle: { postcondition: [postcondition, floatingIp] },
     });
   });
 

@@ -224,13 +224,23 @@ const ADDRESSES = [
   "data.openstack_compute_keypair_v2.keypair_name",
   "data.openstack_compute_quotaset_v2.Quotas_Compute_EAC7774A",
   "data.openstack_identity_auth_scope_v3.ApiLoadBalancer_Catalog_C2AB9A31",
+  "data.openstack_identity_auth_scope_v3.ApiLoadBalancer_FloatingIpProject_2768587F",
+  "data.openstack_identity_auth_scope_v3.Bastion_FloatingIpProject_BAE4D027",
   "data.openstack_identity_auth_scope_v3.CloudIntegration_Scope_85703375",
+  "data.openstack_identity_auth_scope_v3.KubeNodes_MasterFloatingIpProject_142F1C5D",
   "data.openstack_identity_auth_scope_v3.Network_Project_C449E980",
   "data.openstack_identity_auth_scope_v3.Quotas_Scope_2C9E6C9C",
   "data.openstack_identity_auth_scope_v3.VolumeTypes_Scope_05EAE721",
   "data.openstack_images_image_v2.BaseImage",
   "data.openstack_images_image_v2.WorkerPools_Images_864D13A7",
+  "data.openstack_lb_loadbalancer_v2.ApiLoadBalancer_FloatingIpHolderLoadBalancer_98ACB78D",
+  "data.openstack_networking_floatingip_v2.api_floating_ip",
+  "data.openstack_networking_floatingip_v2.bastion_floating_ip",
+  "data.openstack_networking_floatingip_v2.master_floating_ip",
   "data.openstack_networking_network_v2.Network_ExternalNetwork_2FE1A5D2",
+  "data.openstack_networking_port_v2.ApiLoadBalancer_FloatingIpHolder_A502C9FD",
+  "data.openstack_networking_port_v2.Bastion_FloatingIpHolder_FDB9280E",
+  "data.openstack_networking_port_v2.KubeNodes_MasterFloatingIpHolder_01CE6F50",
   "data.openstack_networking_quota_v2.Quotas_Network_ED06D85E",
   "data.openstack_networking_router_v2.router_id",
   "data.openstack_networking_subnet_ids_v2.Network_ExistingPublicSubnets_3362AB0D",
@@ -311,9 +321,11 @@ describe("resource addresses", () => {
     expect(addresses.sort()).toEqual(ADDRESSES);
   });
 
-  it("move the networking resources that gained a count (router_id, public_network_id) to their index 0", async () => {
+  it("move the resources that gained a count (router_id, public_network_id, bastion_floating_ip, master_floating_ip) to their index 0", async () => {
     const json: any = await synthStack({});
     const gainedCount = [
+      "openstack_networking_floatingip_v2.Bastion_FloatingIp_8C4B8B22",
+      "openstack_networking_floatingip_v2.KubeNodes_MasterFloatingIp_091CDBB9",
       "openstack_networking_network_v2.Network_PublicNetwork_95DA8D1B",
       "openstack_networking_router_interface_v2.Network_PublicRouterInterface_C5176AB2",
       "openstack_networking_router_v2.Network_Router_B43C5A1B",
@@ -326,5 +338,8 @@ describe("resource addresses", () => {
     );
     expect(json.variable.router_id.default).toBe("");
     expect(json.variable.public_network_id.default).toBe("");
+    expect(json.locals.Bastion_bastion_floating_ip_allocated_B5127FBE).toBe("${(length(var.bastion_floating_ip) < 1) ? 1 : 0}");
+    expect(json.variable.bastion_floating_ip.default).toBe("");
+    expect(json.variable.master_floating_ip.default).toBe("");
   });
 });

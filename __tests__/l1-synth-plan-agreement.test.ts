@@ -18,6 +18,7 @@ import { StateServer, startStateServer } from "./doubles/http-state/server";
 import {
   KEYPAIR_CHOICE,
   EXISTING_NETWORK_CHOICE,
+  FLOATING_IP_CHOICE,
   LB_CHOICE,
   KEYS,
   NODES_IN_PRIVATE_NETWORK,
@@ -281,6 +282,7 @@ const ACROSS: readonly [string, fc.Arbitrary<RawValues>][] = [
   ["a new keypair, an existing one, both or neither", KEYPAIR_CHOICE],
   ["an existing router, an existing public network, both or neither", EXISTING_NETWORK_CHOICE],
   ["LoadBalancer Services' Octavia provider and pool algorithm (lb_provider, lb_method)", LB_CHOICE],
+  ["floating IPs given for the bastion, the master and the API, with or without a load balancer", FLOATING_IP_CHOICE],
   ["users named like the deploy user", USERS_AND_DEPLOY_USER],
 ];
 
@@ -403,6 +405,10 @@ const REJECTED: readonly RawValues[] = [
   { lb_method: "round_robin" },
   { router_id: "lab-router" },
   { public_network_id: "campus" },
+  // An ID: the provider looks floating IPs up by address only.
+  { bastion_floating_ip: "ad156007-77bb-4e32-ac97-7f8340cab73d" },
+  { master_floating_ip: "203.0.113.300" },
+  { api_floating_ip: "203.0.113.10 " },
   { ssh_allowed_cidrs: "[]" },
   { api_allowed_cidrs: '["203.0.113.7"]' },
   { dns_nameservers: '["9.9.9"]' },

@@ -65,6 +65,16 @@ describeEachCli("L2/L3: api_load_balancer on clouds with and without Octavia", (
     expect(octaviaRequests(withoutOctavia)).toEqual([]);
   });
 
+  it("fails api_floating_ip without Octavia in the plan, in one line, and never calls Octavia", async () => {
+    const ws = await workspace(withoutOctavia, state, {}, WITHOUT_PROVISIONERS, cli);
+    const plan = await ws.tofu(["plan", "-input=false"], { TF_VAR_api_floating_ip: "192.0.2.203" });
+    expect(plan.status).toBe(1);
+    expect(oneLine(plan)).toContain(
+      "Invalid api_floating_ip: it is set, but this cloud's catalog lists no load-balancer (Octavia) service, so there is no API load balancer to give it to: leave it empty.",
+    );
+    expect(octaviaRequests(withoutOctavia)).toEqual([]);
+  });
+
   it('plans no load balancer for "auto" without Octavia, and never calls Octavia', async () => {
     const ws = await workspace(withoutOctavia, state, {}, {}, cli);
     const plan = await planJson(ws, { TF_VAR_api_load_balancer: "auto" });

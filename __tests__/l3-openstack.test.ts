@@ -193,19 +193,38 @@ describe("L3 on both targets", () => {
     );
 
     it(
-      "deploys behind an existing router (router_id), makes none of its own, and leaves that router",
+      "deploys behind an existing router (router_id) with the floating IPs the project holds, and leaves both",
       async () =>
         onTarget(name, async (target) => {
           const routerId = await target.seedRouter("existing-router");
-          await recording(target, { TF_VAR_router_id: routerId, TF_VAR_api_load_balancer: "off" }, (ws) =>
-            applyCheckDestroy(target, ws, async (show, held) => {
+          const [bastion, master] = [await target.seedFloatingIp(), await target.seedFloatingIp()];
+          const synthEnv = {
+            TF_VAR_router_id: routerId,
+            TF_VAR_api_load_balancer: "off",
+            TF_VAR_bastion_floating_ip: bastion,
+            TF_VAR_master_floating_ip: master,
+          };
+          await recording(target, synthEnv, async (ws) => {
+            await applyCheckDestroy(target, ws, async (show, held) => {
               expect(count(held, "router")).toBe(0);
               expect(show.values.outputs.router_id.value).toBe(routerId);
-              // The bastion's and the master's addresses: Neutron associates a floating IP only with a port
-              // whose subnet a router joins to the external network, here the existing one.
-              expect(stateValues(show, "openstack_networking_floatingip_associate_v2")).toHaveLength(2);
-            }),
-          );
+              // The bastion's and the master's given addresses, on their public ports: Neutron associates a
+              // floating IP only with a port whose subnet a router joins to the external network, here the
+              // existing one. None is allocated.
+              expect(count(held, "floating IP")).toBe(0);
+              const ports = Object.fromEntries(stateValues(show, "openstack_networking_port_v2").map((p) => [p.name, p.id]));
+              expect(await target.seededFloatingIps()).toEqual({
+                [bastion]: ports["bastion.kube-on-os-public"],
+                [master]: ports["k8s-master.kube-on-os-public"],
+              });
+              expect([show.values.outputs.bastion_floating_ip.value, show.values.outputs.master_floating_ip.value]).toEqual([
+                bastion,
+                master,
+              ]);
+            });
+            // The destroy gave them back to the project, free.
+            expect(await target.seededFloatingIps()).toEqual({ [bastion]: null, [master]: null });
+          });
         }),
       JOURNEY,
     );

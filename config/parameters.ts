@@ -272,6 +272,26 @@ const BOOT_VOLUME_TYPE_WITH_SIZE: Check<{ readonly boot_volume_type: string; rea
   condition: (ref) => `${ref}.boot_volume_type == "" || ${ref}.boot_volume_size > 0`,
 };
 
+/** A floating IP the project holds, for `what`, by address (constructs/floating-ips.ts), or "" to allocate one. */
+function givenFloatingIp(name: string, what: string) {
+  return {
+    type: "string" as const,
+    description:
+      `A floating IP this project already holds, by address, for ${what}, instead of one allocated for the cluster: ` +
+      "its address, and the DNS records that name it, survive a rebuild or a redeploy, and the stack never releases it. " +
+      "It must be on external_network_name's network and free, or already this deployment's; the plan refuses it otherwise. " +
+      "Empty: allocate one, released with the cluster.",
+    default: "" as string,
+    rules: [
+      rule(
+        name,
+        allowing("", ipv4Address()),
+        "empty or a floating IP's IPv4 address, such as 203.0.113.10 (openstack floating ip list): the OpenStack provider looks floating IPs up by address, not by ID",
+      ),
+    ],
+  } satisfies VariableSpec<string>;
+}
+
 export const VARIABLES = {
   num_kube_nodes: {
     type: "number",
@@ -382,6 +402,15 @@ export const VARIABLES = {
     default: "",
     rules: [rule("public_network_id", allowing("", NEUTRON_ID), `empty or ${NEUTRON_ID_MUST_BE("network")}`)],
   } satisfies VariableSpec<string>,
+  bastion_floating_ip: givenFloatingIp("bastion_floating_ip", "the bastion's public port (the SSH jump host, ssh_config's HostName)"),
+  master_floating_ip: givenFloatingIp(
+    "master_floating_ip",
+    "the Kubernetes master's public port (the API on 16443 without a load balancer, ingress)",
+  ),
+  api_floating_ip: givenFloatingIp(
+    "api_floating_ip",
+    "the API load balancer's VIP (the kubeconfig's server); it needs one (api_load_balancer on, or auto on a cloud with Octavia)",
+  ),
   base_image: {
     type: "string",
     description:
@@ -684,6 +713,18 @@ function poolWorkers(config: KubeOnOsConfig): number | undefined {
   return (counts as number[]).reduce((sum, count) => sum + count, 0);
 }
 
+/** `name`'s floating IP is not `other`'s: one address cannot be associated with two ports. */
+function distinctFloatingIp(
+  name: "master_floating_ip" | "api_floating_ip",
+  other: "bastion_floating_ip" | "master_floating_ip",
+): ConfigRule {
+  return {
+    test: (config) => config[name] === "" || config[name] !== config[other],
+    condition: `var.${name} == "" || var.${name} != var.${other}`,
+    mustBe: `another address than ${other}'s: one floating IP reaches one port`,
+  };
+}
+
 /**
  * The rules that read several parameters, by the variable whose `validation` block holds each
  * and whose name the message gives.
@@ -702,6 +743,16 @@ export const CROSS_RULES: { readonly [K in VariableName]?: readonly ConfigRule[]
       condition: 'var.router_id == "" || var.public_network_id == ""',
       mustBe:
         "empty when public_network_id is set: an existing public network is already routed, and the stack attaches no router to a network it does not own (docs/decisions.md)",
+    },
+  ],
+  master_floating_ip: [distinctFloatingIp("master_floating_ip", "bastion_floating_ip")],
+  api_floating_ip: [
+    distinctFloatingIp("api_floating_ip", "bastion_floating_ip"),
+    distinctFloatingIp("api_floating_ip", "master_floating_ip"),
+    {
+      test: (config) => config.api_floating_ip === "" || config.api_load_balancer !== "off",
+      condition: 'var.api_floating_ip == "" || var.api_load_balancer != "off"',
+      mustBe: 'empty when api_load_balancer is "off": there is no API load balancer to give it to',
     },
   ],
   private_network_cidr: [disjointFrom("private_network_cidr", ["public_network_cidr"])],

@@ -13,6 +13,7 @@ import { API_LOAD_BALANCER_MODES, VARIABLES } from "../config/parameters";
 import { KUBE_API_PORT } from "../facts/ports";
 import { addressOf, hclOf, splat } from "./cdktf-workarounds";
 import { ClusterLayout } from "./cluster-layout";
+import { floatingIp } from "./floating-ips";
 import { Network } from "./networking";
 
 /** The service type Octavia registers in the Keystone catalog. */
@@ -26,6 +27,8 @@ export interface ApiLoadBalancerProps {
   readonly mode?: string;
   /** Networks the listener admits; an empty list closes it. @default VARIABLES.api_allowed_cidrs.default */
   readonly allowedCidrs?: string[];
+  /** A floating IP the project holds, by address (floating-ips.ts), or "" to allocate one. @default VARIABLES.api_floating_ip.default */
+  readonly floatingIp?: string;
 }
 
 /**
@@ -47,7 +50,10 @@ export class ApiLoadBalancer extends Construct {
   readonly pool: LbPoolV2;
   readonly monitor: LbMonitorV2;
   readonly members: LbMemberV2;
+  /** The floating IP allocated here: count 0 without a load balancer or with api_floating_ip. */
   readonly floatingIp: NetworkingFloatingipV2;
+  /** 1 or 0 (a token): whether its floating IP is allocated here. */
+  readonly floatingIpAllocated: number;
   /** The floating IP, or null without a load balancer. */
   readonly address: string;
   /** The VIP's address on the public network, or null. */
@@ -60,6 +66,7 @@ export class ApiLoadBalancer extends Construct {
       throw new Error(`ApiLoadBalancer: mode must be one of ${API_LOAD_BALANCER_MODES.join(", ")} (got "${mode}")`);
     }
     const allowedCidrs = props.allowedCidrs ?? VARIABLES.api_allowed_cidrs.default;
+    const givenFloatingIp = props.floatingIp ?? VARIABLES.api_floating_ip.default;
     const { network, layout } = props;
     const port = KUBE_API_PORT;
 
@@ -71,6 +78,10 @@ export class ApiLoadBalancer extends Construct {
           {
             condition: `\${${hclOf(mode)} != "on" || contains(self.service_catalog[*].type, "${OCTAVIA_SERVICE_TYPE}")}`,
             errorMessage: `api_load_balancer is "on", but this cloud's catalog lists no ${OCTAVIA_SERVICE_TYPE} (Octavia) service: set it to "auto" or "off".`,
+          },
+          {
+            condition: `\${${hclOf(givenFloatingIp)} == "" || contains(self.service_catalog[*].type, "${OCTAVIA_SERVICE_TYPE}")}`,
+            errorMessage: `Invalid api_floating_ip: it is set, but this cloud's catalog lists no ${OCTAVIA_SERVICE_TYPE} (Octavia) service, so there is no API load balancer to give it to: leave it empty.`,
           },
         ],
       },
@@ -84,9 +95,10 @@ export class ApiLoadBalancer extends Construct {
     this.securityGroupRules = this.count;
     const one = (resource: TerraformResource, attribute: string) => Token.asString(Fn.one(splat(resource, attribute)));
 
+    const name = `${layout.domain}-kube-api`;
     this.loadBalancer = new LbLoadbalancerV2(this, "LoadBalancer", {
       count: counted(),
-      name: `${layout.domain}-kube-api`,
+      name,
       description: "The Kubernetes API over the control plane",
       vipSubnetId: network.publicSubnetId,
       // The VIP may only be plumbed once the subnet reaches the router, as a floating IP needs.
@@ -133,17 +145,22 @@ export class ApiLoadBalancer extends Construct {
       subnetId: network.privateSubnet.id,
     });
 
-    this.floatingIp = new NetworkingFloatingipV2(this, "FloatingIp", {
-      count: counted(),
-      pool: network.externalNetwork.name,
+    const fip = floatingIp(this, "FloatingIp", {
+      network,
+      variable: "api_floating_ip",
+      given: givenFloatingIp,
+      owner: { loadBalancerName: name },
+      wanted: this.count,
       description: `${layout.domain} Kubernetes API`,
     });
+    this.floatingIp = fip.allocated;
+    this.floatingIpAllocated = fip.allocates;
     new NetworkingFloatingipAssociateV2(this, "FloatingIpAssociation", {
       count: counted(),
-      floatingIp: one(this.floatingIp, "address"),
+      floatingIp: fip.address,
       portId: one(this.loadBalancer, "vip_port_id"),
     });
-    this.address = one(this.floatingIp, "address");
+    this.address = fip.address;
     this.vipAddress = one(this.loadBalancer, "vip_address");
 
     // The load balancer reaches the members (and checks them) from its port on the private network.

@@ -9,6 +9,8 @@ import { fixedPort, floatingIpFor, instanceConfig, MachineProps } from "./machin
 export interface BastionProps extends MachineProps {
   /** @default VARIABLES.bastion_flavor.default */
   readonly flavor?: string;
+  /** A floating IP the project holds, by address (floating-ips.ts), or "" to allocate one. @default VARIABLES.bastion_floating_ip.default */
+  readonly floatingIp?: string;
 }
 
 /**
@@ -19,7 +21,10 @@ export class Bastion extends Construct {
   readonly instance: ComputeInstanceV2;
   readonly publicPort: NetworkingPortV2;
   readonly privatePort: NetworkingPortV2;
+  /** The floating IP allocated here: count 0 when one is given. */
   readonly floatingIp: NetworkingFloatingipV2;
+  /** 1 or 0 (a token): whether the floating IP is allocated here. */
+  readonly floatingIpAllocated: number;
   /** SSH to publicIp works once this exists. */
   readonly floatingIpAssociation: NetworkingFloatingipAssociateV2;
   /** The SSH jump host every provisioner connects through. */
@@ -61,10 +66,17 @@ export class Bastion extends Construct {
       network: [{ port: this.publicPort.id }, { port: this.privatePort.id }],
     });
 
-    ({ floatingIp: this.floatingIp, association: this.floatingIpAssociation } = floatingIpFor(this, "FloatingIp", {
+    const fip = floatingIpFor(this, "FloatingIp", {
       network,
       port: this.publicPort,
-    }));
-    this.publicIp = this.floatingIp.address;
+      fqdn: this.fqdn,
+      given: { variable: "bastion_floating_ip", address: props.floatingIp ?? VARIABLES.bastion_floating_ip.default },
+    });
+    ({
+      allocated: this.floatingIp,
+      association: this.floatingIpAssociation,
+      address: this.publicIp,
+      allocates: this.floatingIpAllocated,
+    } = fip);
   }
 }

@@ -11,6 +11,8 @@ import { BootVolume, bootFromVolume, fixedPort, floatingIpFor, instanceConfig, M
 export interface KubeNodePoolProps extends MachineProps {
   /** @default VARIABLES.kube_node_flavor.default */
   readonly flavor?: string;
+  /** A floating IP the project holds for the master, by address (floating-ips.ts), or "" to allocate one. @default VARIABLES.master_floating_ip.default */
+  readonly floatingIp?: string;
   /** Pod and service networks: node ports may send from these. */
   readonly podCidr: string;
   readonly serviceCidr: string;
@@ -29,7 +31,11 @@ export class KubeNodePool extends Construct {
   readonly master: ComputeInstanceV2;
   readonly masterPublicPort: NetworkingPortV2;
   readonly masterPrivatePort: NetworkingPortV2;
+  /** The master's floating IP, allocated here (count 0 when one is given), and its address. */
   readonly masterFloatingIp: NetworkingFloatingipV2;
+  readonly masterPublicIp: string;
+  /** 1 or 0 (a token): whether the master's floating IP is allocated here. */
+  readonly masterFloatingIpAllocated: number;
   readonly workers: ComputeInstanceV2;
   readonly workerPorts: NetworkingPortV2;
   readonly serverGroup: ComputeServergroupV2;
@@ -82,7 +88,16 @@ export class KubeNodePool extends Construct {
       availabilityZone: layout.kubeMasterZone,
     });
     bootFromVolume(this.master, props.imageId, bootVolume);
-    this.masterFloatingIp = floatingIpFor(this, "MasterFloatingIp", { network, port: this.masterPublicPort }).floatingIp;
+    ({
+      allocated: this.masterFloatingIp,
+      address: this.masterPublicIp,
+      allocates: this.masterFloatingIpAllocated,
+    } = floatingIpFor(this, "MasterFloatingIp", {
+      network,
+      port: this.masterPublicPort,
+      fqdn: master.fqdn,
+      given: { variable: "master_floating_ip", address: props.floatingIp ?? VARIABLES.master_floating_ip.default },
+    }));
 
     const portCount = TerraformCount.of(layout.workerCount);
     const portWorker = layout.worker(portCount.index);

@@ -3,13 +3,13 @@ import { Construct } from "constructs";
 import { ComputeInstanceV2, ComputeInstanceV2Config } from "../.gen/providers/openstack/compute-instance-v2";
 import { DataOpenstackImagesImageV2 } from "../.gen/providers/openstack/data-openstack-images-image-v2";
 import { NetworkingFloatingipAssociateV2 } from "../.gen/providers/openstack/networking-floatingip-associate-v2";
-import { NetworkingFloatingipV2 } from "../.gen/providers/openstack/networking-floatingip-v2";
 import { NetworkingPortV2 } from "../.gen/providers/openstack/networking-port-v2";
 import { NetworkingSecgroupV2 } from "../.gen/providers/openstack/networking-secgroup-v2";
 import { UUID_PATTERN } from "../config/rules";
-import { splat } from "./cdktf-workarounds";
+import { MovedToFirstInstance, splat } from "./cdktf-workarounds";
 import { CloudInitRole, renderCloudInit } from "./cloud-init";
 import { ClusterLayout } from "./cluster-layout";
+import { FloatingIp, floatingIp } from "./floating-ips";
 import { Network } from "./networking";
 
 /**
@@ -240,6 +240,11 @@ export interface FixedPortOptions {
   readonly count?: TerraformCount;
 }
 
+/** A fixed port's name: `<fqdn>-<side>`, known at plan, before the port exists. */
+export function portName(fqdn: string, side: FixedPortOptions["side"]): string {
+  return `${fqdn}-${side}`;
+}
+
 /** A port with one fixed address: machines never take a DHCP address, so addresses are stable. */
 export function fixedPort(scope: Construct, id: string, options: FixedPortOptions): NetworkingPortV2 {
   const { network } = options;
@@ -247,7 +252,7 @@ export function fixedPort(scope: Construct, id: string, options: FixedPortOption
     options.side === "public" ? [network.publicNetworkId, network.publicSubnetId] : [network.privateNetwork.id, network.privateSubnet.id];
   return new NetworkingPortV2(scope, id, {
     count: options.count,
-    name: `${options.fqdn}-${options.side}`,
+    name: portName(options.fqdn, options.side),
     networkId,
     adminStateUp: true,
     fixedIp: [{ subnetId, ipAddress: options.address }],
@@ -257,30 +262,41 @@ export function fixedPort(scope: Construct, id: string, options: FixedPortOption
 }
 
 /** A floating IP and its association with a port. */
-export interface AssociatedFloatingIp {
-  readonly floatingIp: NetworkingFloatingipV2;
+export interface AssociatedFloatingIp extends FloatingIp {
   /** Done once the address reaches the port: whatever connects to the address waits for it. */
   readonly association: NetworkingFloatingipAssociateV2;
 }
 
-export interface FloatingIpProps {
+export interface FloatingIpForProps {
   /** Where the floating IP comes from (its external network), and what it waits for. */
   readonly network: Network;
-  /** The public port it is associated with. */
+  /** The public port it is associated with: a fixedPort. */
   readonly port: NetworkingPortV2;
+  /** The machine's FQDN, which names its public port (portName): the one port that may hold a given floating IP. */
+  readonly fqdn: string;
+  /** The variable that may give one, and its value (floating-ips.ts): "" allocates one. */
+  readonly given: { readonly variable: string; readonly address: string };
 }
 
 /**
- * A floating IP from the external network, associated with a public port. The association waits
- * for the router interface: Neutron refuses a floating IP for a subnet the router cannot reach.
+ * A machine's floating IP (floating-ips.ts: allocated, or the project's own by address),
+ * associated with its public port. The association waits for the router interface: Neutron
+ * refuses a floating IP for a subnet the router cannot reach. The allocated one had no count
+ * before a floating IP could be given: moved to its instance 0, a running cluster keeps it.
  */
-export function floatingIpFor(scope: Construct, id: string, props: FloatingIpProps): AssociatedFloatingIp {
-  const { network, port } = props;
-  const floatingIp = new NetworkingFloatingipV2(scope, id, { pool: network.externalNetwork.name });
+export function floatingIpFor(scope: Construct, id: string, props: FloatingIpForProps): AssociatedFloatingIp {
+  const { network, port, given, fqdn } = props;
+  const fip = floatingIp(scope, id, {
+    network,
+    variable: given.variable,
+    given: given.address,
+    owner: { portName: portName(fqdn, "public") },
+  });
+  new MovedToFirstInstance(fip.allocated);
   const association = new NetworkingFloatingipAssociateV2(scope, `${id}Association`, {
-    floatingIp: floatingIp.address,
+    floatingIp: fip.address,
     portId: port.id,
     dependsOn: network.floatingIpDependencies,
   });
-  return { floatingIp, association };
+  return { ...fip, association };
 }

@@ -40,7 +40,7 @@ export function stackOutputs(scope: Construct, props: StackOutputsProps): void {
     ["private_network_id", network.privateNetwork.id, "ID of the private network (every machine)."],
     ["private_subnet_id", network.privateSubnet.id, "ID of the private subnet, whose gateway is the bastion."],
     ["bastion_floating_ip", bastion.publicIp, "The bastion's floating IP: the SSH jump host to every machine."],
-    ["master_floating_ip", kubeNodes.masterFloatingIp.address, "The Kubernetes master's floating IP (API on 16443, ingress)."],
+    ["master_floating_ip", kubeNodes.masterPublicIp, "The Kubernetes master's floating IP (API on 16443, ingress)."],
     [
       "api_address",
       apiAddress(props),
@@ -123,5 +123,5 @@ export function stackOutputs(scope: Construct, props: StackOutputsProps): void {
 
 /** The API load balancer's floating IP, or the master's without a load balancer. */
 export function apiAddress(props: Pick<StackOutputsProps, "apiLoadBalancer" | "kubeNodes">): string {
-  return Fn.coalesce([props.apiLoadBalancer.address, props.kubeNodes.masterFloatingIp.address]);
+  return Fn.coalesce([props.apiLoadBalancer.address, props.kubeNodes.masterPublicIp]);
 }

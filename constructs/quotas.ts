@@ -47,6 +47,8 @@ export interface QuotasProps {
   readonly kubeNodeBootVolumeSize?: number;
   /** The API load balancers (0 or 1): a floating IP and its VIP port each. @default 0 */
   readonly apiLoadBalancers?: number;
+  /** Floating IPs allocated for the cluster (a token), not the ones given. @default 2 and one per API load balancer */
+  readonly floatingIps?: number;
   /** The node pools, whose workers count too. @default - none */
   readonly workerPools?: WorkerPools;
   /**
@@ -117,7 +119,7 @@ export class Quotas extends Construct {
         gigabytes: plus(Op.add(props.saltVolumeSize, Op.mul(bootVolumeSize, props.nodeCount)), pools.gigabytes),
       },
       network: {
-        floatingip: Token.asNumber(Op.add(2, props.apiLoadBalancers ?? 0)),
+        floatingip: props.floatingIps ?? Token.asNumber(Op.add(2, props.apiLoadBalancers ?? 0)),
         network: network.networks,
         subnet: network.subnets,
         router: network.routers,

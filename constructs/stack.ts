@@ -8,6 +8,7 @@ import { declareQuotaUsage, declareVariables } from "./variables";
 import { ApiLoadBalancer } from "./api-load-balancer";
 import { AvailabilityZones } from "./availability-zones";
 import { VolumeTypes } from "./volume-types";
+import { sum } from "./cdktf-workarounds";
 import { Bastion } from "./bastion";
 import { CloudIntegration } from "./cloud-integration";
 import { ClusterLayout } from "./cluster-layout";
@@ -128,7 +129,11 @@ export class KubeOnOsStack extends TerraformStack {
         privateCidr: v.private_network_cidr.stringValue,
       },
     };
-    this.bastion = new Bastion(this, "Bastion", { ...machine, flavor: v.bastion_flavor.stringValue });
+    this.bastion = new Bastion(this, "Bastion", {
+      ...machine,
+      flavor: v.bastion_flavor.stringValue,
+      floatingIp: v.bastion_floating_ip.stringValue,
+    });
     this.saltMaster = new SaltMaster(this, "SaltMaster", {
       ...machine,
       flavor: v.salt_master_flavor.stringValue,
@@ -137,6 +142,7 @@ export class KubeOnOsStack extends TerraformStack {
     this.kubeNodes = new KubeNodePool(this, "KubeNodes", {
       ...machine,
       flavor: v.kube_node_flavor.stringValue,
+      floatingIp: v.master_floating_ip.stringValue,
       podCidr: v.pod_cidr.stringValue,
       serviceCidr: v.service_cidr.stringValue,
       serverGroupPolicy: v.kube_server_group_policy.stringValue,
@@ -156,6 +162,7 @@ export class KubeOnOsStack extends TerraformStack {
       layout: this.layout,
       mode: v.api_load_balancer.stringValue,
       allowedCidrs: v.api_allowed_cidrs.listValue,
+      floatingIp: v.api_floating_ip.stringValue,
     });
     this.cloudIntegration = new CloudIntegration(this, "CloudIntegration", {
       enabled: v.cloud_integration.booleanValue,
@@ -187,6 +194,11 @@ export class KubeOnOsStack extends TerraformStack {
       network: this.network.created,
       kubeNodeBootVolumeSize: v.kube_node_boot_volume_size.numberValue,
       apiLoadBalancers: this.apiLoadBalancer.count,
+      floatingIps: sum([
+        this.bastion.floatingIpAllocated,
+        this.kubeNodes.masterFloatingIpAllocated,
+        this.apiLoadBalancer.floatingIpAllocated,
+      ]),
       workerPools: this.workerPools,
       usage: declareQuotaUsage(this),
     });
@@ -197,7 +209,7 @@ export class KubeOnOsStack extends TerraformStack {
       publicCidr: v.public_network_cidr.stringValue,
       privateCidr: v.private_network_cidr.stringValue,
       nameservers: v.dns_nameservers.listValue,
-      masterFloatingIp: this.kubeNodes.masterFloatingIp.address,
+      masterFloatingIp: this.kubeNodes.masterPublicIp,
       apiLoadBalancer: this.apiLoadBalancer,
       podCidr: v.pod_cidr.stringValue,
       serviceCidr: v.service_cidr.stringValue,

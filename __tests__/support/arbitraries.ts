@@ -640,6 +640,24 @@ const IP_ADDRESS = fc
   )
   .map(([octets, form]) => address(octets, form));
 
+/** A floating IP's address, or "" (allocate one). */
+const FLOATING_IP = edgesAnd(
+  [
+    "",
+    "203.0.113.10",
+    "0.0.0.0",
+    " 203.0.113.10",
+    "203.0.113.10 ",
+    "203.0.113.256",
+    "203.0.113",
+    "203.0.113.10/32",
+    "2001:db8::10",
+    "ad156007-77bb-4e32-ac97-7f8340cab73d",
+    "fip-bastion",
+  ],
+  IP_ADDRESS,
+);
+
 const NAMESERVERS = edgesAnd(
   [
     ...MALFORMED,
@@ -926,6 +944,9 @@ export const VALUES: { readonly [K in VariableName]: Values } = {
   external_network_name: NAME,
   router_id: NEUTRON_ID,
   public_network_id: NEUTRON_ID,
+  bastion_floating_ip: FLOATING_IP,
+  master_floating_ip: FLOATING_IP,
+  api_floating_ip: FLOATING_IP,
   base_image: IMAGE,
   deploy_domain_name: DOMAIN,
   deploy_user: USERNAME_VALUES,
@@ -1059,6 +1080,14 @@ export const KEYPAIR_CHOICE: fc.Arbitrary<RawValues> = fc.record({
 export const EXISTING_NETWORK_CHOICE: fc.Arbitrary<RawValues> = fc.record({
   router_id: fc.constantFrom("", "ad156007-77bb-4e32-ac97-7f8340cab73d"),
   public_network_id: fc.constantFrom("", "5d3a1c2e-7b4f-4e8a-9c61-2f0b8d4e7a93"),
+});
+
+/** Floating IPs given for the bastion, the master and the API load balancer, the same or apart, with or without a load balancer. */
+export const FLOATING_IP_CHOICE: fc.Arbitrary<RawValues> = fc.record({
+  bastion_floating_ip: fc.constantFrom("", "203.0.113.10", "203.0.113.11"),
+  master_floating_ip: fc.constantFrom("", "203.0.113.10", "203.0.113.11"),
+  api_floating_ip: fc.constantFrom("", "203.0.113.10", "203.0.113.12"),
+  api_load_balancer: fc.constantFrom("auto", "on", "off"),
 });
 
 /** People's accounts beside the deploy user's, under the same name or not. */

@@ -113,8 +113,9 @@ export async function kitProject(admin: Env): Promise<KitProject> {
     OS_PROJECT_DOMAIN_ID: "default",
   };
 
-  // What seedRouter made, which resources() leaves out.
+  // What seedRouter and seedFloatingIp made, which resources() leaves out.
   const seeded = new Set<string>();
+  const seededFips = new Set<string>();
   const userToken = () => passwordToken(userEnv, { project: { id: project.id } });
 
   const seedRouter = async (routerName: string): Promise<string> => {
@@ -125,6 +126,22 @@ export async function kitProject(admin: Env): Promise<KitProject> {
     const router = (await call(own, "POST", `${network}/routers`, body)).router;
     seeded.add(router.id);
     return router.id as string;
+  };
+
+  const seedFloatingIp = async (): Promise<string> => {
+    const own = await userToken();
+    const network = neutronUrl(own.endpoints);
+    const externals = (await call(own, "GET", `${network}/networks?router:external=true`)).networks as any[];
+    const fip = (await call(own, "POST", `${network}/floatingips`, { floatingip: { floating_network_id: externals[0].id } })).floatingip;
+    seeded.add(fip.id);
+    seededFips.add(fip.id);
+    return fip.floating_ip_address as string;
+  };
+
+  const seededFloatingIps = async (): Promise<Record<string, string | null>> => {
+    const own = await userToken();
+    const listed = (await call(own, "GET", `${neutronUrl(own.endpoints)}/floatingips`)).floatingips as any[];
+    return Object.fromEntries(listed.filter((f) => seededFips.has(f.id)).map((f) => [f.floating_ip_address, f.port_id ?? null]));
   };
 
   const resources = async (): Promise<string[]> => {
@@ -158,7 +175,9 @@ export async function kitProject(admin: Env): Promise<KitProject> {
         ...named("subnet", await list("subnets")),
         ...named("router", await list("routers")),
       );
-      lines.push(...(await list("floatingips")).map((f) => `floating IP: ${f.floating_ip_address as string}`));
+      lines.push(
+        ...(await list("floatingips")).filter((f) => !seeded.has(f.id)).map((f) => `floating IP: ${f.floating_ip_address as string}`),
+      );
       lines.push(
         ...networkLines(await list("ports"), await list("security-groups"), await list("security-group-rules"), (i) =>
           seeded.has(i.id as string),
@@ -221,12 +240,18 @@ export async function kitProject(admin: Env): Promise<KitProject> {
     keypairs,
     loadBalancers,
     seedRouter,
+    seedFloatingIp,
+    seededFloatingIps,
     remove: async () => {
-      // The user and the project go even when a seeded router cannot (a journey left a port on it).
+      // The user and the project go even when a seeded router or floating IP cannot (a journey
+      // left a port on the router, or released the floating IP it was given).
       const own = await userToken();
       const network = neutronUrl(own.endpoints);
       const failures: string[] = [];
-      for (const id of seeded) await call(own, "DELETE", `${network}/routers/${id}`).catch((error: Error) => failures.push(error.message));
+      for (const id of seeded) {
+        const plural = seededFips.has(id) ? "floatingips" : "routers";
+        await call(own, "DELETE", `${network}/${plural}/${id}`).catch((error: Error) => failures.push(error.message));
+      }
       const fresh = await passwordToken(admin, adminScope);
       await call(fresh, "DELETE", `${identity}/users/${user.id}`);
       await call(fresh, "DELETE", `${identity}/projects/${project.id}`);

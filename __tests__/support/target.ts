@@ -69,6 +69,13 @@ export interface CloudTarget extends Target {
    * on the external network; resources() leaves it out. Returns its ID.
    */
   seedRouter(name: string): Promise<string>;
+  /**
+   * Seeds a floating IP of the project's on the external network, as allocated before a
+   * deployment (bastion_floating_ip ...); resources() leaves it out. Returns its address.
+   */
+  seedFloatingIp(): Promise<string>;
+  /** The floating IPs seedFloatingIp made, by address: the port each is associated with, or null. */
+  seededFloatingIps(): Promise<Record<string, string | null>>;
 }
 
 /**
@@ -111,6 +118,14 @@ export function doubleTarget(double: OpenStackDouble): CloudTarget {
     projectId: double.identity.project.id,
     passwordEnv: () => double.passwordEnv(),
     seedRouter: async (name) => double.neutron.seedRouter(name, external()).id,
+    seedFloatingIp: async () => String(double.neutron.seedFloatingIp(null, external()).floating_ip_address),
+    seededFloatingIps: async () =>
+      Object.fromEntries(
+        double.neutron.floatingips
+          .all()
+          .filter(seeded)
+          .map((f) => [String(f.floating_ip_address), (f.port_id as string | null) ?? null]),
+      ),
     keypairs: async () =>
       double.nova.keypairs
         .all()
@@ -135,7 +150,10 @@ export function doubleTarget(double: OpenStackDouble): CloudTarget {
         ...named("network", double.neutron.networks.all()),
         ...named("subnet", double.neutron.subnets.all()),
         ...named("router", double.neutron.routers.all()),
-        ...double.neutron.floatingips.all().map((f) => `floating IP: ${f.floating_ip_address as string}`),
+        ...double.neutron.floatingips
+          .all()
+          .filter((f) => !seeded(f))
+          .map((f) => `floating IP: ${f.floating_ip_address as string}`),
         ...networkLines(double.neutron.ports.all(), double.neutron.securityGroups.all(), double.neutron.securityGroupRules.all(), seeded),
         ...named("volume", double.cinder.volumes.all()),
         ...named("load balancer", double.octavia.loadBalancers.all()),

@@ -212,6 +212,29 @@ export class Neutron {
   }
 
   /**
+   * Seeds a floating IP held before the deployment (bastion_floating_ip and its kind): through
+   * createFloatingIp, as POST /v2.0/floatingips allocates one, at `address` (null: the next free) on the external
+   * network `networkId`; held by `ownerProjectId` when given (as another project's), and
+   * associated with `portId` when given (a port of a seeded network, behind a router).
+   */
+  seedFloatingIp(address: string | null, networkId: string, options: { ownerProjectId?: string; portId?: string } = {}): Resource {
+    const owner = options.ownerProjectId === undefined ? {} : { project_id: options.ownerProjectId, tenant_id: options.ownerProjectId };
+    const at = address === null ? {} : { floating_ip_address: address };
+    const fip = this.createFloatingIp({ floating_network_id: networkId, ...at, port_id: options.portId, ...owner });
+    return this.floatingips.update(fip.id, { seeded: true });
+  }
+
+  /**
+   * Seeds a port of the project on a seeded network, at `address`, as another machine of the
+   * project holds one (a floating IP's port that is not the deployment's).
+   */
+  seedPort(name: string, networkId: string, address: string): Resource {
+    const subnet = this.subnets.all().find((s) => s.network_id === networkId)!;
+    const port = this.createPort({ name, network_id: networkId, fixed_ips: [{ subnet_id: subnet.id, ip_address: address }] });
+    return this.ports.update(port.id, { seeded: true });
+  }
+
+  /**
    * `auth` authenticates a request; `roles` gives its token's role names, which decide the
    * fields an admin alone sees (ADMIN_ONLY_FIELDS).
    */
@@ -223,8 +246,17 @@ export class Neutron {
         path: `${base}/${plural}`,
         plural: plural.replace(/-/g, "_"),
         singular,
-        list: (request) => filterBy(collection.all(), request.query as Query).map((r) => this.view(r, singular, admin(request))),
-        show: (id, request) => this.view(collection.get(id), singular, admin(request)),
+        // neutron/conf/policies/floatingip.py, get_floatingip: a project reads its own floating IPs; an admin every project's.
+        list: (request) =>
+          filterBy(collection.all(), request.query as Query)
+            .filter((r) => collection !== this.floatingips || admin(request) || r.project_id === this.projectId)
+            .map((r) => this.view(r, singular, admin(request))),
+        show: (id, request) => {
+          const item = collection.get(id);
+          if (collection === this.floatingips && !admin(request) && item.project_id !== this.projectId)
+            throw new ApiError(404, "FloatingIPNotFound", `Floating IP ${id} could not be found.`);
+          return this.view(item, singular, admin(request));
+        },
         create: (body, request) => {
           if (!body) throw new ApiError(400, "BadRequest", `Resource body required: ${singular}`);
           checkLengths(body);

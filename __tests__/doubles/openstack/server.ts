@@ -46,6 +46,20 @@ export interface OpenStackDoubleOptions {
     /** Another project that owns the network and shares it with this one. @default this project */
     readonly ownerProjectId?: string;
   }[];
+  /** External networks beside `externalNetwork`, whose floating IPs the router cannot reach. @default none */
+  readonly otherExternalNetworks?: readonly { readonly name: string; readonly cidr: string }[];
+  /**
+   * Floating IPs the project holds before any deployment (bastion_floating_ip ...), on
+   * `network` (an external network's name; @default the external network), another project's
+   * with `ownerProjectId`, and associated with a port of its own on `port.network` (an existing
+   * network's name) at `port.address` when `port` is given. @default none
+   */
+  readonly existingFloatingIps?: readonly {
+    readonly address: string;
+    readonly network?: string;
+    readonly ownerProjectId?: string;
+    readonly port?: { readonly name: string; readonly network: string; readonly address: string };
+  }[];
   /** Octavia's availability zones (its own objects, not Nova's). @default none, as devstack */
   readonly loadBalancerAvailabilityZones?: readonly string[];
   /**
@@ -191,6 +205,16 @@ export async function startOpenStackDouble(options: OpenStackDoubleOptions = {})
     const routerId = network.router === undefined ? undefined : routers.get(network.router)?.id;
     if (network.router !== undefined && routerId === undefined) throw new Error(`openstack-double: no existing router ${network.router}`);
     neutron.seedNetwork(network.name, network, routerId, network.ownerProjectId);
+  }
+  for (const other of options.otherExternalNetworks ?? []) neutron.seedExternalNetwork(other.name, other.cidr);
+  for (const fip of options.existingFloatingIps ?? []) {
+    const named = (name: string) => {
+      const found = neutron.networks.all().find((n) => n.name === name);
+      if (!found) throw new Error(`openstack-double: no network ${name}`);
+      return String(found.id);
+    };
+    const portId = fip.port && String(neutron.seedPort(fip.port.name, named(fip.port.network), fip.port.address).id);
+    neutron.seedFloatingIp(fip.address, named(fip.network ?? external.name), { ownerProjectId: fip.ownerProjectId, portId });
   }
   const requireToken = (request: Parameters<typeof keystone.requireToken>[0]) => keystone.requireToken(request);
   const glance = new Glance(identity.project.id);
