@@ -56,6 +56,21 @@ async function synthWithTrees(saltTree: string, pillarTree: string): Promise<Ter
   return JSON.parse(Testing.synth(stack));
 }
 
+/**
+ * A machine's floating IP address as the stack refers to it (constructs/floating-ips.ts): the
+ * given one (`<variable>`) when set, else the one allocated at index 0. `construct` is the
+ * construct's path in logical ids (Bastion, KubeNodes), `id` the allocated one's (FloatingIp,
+ * MasterFloatingIp).
+ */
+function floatingIpAddress(construct: string, id: string, variable: string): RegExp {
+  const hash = "[0-9A-F]{8}";
+  return new RegExp(
+    `^\\$\\{\\(local\\.${construct}_${variable}_given_${hash} == 1\\) \\? ` +
+      `one\\(data\\.openstack_networking_floatingip_v2\\.${variable}\\[\\*\\]\\.address\\) : ` +
+      `one\\(openstack_networking_floatingip_v2\\.${construct}_${id}_${hash}\\[\\*\\]\\.address\\)\\}$`,
+  );
+}
+
 describe("SaltProvisioner", () => {
   let json: TerraformJson;
   beforeAll(async () => {
@@ -105,12 +120,12 @@ describe("SaltProvisioner", () => {
         expect(c[secret]).toBeUndefined();
       }
       if (id === "WaitForBastion") {
-        expect(c.host).toMatch(/^\$\{openstack_networking_floatingip_v2\.Bastion_FloatingIp_[0-9A-F]{8}\.address\}$/);
+        expect(c.host).toMatch(floatingIpAddress("Bastion", "FloatingIp", "bastion_floating_ip"));
         expect(c.bastion_host).toBeUndefined();
         expect(c.host_key).toBe("${local.bastion_host_key}");
       } else if (id !== "NodeMembership") {
         expect(c.host).toBe("${cidrhost(var.private_network_cidr, 5)}");
-        expect(c.bastion_host).toMatch(/^\$\{openstack_networking_floatingip_v2\.Bastion_FloatingIp_[0-9A-F]{8}\.address\}$/);
+        expect(c.bastion_host).toMatch(floatingIpAddress("Bastion", "FloatingIp", "bastion_floating_ip"));
         expect(c.bastion_user).toBe("${var.deploy_user}");
         expect(c.host_key).toBe("${local.salt_master_host_key}");
         expect(c.bastion_host_key).toBe("${local.bastion_host_key}");
@@ -323,9 +338,7 @@ describe("SaltProvisioner", () => {
     for (const key of ["master", "allowed_csr_ip", "pod_cidr", "service_cidr", "nodes", "control_plane"]) {
       expect(data.microk8s).toHaveProperty(key);
     }
-    expect(data.microk8s.allowed_csr_ip).toMatch(
-      /^\$\{openstack_networking_floatingip_v2\.KubeNodes_MasterFloatingIp_[0-9A-F]{8}\.address\}$/,
-    );
+    expect(data.microk8s.allowed_csr_ip).toMatch(floatingIpAddress("KubeNodes", "MasterFloatingIp", "master_floating_ip"));
     expect(json.output.salt_preview.value.pillar).toBe("${local.salt_pillar_data}");
   });
 
@@ -342,6 +355,10 @@ describe("SaltProvisioner", () => {
       // The master's id now comes from the cluster layout, as format(): the same value, so the
       // record's input does not change (l5-chain-over-ssh.test.ts applies the old stack, then today's).
       membership.input.master_id = "k8s-master.${var.deploy_domain_name}";
+      // The bastion's address now chooses between its allocated floating IP and a given one
+      // (bastion_floating_ip): the same value while none is given.
+      expect(membership.input.bastion_host).toMatch(floatingIpAddress("Bastion", "FloatingIp", "bastion_floating_ip"));
+      membership.input.bastion_host = "${openstack_networking_floatingip_v2.Bastion_FloatingIp_8C4B8B22.address}";
       expect(membership).toEqual(EB9D706[address(json, "NodeMembership").split(".")[1]]);
     });
   });

@@ -219,6 +219,14 @@ function asOfEb9d706(json: any): any {
   delete old.resource.null_resource;
   // The control plane's floor came later too (a terraform_data, left out with the others above).
   for (const instance of Object.values<any>(old.resource.openstack_compute_instance_v2)) delete instance.lifecycle?.precondition;
+  // And so did the count of the bastion's and the master's floating IPs (bastion_floating_ip,
+  // master_floating_ip): their instance 0 was the resource itself, which today's moves.
+  const floatingIps = (moved: { from: string }) => moved.from.startsWith("openstack_networking_floatingip_v2.");
+  for (const moved of (old.moved as { from: string }[]).filter(floatingIps)) {
+    const [type, name] = moved.from.split(".");
+    delete old.resource[type][name].count;
+  }
+  old.moved = (old.moved as { from: string }[]).filter((moved) => !floatingIps(moved));
   delete old.removed;
   delete old.provider.null;
   delete old.terraform.required_providers.null;
