@@ -931,7 +931,9 @@ const available = rehearsalAvailable();
     }, 3_000_000);
 
     it("replaces the worker, then the voter, the master last: one apply each, each of them on a new machine", () => {
-      expect({ status: roll.status, log: roll.stderr.split("\n").slice(-3) }).toMatchObject({ status: 0 });
+      // A failed roll shows its last lines here (toMatchObject would hide them): what failed, and where.
+      const last = roll.status === 0 ? [] : [...roll.stderr.trimEnd().split("\n").slice(-3), ...scriptLines(roll.stdout).slice(-15)];
+      expect({ status: roll.status, last }).toEqual({ status: 0, last: [] });
       expect(roll.stderr).toContain(`kube-on-os: roll: 3 Kubernetes nodes, one at a time: ${ROLL_ORDER.join(", ")}`);
       expect(roll.stderr).toContain("kube-on-os: roll: 3 nodes on new machines");
       expect([...rollApplies.keys()]).toEqual(ROLL_ORDER);
