@@ -107,7 +107,7 @@ export class ApiLoadBalancer extends Construct {
     const loadBalancerId = one(this.loadBalancer, "id");
     this.listener = new LbListenerV2(this, "Listener", {
       count: counted(),
-      name: `${layout.domain}-kube-api`,
+      name,
       loadbalancerId: loadBalancerId,
       protocol: "TCP",
       protocolPort: port,
@@ -119,7 +119,7 @@ export class ApiLoadBalancer extends Construct {
     });
     this.pool = new LbPoolV2(this, "Pool", {
       count: counted(),
-      name: `${layout.domain}-kube-api`,
+      name,
       listenerId: one(this.listener, "id"),
       protocol: "TCP",
       lbMethod: "ROUND_ROBIN",
@@ -127,7 +127,7 @@ export class ApiLoadBalancer extends Construct {
     const poolId = one(this.pool, "id");
     this.monitor = new LbMonitorV2(this, "Monitor", {
       count: counted(),
-      name: `${layout.domain}-kube-api`,
+      name,
       poolId,
       type: "TCP",
       delay: 5,
