@@ -65,7 +65,10 @@ describe("Bastion", () => {
     const [instance] = resourcesOf(synthesized, ComputeInstanceV2.tfResourceType);
     expect(instance).toMatchObject({ name: "bastion.lab.example", flavor_name: "m1.small", key_pair: "deploy" });
     expect(instance.network[0].port).toMatch(/Bastion_PublicPort_/);
-    expect(port(synthesized, "bastion.lab.example-public").security_group_ids[0]).toMatch(/BastionSecurityGroup/);
+    // The bastion's group, and the role's (constructs/networking/role-access.ts).
+    expect(port(synthesized, "bastion.lab.example-public").security_group_ids).toMatch(
+      /^\$\{concat\(\[openstack_networking_secgroup_v2\.Network_BastionSecurityGroup_\w+\.id\], local\.Network_bastion_security_group_ids_\w+\)\}$/,
+    );
     const [association] = resourcesOf(synthesized, NetworkingFloatingipAssociateV2.tfResourceType);
     expect(association.port_id).toMatch(/Bastion_PublicPort_/);
     expect(association.depends_on[0]).toMatch(/PublicRouterInterface/);
@@ -116,7 +119,9 @@ describe("KubeNodePool", () => {
   it("puts the master on both networks at 10.0.0.11 and 10.1.0.10, behind the API group, with a floating IP", () => {
     expect(port(synthesized, "k8s-master.lab.example-public")).toMatchObject({
       fixed_ip: [expect.objectContaining({ ip_address: '${cidrhost("10.0.0.0/16", 11)}' })],
-      security_group_ids: [expect.stringMatching(/KubeApiSecurityGroup/)],
+      security_group_ids: expect.stringMatching(
+        /^\$\{concat\(\[openstack_networking_secgroup_v2\.Network_KubeApiSecurityGroup_\w+\.id\], local\.Network_control_plane_security_group_ids_\w+\)\}$/,
+      ),
     });
     expect(port(synthesized, "k8s-master.lab.example-private").fixed_ip[0].ip_address).toBe('${cidrhost("10.1.0.0/16", 10)}');
     const associations = resourcesOf(synthesized, NetworkingFloatingipAssociateV2.tfResourceType);

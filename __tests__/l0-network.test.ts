@@ -83,14 +83,35 @@ describe("Network", () => {
     }
   });
 
-  it("creates exactly the security groups of the design", () => {
-    const names = resources(synthesized, NetworkingSecgroupV2.tfResourceType).map((g) => g.name);
-    expect(names.sort()).toEqual([
-      "kube-on-os-bastion",
-      "kube-on-os-internal",
-      "kube-on-os-kube-api",
-      "kube-on-os-kube-nodes",
-      "kube-on-os-salt-master",
+  it("creates exactly the security groups of the design, and a role's own only when it has rules", () => {
+    const groups = resources(synthesized, NetworkingSecgroupV2.tfResourceType);
+    expect(
+      groups
+        .filter((g) => g.count === undefined)
+        .map((g) => g.name)
+        .sort(),
+    ).toEqual(["kube-on-os-bastion", "kube-on-os-internal", "kube-on-os-kube-api", "kube-on-os-kube-nodes", "kube-on-os-salt-master"]);
+    expect(groups.filter((g) => g.count !== undefined).map((g) => g.name)).toEqual([
+      "kube-on-os-bastion-ingress",
+      "kube-on-os-control-plane-ingress",
+      "kube-on-os-worker-ingress",
+    ]);
+    const withRules = synthNetwork({
+      access: { worker: { ingressRules: ["tcp/30443 from 192.0.2.0/24"], securityGroups: [] } },
+    });
+    const counts = resources(withRules, NetworkingSecgroupV2.tfResourceType)
+      .filter((g) => g.count !== undefined)
+      .map((g) => [g.name, g.count]);
+    expect(counts).toEqual([
+      ["kube-on-os-bastion-ingress", expect.stringMatching(/^\$\{local\.Network_bastion_ingress_group_\w+\}$/)],
+      ["kube-on-os-control-plane-ingress", expect.stringMatching(/^\$\{local\.Network_control_plane_ingress_group_\w+\}$/)],
+      ["kube-on-os-worker-ingress", expect.stringMatching(/^\$\{local\.Network_worker_ingress_group_\w+\}$/)],
+    ]);
+    const locals = JSON.parse(withRules).locals;
+    const local = (name: string) => Object.entries(locals).find(([key]) => key.startsWith(`Network_${name}_`))![1];
+    expect([local("bastion_ingress_group"), local("worker_ingress_group")]).toEqual([
+      "${(length([]) >= 1) ? 1 : 0}",
+      '${(length(["tcp/30443 from 192.0.2.0/24"]) >= 1) ? 1 : 0}',
     ]);
   });
 

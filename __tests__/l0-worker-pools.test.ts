@@ -89,10 +89,10 @@ describe("WorkerPools", () => {
   it("gives the ports no fixed address, so Neutron picks one from the DHCP range, and lets them carry pod and service traffic", () => {
     expect(port.fixed_ip).toEqual([{ subnet_id: expect.stringMatching(/Network_PrivateSubnet_/) }]);
     expect(port.allowed_address_pairs).toEqual([{ ip_address: "10.244.0.0/16" }, { ip_address: "10.152.183.0/24" }]);
-    expect(port.security_group_ids).toEqual([
-      expect.stringMatching(/InternalSecurityGroup/),
-      expect.stringMatching(/KubeNodesSecurityGroup/),
-    ]);
+    // The Kubernetes nodes' groups, and the workers' (constructs/networking/role-access.ts).
+    expect(port.security_group_ids).toMatch(
+      /^\$\{concat\(\[openstack_networking_secgroup_v2\.Network_InternalSecurityGroup_\w+\.id, openstack_networking_secgroup_v2\.Network_KubeNodesSecurityGroup_\w+\.id\], local\.Network_worker_security_group_ids_\w+\)\}$/,
+    );
   });
 
   it("gives each pool a server group named <domain>-k8s-<pool>, the place of its workers", () => {

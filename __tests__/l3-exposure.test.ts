@@ -23,6 +23,7 @@ const SERVER = "openstack_compute_instance_v2";
 /** One way in: `<host role> <protocol>/<ports> from <remote>`, e.g. `bastion tcp/22 from 0.0.0.0/0`. */
 interface Ingress {
   readonly host: string;
+  /** Empty for a group of the project's own, whose rules the plan does not show. */
   readonly protocol: string;
   /** `22`, `4505-4506`, or `all` */
   readonly ports: string;
@@ -30,7 +31,7 @@ interface Ingress {
   readonly remote: string;
 }
 
-const show = (i: Ingress) => `${i.host} ${i.protocol}/${i.ports} from ${i.remote}`;
+const show = (i: Ingress) => (i.protocol === "" ? `${i.host} ${i.remote}` : `${i.host} ${i.protocol}/${i.ports} from ${i.remote}`);
 
 /** The configuration's address of a planned resource: without its count or for_each key. */
 const configAddress = (address: string) => address.replace(/\[[^\]]*\]$/, "");
@@ -59,6 +60,39 @@ function role(serverName: string): string {
 }
 
 /**
+ * What an ingress rule admits, from its planned values: `expressions` are its configuration's,
+ * `unknown` what the plan knows only after apply, `remoteGroup` the name of the group it admits
+ * the members of, if it names one the plan has.
+ */
+function ruleWay(rule: any, expressions: any, unknown: any, remoteGroup: string | undefined): Omit<Ingress, "host"> {
+  // The provider computes the remotes a rule does not set, so they are unknown in the plan:
+  // only a remote the configuration sets counts.
+  const setsRemote = (name: string) => Boolean(rule.values[name] || (expressions[name] && unknown[name]));
+  if (expressions.remote_ip_prefix && unknown.remote_ip_prefix) {
+    throw new Error(`${rule.address}: remote_ip_prefix is known only after apply`);
+  }
+  // A rule without any remote matches every source: the Neutron API reference ("Create security
+  // group rule", https://docs.openstack.org/api-ref/network/v2/#create-security-group-rule) makes
+  // remote_ip_prefix, remote_group_id and remote_address_group_id all optional, and a rule matches
+  // on the attributes it has; Neutron's reference firewall driver (neutron/agent/linux/
+  // iptables_firewall.py, _ip_prefix_arg) adds no source match without a prefix, and drops a /0
+  // prefix as "not a constraint", so the two are the same rule.
+  const remote =
+    rule.values.remote_ip_prefix ||
+    (setsRemote("remote_group_id")
+      ? `group ${remoteGroup ?? "(not in the plan)"}`
+      : setsRemote("remote_address_group_id")
+        ? "address group"
+        : rule.values.ethertype === "IPv6"
+          ? "::/0"
+          : "0.0.0.0/0");
+  const { protocol, port_range_min: min, port_range_max: max } = rule.values;
+  // The provider reads an ICMP rule's absent ports back as 0.
+  const ports = !min && !max ? "all" : min === max ? `${min}` : `${min ?? 1}-${max ?? 65535}`;
+  return { protocol: protocol || "any", ports, remote };
+}
+
+/**
  * Every way into every machine the plan creates. Most ids are unknown until apply, so rules,
  * groups, ports and servers are joined by the references in the plan's configuration; anything
  * the plan cannot tell (a prefix known only after apply, a port left to the project's default
@@ -70,6 +104,12 @@ function ingress(plan: any): Ingress[] {
   const expressionsOf = (r: any) => config.get(configAddress(r.address)).expressions;
   const unknownOf = (r: any) => plan.resource_changes.find((c: any) => c.address === r.address)?.change.after_unknown ?? {};
   const groupNames = new Map<string, string>(planned.filter((r) => r.type === GROUP).map((g) => [configAddress(g.address), g.values.name]));
+  // A role's groups reach its ports through locals, which the plan's configuration does not
+  // show: with any, only appliedIngress can tell which port takes which.
+  const roleGroups = [...planned, ...(plan.prior_state?.values.root_module.resources ?? [])].filter(
+    (r) => r.type === GROUP && (r.mode === "data" || /IngressGroup/.test(r.address)),
+  );
+  if (roleGroups.length > 0) throw new Error(`${roleGroups[0].address}: a role's group, which only appliedIngress can place`);
 
   const portHosts = new Map<string, Set<string>>();
   for (const server of planned.filter((r) => r.type === SERVER)) {
@@ -96,34 +136,53 @@ function ingress(plan: any): Ingress[] {
 
   for (const rule of planned.filter((r) => r.type === RULE && r.values.direction === "ingress")) {
     const expressions = expressionsOf(rule);
-    const unknown = unknownOf(rule);
     const [group, ...more] = referenced(expressions.security_group_id, GROUP);
     if (!group || more.length > 0) throw new Error(`${rule.address}: cannot tell which planned security group it belongs to`);
-    // The provider computes the remotes a rule does not set, so they are unknown in the plan:
-    // only a remote the configuration sets counts.
-    const setsRemote = (name: string) => Boolean(rule.values[name] || (expressions[name] && unknown[name]));
-    if (expressions.remote_ip_prefix && unknown.remote_ip_prefix) {
-      throw new Error(`${rule.address}: remote_ip_prefix is known only after apply`);
-    }
     const [remoteGroup] = referenced(expressions.remote_group_id, GROUP);
-    // A rule without any remote matches every source: the Neutron API reference ("Create security
-    // group rule", https://docs.openstack.org/api-ref/network/v2/#create-security-group-rule) makes
-    // remote_ip_prefix, remote_group_id and remote_address_group_id all optional, and a rule matches
-    // on the attributes it has; Neutron's reference firewall driver (neutron/agent/linux/
-    // iptables_firewall.py, _ip_prefix_arg) adds no source match without a prefix, and drops a /0
-    // prefix as "not a constraint", so the two are the same rule.
-    const remote =
-      rule.values.remote_ip_prefix ??
-      (setsRemote("remote_group_id")
-        ? `group ${groupNames.get(remoteGroup) ?? "(not in the plan)"}`
-        : setsRemote("remote_address_group_id")
-          ? "address group"
-          : rule.values.ethertype === "IPv6"
-            ? "::/0"
-            : "0.0.0.0/0");
-    const { protocol, port_range_min: min, port_range_max: max } = rule.values;
-    const ports = min == null && max == null ? "all" : min === max ? `${min}` : `${min ?? 1}-${max ?? 65535}`;
-    for (const host of groupHosts.get(group) ?? []) found.push({ host, protocol: protocol ?? "any", ports, remote });
+    const way = ruleWay(rule, expressions, unknownOf(rule), remoteGroup && groupNames.get(remoteGroup));
+    for (const host of groupHosts.get(group) ?? []) found.push({ host, ...way });
+  }
+  return found;
+}
+
+/**
+ * Every way into every machine of an applied deployment, from a plan with nothing left to do,
+ * whose values are all known: rules, groups, ports and servers are joined by their IDs, and each
+ * machine is named by its host name (k8s-worker-2), where a port of a counted resource may take
+ * other groups than its siblings. A group of the project's own that the plan reads (a data
+ * source) shows as `the project's group <name>`: its rules are not the plan's to show.
+ */
+function appliedIngress(plan: any): Ingress[] {
+  const planned: any[] = plan.planned_values.root_module.resources;
+  const config = new Map<string, any>(plan.configuration.root_module.resources.map((r: any) => [r.address, r]));
+  const managed = planned.filter((r) => r.mode === "managed");
+  const groups = new Map<string, any>(managed.filter((r) => r.type === GROUP).map((g) => [g.values.id, g]));
+  // The plan's reads are in its prior state.
+  const read: any[] = plan.prior_state?.values.root_module.resources ?? [];
+  const existing = new Map<string, string>(
+    read.filter((r) => r.mode === "data" && r.type === GROUP).map((g) => [g.values.id, g.values.name]),
+  );
+  const ports = new Map<string, any>(managed.filter((r) => r.type === PORT).map((p) => [p.values.id, p]));
+
+  const groupHosts = new Map<string, Set<string>>();
+  const found: Ingress[] = [];
+  for (const server of managed.filter((r) => r.type === SERVER)) {
+    const host = server.values.name.split(".")[0];
+    for (const { port: portId } of server.values.network) {
+      const port = ports.get(portId);
+      if (!port) throw new Error(`${server.address}: port ${portId} is not in the plan`);
+      if (port.values.port_security_enabled === false) throw new Error(`${port.address}: no port security`);
+      for (const id of port.values.security_group_ids) {
+        if (groups.has(id)) groupHosts.set(id, (groupHosts.get(id) ?? new Set()).add(host));
+        else if (existing.has(id)) found.push({ host, protocol: "", ports: "", remote: `the project's group ${existing.get(id)!}` });
+        else throw new Error(`${port.address}: group ${id} is neither the plan's nor read by it`);
+      }
+    }
+  }
+  for (const rule of managed.filter((r) => r.type === RULE && r.values.direction === "ingress")) {
+    const expressions = config.get(configAddress(rule.address)).expressions;
+    const way = ruleWay(rule, expressions, {}, groups.get(rule.values.remote_group_id)?.values.name);
+    for (const host of groupHosts.get(rule.values.security_group_id) ?? []) found.push({ host, ...way });
   }
   return found;
 }
@@ -239,5 +298,62 @@ describe("Exposure with ssh_allowed_cidrs=[203.0.113.0/24] and api_allowed_cidrs
       admin_state_up: false,
       allowed_cidrs: [],
     });
+  });
+});
+
+describe("Exposure with each role's ingress rules and the project's groups, once applied", () => {
+  let plan: any;
+  const ROLES = {
+    TF_VAR_num_kube_nodes: "4",
+    TF_VAR_kube_node_flavor: "m1.medium",
+    TF_VAR_bastion_ingress_rules: '["udp/51820 from 0.0.0.0/0"]',
+    TF_VAR_control_plane_ingress_rules: '["tcp/8443 from 203.0.113.0/24", "icmp from 10.0.0.0/8"]',
+    TF_VAR_worker_ingress_rules: '["tcp/30000-32767 from 10.20.0.0/16"]',
+    TF_VAR_worker_security_groups: '["monitoring"]',
+  };
+
+  beforeAll(async () => {
+    double.neutron.seedSecurityGroup("monitoring", {
+      ingress: { ethertype: "IPv4", protocol: "tcp", port_range_min: 9100, port_range_max: 9100, remote_ip_prefix: "10.30.0.0/16" },
+    });
+    const applied = await ws.tofu(["apply", "-auto-approve", "-input=false"], ROLES);
+    if (applied.status !== 0) throw new Error(`apply failed:\n${applied.stderr}`);
+    plan = await planJson(ws, ROLES);
+  });
+
+  afterAll(async () => {
+    await ws.tofu(["destroy", "-auto-approve", "-input=false"], ROLES);
+  });
+
+  it("opens to the world, besides the defaults, only the bastion's WireGuard port the rules name", () => {
+    expect(
+      appliedIngress(plan)
+        .filter((i) => i.remote.endsWith("/0"))
+        .map(show)
+        .sort(),
+    ).toEqual([
+      "bastion tcp/22 from 0.0.0.0/0",
+      "bastion udp/51820 from 0.0.0.0/0",
+      "k8s-master tcp/16443 from 0.0.0.0/0",
+      "k8s-master tcp/443 from 0.0.0.0/0",
+      "k8s-master tcp/80 from 0.0.0.0/0",
+    ]);
+  });
+
+  it("admits each role's rules on its machines alone: the control plane's on the master and the next two nodes", () => {
+    const added = appliedIngress(plan)
+      .map(show)
+      .filter((i) => / from (203\.0\.113\.0\/24|10\.0\.0\.0\/8|10\.20\.0\.0\/16)$|the project's group/.test(i))
+      .sort();
+    expect(added).toEqual(
+      [
+        ...["k8s-master", "k8s-worker-0", "k8s-worker-1"].flatMap((host) => [
+          `${host} icmp/all from 10.0.0.0/8`,
+          `${host} tcp/8443 from 203.0.113.0/24`,
+        ]),
+        "k8s-worker-2 tcp/30000-32767 from 10.20.0.0/16",
+        "k8s-worker-2 the project's group monitoring",
+      ].sort(),
+    );
   });
 });

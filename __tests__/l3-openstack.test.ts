@@ -193,16 +193,26 @@ describe("L3 on both targets", () => {
     );
 
     it(
-      "deploys behind an existing router (router_id) with the floating IPs the project holds, and leaves both",
+      "deploys behind an existing router (router_id) with the floating IPs and a security group the project holds, and leaves them",
       async () =>
         onTarget(name, async (target) => {
           const routerId = await target.seedRouter("existing-router");
           const [bastion, master] = [await target.seedFloatingIp(), await target.seedFloatingIp()];
+          const office = await target.seedSecurityGroup("office-ssh", {
+            protocol: "tcp",
+            port_range_min: 22,
+            port_range_max: 22,
+            remote_ip_prefix: "198.51.100.0/24",
+          });
           const synthEnv = {
             TF_VAR_router_id: routerId,
             TF_VAR_api_load_balancer: "off",
             TF_VAR_bastion_floating_ip: bastion,
             TF_VAR_master_floating_ip: master,
+            // Each kind of rule, and a group of the project's by name (issue 39).
+            TF_VAR_bastion_ingress_rules: '["udp/51820 from 0.0.0.0/0"]',
+            TF_VAR_control_plane_ingress_rules: '["tcp/8443-8444 from 203.0.113.0/24", "icmp from 10.0.0.0/8"]',
+            TF_VAR_bastion_security_groups: '["office-ssh"]',
           };
           await recording(target, synthEnv, async (ws) => {
             await applyCheckDestroy(target, ws, async (show, held) => {
@@ -221,6 +231,25 @@ describe("L3 on both targets", () => {
                 bastion,
                 master,
               ]);
+              // The roles' groups and their rules, as the cloud lists them; the project's group on the bastion's ports.
+              expect(held.filter((line) => line.includes("-ingress")).sort()).toEqual(
+                [
+                  "security group: kube-on-os-bastion-ingress",
+                  "security group: kube-on-os-control-plane-ingress",
+                  ...["bastion", "control-plane"].flatMap((role) =>
+                    ["IPv4", "IPv6"].map(
+                      (ethertype) => `security group rule: kube-on-os-${role}-ingress egress ${ethertype} any to anywhere`,
+                    ),
+                  ),
+                  "security group rule: kube-on-os-bastion-ingress ingress IPv4 udp 51820-51820 from 0.0.0.0/0",
+                  "security group rule: kube-on-os-control-plane-ingress ingress IPv4 tcp 8443-8444 from 203.0.113.0/24",
+                  "security group rule: kube-on-os-control-plane-ingress ingress IPv4 icmp from 10.0.0.0/8",
+                ].sort(),
+              );
+              const portGroups = Object.fromEntries(
+                stateValues(show, "openstack_networking_port_v2").map((p) => [p.name, p.security_group_ids]),
+              );
+              for (const side of ["public", "private"]) expect(portGroups[`bastion.kube-on-os-${side}`]).toContain(office);
             });
             // The destroy gave them back to the project, free.
             expect(await target.seededFloatingIps()).toEqual({ [bastion]: null, [master]: null });

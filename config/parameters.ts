@@ -1,4 +1,5 @@
 import { parseIpv4Network } from "../facts/cidr";
+import { ACCESS_ROLE_MACHINES, ingressRules, securityGroupRefs } from "./access";
 import { MAX_NODES } from "../facts/cluster-size";
 import { dhcpRangeSize, firstDhcpHost, IN_HCL, IN_NUMBERS } from "../facts/dhcp-range";
 import { HOST_NUMBERS } from "../facts/hosts";
@@ -271,6 +272,37 @@ const BOOT_VOLUME_TYPE_WITH_SIZE: Check<{ readonly boot_volume_type: string; rea
   test: (pool) => pool.boot_volume_type === "" || pool.boot_volume_size > 0,
   condition: (ref) => `${ref}.boot_volume_type == "" || ${ref}.boot_volume_size > 0`,
 };
+
+/**
+ * Each role's ingress rules and security groups (config/access.ts), the three roles' in one
+ * pattern; spelled out, so that VARIABLES keeps their names' literal types.
+ */
+function accessVariables() {
+  const ingress = (role: keyof typeof ACCESS_ROLE_MACHINES) => ({
+    type: "list(string)" as const,
+    description:
+      `Ingress rules for ${ACCESS_ROLE_MACHINES[role]}, besides the stack's own: each "tcp/<port> from <network>", ` +
+      '"udp/<first>-<last> from <network>" or "icmp from <network>". They go into a security group of their own, on every port of those machines, made only when there are rules.',
+    default: [] as string[],
+    rules: [ingressRules(`${role}_ingress_rules`)],
+  });
+  const groups = (role: keyof typeof ACCESS_ROLE_MACHINES) => ({
+    type: "list(string)" as const,
+    description:
+      `Security groups the project already has, by name or ID, attached to every port of ${ACCESS_ROLE_MACHINES[role]} beside the stack's own. ` +
+      "Read at plan time: a group the project cannot see, or a name two groups share, fails the plan. The stack never changes them.",
+    default: [] as string[],
+    rules: [securityGroupRefs(`${role}_security_groups`)],
+  });
+  return {
+    bastion_ingress_rules: ingress("bastion") satisfies VariableSpec<string[]>,
+    control_plane_ingress_rules: ingress("control_plane") satisfies VariableSpec<string[]>,
+    worker_ingress_rules: ingress("worker") satisfies VariableSpec<string[]>,
+    bastion_security_groups: groups("bastion") satisfies VariableSpec<string[]>,
+    control_plane_security_groups: groups("control_plane") satisfies VariableSpec<string[]>,
+    worker_security_groups: groups("worker") satisfies VariableSpec<string[]>,
+  };
+}
 
 /** A floating IP the project holds, for `what`, by address (constructs/floating-ips.ts), or "" to allocate one. */
 function givenFloatingIp(name: string, what: string) {
@@ -647,6 +679,7 @@ export const VARIABLES = {
     default: ["0.0.0.0/0"],
     rules: [cidrList("api_allowed_cidrs", 0)],
   } satisfies VariableSpec<string[]>,
+  ...accessVariables(),
   dns_nameservers: {
     type: "list(string)",
     description: "DNS servers handed out by DHCP on both networks.",

@@ -44,6 +44,7 @@ export class Bastion extends Construct {
       network,
       address: host.publicIp,
       securityGroups: [network.securityGroups.bastion],
+      roleGroupIds: network.roleGroupIds.bastion,
     });
     // It forwards the private network's traffic, whose source addresses are not its own.
     this.privatePort = fixedPort(this, "PrivatePort", {
@@ -52,6 +53,7 @@ export class Bastion extends Construct {
       network,
       address: host.privateIp,
       securityGroups: [network.securityGroups.internal],
+      roleGroupIds: network.roleGroupIds.bastion,
       allowedAddressPairs: ["0.0.0.0/0"],
     });
 

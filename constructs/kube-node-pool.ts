@@ -5,6 +5,7 @@ import { ComputeServergroupV2 } from "../.gen/providers/openstack/compute-server
 import { NetworkingFloatingipV2 } from "../.gen/providers/openstack/networking-floatingip-v2";
 import { NetworkingPortV2 } from "../.gen/providers/openstack/networking-port-v2";
 import { SERVER_GROUP_POLICIES, VARIABLES } from "../config/parameters";
+import { CONTROL_PLANE_SIZE } from "../facts/cluster-size";
 import { atCountIndex, splat } from "./cdktf-workarounds";
 import { BootVolume, bootFromVolume, fixedPort, floatingIpFor, instanceConfig, MachineProps } from "./machine";
 
@@ -66,6 +67,7 @@ export class KubeNodePool extends Construct {
       network,
       address: master.publicIp,
       securityGroups: [network.securityGroups.kubeApi],
+      roleGroupIds: network.roleGroupIds.control_plane,
     });
     this.masterPrivatePort = fixedPort(this, "MasterPrivatePort", {
       fqdn: master.fqdn,
@@ -73,6 +75,7 @@ export class KubeNodePool extends Construct {
       network,
       address: master.privateIp,
       securityGroups: network.kubeNodePrivateGroups,
+      roleGroupIds: network.roleGroupIds.control_plane,
       allowedAddressPairs: podTraffic,
     });
     this.master = new ComputeInstanceV2(this, "Master", {
@@ -108,6 +111,10 @@ export class KubeNodePool extends Construct {
       network,
       address: portWorker.privateIp,
       securityGroups: network.kubeNodePrivateGroups,
+      // The control plane is the master and the first workers (ClusterLayout.controlPlane).
+      roleGroupIds: Token.asList(
+        Fn.conditional(Op.lt(portCount.index, CONTROL_PLANE_SIZE - 1), network.roleGroupIds.control_plane, network.roleGroupIds.worker),
+      ),
       allowedAddressPairs: podTraffic,
     });
     const instanceCount = TerraformCount.of(layout.workerCount);

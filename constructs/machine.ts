@@ -234,6 +234,8 @@ export interface FixedPortOptions {
   readonly network: Network;
   readonly address: string;
   readonly securityGroups: NetworkingSecgroupV2[];
+  /** More groups, by ID (a token list): the role's (Network.roleGroupIds). @default none */
+  readonly roleGroupIds?: string[];
   /** Other addresses the port may send from (routed or pod traffic). @default none */
   readonly allowedAddressPairs?: string[];
   /** One port per index when the port belongs to a counted resource. */
@@ -243,6 +245,12 @@ export interface FixedPortOptions {
 /** A fixed port's name: `<fqdn>-<side>`, known at plan, before the port exists. */
 export function portName(fqdn: string, side: FixedPortOptions["side"]): string {
   return `${fqdn}-${side}`;
+}
+
+/** The IDs of the stack's `groups` for a port, and the role's groups when there are any. */
+export function withRoleGroups(groups: NetworkingSecgroupV2[], roleGroupIds: string[] | undefined): string[] {
+  const ids = groups.map((group) => group.id);
+  return roleGroupIds === undefined ? ids : Token.asList(Fn.concat([ids, roleGroupIds]));
 }
 
 /** A port with one fixed address: machines never take a DHCP address, so addresses are stable. */
@@ -256,7 +264,7 @@ export function fixedPort(scope: Construct, id: string, options: FixedPortOption
     networkId,
     adminStateUp: true,
     fixedIp: [{ subnetId, ipAddress: options.address }],
-    securityGroupIds: options.securityGroups.map((group) => group.id),
+    securityGroupIds: withRoleGroups(options.securityGroups, options.roleGroupIds),
     allowedAddressPairs: (options.allowedAddressPairs ?? []).map((ipAddress) => ({ ipAddress })),
   });
 }

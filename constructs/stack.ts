@@ -107,6 +107,14 @@ export class KubeOnOsStack extends TerraformStack {
       dnsNameservers: v.dns_nameservers.listValue,
       sshAllowedCidrs: v.ssh_allowed_cidrs.listValue,
       apiAllowedCidrs: v.api_allowed_cidrs.listValue,
+      access: {
+        bastion: { ingressRules: v.bastion_ingress_rules.listValue, securityGroups: v.bastion_security_groups.listValue },
+        control_plane: {
+          ingressRules: v.control_plane_ingress_rules.listValue,
+          securityGroups: v.control_plane_security_groups.listValue,
+        },
+        worker: { ingressRules: v.worker_ingress_rules.listValue, securityGroups: v.worker_security_groups.listValue },
+      },
       lastPrivateStaticHost: this.layout.lastPrivateHost,
     });
 
@@ -185,7 +193,7 @@ export class KubeOnOsStack extends TerraformStack {
       serverGroupPolicy: v.kube_server_group_policy.stringValue,
       saltVolumeSize: v.salt_volume_size.numberValue,
       newKeypairs: keypair.created,
-      securityGroups: Object.keys(this.network.securityGroups).length,
+      securityGroups: this.network.securityGroupCount,
       securityGroupRules: [
         this.network.securityGroupRuleCount,
         this.cloudIntegration.securityGroupRules,

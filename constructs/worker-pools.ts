@@ -6,7 +6,7 @@ import { DataOpenstackImagesImageV2 } from "../.gen/providers/openstack/data-ope
 import { NetworkingPortV2 } from "../.gen/providers/openstack/networking-port-v2";
 import { VARIABLES } from "../config/parameters";
 import { addressOf, hclOf } from "./cdktf-workarounds";
-import { bootFromVolume, imageLookup, instanceConfig, isImageId, MachineProps } from "./machine";
+import { bootFromVolume, imageLookup, instanceConfig, isImageId, MachineProps, withRoleGroups } from "./machine";
 
 export interface WorkerPoolsProps extends MachineProps {
   /**
@@ -100,7 +100,7 @@ export class WorkerPools extends Construct {
       adminStateUp: true,
       // No address: Neutron picks one from the DHCP range, and the port keeps it.
       fixedIp: [{ subnetId: network.privateSubnet.id }],
-      securityGroupIds: network.kubeNodePrivateGroups.map((group) => group.id),
+      securityGroupIds: withRoleGroups(network.kubeNodePrivateGroups, network.roleGroupIds.worker),
       allowedAddressPairs: [props.podCidr, props.serviceCidr].map((ipAddress) => ({ ipAddress })),
     });
     const portsRef = addressOf(this.ports);

@@ -928,6 +928,67 @@ const CA_CERTIFICATES = edgesAnd(
   padded(fc.constantFrom(CA_CERTIFICATE, CA_CERTIFICATE.trimEnd())),
 );
 
+// Each role's ingress rules and security groups (config/access.ts)
+
+/** An ingress rule's text: well formed, or off by one part. */
+const INGRESS_RULE = fc.oneof(
+  fc
+    .tuple(
+      fc.constantFrom("tcp", "udp", "icmp", "TCP", "sctp", "any"),
+      fc.option(fc.tuple(fc.constantFrom(1, 22, 443, 8443, 65535, 65536, 0), fc.option(fc.constantFrom(22, 80, 8000, 65535, 70000)))),
+      fc.constantFrom(" from ", " from  ", " ", "/from "),
+      arbitrary(SUBNET),
+    )
+    .map(([protocol, ports, from, network]) => {
+      const range = ports === null ? "" : `/${ports[0]}${ports[1] === null ? "" : `-${ports[1]}`}`;
+      return `${protocol}${range}${from}${network}`;
+    }),
+  anyText,
+);
+
+const INGRESS_RULES = edgesAnd(
+  [
+    ...MALFORMED,
+    "[]",
+    '["tcp/8443 from 203.0.113.0/24"]',
+    '["udp/51820 from 0.0.0.0/0", "icmp from 10.0.0.0/8"]',
+    '["tcp/30000-32767 from 10.20.0.0/16"]',
+    '["tcp/22-22 from 10.0.0.0/8"]',
+    '["tcp/80-22 from 10.0.0.0/8"]',
+    '["tcp/022 from 10.0.0.0/8"]',
+    '["tcp/65536 from 10.0.0.0/8"]',
+    '["icmp/8 from 10.0.0.0/8"]',
+    '["tcp from 10.0.0.0/8"]',
+    '["tcp/443 from 10.0.0.1/8"]',
+    '["tcp/443 from fd00::/8"]',
+    '["tcp/443"]',
+    '["tcp/443 from 10.0.0.0/8", "tcp/443 from 10.0.0.0/8"]',
+    '["tcp/443 from 10.0.0.0/8 "]',
+    "[null]",
+  ],
+  fc
+    .tuple(fc.array(fc.oneof({ arbitrary: INGRESS_RULE, weight: 4 }, { arbitrary: NOT_A_STRING, weight: 1 }), { maxLength: 3 }), SYNTAX)
+    .map(([items, syntax]) => hcl(items, syntax)),
+);
+
+const SECURITY_GROUPS = edgesAnd(
+  [
+    ...MALFORMED,
+    "[]",
+    '["office-vpn"]',
+    '["office-vpn", "0b5c9a5e-4a0f-4c1e-9d3b-7e6f5a4b3c2d"]',
+    '["office-vpn", "office-vpn"]',
+    '[""]',
+    '[" office-vpn"]',
+    `["${"g".repeat(255)}"]`,
+    `["${"g".repeat(256)}"]`,
+    "[null]",
+  ],
+  fc
+    .tuple(fc.array(fc.oneof({ arbitrary: arbitrary(NAME), weight: 4 }, { arbitrary: NOT_A_STRING, weight: 1 }), { maxLength: 3 }), SYNTAX)
+    .map(([items, syntax]) => hcl(items, syntax)),
+);
+
 /**
  * A generator of raw TF_VAR_ strings for every parameter: the type makes a new parameter come
  * with its own (and the test checks the keys against VARIABLE_NAMES too, as ts-jest does not type-check).
@@ -998,6 +1059,12 @@ export const VALUES: { readonly [K in VariableName]: Values } = {
   ),
   ssh_allowed_cidrs: cidrListText(),
   api_allowed_cidrs: cidrListText(),
+  bastion_ingress_rules: INGRESS_RULES,
+  control_plane_ingress_rules: INGRESS_RULES,
+  worker_ingress_rules: INGRESS_RULES,
+  bastion_security_groups: SECURITY_GROUPS,
+  control_plane_security_groups: SECURITY_GROUPS,
+  worker_security_groups: SECURITY_GROUPS,
   dns_nameservers: NAMESERVERS,
   run_provisioners: BOOL,
   check_quotas: BOOL,

@@ -9,7 +9,7 @@ import { execFile } from "node:child_process";
 import * as path from "node:path";
 import { promisify } from "node:util";
 import { passwordIdentity, requestToken } from "./keystone";
-import { byName, CloudTarget, networkLines, serverOf } from "./target";
+import { byName, CloudTarget, networkLines, SeededIngress, serverOf } from "./target";
 
 const run = promisify(execFile);
 const KIT = path.join(__dirname, "..", "..", "scripts", "openstack", "cloud");
@@ -138,6 +138,18 @@ export async function kitProject(admin: Env): Promise<KitProject> {
     return fip.floating_ip_address as string;
   };
 
+  const seededGroups = new Set<string>();
+  const seedSecurityGroup = async (groupName: string, ingress: SeededIngress): Promise<string> => {
+    const own = await userToken();
+    const network = neutronUrl(own.endpoints);
+    const group = (await call(own, "POST", `${network}/security-groups`, { security_group: { name: groupName } })).security_group;
+    seeded.add(group.id);
+    seededGroups.add(group.id);
+    const rule = { security_group_id: group.id, direction: "ingress", ethertype: "IPv4", ...ingress };
+    await call(own, "POST", `${network}/security-group-rules`, { security_group_rule: rule });
+    return group.id as string;
+  };
+
   const seededFloatingIps = async (): Promise<Record<string, string | null>> => {
     const own = await userToken();
     const listed = (await call(own, "GET", `${neutronUrl(own.endpoints)}/floatingips`)).floatingips as any[];
@@ -242,6 +254,7 @@ export async function kitProject(admin: Env): Promise<KitProject> {
     seedRouter,
     seedFloatingIp,
     seededFloatingIps,
+    seedSecurityGroup,
     remove: async () => {
       // The user and the project go even when a seeded router or floating IP cannot (a journey
       // left a port on the router, or released the floating IP it was given).
@@ -249,7 +262,7 @@ export async function kitProject(admin: Env): Promise<KitProject> {
       const network = neutronUrl(own.endpoints);
       const failures: string[] = [];
       for (const id of seeded) {
-        const plural = seededFips.has(id) ? "floatingips" : "routers";
+        const plural = seededFips.has(id) ? "floatingips" : seededGroups.has(id) ? "security-groups" : "routers";
         await call(own, "DELETE", `${network}/${plural}/${id}`).catch((error: Error) => failures.push(error.message));
       }
       const fresh = await passwordToken(admin, adminScope);

@@ -76,6 +76,19 @@ export interface CloudTarget extends Target {
   seedFloatingIp(): Promise<string>;
   /** The floating IPs seedFloatingIp made, by address: the port each is associated with, or null. */
   seededFloatingIps(): Promise<Record<string, string | null>>;
+  /**
+   * Seeds a security group of the project's with one ingress rule, as made before a deployment
+   * (<role>_security_groups); resources() leaves it and its rules out. Returns its ID.
+   */
+  seedSecurityGroup(name: string, ingress: SeededIngress): Promise<string>;
+}
+
+/** A seeded group's ingress rule, in Neutron's fields. */
+export interface SeededIngress {
+  readonly protocol: string;
+  readonly port_range_min: number;
+  readonly port_range_max: number;
+  readonly remote_ip_prefix: string;
 }
 
 /**
@@ -119,6 +132,7 @@ export function doubleTarget(double: OpenStackDouble): CloudTarget {
     passwordEnv: () => double.passwordEnv(),
     seedRouter: async (name) => double.neutron.seedRouter(name, external()).id,
     seedFloatingIp: async () => String(double.neutron.seedFloatingIp(null, external()).floating_ip_address),
+    seedSecurityGroup: async (name, ingress) => double.neutron.seedSecurityGroup(name, { ingress: { ethertype: "IPv4", ...ingress } }).id,
     seededFloatingIps: async () =>
       Object.fromEntries(
         double.neutron.floatingips

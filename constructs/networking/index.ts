@@ -6,12 +6,14 @@ import { NetworkingRouterInterfaceV2 } from "../../.gen/providers/openstack/netw
 import { NetworkingRouterV2 } from "../../.gen/providers/openstack/networking-router-v2";
 import { NetworkingSecgroupV2 } from "../../.gen/providers/openstack/networking-secgroup-v2";
 import { NetworkingSubnetV2 } from "../../.gen/providers/openstack/networking-subnet-v2";
+import { ACCESS_ROLES, AccessRole } from "../../config/access";
 import { VARIABLES } from "../../config/parameters";
 import { UUID_PATTERN } from "../../config/rules";
 import { parseIpv4Network } from "../../facts/cidr";
 import { HOST_NUMBERS } from "../../facts/hosts";
 import { privateNetwork } from "./private-network";
 import { publicSide } from "./public-side";
+import { RoleAccessProps, roleAccess } from "./role-access";
 import { NetworkSecurityGroups, securityGroups } from "./security-groups";
 
 export type { NetworkSecurityGroups } from "./security-groups";
@@ -42,6 +44,11 @@ export interface NetworkProps {
   readonly sshAllowedCidrs?: string[];
   /** Sources allowed to reach the Kubernetes API on the master. @default VARIABLES.api_allowed_cidrs.default */
   readonly apiAllowedCidrs?: string[];
+  /**
+   * Each role's ingress rules and the project's groups for it (<role>_ingress_rules,
+   * <role>_security_groups). @default none for any role
+   */
+  readonly access?: Partial<Readonly<Record<AccessRole, RoleAccessProps>>>;
   /**
    * The highest host number a fixed address takes on the private network (a token when it
    * follows a plan-time value). The plan fails if it reaches the DHCP pool. @default the master's
@@ -95,6 +102,13 @@ export class Network extends Construct {
   readonly securityGroups: NetworkSecurityGroups;
   /** The groups of every Kubernetes node's private port, whatever its pool: internal and kubeNodes. */
   readonly kubeNodePrivateGroups: NetworkingSecgroupV2[];
+  /**
+   * Per role, the groups its machines' ports take besides the stack's own (./role-access.ts): the
+   * group of its ingress rules, if any, and the project's groups given for it. A token list.
+   */
+  readonly roleGroupIds: Readonly<Record<AccessRole, string[]>>;
+  /** The security groups this network creates (a token): the stack's five and one per role with rules. */
+  readonly securityGroupCount: number;
   /**
    * The security group rules this network creates, counted from the rules themselves, with the two
    * egress rules Neutron adds to every new group (./security-groups.ts).
@@ -179,7 +193,15 @@ export class Network extends Construct {
     const groups = securityGroups(this, { namePrefix, privateCidr, sshAllowedCidrs, apiAllowedCidrs });
     this.securityGroups = groups.groups;
     this.kubeNodePrivateGroups = [this.securityGroups.internal, this.securityGroups.kubeNodes];
-    this.securityGroupRuleCount = groups.ruleCount;
+    const none: RoleAccessProps = { ingressRules: [], securityGroups: [] };
+    const access = roleAccess(
+      this,
+      namePrefix,
+      Object.fromEntries(ACCESS_ROLES.map((role) => [role, props.access?.[role] ?? none])) as Record<AccessRole, RoleAccessProps>,
+    );
+    this.roleGroupIds = access.groupIds;
+    this.securityGroupCount = Token.asNumber(Op.add(Object.keys(this.securityGroups).length, access.groupCount));
+    this.securityGroupRuleCount = Token.asNumber(Op.add(groups.ruleCount, access.ruleCount));
   }
 }
 

@@ -1,7 +1,7 @@
 import { randomBytes, randomInt, randomUUID } from "node:crypto";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import * as ipaddr from "ipaddr.js";
-import { ApiError, Collection, filterBy, now, registerCollection, Resource } from "./store";
+import { ApiError, Collection, filterBy, notFound, now, registerCollection, Resource } from "./store";
 
 type Query = Record<string, string | string[] | undefined>;
 
@@ -225,6 +225,20 @@ export class Neutron {
   }
 
   /**
+   * Seeds a security group held before the deployment (<role>_security_groups), with Neutron's
+   * default egress rules and, when given, one ingress rule; another project's with `ownerProjectId`.
+   */
+  seedSecurityGroup(name: string, options: { ownerProjectId?: string; ingress?: Record<string, unknown> } = {}): Resource {
+    const owner = options.ownerProjectId === undefined ? {} : { project_id: options.ownerProjectId, tenant_id: options.ownerProjectId };
+    const group = this.createSecurityGroup({ name, description: `${name}, the project's own`, ...owner });
+    if (options.ingress) this.createSecurityGroupRule({ security_group_id: group.id, direction: "ingress", ...options.ingress });
+    for (const rule of this.securityGroupRules.all().filter((r) => r.security_group_id === group.id)) {
+      this.securityGroupRules.update(rule.id, { seeded: true, ...owner });
+    }
+    return this.securityGroups.update(group.id, { seeded: true });
+  }
+
+  /**
    * Seeds a port of the project on a seeded network, at `address`, as another machine of the
    * project holds one (a floating IP's port that is not the deployment's).
    */
@@ -247,14 +261,14 @@ export class Neutron {
         plural: plural.replace(/-/g, "_"),
         singular,
         // neutron/conf/policies/floatingip.py, get_floatingip: a project reads its own floating IPs; an admin every project's.
+        // neutron/conf/policies/security_group.py, get_security_group: its own groups, and shared ones.
         list: (request) =>
           filterBy(collection.all(), request.query as Query)
-            .filter((r) => collection !== this.floatingips || admin(request) || r.project_id === this.projectId)
+            .filter((r) => admin(request) || this.visible(collection, r))
             .map((r) => this.view(r, singular, admin(request))),
         show: (id, request) => {
           const item = collection.get(id);
-          if (collection === this.floatingips && !admin(request) && item.project_id !== this.projectId)
-            throw new ApiError(404, "FloatingIPNotFound", `Floating IP ${id} could not be found.`);
+          if (!admin(request) && !this.visible(collection, item)) throw notFound(collection.notFoundType, collection.label, id);
           return this.view(item, singular, admin(request));
         },
         create: (body, request) => {
@@ -685,7 +699,13 @@ export class Neutron {
     const network = this.networks.get(String(body.network_id));
     const mac = (body.mac_address as string | undefined) ?? macAddress();
     const securityGroups = (body.security_groups as string[] | undefined) ?? [this.defaultSecurityGroup().id];
-    for (const group of securityGroups) this.securityGroups.get(group);
+    // neutron/db/securitygroups_db.py, _get_security_groups_on_port: a port takes its project's
+    // groups and shared ones; another project's is "not found" to it.
+    for (const group of securityGroups) {
+      if (!this.visible(this.securityGroups, this.securityGroups.get(group))) {
+        throw notFound(this.securityGroups.notFoundType, this.securityGroups.label, group);
+      }
+    }
     return this.ports.add({
       ...this.common("port", {
         admin_state_up: true,
@@ -942,6 +962,12 @@ export class Neutron {
       );
     }
     return { port_id: port.id, fixed_ip_address: internal.ip_address, status: "ACTIVE", router_id: router.id };
+  }
+
+  /** Whether the project's member sees `item`: every project's network objects but its own floating IPs and security groups. */
+  private visible(collection: Collection, item: Resource): boolean {
+    if (collection !== this.floatingips && collection !== this.securityGroups) return true;
+    return item.project_id === this.projectId || (collection === this.securityGroups && item.shared === true);
   }
 
   private defaultSecurityGroup(): Resource {

@@ -60,6 +60,16 @@ export interface OpenStackDoubleOptions {
     readonly ownerProjectId?: string;
     readonly port?: { readonly name: string; readonly network: string; readonly address: string };
   }[];
+  /**
+   * Security groups the project holds before any deployment (<role>_security_groups), each with
+   * one ingress rule when `ingress` gives one (Neutron's fields); another project's with
+   * `ownerProjectId`. @default none
+   */
+  readonly existingSecurityGroups?: readonly {
+    readonly name: string;
+    readonly ownerProjectId?: string;
+    readonly ingress?: Readonly<Record<string, unknown>>;
+  }[];
   /** Octavia's availability zones (its own objects, not Nova's). @default none, as devstack */
   readonly loadBalancerAvailabilityZones?: readonly string[];
   /**
@@ -215,6 +225,9 @@ export async function startOpenStackDouble(options: OpenStackDoubleOptions = {})
     };
     const portId = fip.port && String(neutron.seedPort(fip.port.name, named(fip.port.network), fip.port.address).id);
     neutron.seedFloatingIp(fip.address, named(fip.network ?? external.name), { ownerProjectId: fip.ownerProjectId, portId });
+  }
+  for (const group of options.existingSecurityGroups ?? []) {
+    neutron.seedSecurityGroup(group.name, { ownerProjectId: group.ownerProjectId, ingress: group.ingress && { ...group.ingress } });
   }
   const requireToken = (request: Parameters<typeof keystone.requireToken>[0]) => keystone.requireToken(request);
   const glance = new Glance(identity.project.id);
