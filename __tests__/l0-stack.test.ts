@@ -228,6 +228,7 @@ const ADDRESSES = [
   "data.openstack_identity_auth_scope_v3.Bastion_FloatingIpProject_BAE4D027",
   "data.openstack_identity_auth_scope_v3.CloudIntegration_Scope_85703375",
   "data.openstack_identity_auth_scope_v3.KubeNodes_MasterFloatingIpProject_142F1C5D",
+  "data.openstack_identity_auth_scope_v3.Network_PrivateProject_1FBC4B98",
   "data.openstack_identity_auth_scope_v3.Network_Project_C449E980",
   "data.openstack_identity_auth_scope_v3.Network_SecurityGroupsProject_A3BB66E4",
   "data.openstack_identity_auth_scope_v3.Quotas_Scope_2C9E6C9C",
@@ -239,16 +240,20 @@ const ADDRESSES = [
   "data.openstack_networking_floatingip_v2.bastion_floating_ip",
   "data.openstack_networking_floatingip_v2.master_floating_ip",
   "data.openstack_networking_network_v2.Network_ExternalNetwork_2FE1A5D2",
+  "data.openstack_networking_port_ids_v2.Network_PrivateGatewayHolders_F7DE58DE",
   "data.openstack_networking_port_v2.ApiLoadBalancer_FloatingIpHolder_A502C9FD",
   "data.openstack_networking_port_v2.Bastion_FloatingIpHolder_FDB9280E",
   "data.openstack_networking_port_v2.KubeNodes_MasterFloatingIpHolder_01CE6F50",
+  "data.openstack_networking_port_v2.Network_PrivateGatewayHolder_15A49734",
   "data.openstack_networking_quota_v2.Quotas_Network_ED06D85E",
   "data.openstack_networking_router_v2.router_id",
   "data.openstack_networking_secgroup_v2.bastion_security_groups",
   "data.openstack_networking_secgroup_v2.control_plane_security_groups",
   "data.openstack_networking_secgroup_v2.worker_security_groups",
+  "data.openstack_networking_subnet_ids_v2.Network_ExistingPrivateSubnets_F5F5FE23",
   "data.openstack_networking_subnet_ids_v2.Network_ExistingPublicSubnets_3362AB0D",
   "data.openstack_networking_subnet_ids_v2.Network_ExternalSubnetIds_BBE16123",
+  "data.openstack_networking_subnet_v2.Network_ExistingPrivateSubnet_B65815D3",
   "data.openstack_networking_subnet_v2.Network_ExistingPublicSubnet_DBB1425F",
   "data.openstack_networking_subnet_v2.Network_ExternalSubnets_7CE190AE",
   "null_resource.SaltProvisioner_AcceptMinionKeys_D0003BB4",
@@ -331,14 +336,16 @@ describe("resource addresses", () => {
     expect(addresses.sort()).toEqual(ADDRESSES);
   });
 
-  it("move the resources that gained a count (router_id, public_network_id, bastion_floating_ip, master_floating_ip) to their index 0", async () => {
+  it("move the resources that gained a count (router_id, public_network_id, bastion_floating_ip, master_floating_ip, private_network_id) to their index 0", async () => {
     const json: any = await synthStack({});
     const gainedCount = [
       "openstack_networking_floatingip_v2.Bastion_FloatingIp_8C4B8B22",
       "openstack_networking_floatingip_v2.KubeNodes_MasterFloatingIp_091CDBB9",
+      "openstack_networking_network_v2.Network_PrivateNetwork_04AC6DEA",
       "openstack_networking_network_v2.Network_PublicNetwork_95DA8D1B",
       "openstack_networking_router_interface_v2.Network_PublicRouterInterface_C5176AB2",
       "openstack_networking_router_v2.Network_Router_B43C5A1B",
+      "openstack_networking_subnet_v2.Network_PrivateSubnet_43E99EF4",
       "openstack_networking_subnet_v2.Network_PublicSubnet_F7F151DA",
     ];
     expect(json.moved.map((m: any) => `${m.from} -> ${m.to}`).sort()).toEqual(gainedCount.map((a) => `${a} -> ${a}[0]`));
@@ -348,6 +355,8 @@ describe("resource addresses", () => {
     );
     expect(json.variable.router_id.default).toBe("");
     expect(json.variable.public_network_id.default).toBe("");
+    expect(json.locals.Network_creates_private_network_3CB9D5A5).toBe("${(length(var.private_network_id) < 1) ? 1 : 0}");
+    expect(json.variable.private_network_id.default).toBe("");
     expect(json.locals.Bastion_bastion_floating_ip_allocated_B5127FBE).toBe("${(length(var.bastion_floating_ip) < 1) ? 1 : 0}");
     expect(json.variable.bastion_floating_ip.default).toBe("");
     expect(json.variable.master_floating_ip.default).toBe("");

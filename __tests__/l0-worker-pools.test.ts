@@ -87,7 +87,7 @@ describe("WorkerPools", () => {
   });
 
   it("gives the ports no fixed address, so Neutron picks one from the DHCP range, and lets them carry pod and service traffic", () => {
-    expect(port.fixed_ip).toEqual([{ subnet_id: expect.stringMatching(/Network_PrivateSubnet_/) }]);
+    expect(port.fixed_ip).toEqual([{ subnet_id: expect.stringMatching(/^\$\{local\.Network_private_subnet_id_\w+\}$/) }]);
     expect(port.allowed_address_pairs).toEqual([{ ip_address: "10.244.0.0/16" }, { ip_address: "10.152.183.0/24" }]);
     // The Kubernetes nodes' groups, and the workers' (constructs/networking/role-access.ts).
     expect(port.security_group_ids).toMatch(

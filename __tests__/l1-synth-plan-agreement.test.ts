@@ -405,6 +405,7 @@ const REJECTED: readonly RawValues[] = [
   { lb_method: "round_robin" },
   { router_id: "lab-router" },
   { public_network_id: "campus" },
+  { private_network_id: "lab-private" },
   // An ID: the provider looks floating IPs up by address only.
   { bastion_floating_ip: "ad156007-77bb-4e32-ac97-7f8340cab73d" },
   { master_floating_ip: "203.0.113.300" },

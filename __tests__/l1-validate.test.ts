@@ -194,6 +194,9 @@ describeEachCli("L1: plan-time variable validation agrees with synth-time valida
     ["public_network_id", "5d3a1c2e-7b4f-4e8a-9c61-2f0b8d4e7a93", true],
     ["public_network_id", "{5d3a1c2e-7b4f-4e8a-9c61-2f0b8d4e7a93}", false],
     ["public_network_id", "campus", false],
+    ["private_network_id", "", true],
+    ["private_network_id", "5d3a1c2e-7b4f-4e8a-9c61-2f0b8d4e7a93", true],
+    ["private_network_id", "lab-private", false],
     ["public_network_cidr", "192.168.0.0/24", true],
     ["public_network_cidr", "192.168.0.1/24", false],
     ["public_network_cidr", "192.168.0.0/25", false],
@@ -401,6 +404,22 @@ describeEachCli("L1: issue 17 regressions, synth and plan agree", (cli) => {
       "an existing router together with an existing public network",
       { TF_VAR_router_id: "0b5c9a5e-4a0f-4c1e-9d3b-7e6f5a4b3c2d", TF_VAR_public_network_id: "5d3a1c2e-7b4f-4e8a-9c61-2f0b8d4e7a93" },
       "router_id",
+    ],
+    [
+      "one existing network as both the public and the private one",
+      {
+        TF_VAR_public_network_id: "5d3a1c2e-7b4f-4e8a-9c61-2f0b8d4e7a93",
+        TF_VAR_private_network_id: "5d3a1c2e-7b4f-4e8a-9c61-2f0b8d4e7a93",
+      },
+      "private_network_id",
+    ],
+    [
+      "an existing public network and another private one",
+      {
+        TF_VAR_public_network_id: "5d3a1c2e-7b4f-4e8a-9c61-2f0b8d4e7a93",
+        TF_VAR_private_network_id: "0b5c9a5e-4a0f-4c1e-9d3b-7e6f5a4b3c2d",
+      },
+      undefined,
     ],
     [
       "an existing public network with its CIDR",

@@ -193,7 +193,7 @@ describe("L3 on both targets", () => {
     );
 
     it(
-      "deploys behind an existing router (router_id) with the floating IPs and a security group the project holds, and leaves them",
+      "deploys behind an existing router (router_id) on the project's private network, with its floating IPs and a security group, and leaves them",
       async () =>
         onTarget(name, async (target) => {
           const routerId = await target.seedRouter("existing-router");
@@ -204,8 +204,10 @@ describe("L3 on both targets", () => {
             port_range_max: 22,
             remote_ip_prefix: "198.51.100.0/24",
           });
+          const privateNetwork = await target.seedPrivateNetwork("lab-private", "10.1.0.0/16");
           const synthEnv = {
             TF_VAR_router_id: routerId,
+            TF_VAR_private_network_id: privateNetwork,
             TF_VAR_api_load_balancer: "off",
             TF_VAR_bastion_floating_ip: bastion,
             TF_VAR_master_floating_ip: master,
@@ -217,6 +219,11 @@ describe("L3 on both targets", () => {
           await recording(target, synthEnv, async (ws) => {
             await applyCheckDestroy(target, ws, async (show, held) => {
               expect(count(held, "router")).toBe(0);
+              // The project's private network: the public one alone is new, and every private port is on it.
+              expect([count(held, "network"), count(held, "subnet")]).toEqual([1, 1]);
+              const privatePorts = stateValues(show, "openstack_networking_port_v2").filter((p) => p.name.endsWith("-private"));
+              expect(privatePorts.map((p) => p.network_id)).toEqual(privatePorts.map(() => privateNetwork));
+              expect(show.values.outputs.private_network_id.value).toBe(privateNetwork);
               expect(show.values.outputs.router_id.value).toBe(routerId);
               // The bastion's and the master's given addresses, on their public ports: Neutron associates a
               // floating IP only with a port whose subnet a router joins to the external network, here the

@@ -434,6 +434,13 @@ export const VARIABLES = {
     default: "",
     rules: [rule("public_network_id", allowing("", NEUTRON_ID), `empty or ${NEUTRON_ID_MUST_BE("network")}`)],
   } satisfies VariableSpec<string>,
+  private_network_id: {
+    type: "string",
+    description:
+      "ID of an existing Neutron network of this project to use as the private network, instead of creating one: its subnet whose CIDR is private_network_cidr takes every machine's private port, and must fit the layout, checked at plan time: DHCP on, the bastion's private address (host 1) its gateway, and its allocation pools above the fixed addresses (the lower half is theirs). The stack never changes or deletes it. Empty: create the private network and its subnet.",
+    default: "",
+    rules: [rule("private_network_id", allowing("", NEUTRON_ID), `empty or ${NEUTRON_ID_MUST_BE("network")}`)],
+  } satisfies VariableSpec<string>,
   bastion_floating_ip: givenFloatingIp("bastion_floating_ip", "the bastion's public port (the SSH jump host, ssh_config's HostName)"),
   master_floating_ip: givenFloatingIp(
     "master_floating_ip",
@@ -776,6 +783,13 @@ export const CROSS_RULES: { readonly [K in VariableName]?: readonly ConfigRule[]
       condition: 'var.router_id == "" || var.public_network_id == ""',
       mustBe:
         "empty when public_network_id is set: an existing public network is already routed, and the stack attaches no router to a network it does not own (docs/decisions.md)",
+    },
+  ],
+  private_network_id: [
+    {
+      test: (config) => config.private_network_id === "" || config.private_network_id !== config.public_network_id,
+      condition: 'var.private_network_id == "" || var.private_network_id != var.public_network_id',
+      mustBe: "another network than public_network_id: the private network is behind the bastion, the public one routed",
     },
   ],
   master_floating_ip: [distinctFloatingIp("master_floating_ip", "bastion_floating_ip")],

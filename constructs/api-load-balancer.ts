@@ -142,7 +142,7 @@ export class ApiLoadBalancer extends Construct {
       poolId,
       address: Fn.element(layout.kubeNodeAddresses, members.index),
       protocolPort: port,
-      subnetId: network.privateSubnet.id,
+      subnetId: network.privateSubnetId,
     });
 
     const fip = floatingIp(this, "FloatingIp", {

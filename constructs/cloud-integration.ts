@@ -164,7 +164,7 @@ export class CloudIntegration extends Construct {
           ),
           floating_network_id: props.network.externalNetwork.id,
           subnet_id: props.network.publicSubnetId,
-          member_subnet_id: props.network.privateSubnet.id,
+          member_subnet_id: props.network.privateSubnetId,
           load_balancer: hasOctavia.expression,
         },
         loadBalancerOptions.expression,

@@ -257,7 +257,7 @@ export function withRoleGroups(groups: NetworkingSecgroupV2[], roleGroupIds: str
 export function fixedPort(scope: Construct, id: string, options: FixedPortOptions): NetworkingPortV2 {
   const { network } = options;
   const [networkId, subnetId] =
-    options.side === "public" ? [network.publicNetworkId, network.publicSubnetId] : [network.privateNetwork.id, network.privateSubnet.id];
+    options.side === "public" ? [network.publicNetworkId, network.publicSubnetId] : [network.privateNetworkId, network.privateSubnetId];
   return new NetworkingPortV2(scope, id, {
     count: options.count,
     name: portName(options.fqdn, options.side),

@@ -37,8 +37,8 @@ export function stackOutputs(scope: Construct, props: StackOutputsProps): void {
     ],
     ["public_network_id", network.publicNetworkId, "ID of the public network (bastion, Kubernetes master), created or public_network_id."],
     ["public_subnet_id", network.publicSubnetId, "ID of the public subnet, created or public_network_id's with public_network_cidr."],
-    ["private_network_id", network.privateNetwork.id, "ID of the private network (every machine)."],
-    ["private_subnet_id", network.privateSubnet.id, "ID of the private subnet, whose gateway is the bastion."],
+    ["private_network_id", network.privateNetworkId, "ID of the private network (every machine)."],
+    ["private_subnet_id", network.privateSubnetId, "ID of the private subnet, whose gateway is the bastion."],
     ["bastion_floating_ip", bastion.publicIp, "The bastion's floating IP: the SSH jump host to every machine."],
     ["master_floating_ip", kubeNodes.masterPublicIp, "The Kubernetes master's floating IP (API on 16443, ingress)."],
     [

@@ -1,9 +1,9 @@
-import { HttpBackend, HttpBackendConfig, LocalBackend, TerraformStack, TerraformVariable } from "cdktf";
+import { Fn, HttpBackend, HttpBackendConfig, LocalBackend, Op, TerraformStack, TerraformVariable, Token } from "cdktf";
 import { NullProvider } from "@cdktf/provider-null/lib/provider";
 import { Construct } from "constructs";
 import { OpenstackProvider } from "../.gen/providers/openstack/provider";
 import { BackendKind } from "../config/load";
-import { KubeOnOsConfig, VariableName } from "../config/parameters";
+import { DHCP_RESERVE, KubeOnOsConfig, VariableName } from "../config/parameters";
 import { declareQuotaUsage, declareVariables } from "./variables";
 import { ApiLoadBalancer } from "./api-load-balancer";
 import { AvailabilityZones } from "./availability-zones";
@@ -15,7 +15,7 @@ import { ClusterLayout } from "./cluster-layout";
 import { controlPlaneFloor } from "./control-plane-floor";
 import { KubeNodePool } from "./kube-node-pool";
 import { deployKeypair } from "./keypair";
-import { baseImageId, MachineProps } from "./machine";
+import { baseImageId, MachineProps, portName } from "./machine";
 import { Network } from "./networking";
 import { stackOutputs } from "./outputs";
 import { ProvisioningChain } from "./provisioning/chain";
@@ -101,6 +101,9 @@ export class KubeOnOsStack extends TerraformStack {
       externalNetworkName: v.external_network_name.stringValue,
       routerId: v.router_id.stringValue,
       publicNetworkId: v.public_network_id.stringValue,
+      privateNetworkId: v.private_network_id.stringValue,
+      privateDhcpAddresses: Token.asNumber(Op.add(Fn.lengthOf(this.layout.poolNodes), DHCP_RESERVE)),
+      privateGatewayPortName: portName(this.layout.bastion.fqdn, "private"),
       namePrefix: v.deploy_domain_name.stringValue,
       publicCidr: v.public_network_cidr.stringValue,
       privateCidr: v.private_network_cidr.stringValue,

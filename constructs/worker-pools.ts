@@ -96,10 +96,10 @@ export class WorkerPools extends Construct {
     this.ports = new NetworkingPortV2(this, "Port", {
       forEach: nodes,
       name: "${each.value.fqdn}-private",
-      networkId: network.privateNetwork.id,
+      networkId: network.privateNetworkId,
       adminStateUp: true,
       // No address: Neutron picks one from the DHCP range, and the port keeps it.
-      fixedIp: [{ subnetId: network.privateSubnet.id }],
+      fixedIp: [{ subnetId: network.privateSubnetId }],
       securityGroupIds: withRoleGroups(network.kubeNodePrivateGroups, network.roleGroupIds.worker),
       allowedAddressPairs: [props.podCidr, props.serviceCidr].map((ipAddress) => ({ ipAddress })),
     });

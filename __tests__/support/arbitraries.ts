@@ -1005,6 +1005,7 @@ export const VALUES: { readonly [K in VariableName]: Values } = {
   external_network_name: NAME,
   router_id: NEUTRON_ID,
   public_network_id: NEUTRON_ID,
+  private_network_id: NEUTRON_ID,
   bastion_floating_ip: FLOATING_IP,
   master_floating_ip: FLOATING_IP,
   api_floating_ip: FLOATING_IP,

@@ -9,7 +9,7 @@ import { execFile } from "node:child_process";
 import * as path from "node:path";
 import { promisify } from "node:util";
 import { passwordIdentity, requestToken } from "./keystone";
-import { byName, CloudTarget, networkLines, SeededIngress, serverOf } from "./target";
+import { byName, CloudTarget, networkLines, privateSubnetOf, SeededIngress, serverOf } from "./target";
 
 const run = promisify(execFile);
 const KIT = path.join(__dirname, "..", "..", "scripts", "openstack", "cloud");
@@ -113,8 +113,9 @@ export async function kitProject(admin: Env): Promise<KitProject> {
     OS_PROJECT_DOMAIN_ID: "default",
   };
 
-  // What seedRouter and seedFloatingIp made, which resources() leaves out.
+  // What the seed functions made, which resources() leaves out.
   const seeded = new Set<string>();
+  const seededRouters = new Set<string>();
   const seededFips = new Set<string>();
   const userToken = () => passwordToken(userEnv, { project: { id: project.id } });
 
@@ -125,6 +126,7 @@ export async function kitProject(admin: Env): Promise<KitProject> {
     const body = { router: { name: routerName, external_gateway_info: { network_id: externals[0].id } } };
     const router = (await call(own, "POST", `${network}/routers`, body)).router;
     seeded.add(router.id);
+    seededRouters.add(router.id);
     return router.id as string;
   };
 
@@ -148,6 +150,26 @@ export async function kitProject(admin: Env): Promise<KitProject> {
     const rule = { security_group_id: group.id, direction: "ingress", ethertype: "IPv4", ...ingress };
     await call(own, "POST", `${network}/security-group-rules`, { security_group_rule: rule });
     return group.id as string;
+  };
+
+  const seededNetworks = new Set<string>();
+  const seedPrivateNetwork = async (networkName: string, cidr: string): Promise<string> => {
+    const own = await userToken();
+    const network = neutronUrl(own.endpoints);
+    const created = (await call(own, "POST", `${network}/networks`, { network: { name: networkName } })).network;
+    const { gatewayIp, allocationPools } = privateSubnetOf(cidr);
+    const body = {
+      network_id: created.id,
+      name: networkName,
+      cidr,
+      ip_version: 4,
+      gateway_ip: gatewayIp,
+      allocation_pools: allocationPools,
+    };
+    const subnet = (await call(own, "POST", `${network}/subnets`, { subnet: body })).subnet;
+    for (const id of [created.id, subnet.id]) seeded.add(id);
+    seededNetworks.add(created.id);
+    return created.id as string;
   };
 
   const seededFloatingIps = async (): Promise<Record<string, string | null>> => {
@@ -255,14 +277,22 @@ export async function kitProject(admin: Env): Promise<KitProject> {
     seedFloatingIp,
     seededFloatingIps,
     seedSecurityGroup,
+    seedPrivateNetwork,
     remove: async () => {
       // The user and the project go even when a seeded router or floating IP cannot (a journey
       // left a port on the router, or released the floating IP it was given).
       const own = await userToken();
       const network = neutronUrl(own.endpoints);
       const failures: string[] = [];
-      for (const id of seeded) {
-        const plural = seededFips.has(id) ? "floatingips" : seededGroups.has(id) ? "security-groups" : "routers";
+      for (const id of [...seededRouters, ...seededFips, ...seededGroups, ...seededNetworks]) {
+        // A network goes with its subnet.
+        const plural = seededFips.has(id)
+          ? "floatingips"
+          : seededGroups.has(id)
+            ? "security-groups"
+            : seededNetworks.has(id)
+              ? "networks"
+              : "routers";
         await call(own, "DELETE", `${network}/${plural}/${id}`).catch((error: Error) => failures.push(error.message));
       }
       const fresh = await passwordToken(admin, adminScope);

@@ -81,6 +81,19 @@ export interface CloudTarget extends Target {
    * (<role>_security_groups); resources() leaves it and its rules out. Returns its ID.
    */
   seedSecurityGroup(name: string, ingress: SeededIngress): Promise<string>;
+  /**
+   * Seeds a network of the project's with a subnet of `cidr` made to fit the layout (gateway host
+   * 1, DHCP on, pools in the upper half), as made before a deployment (private_network_id);
+   * resources() leaves them out. Returns the network's ID.
+   */
+  seedPrivateNetwork(name: string, cidr: string): Promise<string>;
+}
+
+/** A /16's subnet as the layout wants a private one: gateway host 1, DHCP in the upper half. */
+export function privateSubnetOf(cidr: string): { gatewayIp: string; allocationPools: { start: string; end: string }[] } {
+  const [a, b] = cidr.split(".");
+  if (!cidr.endsWith(".0.0/16")) throw new Error(`seedPrivateNetwork: a /16 only (got ${cidr})`);
+  return { gatewayIp: `${a}.${b}.0.1`, allocationPools: [{ start: `${a}.${b}.128.0`, end: `${a}.${b}.255.254` }] };
 }
 
 /** A seeded group's ingress rule, in Neutron's fields. */
@@ -132,6 +145,7 @@ export function doubleTarget(double: OpenStackDouble): CloudTarget {
     passwordEnv: () => double.passwordEnv(),
     seedRouter: async (name) => double.neutron.seedRouter(name, external()).id,
     seedFloatingIp: async () => String(double.neutron.seedFloatingIp(null, external()).floating_ip_address),
+    seedPrivateNetwork: async (name, cidr) => String(double.neutron.seedNetwork(name, { cidr, ...privateSubnetOf(cidr) }).network.id),
     seedSecurityGroup: async (name, ingress) => double.neutron.seedSecurityGroup(name, { ingress: { ethertype: "IPv4", ...ingress } }).id,
     seededFloatingIps: async () =>
       Object.fromEntries(

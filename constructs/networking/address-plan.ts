@@ -40,7 +40,7 @@ export function staticHostsBelowPool(cidr: string, lastHost: number) {
 }
 
 /** A dotted IPv4 address as a number, in Terraform, so that addresses compare in order. */
-function addressNumber(address: string): string {
+export function addressNumber(address: string): string {
   return `sum([for i, octet in split(".", ${address}) : tonumber(octet) * pow(256, 3 - i)])`;
 }
 

@@ -40,6 +40,15 @@ export interface NetworkProps {
    * `routerId`. @default "" - create the public network, its subnet and a router
    */
   readonly publicNetworkId?: string;
+  /**
+   * ID of an existing network of the project whose subnet with CIDR `privateCidr` is the private
+   * subnet, checked at plan time against the layout (./private-network.ts). @default "" - create it
+   */
+  readonly privateNetworkId?: string;
+  /** The addresses DHCP must have for the pools' workers and to spare (a token). @default DHCP_RESERVE */
+  readonly privateDhcpAddresses?: number;
+  /** The bastion's private port's name, which takes the private gateway's address. @default "<namePrefix>-gateway" */
+  readonly privateGatewayPortName?: string;
   /** Sources allowed to SSH to the bastion. @default VARIABLES.ssh_allowed_cidrs.default */
   readonly sshAllowedCidrs?: string[];
   /** Sources allowed to reach the Kubernetes API on the master. @default VARIABLES.api_allowed_cidrs.default */
@@ -97,8 +106,14 @@ export class Network extends Construct {
    * DHCP port per network with a DHCP-enabled subnet).
    */
   readonly created: { readonly networks: number; readonly subnets: number; readonly routers: number; readonly ports: number };
+  /** The private network this network creates: count 0 with `privateNetworkId`. Read `privateNetworkId`. */
   readonly privateNetwork: NetworkingNetworkV2;
+  /** The private subnet this network creates: count 0 with `privateNetworkId`. Read `privateSubnetId`. */
   readonly privateSubnet: NetworkingSubnetV2;
+  /** The private network, new or `privateNetworkId`. */
+  readonly privateNetworkId: string;
+  /** The private subnet, new or the existing network's subnet with CIDR `privateCidr`. */
+  readonly privateSubnetId: string;
   readonly securityGroups: NetworkSecurityGroups;
   /** The groups of every Kubernetes node's private port, whatever its pool: internal and kubeNodes. */
   readonly kubeNodePrivateGroups: NetworkingSecgroupV2[];
@@ -142,6 +157,7 @@ export class Network extends Construct {
     for (const [prop, id] of [
       ["routerId", routerId],
       ["publicNetworkId", publicNetworkId],
+      ["privateNetworkId", props.privateNetworkId ?? ""],
     ] as const) {
       if (!Token.isUnresolved(id) && id !== "" && !new RegExp(UUID_PATTERN).test(id)) {
         throw new Error(`Network: ${prop} must be empty or a Neutron ID, a lower-case UUID (got "${id}")`);
@@ -170,25 +186,31 @@ export class Network extends Construct {
     this.publicNetworkId = publicNetwork.publicNetworkId;
     this.publicSubnetId = publicNetwork.publicSubnetId;
     this.floatingIpDependencies = publicNetwork.floatingIpDependencies;
-    // From the counts' locals, which read variables only: a reference to the resources would
-    // make the quota data sources wait for them, and the quota check happen at apply time.
-    const newPublic = publicNetwork.creates.publicNetwork;
-    this.created = {
-      networks: Token.asNumber(Op.add(1, newPublic)),
-      subnets: Token.asNumber(Op.add(1, newPublic)),
-      routers: publicNetwork.creates.router,
-      // The private network's DHCP port; the public one's and the router's interface when new.
-      ports: Token.asNumber(Op.add(1, Op.mul(2, newPublic))),
-    };
-
     const privateSide = privateNetwork(this, {
       namePrefix,
       cidr: privateCidr,
       dnsNameservers,
       lastStaticHost: props.lastPrivateStaticHost ?? HOST_NUMBERS.kubeMasterPrivate,
+      existingNetworkId: props.privateNetworkId ?? "",
+      dhcpAddresses: props.privateDhcpAddresses,
+      gatewayPortName: props.privateGatewayPortName ?? `${namePrefix}-gateway`,
     });
     this.privateNetwork = privateSide.network;
     this.privateSubnet = privateSide.subnet;
+    this.privateNetworkId = privateSide.networkId;
+    this.privateSubnetId = privateSide.subnetId;
+
+    // From the counts' locals, which read variables only: a reference to the resources would
+    // make the quota data sources wait for them, and the quota check happen at apply time.
+    const newPublic = publicNetwork.creates.publicNetwork;
+    const newPrivate = privateSide.creates;
+    this.created = {
+      networks: Token.asNumber(Op.add(newPrivate, newPublic)),
+      subnets: Token.asNumber(Op.add(newPrivate, newPublic)),
+      routers: publicNetwork.creates.router,
+      // Each new network's DHCP port, and the router's interface with a new public network.
+      ports: Token.asNumber(Op.add(newPrivate, Op.mul(2, newPublic))),
+    };
 
     const groups = securityGroups(this, { namePrefix, privateCidr, sshAllowedCidrs, apiAllowedCidrs });
     this.securityGroups = groups.groups;

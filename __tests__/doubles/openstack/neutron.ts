@@ -188,6 +188,7 @@ export class Neutron {
       readonly cidr: string;
       readonly gatewayIp?: string | null;
       readonly allocationPools?: readonly { start: string; end: string }[];
+      readonly enableDhcp?: boolean;
     },
     routerId?: string,
     ownerProjectId?: string,
@@ -202,6 +203,7 @@ export class Neutron {
         ip_version: 4,
         ...(subnet.gatewayIp === undefined ? {} : { gateway_ip: subnet.gatewayIp }),
         ...(subnet.allocationPools === undefined ? {} : { allocation_pools: subnet.allocationPools }),
+        ...(subnet.enableDhcp === undefined ? {} : { enable_dhcp: subnet.enableDhcp }),
         ...(ownerProjectId === undefined ? {} : { project_id: ownerProjectId, tenant_id: ownerProjectId }),
       },
       true,

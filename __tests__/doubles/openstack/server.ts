@@ -42,6 +42,8 @@ export interface OpenStackDoubleOptions {
     /** null: no gateway. @default the subnet's first address, as Neutron picks it */
     readonly gatewayIp?: string | null;
     readonly allocationPools?: readonly { start: string; end: string }[];
+    /** @default true, as Neutron's */
+    readonly enableDhcp?: boolean;
     readonly router?: string;
     /** Another project that owns the network and shares it with this one. @default this project */
     readonly ownerProjectId?: string;
