@@ -52,27 +52,6 @@ const INGRESS_RULE: Check<string> = {
   total: true,
 };
 
-/** The parts of a rule the user wrote, as Neutron takes them. */
-export interface IngressRuleParts {
-  readonly protocol: "tcp" | "udp" | "icmp";
-  readonly portRangeMin: number | null;
-  readonly portRangeMax: number | null;
-  readonly remoteIpPrefix: string;
-}
-
-/** A valid rule's parts (INGRESS_RULE holds); what the stack's regex() gives Neutron. */
-export function ingressRuleParts(text: string): IngressRuleParts {
-  const match = /^(tcp|udp|icmp)(?:\/([0-9]+)(?:-([0-9]+))?)? from ([^ ]+)$/.exec(text);
-  if (!match) throw new Error(`not an ingress rule: ${JSON.stringify(text)}`);
-  const [, protocol, min, max] = match;
-  return {
-    protocol: protocol as IngressRuleParts["protocol"],
-    portRangeMin: min === undefined ? null : Number(min),
-    portRangeMax: min === undefined ? null : Number(max ?? min),
-    remoteIpPrefix: match[4],
-  };
-}
-
 export function ingressRules(name: string): Rule<string[]> {
   return rule(
     name,

@@ -1,9 +1,9 @@
 import { parseIpv4Network } from "../facts/cidr";
-import { ACCESS_ROLE_MACHINES, ingressRules, securityGroupRefs } from "./access";
 import { MAX_NODES } from "../facts/cluster-size";
 import { dhcpRangeSize, firstDhcpHost, IN_HCL, IN_NUMBERS } from "../facts/dhcp-range";
 import { HOST_NUMBERS } from "../facts/hosts";
 import { DNS_NAME_MAX, LONGEST_HOST, LONGEST_NAME_SUFFIX, OPENSTACK_NAME_MAX } from "../facts/names";
+import { ACCESS_ROLE_MACHINES, ingressRules, securityGroupRefs } from "./access";
 import {
   all,
   allowing,

@@ -69,8 +69,8 @@ export interface NetworkProps {
  * The wiki's network layout: a router on the external network, a public network that reaches the
  * internet through it, and a private network whose gateway is the bastion (which NATs for it).
  * The public side may be the project's own instead: an existing router (`routerId`) for a new
- * public subnet, or an existing routed network (`publicNetworkId`). Either is read and checked at
- * plan time; the private side is always created here.
+ * public subnet, or an existing routed network (`publicNetworkId`); and so may the private network
+ * (`privateNetworkId`). Each is read and checked at plan time against the layout.
  *
  * Built by job, as cluster-api-provider-openstack's networking service is (pkg/cloud/services/
  * networking, whose name the folder takes): the public side (./public-side.ts), the private
