@@ -98,6 +98,11 @@ export interface OpenStackDoubleOptions {
    * transitional status for one read, as a real cloud does for a while
    */
   readonly settled?: boolean;
+  /**
+   * The roles the deploying user holds on the project, as Keystone assigns them (implied ones are
+   * added). @default member and load-balancer_member, a project member's
+   */
+  readonly assignedRoles?: readonly string[];
 }
 
 export interface SeededImage {
@@ -171,7 +176,7 @@ function errorBody(url: string, error: ApiError): unknown {
 }
 
 export async function startOpenStackDouble(options: OpenStackDoubleOptions = {}): Promise<OpenStackDouble> {
-  const identity = defaultIdentity();
+  const identity = { ...defaultIdentity(), ...(options.assignedRoles === undefined ? {} : { assignedRoles: options.assignedRoles }) };
   const requests: RecordedRequest[] = [];
   const unhandled: RecordedRequest[] = [];
   let baseUrl = "";
