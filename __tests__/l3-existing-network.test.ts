@@ -301,7 +301,7 @@ describeEachCli("L3: a deployment made before router_id and public_network_id ke
     expect((await tf(["init", "-input=false"])).status).toBe(0);
     const install = await tf(["apply", "-auto-approve", "-input=false"]);
     expect(install.stderr).toBe("");
-    const ids = new Map(double.neutron.routers.all().map((r) => [r.name, r.id]));
+    const ids = new Map([...double.neutron.routers.all(), ...double.neutron.networks.all()].map((r) => [r.name, r.id]));
 
     fs.writeFileSync(path.join(dir, "cdk.tf.json"), newJson);
     // A plan of moves alone adds, changes and destroys nothing, but both CLIs count a move as a
@@ -315,18 +315,21 @@ describeEachCli("L3: a deployment made before router_id and public_network_id ke
     const changed = changes.filter((c: any) => !["no-op", "read"].includes(c.change.actions.join()));
     expect(changed).toEqual([]);
     const moved = changes.filter((c: any) => c.previous_address).map((c: any) => `${c.previous_address} -> ${c.address}`);
+    // The private network and subnet too, which private_network_id gave a count (issue 39).
     expect(moved.sort()).toEqual(
       [
+        "openstack_networking_network_v2.Network_PrivateNetwork_04AC6DEA",
         "openstack_networking_network_v2.Network_PublicNetwork_95DA8D1B",
         "openstack_networking_router_interface_v2.Network_PublicRouterInterface_C5176AB2",
         "openstack_networking_router_v2.Network_Router_B43C5A1B",
+        "openstack_networking_subnet_v2.Network_PrivateSubnet_43E99EF4",
         "openstack_networking_subnet_v2.Network_PublicSubnet_F7F151DA",
       ].map((address) => `${address} -> ${address}[0]`),
     );
     const apply = await tf(["apply", "-auto-approve", "-input=false", "moves.plan"]);
     expect(apply.stderr).toBe("");
     expect(apply.stdout).toContain("0 added, 0 changed, 0 destroyed");
-    expect(new Map(double.neutron.routers.all().map((r) => [r.name, r.id]))).toEqual(ids);
+    expect(new Map([...double.neutron.routers.all(), ...double.neutron.networks.all()].map((r) => [r.name, r.id]))).toEqual(ids);
     const replan = await tf(["plan", "-detailed-exitcode", "-input=false"]);
     expect(replan.stderr).toBe("");
     expect(replan.status).toBe(0);
