@@ -115,6 +115,30 @@ describe("Network", () => {
     ]);
   });
 
+  it("creates its groups one after another, so that Neutron never counts one twice near the quota", () => {
+    // security-groups.ts, SecurityGroups.last: a group being created counts twice until its
+    // reservation is committed, so side by side near the quota they fail though they fit.
+    const groups = JSON.parse(synthesized).resource[NetworkingSecgroupV2.tfResourceType] as Record<string, any>;
+    const chain: string[] = [];
+    let next = Object.keys(groups).find((name) => groups[name].depends_on === undefined);
+    while (next !== undefined) {
+      chain.push(groups[next].name);
+      const after = `${NetworkingSecgroupV2.tfResourceType}.${next}`;
+      next = Object.keys(groups).find((name) => (groups[name].depends_on ?? []).includes(after));
+    }
+    expect(chain).toEqual([
+      "kube-on-os-bastion",
+      "kube-on-os-kube-api",
+      "kube-on-os-internal",
+      "kube-on-os-salt-master",
+      "kube-on-os-kube-nodes",
+      "kube-on-os-bastion-ingress",
+      "kube-on-os-control-plane-ingress",
+      "kube-on-os-worker-ingress",
+    ]);
+    expect(Object.values(groups).filter((g) => (g.depends_on ?? []).length > 1)).toEqual([]);
+  });
+
   it("opens SSH on the bastion only from the allowed networks", () => {
     const rules = resources(synthNetwork({ sshAllowedCidrs: ["203.0.113.0/24"] }), NetworkingSecgroupRuleV2.tfResourceType);
     const ssh = rules.filter((r) => r.port_range_min === 22);

@@ -220,6 +220,7 @@ export class Network extends Construct {
       this,
       namePrefix,
       Object.fromEntries(ACCESS_ROLES.map((role) => [role, props.access?.[role] ?? none])) as Record<AccessRole, RoleAccessProps>,
+      groups.last,
     );
     this.roleGroupIds = access.groupIds;
     this.securityGroupCount = Token.asNumber(Op.add(Object.keys(this.securityGroups).length, access.groupCount));

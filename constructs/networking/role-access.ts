@@ -42,7 +42,14 @@ const isId = (ref: string) => `can(regex("${UUID_PATTERN}", ${ref}))`;
  * "No Security Group found" names the variable and the entry. Rules are keyed by their text:
  * reordering them changes nothing, and a rule removed goes alone.
  */
-export function roleAccess(scope: Construct, namePrefix: string, roles: Readonly<Record<AccessRole, RoleAccessProps>>): RoleAccess {
+export function roleAccess(
+  scope: Construct,
+  namePrefix: string,
+  roles: Readonly<Record<AccessRole, RoleAccessProps>>,
+  after: NetworkingSecgroupV2,
+): RoleAccess {
+  // Each group waits for the one before, as the stack's own do (security-groups.ts, `last`).
+  let previous = after;
   // Each in a local of its own: cdktf nests a token that follows a literal `}` (the pattern's)
   // in a second `${` (constructs/cdktf-workarounds.ts).
   const names = ACCESS_ROLES.map((role) =>
@@ -74,7 +81,9 @@ export function roleAccess(scope: Construct, namePrefix: string, roles: Readonly
       // falls to 0 before it updates the ports that hold it, and Neutron refuses that
       // (SecurityGroupInUse) until the provider gives up.
       lifecycle: { createBeforeDestroy: true },
+      dependsOn: [previous],
     });
+    previous = group;
     const parsed = new TerraformLocal(
       scope,
       `${role}_ingress_rules`,

@@ -33,6 +33,15 @@ export interface SecurityGroupsProps {
 export interface SecurityGroups {
   readonly groups: NetworkSecurityGroups;
   /**
+   * The group created last. Neutron counts a group being created twice, its database row and its
+   * quota reservation, until the API commits the reservation after the row exists
+   * (neutron/quota/resource.py, TrackedResource.count: count_db_registers + count_reserved;
+   * neutron/db/quota/driver_nolock.py, make_reservation). Groups created side by side near the
+   * `security_group` quota then fail with OverQuota though they fit (seen on the real cloud at 9
+   * of 10), so every group the stack makes waits for the one before.
+   */
+  readonly last: NetworkingSecgroupV2;
+  /**
    * The security group rules created, counting the two egress rules (IPv4, IPv6) Neutron adds to
    * every new group from its default rule template (neutron/db/securitygroups_db.py,
    * create_security_group, _create_rules_from_template). A token: some rules are one per network.
@@ -54,7 +63,11 @@ type IngressRule = Omit<NetworkingSecgroupRuleV2Config, "securityGroupId" | "dir
  */
 export function securityGroups(network: Construct, props: SecurityGroupsProps): SecurityGroups {
   const prefix = props.namePrefix;
-  const group = (id: string, name: string, description: string) => new NetworkingSecgroupV2(network, id, { name, description });
+  // One after another: Neutron counts a group twice while its creation completes (below), so
+  // groups created side by side can pass the quota and still fail it.
+  let previous: NetworkingSecgroupV2 | undefined;
+  const group = (id: string, name: string, description: string) =>
+    (previous = new NetworkingSecgroupV2(network, id, { name, description, dependsOn: previous && [previous] }));
   const groups: NetworkSecurityGroups = {
     bastion: group("BastionSecurityGroup", `${prefix}-bastion`, "SSH to the bastion"),
     kubeApi: group("KubeApiSecurityGroup", `${prefix}-kube-api`, "Kubernetes API and ingress on the master"),
@@ -125,5 +138,5 @@ export function securityGroups(network: Construct, props: SecurityGroupsProps): 
   // The rules per network first (tokens), then every fixed number as one.
   const perNetwork = instances.filter((count) => Token.isUnresolved(count));
   const fixed = instances.filter((count) => !Token.isUnresolved(count)).reduce((total, count) => total + count, 0);
-  return { groups, ruleCount: sum([...perNetwork, fixed + NEUTRON_DEFAULT_RULES * Object.keys(groups).length]) };
+  return { groups, last: previous!, ruleCount: sum([...perNetwork, fixed + NEUTRON_DEFAULT_RULES * Object.keys(groups).length]) };
 }
