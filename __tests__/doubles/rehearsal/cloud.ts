@@ -456,6 +456,19 @@ export class Cloud {
     this.closed = true;
     await this.queue;
     for (const running of [...this.hosts.values()]) await this.powerOff(running);
+    // A boot stopped half-way left a namespace no running host holds: a terminal's Ctrl-C reaches
+    // the boot's `ip` commands too, which then fail after `ip netns add` (seen once in CI).
+    const listed = run("ip", ["netns", "list"])
+      .split("\n")
+      .map((line) => line.split(" ")[0]);
+    for (let index = 0; index < this.count; index++) {
+      const netns = `koo${this.tag}h${index}`;
+      if (!listed.includes(netns)) continue;
+      for (const pid of run("ip", ["netns", "pids", netns]).split(/\s+/).filter(Boolean)) {
+        bestEffort(() => process.kill(Number(pid), "SIGKILL"));
+      }
+      bestEffort(() => run("ip", ["netns", "del", netns]));
+    }
     this.dns?.kill("SIGTERM");
     for (const service of this.services) service.kill("SIGTERM");
     bestEffort(() => run("ip", ["link", "del", this.uplink.hostSide]));
