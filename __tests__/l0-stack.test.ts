@@ -122,23 +122,32 @@ describe("KubeOnOsStack", () => {
     expect(json.locals.base_image_is_id).toBe(
       '${can(regex("^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", var.base_image))}',
     );
-    // The pools' workers take base_image too unless their pool names another (constructs/worker-pools.ts).
-    const instances = Object.entries(json.resource.openstack_compute_instance_v2)
-      .filter(([address]) => !address.startsWith("WorkerPools_"))
-      .map(([, instance]) => instance);
-    expect(instances).toHaveLength(4);
-    for (const instance of instances) {
-      expect(instance.image_id).toBe("${local.base_image_is_id ? var.base_image : one(data.openstack_images_image_v2.BaseImage[*].id)}");
-    }
+    const baseImage = "${local.base_image_is_id ? var.base_image : one(data.openstack_images_image_v2.BaseImage[*].id)}";
+    const instances = json.resource.openstack_compute_instance_v2;
+    expect(instances.Bastion_Instance_3BC4E4CC.image_id).toBe(baseImage);
+    expect(instances.SaltMaster_Instance_6E8AABC5.image_id).toBe(baseImage);
+    // The default pool's nodes through its settings, the control plane's unless it has its own
+    // image (constructs/kube-node-pool.ts); the pools' workers unless their pool names another
+    // (constructs/worker-pools.ts).
+    const [defaults] = Object.entries(json.locals).filter(([name]) => name.startsWith("KubeNodes_default_pool_machine_"));
+    expect(defaults[1]).toMatchObject({ image_id: baseImage });
+    expect(instances.KubeNodes_Master_97D1ACE4.image_id).toMatch(/^\$\{local\.KubeNodes_control_plane_machine_\w+\.image_id\}$/);
+    expect(instances.KubeNodes_Worker_C67D357D.image_id).toMatch(
+      /^\$\{local\.KubeNodes_kube_worker_machines_\w+\[count\.index\]\.image_id\}$/,
+    );
   });
 
   it("keeps every machine on the image it was created with: a newer image (or another default) replaces none", async () => {
     // And on the rest it was built with (constructs/machine.ts, BUILT_ONCE): boot volume, cloud-init, keypair.
     const json = await synthStack({});
-    for (const instance of Object.values(json.resource.openstack_compute_instance_v2)) {
-      expect(instance.lifecycle).toMatchObject({
-        ignore_changes: ["image_id", "image_name", "block_device", "user_data", "config_drive", "key_pair"],
-      });
+    const builtOnce = ["image_id", "image_name", "block_device", "user_data", "config_drive", "key_pair"];
+    for (const [address, instance] of Object.entries(json.resource.openstack_compute_instance_v2)) {
+      // A Kubernetes node keeps its flavor too: a resize would stop every node of the flavor at once.
+      const kubeNode = address.startsWith("KubeNodes_") || address.startsWith("WorkerPools_");
+      expect([address, instance.lifecycle.ignore_changes]).toEqual([
+        address,
+        kubeNode ? [...builtOnce, "flavor_name", "flavor_id"] : builtOnce,
+      ]);
     }
   });
 
@@ -218,6 +227,7 @@ const ADDRESSES = [
   "data.openstack_blockstorage_quotaset_v3.VolumeTypes_Quotas_8DF3CECE",
   "data.openstack_compute_availability_zones_v2.AvailabilityZones_F5EF4A83",
   "data.openstack_compute_flavor_v2.Quotas_BastionFlavor_DD0482BC",
+  "data.openstack_compute_flavor_v2.Quotas_ControlPlaneFlavor_20BC1F50",
   "data.openstack_compute_flavor_v2.Quotas_KubeNodeFlavor_EBC4EC2D",
   "data.openstack_compute_flavor_v2.Quotas_PoolFlavors_13D0BAAA",
   "data.openstack_compute_flavor_v2.Quotas_SaltMasterFlavor_6E037E8A",
@@ -234,6 +244,7 @@ const ADDRESSES = [
   "data.openstack_identity_auth_scope_v3.Quotas_Scope_2C9E6C9C",
   "data.openstack_identity_auth_scope_v3.VolumeTypes_Scope_05EAE721",
   "data.openstack_images_image_v2.BaseImage",
+  "data.openstack_images_image_v2.KubeNodes_ControlPlaneImage_328B7EA9",
   "data.openstack_images_image_v2.WorkerPools_Images_864D13A7",
   "data.openstack_lb_loadbalancer_v2.ApiLoadBalancer_FloatingIpHolderLoadBalancer_98ACB78D",
   "data.openstack_networking_floatingip_v2.api_floating_ip",

@@ -5,7 +5,7 @@
  * with the real OpenStack provider against the OpenStack API double.
  */
 import YAML from "yaml";
-import type { OpenStackDouble } from "./doubles/openstack/server";
+import { NOBLE_IMAGE, type OpenStackDouble, WIKI_IMAGE } from "./doubles/openstack/server";
 import type { StateServer } from "./doubles/http-state/server";
 import { GITLAB_STATE, useCloud } from "./support/cloud";
 import type { CloudTarget } from "./support/target";
@@ -47,7 +47,22 @@ const POOLS = {
     taints: ["gpu=true:NoSchedule"],
   },
 };
-const TWO_POOLS = { TF_VAR_node_pools: JSON.stringify(POOLS), TF_VAR_kube_node_availability_zones: JSON.stringify(ZONES) };
+/**
+ * The default pool of 4 nodes, whose three voters (the control plane) have a smaller flavor,
+ * another image and 30 GiB boot volumes of their own; k8s-worker-2 keeps the pool's.
+ */
+const CONTROL_PLANE = {
+  TF_VAR_num_kube_nodes: "4",
+  TF_VAR_control_plane_flavor: "m1.medium",
+  TF_VAR_control_plane_image: WIKI_IMAGE.name,
+  TF_VAR_control_plane_boot_volume_size: "30",
+};
+const TWO_POOLS = {
+  TF_VAR_node_pools: JSON.stringify(POOLS),
+  TF_VAR_kube_node_availability_zones: JSON.stringify(ZONES),
+  ...CONTROL_PLANE,
+};
+const VOTERS = ["k8s-master", "k8s-worker-0", "k8s-worker-1"];
 
 function planned(plan: any, type: string): any[] {
   return plan.planned_values.root_module.resources.filter((r: any) => r.type === type);
@@ -82,6 +97,26 @@ describeEachCli("L2: node pools planned against the OpenStack API double", (cli)
     expect(workers.map((r: any) => r.index).sort()).toEqual(["k8s-gpu-0", "k8s-gpu-1", "k8s-web-0", "k8s-web-1", "k8s-web-2"]);
   });
 
+  it("builds the control plane from its own flavor, image and boot volume, and the default pool's other workers from the pool's", () => {
+    const machines = Object.fromEntries(
+      planned(plan, "openstack_compute_instance_v2")
+        .filter((r: any) => r.address.includes("KubeNodes"))
+        .map((r: any) => [
+          r.values.name,
+          {
+            flavor: r.values.flavor_name,
+            image: r.values.image_id,
+            volumes: r.values.block_device.map((b: any) => [b.uuid, b.volume_size]),
+          },
+        ]),
+    );
+    const voter = { flavor: "m1.medium", image: WIKI_IMAGE.id, volumes: [[WIKI_IMAGE.id, 30]] };
+    expect(machines).toEqual({
+      ...Object.fromEntries(VOTERS.map((host) => [`${host}.kube-on-os`, voter])),
+      "k8s-worker-2.kube-on-os": { flavor: "m1.large", image: NOBLE_IMAGE.id, volumes: [] },
+    });
+  });
+
   it("spreads a pool's workers over its zones round-robin, and leaves a pool without zones to the cloud", () => {
     const zones = Object.fromEntries(
       planned(plan, "openstack_compute_instance_v2")
@@ -106,12 +141,16 @@ describeEachCli("L2: node pools planned against the OpenStack API double", (cli)
 
   it("counts the pools' workers, their boot volumes and the load balancer against the quotas", () => {
     const needs = plan.planned_values.outputs.quota_needs.value;
-    expect(needs.compute.instances).toBe(2 + 3 + 5);
+    expect(needs.compute.instances).toBe(2 + 4 + 5);
+    // The bastion's m1.small and the Salt master's m1.medium, the voters' m1.medium, worker-2's
+    // m1.large, web's m1.medium and gpu's m1.large (the double's flavors: 1, 2, 2 and 4 cores).
+    expect(needs.compute.cores).toBe(1 + 2 + 3 * 2 + 4 + 3 * 2 + 2 * 4);
     expect(needs.compute.server_groups).toBe(3);
-    expect(needs.compute.server_group_members).toBe(8);
-    expect(needs.blockStorage).toEqual({ volumes: 1 + 2, gigabytes: 10 + 2 * 50 });
+    expect(needs.compute.server_group_members).toBe(9);
+    // The Salt volume, the voters' boot volumes, gpu's.
+    expect(needs.blockStorage).toEqual({ volumes: 1 + 3 + 2, gigabytes: 10 + 3 * 30 + 2 * 50 });
     // The fixed ports, the default pool's workers, the pools' workers, the load balancer's VIP.
-    expect(needs.network.port).toBe(8 + 2 + 5 + 1);
+    expect(needs.network.port).toBe(8 + 3 + 5 + 1);
     expect(needs.network.floatingip).toBe(3);
   });
 
@@ -137,12 +176,13 @@ describeEachCli("L2: node pools planned against the OpenStack API double", (cli)
     const result = await ws.tofu(["plan", "-input=false"], {
       TF_VAR_kube_node_boot_volume_size: "20",
       TF_VAR_kube_node_boot_volume_type: "nvme",
+      TF_VAR_control_plane_boot_volume_type: "fast",
       TF_VAR_node_pools:
         '{ web = { count = 1, boot_volume_size = 20, boot_volume_type = "ssd" }, db = { count = 1, boot_volume_size = 20, boot_volume_type = "hdd" } }',
     });
     expect(result.status).not.toBe(0);
     expect(result.stderr.replace(/\s+/g, " ")).toContain(
-      "Unknown volume type: hdd, nvme (in kube_node_boot_volume_type or node_pools) is not one of this cloud's volume types, __DEFAULT__, ssd (openstack volume type list).",
+      "Unknown volume type: fast, hdd, nvme (in kube_node_boot_volume_type, control_plane_boot_volume_type or node_pools) is not one of this cloud's volume types, __DEFAULT__, ssd (openstack volume type list).",
     );
   });
 });
@@ -167,6 +207,7 @@ describe("L3: two pools over zones: apply, re-plan with no changes, change the p
       "k8s-web-2.kube-on-os",
       "k8s-worker-0.kube-on-os",
       "k8s-worker-1.kube-on-os",
+      "k8s-worker-2.kube-on-os",
     ]);
   });
 
@@ -176,7 +217,7 @@ describe("L3: two pools over zones: apply, re-plan with no changes, change the p
     expect(replan.status).toBe(0);
   });
 
-  it("boots the gpu workers from 50 GiB ssd volumes made from the image, and the others from the hypervisor's disk", async () => {
+  it("boots the voters from 30 GiB volumes of their image, the gpu workers from 50 GiB ssd ones, the others from the hypervisor's disk", async () => {
     const servers = new Map((await target.servers()).map((s) => [s.id, s.name]));
     const bootVolumes = double.cinder.volumes
       .all()
@@ -185,12 +226,56 @@ describe("L3: two pools over zones: apply, re-plan with no changes, change the p
         server: servers.get((v.attachments as { server_id: string }[])[0].server_id),
         size: v.size,
         type: v.volume_type,
+        image: (v.volume_image_metadata as { image_id?: string } | undefined)?.image_id,
         status: v.status,
       }));
     expect(bootVolumes.sort((a, b) => String(a.server).localeCompare(String(b.server)))).toEqual([
-      { server: "k8s-gpu-0.kube-on-os", size: 50, type: "ssd", status: "in-use" },
-      { server: "k8s-gpu-1.kube-on-os", size: 50, type: "ssd", status: "in-use" },
+      { server: "k8s-gpu-0.kube-on-os", size: 50, type: "ssd", image: NOBLE_IMAGE.id, status: "in-use" },
+      { server: "k8s-gpu-1.kube-on-os", size: 50, type: "ssd", image: NOBLE_IMAGE.id, status: "in-use" },
+      ...VOTERS.map((host) => ({ server: `${host}.kube-on-os`, size: 30, type: "__DEFAULT__", image: WIKI_IMAGE.id, status: "in-use" })),
     ]);
+    const flavors = Object.fromEntries((await target.servers()).map((s) => [s.name, s.flavor]));
+    expect(VOTERS.map((host) => flavors[`${host}.kube-on-os`])).toEqual(["m1.medium", "m1.medium", "m1.medium"]);
+    expect(flavors["k8s-worker-2.kube-on-os"]).toBe("m1.large");
+  });
+
+  it("changes no node for new flavors, and warns, naming each node built otherwise and the roll", async () => {
+    const plan = await ws.tofu(["plan", "-detailed-exitcode", "-input=false"], {
+      TF_VAR_control_plane_flavor: "m1.large",
+      TF_VAR_kube_node_flavor: "m1.small",
+    });
+    expect(plan.stderr).toBe("");
+    // Only the quota check's output changes: it counts the new flavors, which a roll needs.
+    const said = plan.stdout.replace(/\s+/g, " ");
+    expect(said).toContain(
+      "You can apply this plan to save these new output values to the OpenTofu state, without changing any real infrastructure.",
+    );
+    expect(said).toMatch(/~ cores += 27 -> 24 /);
+    expect(said).toContain(
+      "keep what they were built with until they are replaced: " +
+        "k8s-master (flavor m1.medium, now m1.large); k8s-worker-0 (flavor m1.medium, now m1.large); " +
+        "k8s-worker-1 (flavor m1.medium, now m1.large); k8s-worker-2 (flavor m1.large, now m1.small); " +
+        "k8s-gpu-0 (flavor m1.large, now m1.small); k8s-gpu-1 (flavor m1.large, now m1.small). " +
+        "npm run roll -- --nodes k8s-master,k8s-worker-0,k8s-worker-1,k8s-worker-2,k8s-gpu-0,k8s-gpu-1 replaces them one at a time",
+    );
+  });
+
+  it("builds a replaced voter from the new flavor, and the plan then names only the others", async () => {
+    const machines = JSON.parse((await ws.tofu(["output", "-json", "kube_node_machines"])).stdout) as { host: string; address: string }[];
+    const worker0 = machines.find((node) => node.host === "k8s-worker-0")!.address;
+    const before = new Map((await target.servers()).map((s) => [s.name, s.id]));
+    const apply = await ws.tofu(["apply", "-auto-approve", "-input=false", `-replace=${worker0}`], {
+      TF_VAR_control_plane_flavor: "m1.large",
+    });
+    expect(apply.stderr).toBe("");
+    const after = await target.servers();
+    const replaced = after.find((s) => s.name === "k8s-worker-0.kube-on-os")!;
+    expect(replaced.id).not.toBe(before.get(replaced.name));
+    expect(replaced.flavor).toBe("m1.large");
+    for (const server of after.filter((s) => s !== replaced)) expect(server.id).toBe(before.get(server.name));
+    const plan = await ws.tofu(["plan", "-input=false"], { TF_VAR_control_plane_flavor: "m1.large" });
+    expect(plan.stdout).toContain("No changes.");
+    expect(plan.stdout.replace(/\s+/g, " ")).toContain("npm run roll -- --nodes k8s-master,k8s-worker-1 replaces them");
   });
 
   it("puts the API behind a load balancer over the three voters, with its own floating IP as the kubeconfig's server", async () => {
@@ -238,6 +323,7 @@ describe("L3: two pools over zones: apply, re-plan with no changes, change the p
       defaultPool("k8s-master.kube-on-os", "10.1.0.10"),
       defaultPool("k8s-worker-0.kube-on-os", "10.1.0.100"),
       defaultPool("k8s-worker-1.kube-on-os", "10.1.0.101"),
+      defaultPool("k8s-worker-2.kube-on-os", "10.1.0.102"),
       ...[0, 1].map((n) => ({
         id: `k8s-gpu-${n}.kube-on-os`,
         address: address(`k8s-gpu-${n}.kube-on-os`),
@@ -254,7 +340,7 @@ describe("L3: two pools over zones: apply, re-plan with no changes, change the p
       })),
     ]);
     // Neutron's picks come from the DHCP half of the private network.
-    for (const node of pillar.microk8s.nodes.slice(3)) expect(Number(node.address.split(".")[2])).toBeGreaterThanOrEqual(128);
+    for (const node of pillar.microk8s.nodes.slice(4)) expect(Number(node.address.split(".")[2])).toBeGreaterThanOrEqual(128);
     expect(pillar.microk8s.control_plane).toEqual(["k8s-master.kube-on-os", "k8s-worker-0.kube-on-os", "k8s-worker-1.kube-on-os"]);
   });
 

@@ -168,7 +168,7 @@ describe("L3 on both targets", () => {
     );
 
     it(
-      "applies a node pool over two zones with boot volumes, each worker in its zone, and destroys it all",
+      "applies a node pool over two zones with boot volumes and the control plane on its own flavor, each worker in its zone, and destroys it all",
       async () =>
         onTarget(name, async (target) => {
           const pools = { pool: { count: 2, flavor: "m1.small", availability_zones: ZONES, boot_volume_size: 10 } };
@@ -176,10 +176,15 @@ describe("L3 on both targets", () => {
             TF_VAR_node_pools: JSON.stringify(pools),
             TF_VAR_kube_node_availability_zones: JSON.stringify(ZONES),
             TF_VAR_api_load_balancer: "off",
+            TF_VAR_control_plane_flavor: "m1.medium",
           };
           await recording(target, synthEnv, (ws) =>
             applyCheckDestroy(target, ws, async (show, held) => {
               expect(count(held, "server")).toBe(7);
+              // The flavor Nova reports for each server (the provider reads it back).
+              const flavors = (prefix: string) => stateValues(show, "openstack_compute_instance_v2", prefix).map((s) => s.flavor_name);
+              expect(flavors("KubeNodes")).toEqual(["m1.medium", "m1.medium", "m1.medium"]);
+              expect(flavors("WorkerPools")).toEqual(["m1.small", "m1.small"]);
               // The Salt master's volume and the pool's two boot volumes.
               expect(count(held, "volume")).toBe(3);
               const workers = stateValues(show, "openstack_compute_instance_v2", "WorkerPools");

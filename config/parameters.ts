@@ -376,6 +376,54 @@ export const VARIABLES = {
     default: [],
     rules: [rule("kube_node_taints", TAINTS, TAINTS_MUST_BE)],
   } satisfies VariableSpec<string[]>,
+  control_plane_flavor: {
+    type: "string",
+    description:
+      "OpenStack flavor of the control plane: the three dqlite voters, the master and the default pool's first two workers. Unset (null): kube_node_flavor. A node keeps the flavor it was created with: a new one reaches new and replaced nodes (npm run roll), and the plan warns about the nodes built otherwise.",
+    default: undefined,
+    rules: [
+      rule(
+        "control_plane_flavor",
+        allowing(null, all(NOT_BLANK, TRIMMED)),
+        "null (kube_node_flavor) or a flavor name without leading or trailing spaces",
+      ),
+    ],
+  } satisfies VariableSpec<string>,
+  control_plane_image: {
+    type: "string",
+    description:
+      "Image the control plane boots from, an image ID or a name looked up at plan time as base_image is. Unset (null): base_image. A node keeps the image it was created with.",
+    default: undefined,
+    rules: [
+      rule(
+        "control_plane_image",
+        allowing(null, IMAGE_NAME),
+        `null (base_image) or an image ID or name of 1 to ${IMAGE_NAME_MAX} characters without leading or trailing spaces`,
+      ),
+    ],
+  } satisfies VariableSpec<string>,
+  control_plane_boot_volume_size: {
+    type: "number",
+    description:
+      "Size in GiB of the control plane's Cinder boot volumes, 0 for none (the hypervisor's disk). Unset (null): kube_node_boot_volume_size. A node keeps the boot disk it was created with.",
+    default: undefined,
+    rules: [
+      rule(
+        "control_plane_boot_volume_size",
+        allowing(null, BOOT_VOLUME_SIZE),
+        `null (kube_node_boot_volume_size) or ${BOOT_VOLUME_SIZE_MUST_BE}`,
+      ),
+    ],
+  } satisfies VariableSpec<number>,
+  control_plane_boot_volume_type: {
+    type: "string",
+    description:
+      "Cinder volume type of the control plane's boot volumes, empty for the cloud's default. Unset (null): kube_node_boot_volume_type.",
+    default: undefined,
+    rules: [
+      rule("control_plane_boot_volume_type", allowing(null, VOLUME_TYPE), `null (kube_node_boot_volume_type) or ${VOLUME_TYPE_MUST_BE}`),
+    ],
+  } satisfies VariableSpec<string>,
   node_pools: {
     type: NODE_POOLS_TYPE,
     description:
@@ -825,6 +873,19 @@ export const CROSS_RULES: { readonly [K in VariableName]?: readonly ConfigRule[]
       test: (config) => config.kube_node_boot_volume_type === "" || config.kube_node_boot_volume_size > 0,
       condition: 'var.kube_node_boot_volume_type == "" || var.kube_node_boot_volume_size > 0',
       mustBe: "empty unless kube_node_boot_volume_size is above 0 (a volume type needs a boot volume)",
+    },
+  ],
+  control_plane_boot_volume_type: [
+    {
+      test: (config) =>
+        config.control_plane_boot_volume_type == null ||
+        config.control_plane_boot_volume_type === "" ||
+        (config.control_plane_boot_volume_size ?? config.kube_node_boot_volume_size) > 0,
+      condition:
+        'var.control_plane_boot_volume_type == null || var.control_plane_boot_volume_type == "" || ' +
+        "(var.control_plane_boot_volume_size == null ? var.kube_node_boot_volume_size : var.control_plane_boot_volume_size) > 0",
+      mustBe:
+        "null or empty unless the control plane has a boot volume (control_plane_boot_volume_size, or kube_node_boot_volume_size when it is null, above 0): a volume type needs a boot volume",
     },
   ],
   node_pools: [

@@ -44,6 +44,19 @@ import {
  */
 
 /**
+ * A Terraform expression (`hcl`, without `${}`) as a string token that cdktf unwraps where it
+ * nests, in user_data or a dynamic block, where a literal `${...}` would be nested again.
+ */
+export function hclString(scope: Construct, hcl: string): string {
+  return Token.asString(ref(hcl, TerraformStack.of(scope)));
+}
+
+/** `hclString` for a number. */
+export function hclNumber(scope: Construct, hcl: string): number {
+  return Token.asNumber(ref(hcl, TerraformStack.of(scope)));
+}
+
+/**
  * A value written into a hand-built HCL expression (`${...}`): a token as the reference it stands
  * for, anything else as its JSON, which HCL reads as the same literal. Pasted bare, a literal
  * would read as a reference (`auto`, `m1.large`) or not parse at all (`Ubuntu 24.04`, `0.0.0.0/0`).

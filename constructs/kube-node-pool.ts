@@ -6,7 +6,8 @@ import { NetworkingFloatingipV2 } from "../.gen/providers/openstack/networking-f
 import { NetworkingPortV2 } from "../.gen/providers/openstack/networking-port-v2";
 import { SERVER_GROUP_POLICIES, VARIABLES } from "../config/parameters";
 import { CONTROL_PLANE_SIZE } from "../facts/cluster-size";
-import { atCountIndex, splat } from "./cdktf-workarounds";
+import { addressOf, atCountIndex, hclNumber, hclString, splat } from "./cdktf-workarounds";
+import { ControlPlaneSettings, DefaultPoolMachines, defaultPoolMachines } from "./default-pool-machines";
 import { BootVolume, bootFromVolume, fixedPort, floatingIpFor, instanceConfig, MachineProps } from "./machine";
 
 export interface KubeNodePoolProps extends MachineProps {
@@ -21,12 +22,15 @@ export interface KubeNodePoolProps extends MachineProps {
   readonly serverGroupPolicy?: string;
   /** @default - no boot volume: the image on the hypervisor's disk */
   readonly bootVolume?: BootVolume;
+  /** @default - the default pool's flavor, image and boot volume */
+  readonly controlPlane?: ControlPlaneSettings;
 }
 
 /**
  * The default pool's microk8s nodes: a master on both networks with a floating IP (API and
  * ingress), and the layout's private workers, counted by Terraform, named, addressed and spread
- * over the zones by the layout. The first of them are the control plane.
+ * over the zones by the layout. The first of them are the control plane, built from its own
+ * flavor, image and boot volume where the control_plane_* variables give them.
  */
 export class KubeNodePool extends Construct {
   readonly master: ComputeInstanceV2;
@@ -40,6 +44,8 @@ export class KubeNodePool extends Construct {
   readonly workers: ComputeInstanceV2;
   readonly workerPorts: NetworkingPortV2;
   readonly serverGroup: ComputeServergroupV2;
+  /** What the control plane and the default pool's workers are built from. */
+  readonly machines: DefaultPoolMachines;
 
   constructor(scope: Construct, id: string, props: KubeNodePoolProps) {
     super(scope, id);
@@ -51,6 +57,15 @@ export class KubeNodePool extends Construct {
     const { network, layout } = props;
     const master = layout.kubeMaster;
     const bootVolume = props.bootVolume ?? { size: 0, type: "" };
+    const expression = (hcl: string) => hclString(this, hcl);
+    this.machines = defaultPoolMachines(this, {
+      flavor,
+      imageId: props.imageId,
+      bootVolume,
+      controlPlane: props.controlPlane,
+      workerCount: layout.workerCount,
+    });
+    const workerMachine = (attribute: string) => `${addressOf(this.machines.workers)}[count.index].${attribute}`;
     const podTraffic = [props.podCidr, props.serviceCidr];
 
     // count = 0 when the policy is "none"; one() then gives the instances a null group.
@@ -83,14 +98,16 @@ export class KubeNodePool extends Construct {
         ...props,
         role: "salt-minion",
         host: { hostname: master.host, fqdn: master.fqdn, privateIp: master.privateIp, dualHomed: true },
-        flavor,
+        imageId: this.machines.controlPlane.imageId,
+        flavor: this.machines.controlPlane.flavor,
+        flavorKept: true,
       }),
       // Public first: the default route stays on the public network.
       network: [{ port: this.masterPublicPort.id }, { port: this.masterPrivatePort.id }],
       schedulerHints,
       availabilityZone: layout.kubeMasterZone,
     });
-    bootFromVolume(this.master, props.imageId, bootVolume);
+    bootFromVolume(this.master, this.machines.controlPlane.imageId, this.machines.controlPlane.bootVolume);
     ({
       allocated: this.masterFloatingIp,
       address: this.masterPublicIp,
@@ -125,12 +142,17 @@ export class KubeNodePool extends Construct {
         ...props,
         role: "salt-minion",
         host: { hostname: worker.host, fqdn: worker.fqdn, privateIp: worker.privateIp, dualHomed: false },
-        flavor,
+        imageId: expression(workerMachine("image_id")),
+        flavor: expression(workerMachine("flavor")),
+        flavorKept: true,
       }),
       network: [{ port: atCountIndex(this.workerPorts, "id") }],
       schedulerHints,
       availabilityZone: worker.zone,
     });
-    bootFromVolume(this.workers, props.imageId, bootVolume);
+    bootFromVolume(this.workers, expression(workerMachine("image_id")), {
+      size: hclNumber(this, workerMachine("volume_size")),
+      type: expression(workerMachine("volume_type")),
+    });
   }
 }

@@ -26,6 +26,18 @@ export const BUILT_ONCE: TerraformResourceLifecycle = {
   ignoreChanges: ["image_id", "image_name", "block_device", "user_data", "config_drive", "key_pair"],
 };
 
+/**
+ * A Kubernetes node keeps its flavor too. A new flavor is no ForceNew change: the provider resizes
+ * the server in place, and Nova's resize stops and moves it. A plan would resize every node of the
+ * flavor at once, undrained, the three dqlite voters together (the cluster down meanwhile). A new
+ * flavor reaches nodes the way a new image does, by replacement, one node at a time (npm run roll);
+ * the plan names the nodes built otherwise (constructs/kube-node-builds.ts). The bastion and the
+ * Salt master, alone in their roles, still resize in place.
+ */
+export const NODE_BUILT_ONCE: TerraformResourceLifecycle = {
+  ignoreChanges: [...(BUILT_ONCE.ignoreChanges as string[]), "flavor_name", "flavor_id"],
+};
+
 export interface ImageLookupProps {
   /** The image's name in Glance (a token, or `${each.value}` for a for_each lookup). */
   readonly name: string;
@@ -203,6 +215,8 @@ export interface InstanceRecipe {
   readonly host: HostIdentity;
   readonly imageId: string;
   readonly flavor: string;
+  /** Whether the server keeps its flavor for life (NODE_BUILT_ONCE): the Kubernetes nodes'. @default false */
+  readonly flavorKept?: boolean;
   /** @default - no keypair */
   readonly keyPair?: string;
   readonly bootstrap: BootstrapSettings;
@@ -211,7 +225,8 @@ export interface InstanceRecipe {
 /**
  * The settings every server shares, one recipe for the five kinds (bastion, Salt master,
  * Kubernetes master, the default pool's and the pools' workers): named by its FQDN, built once
- * from its image, flavor, keypair and cloud-init (BUILT_ONCE), which it reads from a config drive
+ * from its image, keypair and cloud-init (BUILT_ONCE; a Kubernetes node its flavor too,
+ * NODE_BUILT_ONCE), which it reads from a config drive
  * (CONFIG_DRIVE). The caller adds the ports, and the server group and zone where there are any.
  */
 export function instanceConfig(recipe: InstanceRecipe) {
@@ -222,7 +237,7 @@ export function instanceConfig(recipe: InstanceRecipe) {
     keyPair: recipe.keyPair,
     userData: userDataFor(recipe.role, recipe.host, recipe.bootstrap),
     configDrive: CONFIG_DRIVE,
-    lifecycle: BUILT_ONCE,
+    lifecycle: recipe.flavorKept ? NODE_BUILT_ONCE : BUILT_ONCE,
   } satisfies Partial<ComputeInstanceV2Config>;
 }
 

@@ -16,6 +16,7 @@ import { DataOpenstackComputeFlavorV2 } from "../.gen/providers/openstack/data-o
 import { DataOpenstackComputeQuotasetV2 } from "../.gen/providers/openstack/data-openstack-compute-quotaset-v2";
 import { DataOpenstackIdentityAuthScopeV3 } from "../.gen/providers/openstack/data-openstack-identity-auth-scope-v3";
 import { DataOpenstackNetworkingQuotaV2 } from "../.gen/providers/openstack/data-openstack-networking-quota-v2";
+import { CONTROL_PLANE_SIZE } from "../facts/cluster-size";
 import { DUAL_HOMED, FIXED_MACHINES } from "../facts/hosts";
 import { addressOf, sum } from "./cdktf-workarounds";
 import { WorkerPools } from "./worker-pools";
@@ -25,7 +26,8 @@ export interface QuotasProps {
   /** Read the quotas and check them at plan time (a token: `check_quotas`). */
   readonly enabled: boolean | IResolvable;
   readonly nodeCount: number;
-  readonly flavors: { readonly bastion: string; readonly saltMaster: string; readonly kubeNode: string };
+  /** The flavors by name; the control plane's is the default pool's unless it has its own. @default controlPlane - kubeNode */
+  readonly flavors: { readonly bastion: string; readonly saltMaster: string; readonly kubeNode: string; readonly controlPlane?: string };
   /** "none" puts the nodes in no server group. */
   readonly serverGroupPolicy: string;
   readonly saltVolumeSize: number;
@@ -45,6 +47,8 @@ export interface QuotasProps {
   readonly network?: { readonly networks: number; readonly subnets: number; readonly routers: number; readonly ports: number };
   /** The default pool's boot volume size in GiB, 0 for none. @default 0 */
   readonly kubeNodeBootVolumeSize?: number;
+  /** The control plane's boot volume size in GiB, 0 for none. @default kubeNodeBootVolumeSize */
+  readonly controlPlaneBootVolumeSize?: number;
   /** The API load balancers (0 or 1): a floating IP and its VIP port each. @default 0 */
   readonly apiLoadBalancers?: number;
   /** Floating IPs allocated for the cluster (a token), not the ones given. @default 2 and one per API load balancer */
@@ -98,8 +102,14 @@ export class Quotas extends Construct {
     const bastion = flavor("BastionFlavor", props.flavors.bastion);
     const saltMaster = flavor("SaltMasterFlavor", props.flavors.saltMaster);
     const kubeNode = flavor("KubeNodeFlavor", props.flavors.kubeNode);
+    const controlPlane = flavor("ControlPlaneFlavor", props.flavors.controlPlane ?? props.flavors.kubeNode);
     const grouped = Fn.conditional(Op.eq(props.serverGroupPolicy, "none"), 0, 1);
     const bootVolumeSize = props.kubeNodeBootVolumeSize ?? 0;
+    const cpBootVolumeSize = props.controlPlaneBootVolumeSize ?? bootVolumeSize;
+    // The default pool's nodes: the control plane (its first ones, CONTROL_PLANE_SIZE at most), then the others.
+    const cpNodes = Fn.min([props.nodeCount, CONTROL_PLANE_SIZE]);
+    const otherNodes = Op.sub(props.nodeCount, cpNodes);
+    const nodes = (cp: unknown, other: unknown) => Op.add(Op.mul(cpNodes, cp), Op.mul(otherNodes, other));
     const pools = poolNeeds(this, props.workerPools);
     const plus = (a: unknown, b: unknown) => Token.asNumber(Op.add(a, b));
     const network = props.network ?? Quotas.NEW_NETWORK;
@@ -107,16 +117,16 @@ export class Quotas extends Construct {
     this.needs = {
       compute: {
         instances: plus(Op.add(Quotas.OTHER_MACHINES, props.nodeCount), pools.instances),
-        cores: plus(Op.add(Op.add(bastion.vcpus, saltMaster.vcpus), Op.mul(props.nodeCount, kubeNode.vcpus)), pools.cores),
-        ram: plus(Op.add(Op.add(bastion.ram, saltMaster.ram), Op.mul(props.nodeCount, kubeNode.ram)), pools.ram),
+        cores: plus(Op.add(Op.add(bastion.vcpus, saltMaster.vcpus), nodes(controlPlane.vcpus, kubeNode.vcpus)), pools.cores),
+        ram: plus(Op.add(Op.add(bastion.ram, saltMaster.ram), nodes(controlPlane.ram, kubeNode.ram)), pools.ram),
         server_groups: plus(grouped, pools.serverGroups),
         server_group_members: plus(Op.mul(grouped, props.nodeCount), pools.serverGroupMembers),
         key_pairs: props.newKeypairs,
       },
       blockStorage: {
         // signum(): 1 with a boot volume, 0 without (a conditional in an Op loses its parentheses: cdktf-workarounds.ts).
-        volumes: plus(Op.add(1, Op.mul(Fn.signum(bootVolumeSize), props.nodeCount)), pools.volumes),
-        gigabytes: plus(Op.add(props.saltVolumeSize, Op.mul(bootVolumeSize, props.nodeCount)), pools.gigabytes),
+        volumes: plus(Op.add(1, nodes(Fn.signum(cpBootVolumeSize), Fn.signum(bootVolumeSize))), pools.volumes),
+        gigabytes: plus(Op.add(props.saltVolumeSize, nodes(cpBootVolumeSize, bootVolumeSize)), pools.gigabytes),
       },
       network: {
         floatingip: props.floatingIps ?? Token.asNumber(Op.add(2, props.apiLoadBalancers ?? 0)),

@@ -14,6 +14,7 @@ import { CloudIntegration } from "./cloud-integration";
 import { ClusterLayout } from "./cluster-layout";
 import { controlPlaneFloor } from "./control-plane-floor";
 import { KubeNodePool } from "./kube-node-pool";
+import { kubeNodeBuilds } from "./kube-node-builds";
 import { deployKeypair } from "./keypair";
 import { baseImageId, MachineProps, portName } from "./machine";
 import { Network } from "./networking";
@@ -96,7 +97,7 @@ export class KubeOnOsStack extends TerraformStack {
       pools: v.node_pools.value,
     });
     new AvailabilityZones(this, "AvailabilityZones", { defaultPool: v.kube_node_availability_zones.listValue, pools: v.node_pools.value });
-    new VolumeTypes(this, "VolumeTypes", { defaultPool: v.kube_node_boot_volume_type.stringValue, pools: v.node_pools.value });
+
     this.network = new Network(this, "Network", {
       externalNetworkName: v.external_network_name.stringValue,
       routerId: v.router_id.stringValue,
@@ -158,6 +159,17 @@ export class KubeOnOsStack extends TerraformStack {
       serviceCidr: v.service_cidr.stringValue,
       serverGroupPolicy: v.kube_server_group_policy.stringValue,
       bootVolume: { size: v.kube_node_boot_volume_size.numberValue, type: v.kube_node_boot_volume_type.stringValue },
+      controlPlane: {
+        flavor: v.control_plane_flavor.stringValue,
+        image: v.control_plane_image.stringValue,
+        bootVolumeSize: v.control_plane_boot_volume_size.numberValue,
+        bootVolumeType: v.control_plane_boot_volume_type.stringValue,
+      },
+    });
+    new VolumeTypes(this, "VolumeTypes", {
+      defaultPool: v.kube_node_boot_volume_type.stringValue,
+      controlPlane: this.kubeNodes.machines.controlPlane.bootVolume.type,
+      pools: v.node_pools.value,
     });
     this.workerPools = new WorkerPools(this, "WorkerPools", {
       ...machine,
@@ -183,6 +195,7 @@ export class KubeOnOsStack extends TerraformStack {
       loadBalancerProvider: v.lb_provider.stringValue,
       loadBalancerMethod: v.lb_method.stringValue,
     });
+    kubeNodeBuilds(this, { layout: this.layout, kubeNodes: this.kubeNodes, workerPools: this.workerPools });
     controlPlaneFloor(this, "ControlPlaneFloor", { layout: this.layout, guarded: this.kubeNodes.master });
 
     this.quotas = new Quotas(this, "Quotas", {
@@ -192,6 +205,7 @@ export class KubeOnOsStack extends TerraformStack {
         bastion: v.bastion_flavor.stringValue,
         saltMaster: v.salt_master_flavor.stringValue,
         kubeNode: v.kube_node_flavor.stringValue,
+        controlPlane: this.kubeNodes.machines.controlPlane.flavor,
       },
       serverGroupPolicy: v.kube_server_group_policy.stringValue,
       saltVolumeSize: v.salt_volume_size.numberValue,
@@ -204,6 +218,7 @@ export class KubeOnOsStack extends TerraformStack {
       ],
       network: this.network.created,
       kubeNodeBootVolumeSize: v.kube_node_boot_volume_size.numberValue,
+      controlPlaneBootVolumeSize: this.kubeNodes.machines.controlPlane.bootVolume.size,
       apiLoadBalancers: this.apiLoadBalancer.count,
       floatingIps: sum([
         this.bastion.floatingIpAllocated,

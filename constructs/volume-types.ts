@@ -6,6 +6,8 @@ import { DataOpenstackIdentityAuthScopeV3 } from "../.gen/providers/openstack/da
 export interface VolumeTypesProps {
   /** The default pool's boot volume type (kube_node_boot_volume_type), "" for Cinder's default. */
   readonly defaultPool: string;
+  /** The control plane's boot volume type: control_plane_boot_volume_type, or the default pool's. @default defaultPool */
+  readonly controlPlane?: string;
   /** The node_pools variable, whose pools name volume types too. */
   readonly pools: unknown;
 }
@@ -25,7 +27,7 @@ export class VolumeTypes extends Construct {
     super(scope, id);
     // Literal: a token may open the expression, never follow a literal `}` (constructs/cdktf-workarounds.ts).
     const wanted =
-      `distinct(compact(concat([${Token.asString(props.defaultPool)}], ` +
+      `distinct(compact(concat([${Token.asString(props.defaultPool)}, ${Token.asString(props.controlPlane ?? props.defaultPool)}], ` +
       `[for pool in values(${Token.asString(props.pools)}) : pool.boot_volume_type])))`;
     const count = TerraformCount.of(Token.asNumber(`\${length(${wanted}) > 0 ? 1 : 0}`));
     const scopeData = new DataOpenstackIdentityAuthScopeV3(this, "Scope", { count, name: "kube-on-os-volume-types" });
@@ -38,8 +40,8 @@ export class VolumeTypes extends Construct {
           {
             condition: `\${length(setsubtract(${wanted}, ${known})) == 0}`,
             errorMessage:
-              `Unknown volume type: \${join(", ", setsubtract(${wanted}, ${known}))} (in kube_node_boot_volume_type or ` +
-              `node_pools) is not one of this cloud's volume types, \${join(", ", sort(${known}))} (openstack volume type list).`,
+              `Unknown volume type: \${join(", ", setsubtract(${wanted}, ${known}))} (in kube_node_boot_volume_type, ` +
+              `control_plane_boot_volume_type or node_pools) is not one of this cloud's volume types, \${join(", ", sort(${known}))} (openstack volume type list).`,
           },
         ],
       },

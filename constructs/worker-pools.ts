@@ -1,11 +1,11 @@
-import { ref, TerraformIterator, TerraformLocal, TerraformStack, Token } from "cdktf";
+import { TerraformIterator, TerraformLocal, Token } from "cdktf";
 import { Construct } from "constructs";
 import { ComputeInstanceV2 } from "../.gen/providers/openstack/compute-instance-v2";
 import { ComputeServergroupV2 } from "../.gen/providers/openstack/compute-servergroup-v2";
 import { DataOpenstackImagesImageV2 } from "../.gen/providers/openstack/data-openstack-images-image-v2";
 import { NetworkingPortV2 } from "../.gen/providers/openstack/networking-port-v2";
 import { VARIABLES } from "../config/parameters";
-import { addressOf, hclOf } from "./cdktf-workarounds";
+import { addressOf, hclNumber, hclOf, hclString } from "./cdktf-workarounds";
 import { bootFromVolume, imageLookup, instanceConfig, isImageId, MachineProps, withRoleGroups } from "./machine";
 
 export interface WorkerPoolsProps extends MachineProps {
@@ -47,6 +47,8 @@ export class WorkerPools extends Construct {
    * volume_size, volume_type, grouped (in a server group) }.
    */
   readonly settings: TerraformLocal;
+  /** Each pool's image ID, by pool name: its image, or base_image, looked up when a name. */
+  readonly imageIds: TerraformLocal;
   /** The workers' instance ids, in the layout's order (`kube_pool_nodes`). */
   readonly workerIds: string[];
 
@@ -78,11 +80,11 @@ export class WorkerPools extends Construct {
       name: "${each.value}",
     });
     const imagesRef = addressOf(this.images);
-    const imageIds = new TerraformLocal(
+    const imageIds = (this.imageIds = new TerraformLocal(
       this,
       "image_ids",
       `\${{ for name, s in ${settingsRef} : name => ${isImageId("s.image")} ? s.image : ${imagesRef}[s.image].id }}`,
-    );
+    ));
     const groupedPools = new TerraformLocal(this, "grouped", `\${{ for name, s in ${settingsRef} : name => s if s.grouped }}`);
 
     this.serverGroups = new ComputeServergroupV2(this, "ServerGroup", {
@@ -108,8 +110,7 @@ export class WorkerPools extends Construct {
 
     const pool = (attribute: string) => `${settingsRef}[each.value.pool].${attribute}`;
     // References as tokens, which cdktf unwraps where they nest (user_data, bootFromVolume).
-    const stack = TerraformStack.of(this);
-    const expression = (hcl: string) => Token.asString(ref(hcl, stack));
+    const expression = (hcl: string) => hclString(this, hcl);
     const imageId = `\${${addressOf(imageIds)}[each.value.pool]}`;
     this.workers = new ComputeInstanceV2(this, "Worker", {
       forEach: nodes,
@@ -124,6 +125,7 @@ export class WorkerPools extends Construct {
         },
         imageId,
         flavor: `\${${pool("flavor")}}`,
+        flavorKept: true,
       }),
       network: [{ port: `\${${portsRef}[each.key].id}` }],
       schedulerHints: [{ group: `\${try(${groupsRef}[each.value.pool].id, null)}` }],
@@ -134,7 +136,7 @@ export class WorkerPools extends Construct {
       new TerraformLocal(this, "worker_ids", `\${[for node in local.kube_pool_nodes : ${workersRef}[node.host].id]}`).expression,
     );
     bootFromVolume(this.workers, imageId, {
-      size: Token.asNumber(ref(pool("volume_size"), stack)),
+      size: hclNumber(this, pool("volume_size")),
       type: expression(pool("volume_type")),
     });
   }

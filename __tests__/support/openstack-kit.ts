@@ -232,8 +232,12 @@ export async function kitProject(admin: Env): Promise<KitProject> {
 
   const servers = async () => {
     const fresh = await passwordToken(admin, adminScope);
-    const listed = (await call(fresh, "GET", `${fresh.endpoints.compute}/servers/detail?all_tenants=1&project_id=${project.id}`))
-      .servers as any[];
+    const listed = (
+      await call(fresh, "GET", `${fresh.endpoints.compute}/servers/detail?all_tenants=1&project_id=${project.id}`, undefined, {
+        // The flavor's name in server.flavor (nova/api/openstack/compute/views/servers.py, _get_flavor_dict).
+        "OpenStack-API-Version": "compute 2.47",
+      })
+    ).servers as any[];
     return listed.map(serverOf).sort(byName);
   };
 

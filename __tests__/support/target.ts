@@ -21,6 +21,8 @@ export interface Server {
   readonly status: string;
   /** The ID of the image it booted from; "" when it booted from a volume (Nova's server.image). */
   readonly image: string;
+  /** Its flavor's name: Nova's server.flavor.original_name from microversion 2.47 (the double stores the flavor itself). */
+  readonly flavor: string;
 }
 
 /** Orders a target's listings by name, as both targets list them. */
@@ -31,7 +33,14 @@ export function byName(a: { name: string }, b: { name: string }): number {
 /** A server as Nova's API shows it, as a Server. */
 export function serverOf(server: Item): Server {
   const image = server.image as { id: string } | "" | undefined;
-  return { name: server.name as string, id: server.id as string, status: server.status as string, image: image ? image.id : "" };
+  const flavor = server.flavor as { original_name?: string; name?: string };
+  return {
+    name: server.name as string,
+    id: server.id as string,
+    status: server.status as string,
+    image: image ? image.id : "",
+    flavor: String(flavor.original_name ?? flavor.name),
+  };
 }
 
 export interface LoadBalancer {
