@@ -1,3 +1,5 @@
+import * as fs from "node:fs";
+import * as path from "node:path";
 import { Testing } from "cdktf";
 import { CROSS_RULES, DOMAIN_MAX, VARIABLE_NAMES, VARIABLES, VariableSpec } from "../config/parameters";
 import { PARAMETER_RULES_ID } from "../constructs/variables";
@@ -149,6 +151,28 @@ describe("KubeOnOsStack", () => {
         kubeNode ? [...builtOnce, "flavor_name", "flavor_id"] : builtOnce,
       ]);
     }
+  });
+
+  it("tags every resource whose schema takes tags, with the cluster's tag and the user's, and gives every server the user's metadata", async () => {
+    const json = await synthStack({ TF_VAR_tags: '["team-a"]', TF_VAR_server_metadata: '{ owner = "team-a" }' });
+    const schemas = JSON.parse(fs.readFileSync(path.join(__dirname, "..", "providers", "openstack@3.4.0.json"), "utf8")).provider_schemas;
+    const [resources] = Object.values<any>(schemas).map((provider) => provider.resource_schemas);
+    const taggable = Object.keys(resources).filter((type) => "tags" in resources[type].block.attributes);
+    const tagged = Object.entries<Record<string, any>>(json.resource).flatMap(([type, byId]) =>
+      Object.entries(byId).map(([id, resource]) => [`${type}.${id}`, resource.tags ?? null]),
+    );
+    expect(tagged.filter(([address]) => taggable.some((type) => address.startsWith(`${type}.`)))).toEqual(
+      tagged.filter(([, tags]) => tags !== null).map(([address]) => [address, "${local.resource_tags}"]),
+    );
+    expect(tagged.filter(([, tags]) => tags !== null).length).toBeGreaterThan(30);
+    expect(json.locals.resource_tags).toBe(
+      '${distinct(concat([substr(format("kube-on-os:%s", var.deploy_domain_name), 0, 60)], var.tags))}',
+    );
+    // The project's own resources the stack reads are never tagged: a data source's tags filter.
+    for (const byId of Object.values<Record<string, any>>(json.data))
+      for (const source of Object.values(byId)) expect(source.tags).toBeUndefined();
+    for (const server of Object.values<any>(json.resource.openstack_compute_instance_v2))
+      expect(server.metadata).toBe("${var.server_metadata}");
   });
 
   it("writes microk8s_channel into the pillar as microk8s:channel", async () => {

@@ -57,10 +57,13 @@ const CONTROL_PLANE = {
   TF_VAR_control_plane_image: WIKI_IMAGE.name,
   TF_VAR_control_plane_boot_volume_size: "30",
 };
+/** Tags for every resource that takes them, and metadata for the servers. */
+const TAGGED = { TF_VAR_tags: '["team-a"]', TF_VAR_server_metadata: '{ owner = "team-a", "cost center" = "4711" }' };
 const TWO_POOLS = {
   TF_VAR_node_pools: JSON.stringify(POOLS),
   TF_VAR_kube_node_availability_zones: JSON.stringify(ZONES),
   ...CONTROL_PLANE,
+  ...TAGGED,
 };
 const VOTERS = ["k8s-master", "k8s-worker-0", "k8s-worker-1"];
 
@@ -373,6 +376,68 @@ describe("L3: two pools over zones: apply, re-plan with no changes, change the p
         .map((g) => g.name as string)
         .sort(),
     ).toEqual(["kube-on-os-k8s-nodes", "kube-on-os-k8s-web"]);
+  });
+
+  it("tags every server, network, port, group and load balancer part, and gives the servers their metadata", async () => {
+    const tagged = (resource: Record<string, unknown>) => [...((resource.tags as string[]) ?? [])].sort();
+    const clusterTagged = ["kube-on-os:kube-on-os", "team-a"];
+    for (const server of double.nova.servers.all()) {
+      expect([server.name, tagged(server), server.metadata]).toEqual([
+        server.name,
+        clusterTagged,
+        { owner: "team-a", "cost center": "4711" },
+      ]);
+    }
+    const neutron = double.neutron;
+    const ours = (resources: Record<string, unknown>[]) => resources.filter((r) => String(r.name).startsWith("kube-on-os-"));
+    for (const resource of [
+      ...ours(neutron.networks.all()),
+      ...ours(neutron.subnets.all()),
+      ...neutron.routers.all(),
+      ...neutron.floatingips.all(),
+    ]) {
+      expect([resource.name ?? resource.floating_ip_address, tagged(resource)]).toEqual([
+        resource.name ?? resource.floating_ip_address,
+        clusterTagged,
+      ]);
+    }
+    const ports = neutron.ports.all().filter((port) => String(port.name).endsWith("-private") || String(port.name).endsWith("-public"));
+    expect(ports.length).toBeGreaterThan(10);
+    for (const port of ports) expect([port.name, tagged(port)]).toEqual([port.name, clusterTagged]);
+    for (const group of neutron.securityGroups.all().filter((g) => g.name !== "default"))
+      expect([group.name, tagged(group)]).toEqual([group.name, clusterTagged]);
+    for (const part of [
+      ...double.octavia.loadBalancers.all(),
+      ...double.octavia.listeners.all(),
+      ...double.octavia.pools.all(),
+      ...double.octavia.members.all(),
+    ]) {
+      expect([part.name, tagged(part)]).toEqual([part.name, clusterTagged]);
+    }
+  });
+
+  it("changes the tags and the servers' metadata in place, replacing nothing", async () => {
+    const before = new Map((await target.servers()).map((s) => [s.name, s.id]));
+    const apply = await ws.tofu(["apply", "-auto-approve", "-input=false"], {
+      TF_VAR_node_pools: JSON.stringify({ web: POOLS.web }),
+      TF_VAR_tags: '["team-b"]',
+      TF_VAR_server_metadata: '{ owner = "team-b" }',
+    });
+    expect(apply.stderr).toBe("");
+    expect(apply.stdout).toMatch(/Resources: 0 added, [1-9]\d* changed, 0 destroyed/);
+    for (const server of double.nova.servers.all()) {
+      expect(before.get(String(server.name))).toBe(server.id);
+      expect([server.name, [...(server.tags as string[])].sort(), server.metadata]).toEqual([
+        server.name,
+        ["kube-on-os:kube-on-os", "team-b"],
+        { owner: "team-b" },
+      ]);
+    }
+    const networks = double.neutron.networks.all().filter((n) => String(n.name).startsWith("kube-on-os-"));
+    expect(networks.map((n) => [...(n.tags as string[])].sort())).toEqual([
+      ["kube-on-os:kube-on-os", "team-b"],
+      ["kube-on-os:kube-on-os", "team-b"],
+    ]);
   });
 
   it("destroys everything it created, leaving the double as seeded", async () => {

@@ -168,7 +168,7 @@ describe("L3 on both targets", () => {
     );
 
     it(
-      "applies a node pool over two zones with boot volumes and the control plane on its own flavor, each worker in its zone, and destroys it all",
+      "applies a node pool over two zones with boot volumes, the control plane on its own flavor and tags on all, each worker in its zone, and destroys it all",
       async () =>
         onTarget(name, async (target) => {
           const pools = { pool: { count: 2, flavor: "m1.small", availability_zones: ZONES, boot_volume_size: 10 } };
@@ -177,6 +177,8 @@ describe("L3 on both targets", () => {
             TF_VAR_kube_node_availability_zones: JSON.stringify(ZONES),
             TF_VAR_api_load_balancer: "off",
             TF_VAR_control_plane_flavor: "m1.medium",
+            TF_VAR_tags: '["team-a"]',
+            TF_VAR_server_metadata: '{ owner = "team-a" }',
           };
           await recording(target, synthEnv, (ws) =>
             applyCheckDestroy(target, ws, async (show, held) => {
@@ -185,6 +187,19 @@ describe("L3 on both targets", () => {
               const flavors = (prefix: string) => stateValues(show, "openstack_compute_instance_v2", prefix).map((s) => s.flavor_name);
               expect(flavors("KubeNodes")).toEqual(["m1.medium", "m1.medium", "m1.medium"]);
               expect(flavors("WorkerPools")).toEqual(["m1.small", "m1.small"]);
+              // The tags and metadata each service reports back, through the provider's reads.
+              const clusterTagged = ["kube-on-os:kube-on-os", "team-a"];
+              const managed = (type: string) =>
+                (show.values.root_module.resources as any[]).filter((r) => r.type === type && r.mode === "managed").map((r) => r.values);
+              for (const server of managed("openstack_compute_instance_v2")) {
+                expect([server.name, [...server.all_tags].sort(), server.metadata]).toEqual([
+                  server.name,
+                  clusterTagged,
+                  { owner: "team-a" },
+                ]);
+              }
+              for (const network of managed("openstack_networking_network_v2")) expect([...network.all_tags].sort()).toEqual(clusterTagged);
+              for (const port of managed("openstack_networking_port_v2")) expect([...port.all_tags].sort()).toEqual(clusterTagged);
               // The Salt master's volume and the pool's two boot volumes.
               expect(count(held, "volume")).toBe(3);
               const workers = stateValues(show, "openstack_compute_instance_v2", "WorkerPools");

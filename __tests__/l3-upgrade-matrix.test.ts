@@ -15,7 +15,7 @@ import { NOBLE_IMAGE, OpenStackDouble, startOpenStackDouble } from "./doubles/op
 import { StateServer, startStateServer } from "./doubles/http-state/server";
 import { synthStack } from "./support/synth";
 import { initOffline, RunResult, runTf, runTfAsync, TfCli, tfClis } from "./support/tofu";
-import { ADDED_SINCE_A4E49BC, MACHINE_TYPES, plannedChanges } from "./support/upgrade";
+import { ADDED_SINCE_A4E49BC, changesOf, MACHINE_TYPES, planOf, plannedChanges, taggingOf } from "./support/upgrade";
 import { Workspace, workspace } from "./support/workspace";
 
 const FIXTURES = path.join(__dirname, "fixtures", "upgrade");
@@ -243,6 +243,7 @@ describe.each(VERSIONS)("upgrading a deployment made by %s", (version) => {
     const neverApplied = NEVER_APPLIED[`${version} ${cli.name}`];
     let installed: RunResult;
     let today: Workspace;
+    let plan: any;
     let planned: string[];
 
     beforeAll(async () => {
@@ -255,7 +256,8 @@ describe.each(VERSIONS)("upgrading a deployment made by %s", (version) => {
       await mustRun(old, ["init", "-input=false"]);
       installed = await old(["apply", "-auto-approve", "-input=false"]);
       if (neverApplied) return;
-      planned = await plannedChanges((args) => today.tofu(args));
+      plan = await planOf((args) => today.tofu(args));
+      planned = changesOf(plan);
     }, 600_000);
 
     if (neverApplied) {
@@ -282,12 +284,29 @@ describe.each(VERSIONS)("upgrading a deployment made by %s", (version) => {
       expect(planned).toEqual(PLANNED[version]);
     });
 
+    it("gives every resource that takes tags the cluster's tag, in place, changing nothing else on those it only tags", () => {
+      // changesOf() leaves the updates of tags alone out (support/upgrade.ts, tagsOnly).
+      const clusterTag = `kube-on-os:${deploymentEnv(deployment).TF_VAR_deploy_domain_name}`.slice(0, 60);
+      const untagged = (plan.resource_changes as any[])
+        .filter((change) => change.change.after !== null && "tags" in change.change.after)
+        .filter((change) => !(change.change.after.tags ?? []).includes(clusterTag))
+        .map((change) => change.address);
+      expect(untagged).toEqual([]);
+      // A server, a network and a security group among them: the tag was new to every one.
+      expect(taggingOf(plan).join("\n")).toMatch(
+        /openstack_compute_instance_v2\.Master update[^]*openstack_networking_network_v2\.[^]*openstack_networking_secgroup_v2\./,
+      );
+    });
+
     if (version === VERSIONS[0] || (cli.name === "terraform" && version === VERSIONS[1])) {
       // The oldest deployment each CLI has.
       it("applies the upgrade, and then plans no changes", async () => {
         const upgrade = await today.tofu(["apply", "-auto-approve", "-input=false"]);
         expect(upgrade.stderr).toBe("");
-        expect(upgrade.stdout).toContain(`Resources: ${PLANNED[version].length - 3} added, 3 changed, 0 destroyed.`);
+        // The three ports that gain the nodes' group, and every resource that gains the cluster's tag.
+        expect(upgrade.stdout).toContain(
+          `Resources: ${PLANNED[version].length - 3} added, ${3 + taggingOf(plan).length} changed, 0 destroyed.`,
+        );
         const replan = await today.tofu(["plan", "-detailed-exitcode", "-input=false"]);
         expect(replan.stderr).toBe("");
         expect(replan.status).toBe(0);

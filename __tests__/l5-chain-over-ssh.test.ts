@@ -24,7 +24,7 @@ import { StateServer, startStateServer } from "./doubles/http-state/server";
 import { SshHosts, startSshHosts } from "./doubles/ssh-hosts/server";
 import { synthToDir } from "./support/synth";
 import { RunResult, runTofuAsync } from "./support/tofu";
-import { ADDED_SINCE_A4E49BC, API_LOAD_BALANCER, CLOUD_INTEGRATION, plannedChanges } from "./support/upgrade";
+import { ADDED_SINCE_A4E49BC, API_LOAD_BALANCER, CLOUD_INTEGRATION, planOf, plannedChanges, taggingOf } from "./support/upgrade";
 
 const ROOT = path.resolve(__dirname, "..");
 const DOMAIN = "lab.example";
@@ -762,10 +762,13 @@ describeWithNamespaces("L5: the provisioning chain over SSH through the bastion"
     });
 
     it("applies it removing no node, and then plans no changes", async () => {
+      // The resources that only gain the cluster's tag (support/upgrade.ts, tagsOnly), besides the three ports.
+      const tagged = taggingOf(await planOf(after)).length;
+      expect(tagged).toBeGreaterThan(0);
       const upgrade = await after(["apply", "-auto-approve", "-input=false"]);
       expect(upgrade.stderr).toBe("");
       expect(upgrade.stdout).toContain(
-        `Apply complete! Resources: ${8 + DRAIN_RECORDS.length + API_LOAD_BALANCER.length + CLOUD_INTEGRATION.length} added, 3 changed, 3 destroyed.`,
+        `Apply complete! Resources: ${8 + DRAIN_RECORDS.length + API_LOAD_BALANCER.length + CLOUD_INTEGRATION.length} added, ${3 + tagged} changed, 3 destroyed.`,
       );
       expect(scriptLines(upgrade.stdout).filter((line) => line.startsWith("NodeMembership"))).toEqual([]);
       expect((await after(["plan", "-detailed-exitcode", "-input=false"])).status).toBe(0);

@@ -181,6 +181,10 @@ export const MAX_KUBE_NODES = MAX_NODES;
  * has `maxLength: 255`); a longer name can match no image. An image ID passes this rule too: the
  * stack tells IDs from names by the UUID pattern (constructs/machine.ts, baseImageId).
  */
+/** Nova's server tags: 60 characters each (nova/objects/tag.py, MAX_TAG_LENGTH), 50 at most (nova/objects/instance.py, MAX_TAG_COUNT). */
+export const TAG_MAX = 60;
+/** The tags a user may give: Nova's count less the cluster's own tag. */
+export const MAX_USER_TAGS = 49;
 export const IMAGE_NAME_MAX = 255;
 
 const IMAGE_NAME = all(NOT_BLANK, TRIMMED, characters({ max: IMAGE_NAME_MAX }));
@@ -462,6 +466,31 @@ export const VARIABLES = {
       eachEntry("node_pools", ".taints", onValue(attribute("taints", TAINTS)), TAINTS_MUST_BE),
     ],
   } satisfies VariableSpec<NodePools>,
+  tags: {
+    type: "list(string)",
+    description: `Tags on every resource of the stack's that takes them (servers, networks, subnets, ports, routers, floating IPs, security groups, the API load balancer's parts), besides ${"`kube-on-os:<deploy_domain_name>`"}, which names the cluster (its first ${TAG_MAX} characters). Changing them updates those resources in place; Cinder volumes, keypairs, server groups and security group rules take no tags.`,
+    default: [],
+    rules: [
+      rule(
+        "tags",
+        all(items({ max: MAX_USER_TAGS }), each("t", all(NOT_BLANK, TRIMMED, characters({ max: TAG_MAX }), pattern("^[^,/]*$"))), DISTINCT),
+        `a list of at most ${MAX_USER_TAGS} distinct tags (Nova's ${MAX_USER_TAGS + 1} less the cluster's), each 1 to ${TAG_MAX} characters without ',' or '/' (Nova's server tags) and without leading or trailing spaces`,
+      ),
+    ],
+  } satisfies VariableSpec<string[]>,
+  server_metadata: {
+    type: "map(string)",
+    description:
+      "Metadata on every server (Nova's key-value properties, which billing and inventory tools read). Changing it updates the servers in place. The project's metadata_items quota (128 by default) bounds the number of entries.",
+    default: {},
+    rules: [
+      rule(
+        "server_metadata",
+        all(eachKey("key", pattern("^[a-zA-Z0-9_:. -]{1,255}$")), eachValue("value", characters({ max: 255 }))),
+        "a map whose keys are 1 to 255 characters of a-z, A-Z, 0-9, '-', '_', ':', '.' and space, and whose values have at most 255 characters (Nova's server metadata)",
+      ),
+    ],
+  } satisfies VariableSpec<Record<string, string>>,
   external_network_name: {
     type: "string",
     description: "Name of the external (provider) network the router uplinks to and floating IPs come from.",

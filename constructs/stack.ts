@@ -15,6 +15,7 @@ import { ClusterLayout } from "./cluster-layout";
 import { controlPlaneFloor } from "./control-plane-floor";
 import { KubeNodePool } from "./kube-node-pool";
 import { kubeNodeBuilds } from "./kube-node-builds";
+import { resourceTags } from "./resource-tags";
 import { deployKeypair } from "./keypair";
 import { baseImageId, MachineProps, portName } from "./machine";
 import { Network } from "./networking";
@@ -264,6 +265,11 @@ export class KubeOnOsStack extends TerraformStack {
       pillar: pillar.content,
     });
 
+    resourceTags(this, {
+      domain: v.deploy_domain_name.stringValue,
+      tags: v.tags.listValue,
+      serverMetadata: Token.asStringMap(v.server_metadata.value),
+    });
     stackOutputs(this, {
       layout: this.layout,
       network: this.network,

@@ -796,6 +796,43 @@ const ZONE_LISTS = edgesAnd(
   fc.tuple(fc.array(ZONE, { maxLength: 4 }), SYNTAX).map(([zones, syntax]) => hcl(zones, syntax)),
 );
 
+const TAG = fc.oneof(
+  fc.constantFrom("team-a", "cost-center:4711", "env=prod", "a,b", "a/b", " x", "", "t".repeat(60), "t".repeat(61)),
+  padded(anyText),
+);
+const TAG_LISTS = edgesAnd(
+  [
+    ...MALFORMED,
+    "[]",
+    '["team-a"]',
+    '["team-a", "team-a"]',
+    '["a,b"]',
+    "[null]",
+    `[${Array.from({ length: 50 }, (_, i) => `"t${i}"`).join(", ")}]`,
+  ],
+  fc.tuple(fc.array(TAG, { maxLength: 4 }), SYNTAX).map(([tags, syntax]) => hcl(tags, syntax)),
+);
+
+const METADATA_MAPS = edgesAnd(
+  [
+    ...MALFORMED,
+    "{}",
+    '{ owner = "team-a" }',
+    '{ "cost center" = "4711" }',
+    '{ "a/b" = "x" }',
+    `{ x = "${"v".repeat(256)}" }`,
+    "{ x = null }",
+  ],
+  fc
+    .tuple(
+      fc.dictionary(fc.oneof(fc.constantFrom("owner", "billing:id", "a b", "a/b", ""), anyText), fc.oneof(anyText, fc.constant("v")), {
+        maxKeys: 3,
+      }),
+      SYNTAX,
+    )
+    .map(([metadata, syntax]) => hcl(metadata, syntax)),
+);
+
 const LABEL_KEYS = [
   "tier",
   "example.com/tier",
@@ -1006,6 +1043,8 @@ export const VALUES: { readonly [K in VariableName]: Values } = {
   control_plane_boot_volume_size: numberText([0, 1, 30, 16384, 16385]),
   control_plane_boot_volume_type: edgesAnd(["", "ssd", " ssd"], padded(anyText)),
   node_pools: NODE_POOLS,
+  tags: TAG_LISTS,
+  server_metadata: METADATA_MAPS,
   external_network_name: NAME,
   router_id: NEUTRON_ID,
   public_network_id: NEUTRON_ID,

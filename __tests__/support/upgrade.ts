@@ -4,6 +4,7 @@
  * __tests__/l5-chain-over-ssh.test.ts (a4e49bc, with its chain over SSH). CHANGELOG.md lists the
  * same for users.
  */
+import { isDeepStrictEqual } from "node:util";
 import type { RunResult } from "./tofu";
 
 /**
@@ -12,19 +13,46 @@ import type { RunResult } from "./tofu";
  */
 export function changesOf(plan: any): string[] {
   return plan.resource_changes
-    .filter((change: any) => !["no-op", "read"].includes(change.change.actions.join()))
-    .map(
-      (change: any) =>
-        `${change.address.replace(/^(null_resource|terraform_data|openstack_[a-z0-9_]+)\.([A-Za-z]+_)?([A-Za-z]+)_[0-9A-F]{8}/, "$1.$3")} ${change.change.actions.join("+")}`,
-    )
+    .filter((change: any) => !["no-op", "read"].includes(change.change.actions.join()) && !tagsOnly(change))
+    .map(nameOf)
     .sort();
+}
+
+/** A change as changesOf() names it: "<type>.<id>[<index>] <actions>". */
+function nameOf(change: any): string {
+  return `${change.address.replace(/^(null_resource|terraform_data|openstack_[a-z0-9_]+)\.([A-Za-z]+_)?([A-Za-z]+)_[0-9A-F]{8}/, "$1.$3")} ${change.change.actions.join("+")}`;
+}
+
+/**
+ * Whether a change only updates a resource's tags in place: a deployment made before the stack
+ * tagged its resources (issue 39) gains the cluster's tag on each at its next apply, and nothing
+ * else; `all_tags`, which the provider reads back, is unknown until then.
+ */
+export function tagsOnly(change: any): boolean {
+  if (change.change.actions.join() !== "update") return false;
+  const { before, after, after_unknown: unknown = {} } = change.change;
+  const keys = new Set([...Object.keys(before ?? {}), ...Object.keys(after ?? {})]);
+  const changed = [...keys].filter(
+    (key) => key !== "all_tags" && (unknown[key] === true || !isDeepStrictEqual(before?.[key] ?? null, after?.[key] ?? null)),
+  );
+  return changed.length > 0 && changed.every((key) => key === "tags");
+}
+
+/** The changes a plan makes that only update tags (tagsOnly), as changesOf() names them. */
+export function taggingOf(plan: any): string[] {
+  return plan.resource_changes.filter(tagsOnly).map(nameOf).sort();
+}
+
+/** A plan made and shown (`show -json`) by `tofu` (OpenTofu or Terraform) in its workspace. */
+export async function planOf(tofu: (args: string[]) => Promise<RunResult>): Promise<any> {
+  const plan = await tofu(["plan", "-input=false", "-out=plan.cache"]);
+  if (plan.status !== 0) throw new Error(`plan failed:\n${plan.stderr}`);
+  return JSON.parse((await tofu(["show", "-json", "plan.cache"])).stdout);
 }
 
 /** changesOf() a plan made and shown by `tofu` (OpenTofu or Terraform) in its workspace. */
 export async function plannedChanges(tofu: (args: string[]) => Promise<RunResult>): Promise<string[]> {
-  const plan = await tofu(["plan", "-input=false", "-out=plan.cache"]);
-  if (plan.status !== 0) throw new Error(`plan failed:\n${plan.stderr}`);
-  return changesOf(JSON.parse((await tofu(["show", "-json", "plan.cache"])).stdout));
+  return changesOf(await planOf(tofu));
 }
 
 /** The API load balancer's resources at 3 nodes, as changesOf() names them. */

@@ -410,9 +410,42 @@ export class Nova {
       auth(request);
       return { metadata: this.servers.get((request.params as { id: string }).id).metadata };
     });
+    // nova/api/openstack/compute/server_metadata.py: create merges the given items into the
+    // server's (update_all would replace them), delete removes one, 404 for a key it lacks.
+    app.post(`${base}/servers/:id/metadata`, async (request) => {
+      auth(request);
+      const { id } = request.params as { id: string };
+      const given = (request.body as { metadata?: Record<string, unknown> })?.metadata;
+      if (typeof given !== "object" || given === null) throw new ApiError(400, "badRequest", "Invalid input for field/attribute metadata.");
+      const metadata = { ...(this.servers.get(id).metadata as Record<string, string>), ...(given as Record<string, string>) };
+      this.servers.update(id, { metadata, updated: now() });
+      return { metadata };
+    });
+    app.delete(`${base}/servers/:id/metadata/:key`, async (request, reply) => {
+      auth(request);
+      const { id, key } = request.params as { id: string; key: string };
+      const { [key]: found, ...metadata } = this.servers.get(id).metadata as Record<string, string>;
+      if (found === undefined) throw new ApiError(404, "itemNotFound", "Metadata item was not found");
+      this.servers.update(id, { metadata, updated: now() });
+      return reply.code(204).send();
+    });
     app.get(`${base}/servers/:id/tags`, async (request) => {
       auth(request);
       return { tags: this.servers.get((request.params as { id: string }).id).tags };
+    });
+    // nova/api/openstack/compute/server_tags.py, update_all (microversion 2.26): the tags replaced,
+    // 50 at most (nova/objects/instance.py, MAX_TAG_COUNT).
+    app.put(`${base}/servers/:id/tags`, async (request) => {
+      auth(request);
+      const { id } = request.params as { id: string };
+      if (!atLeast(request, 26)) throw new ApiError(404, "itemNotFound", "The resource could not be found.");
+      const tags = (request.body as { tags?: unknown })?.tags;
+      if (!Array.isArray(tags) || tags.some((tag) => typeof tag !== "string" || tag === "" || tag.length > 60 || /[,/]/.test(tag))) {
+        throw new ApiError(400, "badRequest", "Invalid input for field/attribute tags.");
+      }
+      if (tags.length > 50) throw new ApiError(400, "badRequest", "The number of tags exceeded the per-server limit 50");
+      this.servers.update(id, { tags: [...new Set(tags as string[])], updated: now() });
+      return { tags: this.servers.get(id).tags };
     });
 
     app.post(`${base}/servers/:id/os-volume_attachments`, async (request) => {
@@ -519,6 +552,10 @@ export class Nova {
 
   private createServer(body: Record<string, unknown>, groupId: string | undefined, request: FastifyRequest): Resource {
     checkName("name", body.name);
+    // nova/api/openstack/compute/schemas/servers.py: tags in a create from 2.52 (create_v252).
+    if ("tags" in body && !atLeast(request, 52)) {
+      throw invalidField("server", pythonRepr(body), "Additional properties are not allowed ('tags' was unexpected)");
+    }
     const mappings = (body.block_device_mapping_v2 as BlockDeviceMapping[] | undefined) ?? [];
     // nova/api/openstack/compute/schemas/servers.py: volume_type in a mapping from 2.67 only
     // (create_v267); before, the item's additionalProperties refuse it.
@@ -730,6 +767,10 @@ export class Nova {
         ...(atLeast(request, 3) ? { delete_on_termination: v.delete_on_termination } : {}),
       })),
       security_groups: server.security_groups,
+      // nova/api/openstack/compute/views/servers.py, show: locked from 2.9, description from 2.19
+      // (null: the stack gives none), tags from 2.26 (the provider reads a server's tags at 2.26).
+      ...(atLeast(request, 9) ? { locked: false } : {}),
+      ...(atLeast(request, 19) ? { description: null } : {}),
       ...(atLeast(request, 26) ? { tags: server.tags } : {}),
     };
   }
