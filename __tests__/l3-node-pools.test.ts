@@ -1,8 +1,9 @@
 /**
  * L2 and L3 for node pools and the API load balancer (issue 19): the stack with two pools over
  * three availability zones, boot volumes and an Octavia load balancer in front of the control
- * plane, planned, applied, re-planned and changed by real OpenTofu (and Terraform for the plan)
- * with the real OpenStack provider against the OpenStack API double.
+ * plane, which has machines of its own, and tags on everything (issue 39), planned, applied,
+ * re-planned and changed by real OpenTofu (and Terraform for the plan) with the real OpenStack
+ * provider against the OpenStack API double.
  */
 import YAML from "yaml";
 import { NOBLE_IMAGE, type OpenStackDouble, WIKI_IMAGE } from "./doubles/openstack/server";

@@ -176,15 +176,16 @@ export const DHCP_RESERVE = 16;
 /** The most Kubernetes nodes in the default pool, the master counted: the cluster's cap. */
 export const MAX_KUBE_NODES = MAX_NODES;
 
+/** Nova's server tags: 60 characters each (nova/objects/tag.py, MAX_TAG_LENGTH), 50 at most (nova/objects/instance.py, MAX_TAG_COUNT). */
+export const TAG_MAX = 60;
+/** The tags a user may give: Nova's count less the cluster's own tag. */
+export const MAX_USER_TAGS = 49;
+
 /**
  * Glance's image name holds 255 characters (glance/api/v2/images.py, get_base_properties: `name`
  * has `maxLength: 255`); a longer name can match no image. An image ID passes this rule too: the
  * stack tells IDs from names by the UUID pattern (constructs/machine.ts, baseImageId).
  */
-/** Nova's server tags: 60 characters each (nova/objects/tag.py, MAX_TAG_LENGTH), 50 at most (nova/objects/instance.py, MAX_TAG_COUNT). */
-export const TAG_MAX = 60;
-/** The tags a user may give: Nova's count less the cluster's own tag. */
-export const MAX_USER_TAGS = 49;
 export const IMAGE_NAME_MAX = 255;
 
 const IMAGE_NAME = all(NOT_BLANK, TRIMMED, characters({ max: IMAGE_NAME_MAX }));
