@@ -70,6 +70,27 @@ describe("quotas", () => {
     expect(double.requests.some((r) => r.url.includes("/os-quota-sets/") && r.status !== 200)).toBe(false);
   });
 
+  it("stops the plan when server_metadata has more items than the project allows a server, on both CLIs", async () => {
+    const allowed = double.nova.quotas.metadata_items;
+    double.nova.quotas.metadata_items = 2;
+    try {
+      for (const cli of tfClis()) {
+        const ws = await workspace(double, state, {}, {}, cli);
+        const metadata = '{ owner = "team-a", "cost center" = "4711", tier = "gold" }';
+        const refused = await ws.tofu(["plan", "-input=false"], { TF_VAR_server_metadata: metadata });
+        expect({ cli, status: refused.status }).toEqual({ cli, status: 1 });
+        expect(oneLine(refused)).toContain(
+          "Quota too small: server_metadata has 3 items, but the project allows a server 2 (Nova quota metadata_items, openstack quota show); raise the quota, or give fewer items.",
+        );
+        const fits = await ws.tofu(["plan", "-input=false"], { TF_VAR_server_metadata: '{ owner = "team-a", tier = "gold" }' });
+        expect({ cli, status: fits.status, stderr: fits.stderr }).toEqual({ cli, status: 0, stderr: "" });
+      }
+    } finally {
+      double.nova.quotas.metadata_items = allowed;
+    }
+    expect(await target.resources()).toEqual([]);
+  });
+
   it("stops it at plan with a deploy key too, on both CLIs: the keypair is counted from the variable", async () => {
     // The README's laptop steps set a key; counted from the keypair resource, the quota reads
     // waited for it and ran during the apply, after about 55 resources.

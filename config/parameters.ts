@@ -482,7 +482,7 @@ export const VARIABLES = {
   server_metadata: {
     type: "map(string)",
     description:
-      "Metadata on every server (Nova's key-value properties, which billing and inventory tools read). Changing it updates the servers in place. The project's metadata_items quota (128 by default) bounds the number of entries.",
+      "Metadata on every server (Nova's key-value properties, which billing and inventory tools read). Changing it updates the servers in place. The project's metadata_items quota (128 by default) bounds the number of entries: the plan checks it.",
     default: {},
     rules: [
       rule(

@@ -55,6 +55,8 @@ export interface QuotasProps {
   readonly floatingIps?: number;
   /** The node pools, whose workers count too. @default - none */
   readonly workerPools?: WorkerPools;
+  /** The metadata items every server carries (`server_metadata`), which Nova bounds per server. @default 0 */
+  readonly serverMetadataItems?: number;
   /**
    * The `quota_usage` variable: by "<service>.<quota>", what the project uses and what this
    * deployment holds of it (scripts/quota-usage.js writes it before a plan). Null, or a quota
@@ -151,10 +153,22 @@ export class Quotas extends Construct {
     // The project the credentials are scoped to, from the token itself.
     const authScope = new DataOpenstackIdentityAuthScopeV3(this, "Scope", { count: count(), name: "kube-on-os" });
     const projectId = Token.asString(`\${${authScope.fqn}[0].project_id}`);
+    const metadataItems = Token.asString(props.serverMetadataItems ?? 0);
     new DataOpenstackComputeQuotasetV2(this, "Compute", {
       count: count(),
       projectId,
-      lifecycle: { postcondition: Object.keys(this.needs.compute).map((quota) => check("compute", quota)) },
+      lifecycle: {
+        postcondition: [
+          ...Object.keys(this.needs.compute).map((quota) => check("compute", quota)),
+          // Not a usage but a bound on each server (nova/compute/api.py, _check_metadata_properties_quota).
+          {
+            condition: `\${self.metadata_items < 0 || ${metadataItems} <= self.metadata_items}`,
+            errorMessage:
+              `Quota too small: server_metadata has \${${metadataItems}} items, but the project allows a server ` +
+              `\${self.metadata_items} (Nova quota metadata_items, openstack quota show); raise the quota, or give fewer items.`,
+          },
+        ],
+      },
     });
     new DataOpenstackBlockstorageQuotasetV3(this, "BlockStorage", {
       count: count(),

@@ -227,6 +227,7 @@ export class KubeOnOsStack extends TerraformStack {
         this.apiLoadBalancer.floatingIpAllocated,
       ]),
       workerPools: this.workerPools,
+      serverMetadataItems: Token.asNumber(Fn.lengthOf(v.server_metadata.value)),
       usage: declareQuotaUsage(this),
     });
 
