@@ -215,3 +215,22 @@ describe("scripts/test/cpu-meter.js", () => {
     }
   });
 });
+
+describe("scripts/test/jest-sequencer.js", () => {
+  // A suite missing from suite-seconds.json starts first, as if it were the longest: twelve new
+  // ones once held back the rehearsal, the run's longest suite, by three minutes (2026-12-07).
+  it("knows every jest suite's time: suite-seconds.json names each test file, and no other", () => {
+    const seconds = JSON.parse(fs.readFileSync(path.join(ROOT, "scripts", "test", "suite-seconds.json"), "utf8"));
+    const files = fs
+      .readdirSync(__dirname)
+      .filter((name) => name.endsWith(".test.ts"))
+      .map((name) => `__tests__/${name}`);
+    expect({
+      missing: files.filter((file) => !(file in seconds)),
+      stale: Object.keys(seconds).filter((file) => !files.includes(file)),
+    }).toEqual({
+      missing: [],
+      stale: [],
+    });
+  });
+});
