@@ -199,6 +199,25 @@ describe("Nova", () => {
     expect((await api("GET", `${NOVA}/servers/${ids[0]}`)).status).toBe(404);
   });
 
+  it("stops and starts a server as Nova does: 202, SHUTOFF with vm_state stopped and power state 4, 409 from the wrong state", async () => {
+    const id = (await api("POST", `${NOVA}/servers`, { server: server("a") })).body.server.id;
+    await api("GET", `${NOVA}/servers/${id}`);
+    expect((await api("GET", `${NOVA}/servers/${id}`)).body.server.status).toBe("ACTIVE");
+    const started = await api("POST", `${NOVA}/servers/${id}/action`, { "os-start": null });
+    expect([started.status, message(started)]).toEqual([409, `Cannot 'start' instance ${id} while it is in vm_state active`]);
+    expect((await api("POST", `${NOVA}/servers/${id}/action`, { "os-stop": null })).status).toBe(202);
+    expect((await api("GET", `${NOVA}/servers/${id}`)).body.server).toMatchObject({
+      status: "SHUTOFF",
+      "OS-EXT-STS:vm_state": "stopped",
+      "OS-EXT-STS:power_state": 4,
+      "OS-EXT-STS:task_state": null,
+    });
+    const stopped = await api("POST", `${NOVA}/servers/${id}/action`, { "os-stop": null });
+    expect([stopped.status, message(stopped)]).toEqual([409, `Cannot 'stop' instance ${id} while it is in vm_state stopped`]);
+    expect((await api("POST", `${NOVA}/servers/${id}/action`, { "os-start": null })).status).toBe(202);
+    expect((await api("GET", `${NOVA}/servers/${id}`)).body.server).toMatchObject({ status: "ACTIVE", "OS-EXT-STS:power_state": 1 });
+  });
+
   it("attaches a volume after the flavor's ephemeral disk and swap", async () => {
     const id = (await api("POST", `${NOVA}/servers`, { server: { ...server("e"), flavorRef: "5" } })).body.server.id;
     const volume = (await api("POST", `/volume/v3/${double.identity.project.id}/volumes`, { volume: { size: 1, name: "v" } })).body.volume

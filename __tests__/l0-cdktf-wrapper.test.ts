@@ -98,18 +98,19 @@ describe("scripts/cdktf.js chooses the CLI", () => {
   });
 });
 
+const node = (host: string, voter: boolean, address: string) => ({ host, fqdn: `${host}.lab.example`, voter, address });
+// kube_node_machines as the stack outputs it: the master, the default pool's workers, the pools'.
+const machines = [
+  node("k8s-master", true, "openstack_compute_instance_v2.M"),
+  node("k8s-worker-0", true, "openstack_compute_instance_v2.W[0]"),
+  node("k8s-worker-1", true, "openstack_compute_instance_v2.W[1]"),
+  node("k8s-worker-2", false, "openstack_compute_instance_v2.W[2]"),
+  node("pool-gpu-0", false, 'openstack_compute_instance_v2.P["pool-gpu-0"]'),
+];
+
 describe("npm run roll (scripts/roll.js) chooses the nodes and their order", () => {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { rollOrder, parseArgs } = require("../scripts/roll.js");
-  const node = (host: string, voter: boolean, address: string) => ({ host, fqdn: `${host}.lab.example`, voter, address });
-  // kube_node_machines as the stack outputs it: the master, the default pool's workers, the pools'.
-  const machines = [
-    node("k8s-master", true, "M"),
-    node("k8s-worker-0", true, "W[0]"),
-    node("k8s-worker-1", true, "W[1]"),
-    node("k8s-worker-2", false, "W[2]"),
-    node("pool-gpu-0", false, 'P["pool-gpu-0"]'),
-  ];
   const hosts = (nodes: { host: string }[]) => nodes.map((n) => n.host);
 
   it("rolls the workers first, then the other voters one by one, the master last", () => {
@@ -140,5 +141,70 @@ describe("npm run roll (scripts/roll.js) chooses the nodes and their order", () 
     expect(parseArgs(["--nodes", "a,b", "--from=b", "--auto-approve"])).toEqual({ nodes: ["a", "b"], from: "b", autoApprove: true });
     expect(() => parseArgs(["--nodes"])).toThrow("--nodes needs a value");
     expect(() => parseArgs(["-replace=x"])).toThrow('unknown argument "-replace=x" (use --nodes HOST,..., --from HOST, --auto-approve)');
+  });
+});
+
+describe("npm run repair (scripts/repair.js) chooses the nodes to replace, within its limits", () => {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { nodeHealth, repairPlan, parseRepairArgs } = require("../scripts/repair.js");
+  /** `show -json` of a plan, as OpenTofu and Terraform write it, with these power states and these servers deleted. */
+  const shown = (states: Record<string, string>, deleted: string[] = []) => ({
+    resource_drift: deleted.map((address) => ({ address, change: { actions: ["delete"] } })),
+    prior_state: {
+      values: {
+        root_module: {
+          resources: machines
+            .filter((m) => !deleted.includes(m.address))
+            .map((m) => ({ address: m.address, values: { power_state: states[m.host] ?? "active" } })),
+        },
+      },
+    },
+  });
+  const plan = (states: Record<string, string>, deleted: string[] = [], max = 1) =>
+    repairPlan(nodeHealth(machines, shown(states, deleted)), { max }).map(
+      (n: { host: string; problem: string }) => `${n.host}: ${n.problem}`,
+    );
+
+  it("finds a node whose server is gone, in ERROR or SHUTOFF, and leaves the others", () => {
+    expect(
+      nodeHealth(machines, shown({ "k8s-worker-2": "error", "k8s-worker-0": "shutoff" }, [machines[4].address])).map((n: any) => [
+        n.host,
+        n.problem ?? n.state,
+      ]),
+    ).toEqual([
+      ["k8s-master", "its server is ACTIVE"],
+      ["k8s-worker-0", "its server is SHUTOFF"],
+      ["k8s-worker-1", "its server is ACTIVE"],
+      ["k8s-worker-2", "its server is in ERROR"],
+      ["pool-gpu-0", "its server is gone"],
+    ]);
+    expect(plan({})).toEqual([]);
+    expect(plan({ "k8s-worker-2": "error" })).toEqual(["k8s-worker-2: its server is in ERROR"]);
+    expect(plan({ "k8s-master": "shutoff" })).toEqual(["k8s-master: its server is SHUTOFF"]);
+  });
+
+  it("replaces up to --max nodes in the roll's order, the workers first; more than --max unhealthy, none", () => {
+    expect(plan({ "k8s-master": "error" }, [machines[4].address], 2)).toEqual([
+      "pool-gpu-0: its server is gone",
+      "k8s-master: its server is in ERROR",
+    ]);
+    expect(() => plan({ "k8s-worker-2": "error" }, [machines[4].address])).toThrow(
+      "2 nodes are unhealthy, more than --max 1: k8s-worker-2 (its server is in ERROR), pool-gpu-0 (its server is gone); " +
+        "a failure this wide is the cloud's or its network's, not a machine's, so nothing is replaced (npm run roll -- --nodes replaces them by hand)",
+    );
+  });
+
+  it("never replaces two voters in one run: the other two keep the quorum", () => {
+    expect(() => plan({ "k8s-master": "error", "k8s-worker-1": "shutoff" }, [], 3)).toThrow(
+      "2 of the dqlite voters are unhealthy (k8s-master, k8s-worker-1): without a majority of voters the cluster's database has lost its quorum, which a new machine cannot restore; nothing is replaced",
+    );
+  });
+
+  it("takes --max, --dry-run and --auto-approve, and refuses anything else", () => {
+    expect(parseRepairArgs([])).toEqual({ max: 1, dryRun: false, autoApprove: false });
+    expect(parseRepairArgs(["--max", "3", "--dry-run", "--auto-approve"])).toEqual({ max: 3, dryRun: true, autoApprove: true });
+    expect(parseRepairArgs(["--max=2"])).toEqual({ max: 2, dryRun: false, autoApprove: false });
+    expect(() => parseRepairArgs(["--max", "0"])).toThrow('--max needs a whole number of nodes from 1 to 999, got "0"');
+    expect(() => parseRepairArgs(["--nodes", "a"])).toThrow('unknown argument "--nodes" (use --max N, --dry-run, --auto-approve)');
   });
 });

@@ -5,13 +5,14 @@
  * re-planned and changed by real OpenTofu (and Terraform for the plan) with the real OpenStack
  * provider against the OpenStack API double.
  */
+import * as path from "node:path";
 import YAML from "yaml";
 import { NOBLE_IMAGE, type OpenStackDouble, WIKI_IMAGE } from "./doubles/openstack/server";
 import type { StateServer } from "./doubles/http-state/server";
 import { GITLAB_STATE, useCloud } from "./support/cloud";
 import type { CloudTarget } from "./support/target";
 import { planJson } from "./support/plan";
-import { describeEachCli, TfCli, tfClis } from "./support/tofu";
+import { describeEachCli, RunResult, runAsync, TfCli, tfClis, tfEnv } from "./support/tofu";
 import { WITHOUT_PROVISIONERS, Workspace, workspace as makeWorkspace } from "./support/workspace";
 
 const ZONES = ["az1", "az2", "az3"];
@@ -70,6 +71,26 @@ const VOTERS = ["k8s-master", "k8s-worker-0", "k8s-worker-1"];
 
 function planned(plan: any, type: string): any[] {
   return plan.planned_values.root_module.resources.filter((r: any) => r.type === type);
+}
+
+/**
+ * `npm run repair` after its synth: scripts/repair.js's repair() in the workspace's stack with its
+ * CLI, in a process of its own (the double answers in this one). Its lines go to stderr.
+ */
+function repairRun(ws: Workspace, args: string[]): Promise<RunResult> {
+  const script =
+    `const { repair, parseRepairArgs, RepairError } = require(${JSON.stringify(path.join(__dirname, "..", "scripts", "repair.js"))});\n` +
+    "try {\n" +
+    "  process.exitCode = repair({ cli: process.argv[1], stackDir: process.cwd(), env: process.env, options: parseRepairArgs(process.argv.slice(2)) });\n" +
+    "} catch (error) {\n" +
+    "  if (!(error instanceof RepairError)) throw error;\n" +
+    "  console.error(`kube-on-os: repair: ${error.message}`);\n" +
+    "  process.exitCode = 1;\n" +
+    "}\n";
+  return runAsync(process.execPath, ["-e", script, ws.cli.path, ...args], {
+    cwd: ws.dir,
+    env: tfEnv({ ...ws.env, TF_CLI_ARGS: "-no-color" }),
+  });
 }
 
 function pillarOf(ws: Workspace): Promise<any> {
@@ -280,6 +301,54 @@ describe("L3: two pools over zones: apply, re-plan with no changes, change the p
     const plan = await ws.tofu(["plan", "-input=false"], { TF_VAR_control_plane_flavor: "m1.large" });
     expect(plan.stdout).toContain("No changes.");
     expect(plan.stdout.replace(/\s+/g, " ")).toContain("npm run roll -- --nodes k8s-master,k8s-worker-1 replaces them");
+  });
+
+  it("repairs the nodes whose servers failed (npm run repair): more than --max, none; within it, each on a new machine, the workers first", async () => {
+    const servers = async () => new Map((await target.servers()).map((s) => [s.name.split(".")[0], s.id]));
+    const before = await servers();
+    // What a hypervisor's failure leaves: a server in ERROR, one SHUTOFF, one deleted by someone else.
+    double.nova.servers.update(before.get("k8s-web-1")!, { status: "ERROR" });
+    double.nova.servers.update(before.get("k8s-gpu-0")!, { status: "SHUTOFF" });
+    double.nova.deleteOutOfBand(before.get("k8s-worker-2")!);
+    const refused = await repairRun(ws, []);
+    expect({ status: refused.status, last: refused.stderr.trim().split("\n").at(-1) }).toEqual({
+      status: 1,
+      last:
+        "kube-on-os: repair: 3 nodes are unhealthy, more than --max 1: k8s-worker-2 (its server is gone), k8s-gpu-0 (its server is SHUTOFF), " +
+        "k8s-web-1 (its server is in ERROR); a failure this wide is the cloud's or its network's, not a machine's, so nothing is replaced " +
+        "(npm run roll -- --nodes replaces them by hand)",
+    });
+    const dry = await repairRun(ws, ["--max", "3", "--dry-run"]);
+    expect(dry.stderr).toContain(
+      "kube-on-os: repair: would replace k8s-worker-2, k8s-gpu-0, k8s-web-1 (npm run roll -- --nodes k8s-worker-2,k8s-gpu-0,k8s-web-1); --dry-run replaces nothing",
+    );
+    expect(await servers()).toEqual(new Map([...before].filter(([host]) => host !== "k8s-worker-2")));
+
+    // Each apply also starts a SHUTOFF server (the stack's are power_state active, and Nova's
+    // os-start answers): k8s-gpu-0 runs again before its turn, and is replaced all the same.
+    const repaired = await repairRun(ws, ["--max", "3", "--auto-approve"]);
+    expect({ status: repaired.status, stderr: repaired.stderr.split("\n").filter((line) => / roll( \d+\/\d+)?: /.test(line)) }).toEqual({
+      status: 0,
+      stderr: [
+        "kube-on-os: roll: 3 Kubernetes nodes, one at a time: k8s-worker-2, k8s-gpu-0, k8s-web-1",
+        expect.stringMatching(/^kube-on-os: roll 1\/3: k8s-worker-2: /),
+        "kube-on-os: roll 1/3: k8s-worker-2 is back on a new machine",
+        expect.stringMatching(/^kube-on-os: roll 2\/3: k8s-gpu-0: /),
+        "kube-on-os: roll 2/3: k8s-gpu-0 is back on a new machine",
+        expect.stringMatching(/^kube-on-os: roll 3\/3: k8s-web-1: /),
+        "kube-on-os: roll 3/3: k8s-web-1 is back on a new machine",
+        "kube-on-os: roll: 3 nodes on new machines",
+      ],
+    });
+    const after = await servers();
+    for (const host of ["k8s-worker-2", "k8s-gpu-0", "k8s-web-1"]) expect([host, after.get(host)]).not.toEqual([host, before.get(host)]);
+    for (const [host, id] of before)
+      if (!["k8s-worker-2", "k8s-gpu-0", "k8s-web-1"].includes(host)) expect([host, after.get(host)]).toEqual([host, id]);
+    const again = await repairRun(ws, []);
+    expect({ status: again.status, last: again.stderr.trim().split("\n").at(-1) }).toEqual({
+      status: 0,
+      last: "kube-on-os: repair: all 9 Kubernetes nodes are healthy; nothing to replace",
+    });
   });
 
   it("puts the API behind a load balancer over the three voters, with its own floating IP as the kubeconfig's server", async () => {

@@ -20,6 +20,8 @@
 //   TF_VAR_quota_usage, so that the plan compares the deployment's needs with what is free.
 // - `roll`: synthesizes, then replaces the Kubernetes nodes' machines one apply at a time with the
 //   chosen CLI (scripts/roll.js).
+// - `repair`: synthesizes, then rolls the nodes whose servers are gone, in ERROR or SHUTOFF, within
+//   its limits (scripts/repair.js).
 // - `diff`: after the plan, the Salt preview (scripts/preview.js): what the candidate Salt tree
 //   and pillar would change on each host the plan keeps, from the plan cdktf saved (`plan`, in the
 //   stack's directory); its report is salt-preview.json beside it.
@@ -36,6 +38,7 @@ const path = require("node:path");
 const { preview, PreviewError } = require("./preview");
 const { quotaUsage } = require("./quota-usage");
 const { parseArgs, roll, RollError } = require("./roll");
+const { parseRepairArgs, repair, RepairError } = require("./repair");
 
 const ROOT = path.join(__dirname, "..");
 // Must match FORWARDED_TF_VARS in config/forward.ts (__tests__/l0-main.test.ts runs both ends).
@@ -194,27 +197,36 @@ function cdktf(cdktfArgs) {
   return result.status ?? 1;
 }
 
-async function main() {
-  if (args[0] === "roll") {
-    let options;
-    try {
-      options = parseArgs(args.slice(1));
-    } catch (error) {
-      if (error instanceof RollError) fail(`roll: ${error.message}`);
-      throw error;
-    }
-    const cli = chooseCli();
-    env.TERRAFORM_BINARY_NAME = cli.binary;
-    const synth = cdktf(["synth"]);
-    if (synth !== 0) process.exit(synth);
-    if (process.stdout.isTTY) process.stdout.write("\n");
-    try {
-      process.exit(roll({ cli: cli.binary, stackDir: stackDir(), env, options }));
-    } catch (error) {
-      if (error instanceof RollError) fail(`roll: ${error.message}`);
-      throw error;
-    }
+/**
+ * `npm run roll` and `npm run repair`: their arguments checked, the stack synthesized, then the
+ * command run with the chosen CLI; one line for any of their errors.
+ */
+function replaceNodes(name, parse, run) {
+  const refused = (error) => {
+    if (error instanceof RollError || error instanceof RepairError) fail(`${name}: ${error.message}`);
+    throw error;
+  };
+  let options;
+  try {
+    options = parse(args.slice(1));
+  } catch (error) {
+    refused(error);
   }
+  const cli = chooseCli();
+  env.TERRAFORM_BINARY_NAME = cli.binary;
+  const synth = cdktf(["synth"]);
+  if (synth !== 0) process.exit(synth);
+  if (process.stdout.isTTY) process.stdout.write("\n");
+  try {
+    process.exit(run({ cli: cli.binary, stackDir: stackDir(), env, options }));
+  } catch (error) {
+    refused(error);
+  }
+}
+
+async function main() {
+  if (args[0] === "roll") replaceNodes("roll", parseArgs, roll);
+  if (args[0] === "repair") replaceNodes("repair", parseRepairArgs, repair);
   if (PLANS.has(args[0]) && !args.includes("--skip-synth")) {
     // Synthesize first, so that what the project uses of its quotas can be read before the plan
     // (scripts/quota-usage.js), against the synthesized stack's state.

@@ -154,6 +154,11 @@ function keypairView(keypair: Record<string, unknown>, request: FastifyRequest):
   return view;
 }
 
+/** A server's vm_state for its status (nova/compute/vm_states.py). */
+function vmState(status: string): string {
+  return { ACTIVE: "active", ERROR: "error", SHUTOFF: "stopped" }[status] ?? "building";
+}
+
 /**
  * Nova v2.1: servers (BUILD on their first read, then ACTIVE), flavors, keypairs, server groups
  * and volume attachments. Servers bind the Neutron ports they are given and attach Cinder volumes.
@@ -395,6 +400,33 @@ export class Nova {
       if (this.servers.get(id).host) this.servers.update(id, { deleting: 0 });
       else this.deleteServer(id);
       return reply.code(204).send();
+    });
+    // nova/api/openstack/compute/servers.py, _start and _stop (202): nova/compute/api.py's start
+    // needs vm_state stopped, stop active or error, else 409 (common.py,
+    // raise_http_conflict_for_instance_invalid_state). The host carries them out at once. Other
+    // actions are not implemented.
+    app.post(`${base}/servers/:id/action`, async (request, reply) => {
+      auth(request);
+      const { id } = request.params as { id: string };
+      const body = (request.body ?? {}) as Record<string, unknown>;
+      const server = this.servers.get(id);
+      const conflict = (action: string) =>
+        new ApiError(
+          409,
+          "conflictingRequest",
+          `Cannot '${action}' instance ${id} while it is in vm_state ${vmState(server.status as string)}`,
+        );
+      if ("os-start" in body) {
+        if (server.status !== "SHUTOFF") throw conflict("start");
+        this.servers.update(id, { status: "ACTIVE", updated: now() });
+        return reply.code(202).send();
+      }
+      if ("os-stop" in body) {
+        if (server.status !== "ACTIVE" && server.status !== "ERROR") throw conflict("stop");
+        this.servers.update(id, { status: "SHUTOFF", updated: now() });
+        return reply.code(202).send();
+      }
+      return reply.callNotFound();
     });
     app.get(`${base}/servers/:id/os-interface`, async (request) => {
       auth(request);
@@ -724,6 +756,8 @@ export class Nova {
     }
     const active = server.status === "ACTIVE";
     const failed = server.status === "ERROR";
+    // Stopped (os-stop, or a host that stopped it): on its host, launched, powered off.
+    const stopped = server.status === "SHUTOFF";
     return {
       id: server.id,
       name: server.name,
@@ -731,7 +765,7 @@ export class Nova {
       tenant_id: server.tenant_id,
       user_id: server.user_id,
       metadata: server.metadata,
-      hostId: active ? randomBytes(28).toString("hex") : "",
+      hostId: active || stopped ? randomBytes(28).toString("hex") : "",
       image: server.image,
       flavor: atLeast(request, 47)
         ? {
@@ -755,11 +789,12 @@ export class Nova {
       "OS-EXT-AZ:availability_zone": server.availability_zone,
       config_drive: server.config_drive,
       key_name: server.key_name,
-      "OS-SRV-USG:launched_at": active ? server.launched_at : null,
+      "OS-SRV-USG:launched_at": active || stopped ? server.launched_at : null,
       "OS-SRV-USG:terminated_at": null,
-      "OS-EXT-STS:task_state": server.deleting !== undefined ? "deleting" : active || failed ? null : "spawning",
-      "OS-EXT-STS:vm_state": active ? "active" : failed ? "error" : "building",
-      "OS-EXT-STS:power_state": active ? 1 : 0,
+      "OS-EXT-STS:task_state": server.deleting !== undefined ? "deleting" : active || failed || stopped ? null : "spawning",
+      "OS-EXT-STS:vm_state": vmState(server.status as string),
+      // nova/compute/power_state.py: RUNNING 1, SHUTDOWN 4, NOSTATE 0.
+      "OS-EXT-STS:power_state": active ? 1 : stopped ? 4 : 0,
       ...(failed ? { fault: server.fault } : {}),
       // nova/api/openstack/compute/views/servers.py, _add_volumes_attachments: from 2.3.
       "os-extended-volumes:volumes_attached": (server.volumes_attached as { id: string; delete_on_termination: boolean }[]).map((v) => ({
@@ -846,6 +881,14 @@ export class Nova {
     }
     this.servers.update(id, { volumes_attached: attached });
     return undefined;
+  }
+
+  /**
+   * For tests: a server deleted by someone other than the stack (the dashboard, another tool), as
+   * Nova's own delete leaves its volumes and ports.
+   */
+  deleteOutOfBand(id: string): void {
+    this.deleteServer(id);
   }
 
   private deleteServer(id: string): void {
