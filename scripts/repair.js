@@ -12,11 +12,10 @@
 // --dry-run says what it would replace and replaces nothing.
 "use strict";
 
-const { spawnSync } = require("node:child_process");
 const fs = require("node:fs");
 const os = require("node:os");
 const path = require("node:path");
-const { roll, rollOrder, RollError } = require("./roll");
+const { lastLines, nodeMachines, roll, rollOrder, RollError, stackCli } = require("./roll");
 
 class RepairError extends Error {}
 
@@ -82,7 +81,17 @@ function repairPlan(health, { max }) {
         `of voters the cluster's database has lost its quorum, which a new machine cannot restore; nothing is replaced`,
     );
   }
-  return rollOrder(health, { nodes: unhealthy.map((node) => node.host) }).map((node) => health.find((each) => each.host === node.host));
+  return rollOrder(health, { nodes: unhealthy.map((node) => node.host) });
+}
+
+/** What `step` returns; the roll's refusals it meets are the repair's. */
+function repairing(step) {
+  try {
+    return step();
+  } catch (error) {
+    if (error instanceof RollError) throw new RepairError(error.message);
+    throw error;
+  }
 }
 
 /**
@@ -92,14 +101,8 @@ function repairPlan(health, { max }) {
  * fails; throws a RepairError, one line, when it may not repair.
  */
 function repair({ cli, stackDir, env, options, log = (line) => console.error(`kube-on-os: ${line}`) }) {
-  const run = (cliArgs) => spawnSync(cli, [`-chdir=${stackDir}`, ...cliArgs], { encoding: "utf8", env, maxBuffer: 512 * 1024 * 1024 });
-  const tail = (result) => (result.stderr || result.stdout).trim().split("\n").slice(-3).join(" ");
-  const init = run(["init", "-input=false"]);
-  if (init.status !== 0) throw new RepairError(`${cli} init failed: ${tail(init)}`);
-  const output = run(["output", "-json", "kube_node_machines"]);
-  if (output.status !== 0)
-    throw new RepairError("the state has no kube_node_machines output: apply this version once (npm run deploy), then repair");
-  const machines = JSON.parse(output.stdout);
+  const run = stackCli(cli, stackDir, env);
+  const machines = repairing(() => nodeMachines(cli, run, "repair"));
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "kube-on-os-repair-"));
   let shown;
   try {
@@ -108,22 +111,16 @@ function repair({ cli, stackDir, env, options, log = (line) => console.error(`ku
     // list a machine short, and the pillar's lists fail to line up.
     const planFile = path.join(dir, "repair.plan");
     const plan = run(["plan", "-input=false", `-out=${planFile}`]);
-    if (plan.status !== 0) throw new RepairError(`reading the servers' states failed (${cli} plan): ${tail(plan)}`);
+    if (plan.status !== 0) throw new RepairError(`reading the servers' states failed (${cli} plan): ${lastLines(plan)}`);
     const show = run(["show", "-json", planFile]);
-    if (show.status !== 0) throw new RepairError(`${cli} show -json failed: ${tail(show)}`);
+    if (show.status !== 0) throw new RepairError(`${cli} show -json failed: ${lastLines(show)}`);
     shown = JSON.parse(show.stdout);
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
   const health = nodeHealth(machines, shown);
   for (const node of health) log(`repair: ${node.host}: ${node.problem ?? node.state}`);
-  let chosen;
-  try {
-    chosen = repairPlan(health, options);
-  } catch (error) {
-    if (error instanceof RollError) throw new RepairError(error.message);
-    throw error;
-  }
+  const chosen = repairing(() => repairPlan(health, options));
   if (chosen.length === 0) {
     log(`repair: all ${health.length} Kubernetes nodes are healthy; nothing to replace`);
     return 0;
@@ -134,7 +131,7 @@ function repair({ cli, stackDir, env, options, log = (line) => console.error(`ku
     return 0;
   }
   log(`repair: replacing ${hosts.join(", ")}, one at a time`);
-  return roll({ cli, stackDir, env, options: { nodes: hosts, from: undefined, autoApprove: options.autoApprove }, log });
+  return roll({ cli, stackDir, env, machines, options: { nodes: hosts, from: undefined, autoApprove: options.autoApprove }, log });
 }
 
 module.exports = { repair, repairPlan, nodeHealth, parseRepairArgs, RepairError };

@@ -77,20 +77,40 @@ function rollOrder(machines, { nodes, from } = {}) {
   return chosen;
 }
 
+/** `run(args, stdio)`: `cli` in the stack's directory; what it prints is returned unless stdio is "inherit". */
+function stackCli(cli, stackDir, env) {
+  return (cliArgs, stdio = "pipe") =>
+    spawnSync(cli, [`-chdir=${stackDir}`, ...cliArgs], { encoding: "utf8", env, stdio, maxBuffer: 512 * 1024 * 1024 });
+}
+
+/** A failed command's last three lines, on one line. */
+function lastLines(result) {
+  return (result.stderr || result.stdout).trim().split("\n").slice(-3).join(" ");
+}
+
 /**
- * Rolls the nodes with `cli` in the synthesized stack's directory (initialised here), as
- * `options` (parseArgs's) say, printing one line before each apply; returns the exit status: 0
- * when every apply succeeded, else the failed one's after a line that says how to go on.
+ * The deployment's Kubernetes nodes (its kube_node_machines output, the master first), once
+ * `run` (stackCli's) has initialised the stack; `command` is the npm script that needs them.
  */
-function roll({ cli, stackDir, env, options, log = (line) => console.error(`kube-on-os: ${line}`) }) {
-  const run = (cliArgs, stdio) => spawnSync(cli, [`-chdir=${stackDir}`, ...cliArgs], { encoding: "utf8", env, stdio });
-  const init = run(["init", "-input=false"], "pipe");
-  if (init.status !== 0) throw new RollError(`${cli} init failed: ${(init.stderr || init.stdout).trim().split("\n").slice(-3).join(" ")}`);
-  const output = run(["output", "-json", "kube_node_machines"], "pipe");
+function nodeMachines(cli, run, command) {
+  const init = run(["init", "-input=false"]);
+  if (init.status !== 0) throw new RollError(`${cli} init failed: ${lastLines(init)}`);
+  const output = run(["output", "-json", "kube_node_machines"]);
   if (output.status !== 0) {
-    throw new RollError("the state has no kube_node_machines output: apply this version once (npm run deploy), then roll");
+    throw new RollError(`the state has no kube_node_machines output: apply this version once (npm run deploy), then ${command}`);
   }
-  const order = rollOrder(JSON.parse(output.stdout), options);
+  return JSON.parse(output.stdout);
+}
+
+/**
+ * Rolls the nodes with `cli` in the synthesized stack's directory, as `options` (parseArgs's)
+ * say, printing one line before each apply: `machines` when given (read by nodeMachines, which
+ * initialised the stack), else read and initialised here. Returns the exit status: 0 when every
+ * apply succeeded, else the failed one's after a line that says how to go on.
+ */
+function roll({ cli, stackDir, env, options, machines, log = (line) => console.error(`kube-on-os: ${line}`) }) {
+  const run = stackCli(cli, stackDir, env);
+  const order = rollOrder(machines ?? nodeMachines(cli, run, "roll"), options);
   log(`roll: ${order.length} Kubernetes node${order.length === 1 ? "" : "s"}, one at a time: ${order.map((n) => n.host).join(", ")}`);
   for (const [i, node] of order.entries()) {
     const step = `roll ${i + 1}/${order.length}`;
@@ -111,4 +131,4 @@ function roll({ cli, stackDir, env, options, log = (line) => console.error(`kube
   return 0;
 }
 
-module.exports = { roll, rollOrder, parseArgs, RollError };
+module.exports = { roll, rollOrder, parseArgs, nodeMachines, stackCli, lastLines, RollError };
