@@ -935,8 +935,10 @@ const available = rehearsalAvailable();
     }, 3_000_000);
 
     it("replaces the worker, then the voter, the master last: one apply each, each of them on a new machine", () => {
-      // A failed roll shows its last lines here (toMatchObject would hide them): what failed, and where.
-      const last = roll.status === 0 ? [] : [...roll.stderr.trimEnd().split("\n").slice(-3), ...scriptLines(roll.stdout).slice(-15)];
+      // A failed roll shows its last lines here (toMatchObject would hide them): first the chain's
+      // last line, the cause (CI's log may keep only the top of a long diff), then where it was.
+      const lines = scriptLines(roll.stdout);
+      const last = roll.status === 0 ? [] : [lines.at(-1), ...roll.stderr.trimEnd().split("\n").slice(-3), ...lines.slice(-15, -1)];
       expect({ status: roll.status, last }).toEqual({ status: 0, last: [] });
       expect(roll.stderr).toContain(`kube-on-os: roll: 3 Kubernetes nodes, one at a time: ${ROLL_ORDER.join(", ")}`);
       expect(roll.stderr).toContain("kube-on-os: roll: 3 nodes on new machines");

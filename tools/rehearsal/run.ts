@@ -47,7 +47,12 @@ export function runAsync(
     const stdin = options.input === undefined ? "ignore" : "pipe";
     const child = spawn(command, args, { cwd: options.cwd, env: options.env, stdio: [stdin, "pipe", "pipe"] });
     running.add(child);
-    if (options.input !== undefined) child.stdin?.end(options.input);
+    if (options.input !== undefined) {
+      // A command that ends without reading all of its input (tofu reads stdin only to prompt)
+      // closes the pipe under the write: its exit status is the outcome, not the EPIPE.
+      child.stdin?.on("error", (error: NodeJS.ErrnoException) => error.code === "EPIPE" || reject(error));
+      child.stdin?.end(options.input);
+    }
     const started = Date.now();
     let stdout = "";
     let stderr = "";
