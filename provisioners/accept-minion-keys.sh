@@ -6,7 +6,8 @@
 # reported and left pending for an operator. Each id may come as ID=MACHINE, the id of the
 # machine (Nova server) that Terraform made for it: the script keeps, on the master, which machine
 # each key it accepted belongs to, and when Terraform has replaced that machine (-replace, a
-# rebuilt node) it deletes the old machine's key and accepts the new one's. Otherwise an expected
+# rebuilt node) it deletes the old machine's key and accepts the new one's (and deletes once the
+# new one's that the master denied as the old one went: it comes back pending). Otherwise an expected
 # id whose key was rejected, or denied (the same id came back with a different key), fails at
 # once: only an operator can tell a rebuilt machine from an impostor.
 set -euo pipefail
@@ -123,14 +124,27 @@ pause() {
   sleep $((interval < left ? interval : left))
 }
 
-declare -A reported=()
+declare -A reported=() redenied=()
 deadline=$((SECONDS + timeout))
 while :; do
   koo_key_status "$work" "${ids[@]}" >"$work/status"
   waiting=()
   while read -r status id; do
     case $status in
-      denied) koo_die 1 "minion key of $id is denied: the minion presented a different key while its old one is accepted (a rebuilt machine?); $(fix_hint "$id")" ;;
+      denied)
+        # The replaced machine's new minion may have asked while the old key was still accepted:
+        # the master read that key, then wrote the new one to minions_denied, after the delete
+        # above (salt/channel/server.py, _auth). That one key is deleted; the minion asks again
+        # (rejected_retry) and its key is pending then. Any later denied key is a third machine's.
+        if [[ " ${replaced[*]} " == *" $id "* && -z ${redenied[$id]:-} ]]; then
+          redenied[$id]=1
+          koo_salt_key delete "$id"
+          echo "deleted the denied minion key of $id: its new machine presented it before the old one was deleted"
+          waiting+=("$id")
+          continue
+        fi
+        koo_die 1 "minion key of $id is denied: the minion presented a different key while its old one is accepted (a rebuilt machine?); $(fix_hint "$id")"
+        ;;
       rejected) koo_die 1 "minion key of $id is rejected on $host; $(fix_hint "$id")" ;;
       accepted) ;;
       pending) accept_key "$id" || waiting+=("$id") ;;

@@ -146,6 +146,50 @@ def test_deletes_the_key_of_a_machine_terraform_replaced_and_accepts_the_new_one
     assert sorted(recorded) == [f"{BASTION} m-bastion", f"{WORKER0} m-worker-2"]
 
 
+def test_a_new_machines_key_denied_as_the_old_one_is_deleted_is_deleted_too_and_accepted_once_it_asks_again(
+    fakes, tmp_path
+):
+    # The race the rehearsal's roll lost (1 in 2 runs, and in CI's run of f42712d): the new
+    # machine's minion asked while the master still held the old key, and the master wrote its key
+    # to minions_denied after salt-key had deleted the old one (salt/channel/server.py, _auth:
+    # it reads the accepted key, then writes the denied one). The minion asks again (rejected_retry)
+    # and its key is pending then.
+    (tmp_path / "fakes" / "machines").write_text(f"{WORKER0} m-worker-1\n")
+    fakes.update(
+        keys=keys(accepted=[SALT, WORKER0]),
+        # Poll 1 finds the old key, poll 2 the new machine's denied one, poll 4 it pending.
+        arrivals={"2": {"minions_denied": [WORKER0]}, "4": {"minions_pre": [WORKER0]}},
+        ping=everyone_answers([SALT, WORKER0]),
+    )
+    result = fakes.run("accept-minion-keys.sh", *FAST, SALT, f"{WORKER0}=m-worker-2")
+    assert result.returncode == 0, result.stderr
+    assert lines(result.stdout)[:6] == [
+        f"deleted the minion key of {WORKER0}: its machine m-worker-1 was replaced by m-worker-2",
+        f"deleted the denied minion key of {WORKER0}: its new machine presented it before the old one was deleted",
+        f"waiting for 1 of 2 minion keys: {WORKER0} (N s left)",
+        f"waiting for 1 of 2 minion keys: {WORKER0} (N s left)",
+        f"accepted minion key: {WORKER0}",
+        "all 2 minion keys accepted",
+    ]
+    delete, accept = ["-y", f"--delete={WORKER0}"], ["-y", f"--accept={WORKER0}"]
+    assert accepts(fakes) == [delete, delete, accept]
+    assert (tmp_path / "fakes" / "machines").read_text() == f"{WORKER0} m-worker-2\n"
+
+
+def test_a_second_denied_key_of_a_replaced_machine_still_fails(fakes, tmp_path):
+    # Only the one key in flight as the old one went can be the new machine's: once it is deleted,
+    # the minion's next key is pending, so another denied one is a third key, for an operator.
+    (tmp_path / "fakes" / "machines").write_text(f"{WORKER0} m-worker-1\n")
+    fakes.update(
+        keys=keys(accepted=[SALT, WORKER0]),
+        arrivals={"2": {"minions_denied": [WORKER0]}, "3": {"minions_denied": [WORKER0]}},
+    )
+    result = fakes.run("accept-minion-keys.sh", *FAST, SALT, f"{WORKER0}=m-worker-2")
+    assert result.returncode == 1
+    assert f"minion key of {WORKER0} is denied" in result.stderr
+    assert accepts(fakes) == [["-y", f"--delete={WORKER0}"], ["-y", f"--delete={WORKER0}"]]
+
+
 def test_a_new_machines_pending_key_is_accepted_as_it_is_when_the_old_key_is_gone(fakes, tmp_path):
     # Scaled down (remove-node.sh deleted the key) and up again: the pending key is the new one's.
     (tmp_path / "fakes" / "machines").write_text(f"{WORKER0} m-worker-1\n")
