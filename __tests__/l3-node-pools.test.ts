@@ -323,6 +323,11 @@ describe("L3: two pools over zones: apply, re-plan with no changes, change the p
       "kube-on-os: repair: would replace k8s-worker-2, k8s-gpu-0, k8s-web-1 (npm run roll -- --nodes k8s-worker-2,k8s-gpu-0,k8s-web-1); --dry-run replaces nothing",
     );
     expect(await servers()).toEqual(new Map([...before].filter(([host]) => host !== "k8s-worker-2")));
+    // A user's own look at the drift: a refresh-only plan reads the gone server out of the state,
+    // and the pillar's per-node lists, which follow the layout's node order, still plan.
+    const refreshOnly = await ws.tofu(["plan", "-refresh-only", "-input=false"]);
+    expect({ status: refreshOnly.status, stderr: refreshOnly.stderr }).toEqual({ status: 0, stderr: "" });
+    expect(refreshOnly.stdout).toMatch(/openstack_compute_instance_v2\.\S+ has been deleted/);
 
     // Each apply also starts a SHUTOFF server (the stack's are power_state active, and Nova's
     // os-start answers): k8s-gpu-0 runs again before its turn, and is replaced all the same.

@@ -109,6 +109,24 @@ export function splat(resource: TerraformResource | TerraformDataSource, attribu
 }
 
 /**
+ * `resource[key].attribute` for each element a for-expression's `head` gives (`i in range(n)`
+ * with key `i`, `node in local.nodes` with key `node.host`), as the local `name`: null for an
+ * instance the state lacks. A refresh-only plan reads a server deleted out of band out of the
+ * state, and a splat would then shift every later instance onto its place (and end short of the
+ * pillar's nodes: "Invalid index"); any other plan has every instance, a missing one planned anew.
+ */
+export function eachInstance(
+  scope: Construct,
+  name: string,
+  resource: TerraformResource,
+  over: { head: string; key: string },
+  attribute: string,
+): string[] {
+  const value = `\${[for ${over.head} : try(${addressOf(resource)}[${over.key}].${attribute}, null)]}`;
+  return Token.asList(new TerraformLocal(scope, name, value).expression);
+}
+
+/**
  * A `moved` block from a resource's address without an index to its instance 0, for a resource
  * that gained a count. cdktf's moveFromId() cannot name an instance, and a stack override would
  * replace other constructs' `moved` blocks; cdktf concatenates every element's list instead.

@@ -6,7 +6,7 @@ import { NetworkingFloatingipV2 } from "../.gen/providers/openstack/networking-f
 import { NetworkingPortV2 } from "../.gen/providers/openstack/networking-port-v2";
 import { SERVER_GROUP_POLICIES, VARIABLES } from "../config/parameters";
 import { CONTROL_PLANE_SIZE } from "../facts/cluster-size";
-import { addressOf, atCountIndex, hclNumber, hclString, splat } from "./cdktf-workarounds";
+import { addressOf, atCountIndex, eachInstance, hclNumber, hclString, splat } from "./cdktf-workarounds";
 import { ControlPlaneSettings, DefaultPoolMachines, defaultPoolMachines } from "./default-pool-machines";
 import { BootVolume, bootFromVolume, fixedPort, floatingIpFor, instanceConfig, MachineProps } from "./machine";
 
@@ -42,6 +42,8 @@ export class KubeNodePool extends Construct {
   /** 1 or 0 (a token): whether the master's floating IP is allocated here. */
   readonly masterFloatingIpAllocated: number;
   readonly workers: ComputeInstanceV2;
+  /** Each default-pool worker's server id, in the layout's order; null for one the state lacks. */
+  readonly workerIds: string[];
   readonly workerPorts: NetworkingPortV2;
   readonly serverGroup: ComputeServergroupV2;
   /** What the control plane and the default pool's workers are built from. */
@@ -154,5 +156,8 @@ export class KubeNodePool extends Construct {
       size: hclNumber(this, workerMachine("volume_size")),
       type: expression(workerMachine("volume_type")),
     });
+    // By index, null where the state lacks one (eachInstance): a splat would shift the ids.
+    const range = `i in range(${Token.asString(layout.workerCount)})`;
+    this.workerIds = eachInstance(this, "default_pool_worker_ids", this.workers, { head: range, key: "i" }, "id");
   }
 }

@@ -5,7 +5,7 @@ import { ComputeServergroupV2 } from "../.gen/providers/openstack/compute-server
 import { DataOpenstackImagesImageV2 } from "../.gen/providers/openstack/data-openstack-images-image-v2";
 import { NetworkingPortV2 } from "../.gen/providers/openstack/networking-port-v2";
 import { VARIABLES } from "../config/parameters";
-import { addressOf, hclNumber, hclOf, hclString } from "./cdktf-workarounds";
+import { addressOf, eachInstance, hclNumber, hclOf, hclString } from "./cdktf-workarounds";
 import { bootFromVolume, imageLookup, instanceConfig, isImageId, MachineProps, withRoleGroups } from "./machine";
 
 export interface WorkerPoolsProps extends MachineProps {
@@ -131,10 +131,7 @@ export class WorkerPools extends Construct {
       schedulerHints: [{ group: `\${try(${groupsRef}[each.value.pool].id, null)}` }],
       availabilityZone: "${each.value.zone}",
     });
-    const workersRef = addressOf(this.workers);
-    this.workerIds = Token.asList(
-      new TerraformLocal(this, "worker_ids", `\${[for node in local.kube_pool_nodes : ${workersRef}[node.host].id]}`).expression,
-    );
+    this.workerIds = eachInstance(this, "worker_ids", this.workers, { head: "node in local.kube_pool_nodes", key: "node.host" }, "id");
     bootFromVolume(this.workers, imageId, {
       size: hclNumber(this, pool("volume_size")),
       type: expression(pool("volume_type")),

@@ -173,7 +173,7 @@ export class ProvisioningChain extends Construct {
     // Each step's own triggers and provisioners, by step; the loop below chains them in
     // CHAIN_STEPS' order. null_resource triggers are a map of strings: lists go in as jsonencode().
     const fixedIds = { saltMaster: saltMaster.instance.id, bastion: bastion.instance.id, kubeMaster: kubeNodes.master.id };
-    const workerIds = splat(kubeNodes.workers, "id");
+    const workerIds = kubeNodes.workerIds;
     // Each minion id's machine, in minionIds' order (the machine order).
     const minionMachineIds = inMachineOrder(fixedIds, workerIds, props.workerPools.workerIds);
     // The trigger keeps the order it was first written in, the bastion first: any other would

@@ -2,7 +2,6 @@ import { Fn, IResolvable, TerraformLocal, Token } from "cdktf";
 import { Construct } from "constructs";
 import { DEFAULT_POOL, POOL_LABEL } from "../../config/node-pools";
 import { ApiLoadBalancer } from "../api-load-balancer";
-import { splat } from "../cdktf-workarounds";
 import { ClusterLayout, inMachineOrder } from "../cluster-layout";
 import { KubeNodePool } from "../kube-node-pool";
 import { WorkerPools } from "../worker-pools";
@@ -92,7 +91,7 @@ export function saltPillar(scope: Construct, props: SaltPillarProps): SaltPillar
   new TerraformLocal(
     scope,
     "kube_instance_ids",
-    inMachineOrder({ kubeMaster: props.kubeNodes.master.id }, splat(props.kubeNodes.workers, "id"), props.workerPools.workerIds),
+    inMachineOrder({ kubeMaster: props.kubeNodes.master.id }, props.kubeNodes.workerIds, props.workerPools.workerIds),
   );
   const nodes = new TerraformLocal(
     scope,
