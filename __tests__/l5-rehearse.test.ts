@@ -62,7 +62,7 @@ function deadRehearsalsLeftovers(): string[] {
 describe("the rehearsal's commands (tools/rehearsal/run.ts)", () => {
   it("ends with the command's own status when it exits without reading its input, as tofu does", async () => {
     // More than a pipe holds: the rest is written after the command has closed its end (EPIPE),
-    // as CI's run of 3abb8b8 saw in a plan that gave tofu an empty stdin.
+    // as the fresh-clone run of f42712d saw in a plan that gave tofu an empty stdin.
     const result = await runAsync("sh", ["-c", "exit 3"], { input: "x".repeat(1 << 20) });
     expect(result).toEqual({ status: 3, stdout: "", stderr: "" });
   });
