@@ -106,9 +106,8 @@ function repair({ cli, stackDir, env, options, log = (line) => console.error(`ku
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "kube-on-os-repair-"));
   let shown;
   try {
-    // A plan, never applied: its refresh reads every server. Not -refresh-only, which evaluates
-    // the stack against the refreshed state alone, where a deleted worker leaves its count's
-    // list a machine short, and the pillar's lists fail to line up.
+    // A plan, never applied: its refresh reads every server, and its resource_drift names a
+    // server deleted out of band (nodeHealth).
     const planFile = path.join(dir, "repair.plan");
     const plan = run(["plan", "-input=false", `-out=${planFile}`]);
     if (plan.status !== 0) throw new RepairError(`reading the servers' states failed (${cli} plan): ${lastLines(plan)}`);
