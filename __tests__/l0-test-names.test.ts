@@ -179,7 +179,7 @@ describe("scripts/test/cpu-meter.js", () => {
     }
   }
 
-  it("weighs the critical suite 8 times each other suite where cgroup v1's cpu controller allows it, and leaves a suite unweighted elsewhere", () => {
+  it("weighs the critical suites 8 times each other suite where cgroup v1's cpu controller allows it, and leaves a suite unweighted elsewhere", () => {
     const sleeper = spawn("sleep", ["60"], { stdio: "ignore" });
     const pid = sleeper.pid!;
     const before = cpuCgroup(pid);
@@ -188,17 +188,22 @@ describe("scripts/test/cpu-meter.js", () => {
       // Without a cgroup to move into, nothing moves and nothing throws.
       const notADirectory = path.join(scratch, "file");
       fs.writeFileSync(notADirectory, "");
-      weigh("a.test.ts", "jest-a", pid, { KOO_CRITICAL_SUITE: "a.test.ts" });
-      weigh("a.test.ts", "jest-a", pid, { KOO_SCHED_CGROUP: notADirectory, KOO_CRITICAL_SUITE: "a.test.ts" });
+      weigh("a.test.ts", "jest-a", pid, { KOO_CRITICAL_SUITES: "a.test.ts" });
+      weigh("a.test.ts", "jest-a", pid, { KOO_SCHED_CGROUP: notADirectory, KOO_CRITICAL_SUITES: "a.test.ts" });
       expect(cpuCgroup(pid)).toBe(before);
       if (!writable(CPU)) return;
 
       const run = fs.mkdtempSync(path.join(CPU, "kube-on-os-weigh-"));
       try {
-        const env = { KOO_SCHED_CGROUP: run, KOO_CRITICAL_SUITE: "__tests__/l5-rehearsal.test.ts" };
+        const env = { KOO_SCHED_CGROUP: run, KOO_CRITICAL_SUITES: "__tests__/l5-rehearsal.test.ts,__tests__/l5-rehearsal-upgrade.test.ts" };
         weigh("__tests__/l5-rehearsal.test.ts", "jest-critical", pid, env);
         expect(fs.readFileSync(path.join(run, "jest-critical", "cpu.shares"), "utf8").trim()).toBe("8192");
         expect(cpuCgroup(pid)).toBe(`/${path.basename(run)}/jest-critical`);
+        weigh("__tests__/l5-rehearsal-upgrade.test.ts", "jest-upgrade", pid, env);
+        expect(fs.readFileSync(path.join(run, "jest-upgrade", "cpu.shares"), "utf8").trim()).toBe("8192");
+        // A name the list holds only a part of is not in it.
+        weigh("__tests__/l5-rehearsal", "jest-part", pid, env);
+        expect(fs.readFileSync(path.join(run, "jest-part", "cpu.shares"), "utf8").trim()).toBe("1024");
         weigh("__tests__/l0-config.test.ts", "jest-other", pid, env);
         expect(fs.readFileSync(path.join(run, "jest-other", "cpu.shares"), "utf8").trim()).toBe("1024");
         expect(cpuCgroup(pid)).toBe(`/${path.basename(run)}/jest-other`);

@@ -7,8 +7,8 @@ scripts/test.sh sets KOO_TIMING_DIR:
   Salt masters and minions a file starts are counted with it; without cgroups, the process's own
   CPU time and its reaped children's;
 - where KOO_SCHED_CGROUP names a cgroup v1 cpu hierarchy, the process also moves into a cgroup of
-  its own there, weighted as cpu-meter.js's ``weigh`` does (the critical suite, a jest one today,
-  gets CRITICAL_WEIGHT times the others' CPU weight);
+  its own there, weighted as cpu-meter.js's ``weigh`` does (the suites KOO_CRITICAL_SUITES names,
+  jest ones today, get CRITICAL_WEIGHT times the others' CPU weight);
 - every test's outcome by node id (the run's controller writes it), for the check that no test
   that passed before has disappeared (scripts/test/report.js).
 """
@@ -66,7 +66,7 @@ def _weigh(suite: str, key: str) -> None:
     try:
         cgroup = Path(root) / key
         cgroup.mkdir(exist_ok=True)
-        critical = suite == os.environ.get("KOO_CRITICAL_SUITE")
+        critical = suite in os.environ.get("KOO_CRITICAL_SUITES", "").split(",")
         (cgroup / "cpu.shares").write_text(f"{1024 * CRITICAL_WEIGHT if critical else 1024}\n")
         (cgroup / "cgroup.procs").write_text(f"{os.getpid()}\n")
     except OSError:

@@ -6,11 +6,12 @@
 // children it reaped, which misses daemons: the report says which one it measured.
 //
 // Where the machine also has cgroup v1's cpu controller (KOO_SCHED_CGROUP), each suite's worker
-// moves into a cgroup of its own there too, for the scheduler: the run's critical path (the suite
-// that takes longest, KOO_CRITICAL_SUITE) gets CRITICAL_WEIGHT times the CPU weight of the others,
-// so that it runs as if alone and the others fill the cores it leaves (docs/decisions.md, "The
-// longest suite comes first on the cores"). Without it, Linux shares the CPU per session
-// (autogroups), and each Salt daemon's session weighs as much as a whole jest worker.
+// moves into a cgroup of its own there too, for the scheduler: the suites of KOO_CRITICAL_SUITES
+// (the run's critical path, the suite that takes longest, and the rehearsals, whose CPU grows with
+// their wall time) get CRITICAL_WEIGHT times the CPU weight of the others, so that they run nearly
+// as if alone and the others fill the cores they leave (docs/decisions.md, "The longest suite
+// comes first on the cores"). Without it, Linux shares the CPU per session (autogroups), and each
+// Salt daemon's session weighs as much as a whole jest worker.
 //
 // The pytest side (__tests__/harness/timing.py) writes the same records in the same way.
 "use strict";
@@ -56,9 +57,15 @@ function cgroupCpuMs(dir) {
   }
 }
 
+/** Whether env.KOO_CRITICAL_SUITES (comma-separated) names `suite`. */
+function critical(suite, env) {
+  return (env.KOO_CRITICAL_SUITES ?? "").split(",").includes(suite);
+}
+
 /**
  * Moves `pid` into the scheduler's cgroup `key` under env.KOO_SCHED_CGROUP, weighted for `suite`:
- * cpu.shares 1024 (the default) or CRITICAL_WEIGHT times that for env.KOO_CRITICAL_SUITE. Nothing
+ * cpu.shares 1024 (the default) or CRITICAL_WEIGHT times that for a suite env.KOO_CRITICAL_SUITES
+ * names (comma-separated). Nothing
  * happens without KOO_SCHED_CGROUP or when the cgroup cannot be made; the suite runs unweighted.
  */
 function weigh(suite, key, pid, env = process.env) {
@@ -66,7 +73,7 @@ function weigh(suite, key, pid, env = process.env) {
   try {
     const cgroup = path.join(env.KOO_SCHED_CGROUP, key);
     fs.mkdirSync(cgroup, { recursive: true });
-    fs.writeFileSync(path.join(cgroup, "cpu.shares"), `${suite === env.KOO_CRITICAL_SUITE ? 1024 * CRITICAL_WEIGHT : 1024}\n`);
+    fs.writeFileSync(path.join(cgroup, "cpu.shares"), `${critical(suite, env) ? 1024 * CRITICAL_WEIGHT : 1024}\n`);
     fs.writeFileSync(path.join(cgroup, "cgroup.procs"), `${pid}\n`);
   } catch {
     // unweighted
