@@ -111,9 +111,9 @@ done
 export KOO_TIMING_CGROUP="$cgroup"
 # Where cgroup v1's cpu controller allows it (cpu-meter.js, weigh), more of the CPU than the others
 # goes to the longest suite, the run's critical path, and to every suite that boots the rehearsal's
-# hosts: their CPU grows with their wall time (Salt's clients poll while they wait, 10 ms apart), so
-# that slowed down by the others they cost CPU again (docs/decisions.md, "The longest suite comes
-# first on the cores").
+# hosts: their CPU grows with their wall time (Salt's clients poll while they wait, 10 ms apart),
+# and every second the others hold them back costs CPU again (docs/decisions.md, "The longest suite
+# comes first on the cores").
 KOO_CRITICAL_SUITES=$(node -p '
   const seconds = require("./scripts/test/suite-seconds.json");
   const longest = Object.entries(seconds).sort((a, b) => b[1] - a[1])[0][0];

@@ -65,8 +65,8 @@ function critical(suite, env) {
 /**
  * Moves `pid` into the scheduler's cgroup `key` under env.KOO_SCHED_CGROUP, weighted for `suite`:
  * cpu.shares 1024 (the default) or CRITICAL_WEIGHT times that for a suite env.KOO_CRITICAL_SUITES
- * names (comma-separated). Nothing
- * happens without KOO_SCHED_CGROUP or when the cgroup cannot be made; the suite runs unweighted.
+ * names (comma-separated). Nothing happens without KOO_SCHED_CGROUP or when the cgroup cannot be
+ * made; the suite runs unweighted.
  */
 function weigh(suite, key, pid, env = process.env) {
   if (!env.KOO_SCHED_CGROUP) return;
