@@ -11,6 +11,7 @@ import { NetworkingSecgroupV2 } from "../.gen/providers/openstack/networking-sec
 import { NetworkingSubnetV2 } from "../.gen/providers/openstack/networking-subnet-v2";
 import { Network, NetworkProps } from "../constructs/networking";
 import { KUBE_API_PORT } from "../facts/ports";
+import { localById } from "./support/synth";
 
 function synthNetwork(props: Partial<NetworkProps> = {}): string {
   return Testing.synthScope((scope) => {
@@ -107,8 +108,8 @@ describe("Network", () => {
       ["kube-on-os-control-plane-ingress", expect.stringMatching(/^\$\{local\.Network_control_plane_ingress_group_\w+\}$/)],
       ["kube-on-os-worker-ingress", expect.stringMatching(/^\$\{local\.Network_worker_ingress_group_\w+\}$/)],
     ]);
-    const locals = JSON.parse(withRules).locals;
-    const local = (name: string) => Object.entries(locals).find(([key]) => key.startsWith(`Network_${name}_`))![1];
+    const json = JSON.parse(withRules);
+    const local = (name: string) => localById(json, `Network_${name}`)[1];
     expect([local("bastion_ingress_group"), local("worker_ingress_group")]).toEqual([
       "${(length([]) >= 1) ? 1 : 0}",
       '${(length(["tcp/30443 from 192.0.2.0/24"]) >= 1) ? 1 : 0}',
@@ -254,11 +255,10 @@ describe("Network with an existing router or public network", () => {
     expect(countOf(synthesized, only(synthesized, "resource", NetworkingRouterV2.tfResourceType, "Network_Router_"))).toBe(
       `\${((length("${ROUTER}") < 1) && (length("") < 1)) ? 1 : 0}`,
     );
-    const locals = JSON.parse(synthesized).locals;
     expect(only(synthesized, "resource", NetworkingRouterInterfaceV2.tfResourceType, "PublicRouterInterface").router_id).toMatch(
       /^\$\{local\.Network_router_id_\w+\}$/,
     );
-    expect(Object.entries(locals).find(([name]) => name.startsWith("Network_router_id_"))![1]).toBe(
+    expect(localById(JSON.parse(synthesized), "Network_router_id")[1]).toBe(
       "${(local.Network_creates_router_0208F909 == 1) ? one(openstack_networking_router_v2.Network_Router_B43C5A1B[*].id) : one(data.openstack_networking_router_v2.router_id[*].id)}",
     );
   });
@@ -280,11 +280,11 @@ describe("Network with an existing router or public network", () => {
         `\${(length("${NETWORK}") < 1) ? 1 : 0}`,
       );
     }
-    const locals = Object.entries(JSON.parse(synthesized).locals);
-    expect(locals.find(([name]) => name.startsWith("Network_public_subnet_id_"))![1]).toBe(
+    const json = JSON.parse(synthesized);
+    expect(localById(json, "Network_public_subnet_id")[1]).toBe(
       "${(local.Network_creates_public_network_71C2778E == 1) ? one(openstack_networking_subnet_v2.Network_PublicSubnet_F7F151DA[*].id) : one(data.openstack_networking_subnet_v2.Network_ExistingPublicSubnet_DBB1425F[*].id)}",
     );
-    expect(locals.find(([name]) => name.startsWith("Network_public_network_id_"))![1]).toBe(
+    expect(localById(json, "Network_public_network_id")[1]).toBe(
       "${(local.Network_creates_public_network_71C2778E == 1) ? one(openstack_networking_network_v2.Network_PublicNetwork_95DA8D1B[*].id) : one(data.openstack_networking_subnet_v2.Network_ExistingPublicSubnet_DBB1425F[*].network_id)}",
     );
   });

@@ -7,6 +7,7 @@ import { UUID_PATTERN } from "../config/rules";
 import { ClusterLayout } from "../constructs/cluster-layout";
 import { Network } from "../constructs/networking";
 import { WorkerPools, WorkerPoolsProps } from "../constructs/worker-pools";
+import { localById } from "./support/synth";
 
 type Props = Partial<Pick<WorkerPoolsProps, "defaultFlavor" | "defaultImage" | "serverGroupPolicy">>;
 
@@ -49,11 +50,8 @@ function json(props: Props = {}): any {
 
 /** The WorkerPools local named `name`, as [its reference, its expression]. */
 function local(synthesized: any, name: string): [string, string] {
-  const matches = Object.entries(synthesized.locals as Record<string, string>).filter(([key]) =>
-    new RegExp(`^WorkerPools_${name}_[0-9A-F]{8}$`).test(key),
-  );
-  expect(matches).toHaveLength(1);
-  return [`local.${matches[0][0]}`, matches[0][1]];
+  const [key, value] = localById(synthesized, `WorkerPools_${name}`);
+  return [`local.${key}`, value];
 }
 
 function only(synthesized: any, type: string): any {

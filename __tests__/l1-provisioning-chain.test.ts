@@ -6,7 +6,7 @@ import { loadConfig } from "../config/load";
 import { NEW_CLUSTER_CHANNEL } from "../config/parameters";
 import { cleanCopy } from "../constructs/provisioning/tree-hash";
 import { KubeOnOsStack } from "../constructs/stack";
-import { resourceById, synthStack, TerraformJson } from "./support/synth";
+import { localById, resourceById, synthStack, TerraformJson } from "./support/synth";
 import { describeEachCli, initOffline, runTf } from "./support/tofu";
 
 const ROOT = path.resolve(__dirname, "..");
@@ -197,14 +197,10 @@ describe("SaltProvisioner", () => {
     );
     // The workers in the layout's order, as salt_minion_ids lists them, by index or name: a
     // refresh-only plan may lack a server deleted out of band, whose id is then null.
-    const localNamed = (prefix: string) =>
-      Object.entries(json.locals)
-        .find(([name]) => name.startsWith(prefix))!
-        .at(1) as string;
-    expect(localNamed("KubeNodes_default_pool_worker_ids_")).toMatch(
+    expect(localById(json, "KubeNodes_default_pool_worker_ids")[1]).toMatch(
       /^\$\{\[for i in range\(.+\) : try\(openstack_compute_instance_v2\.KubeNodes_Worker_[0-9A-F]{8}\[i\]\.id, null\)\]\}$/,
     );
-    expect(localNamed("WorkerPools_worker_ids_")).toMatch(
+    expect(localById(json, "WorkerPools_worker_ids")[1]).toMatch(
       /^\$\{\[for node in local\.kube_pool_nodes : try\(openstack_compute_instance_v2\.WorkerPools_Worker_[0-9A-F]{8}\[node\.host\]\.id, null\)\]\}$/,
     );
   });

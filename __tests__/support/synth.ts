@@ -37,3 +37,11 @@ export function resourceById(json: TerraformJson, type: string, id: string): Rec
   if (matches.length !== 1) throw new Error(`expected one ${type} with id ${id}, found ${matches.length}`);
   return matches[0];
 }
+
+/** The single local whose construct path is `id` (`<scope>_<name>`, logical ids end in `_<hash>`), as [its name, its value]. */
+export function localById(json: TerraformJson, id: string): [string, any] {
+  const logicalId = new RegExp(`^${id}_[0-9A-F]{8}$`);
+  const matches = Object.entries(json.locals ?? {}).filter(([key]) => logicalId.test(key));
+  if (matches.length !== 1) throw new Error(`expected one local with id ${id}, found ${matches.length}`);
+  return matches[0];
+}
