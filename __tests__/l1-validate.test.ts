@@ -10,7 +10,7 @@ import { ConfigError } from "../config/config-error";
 import { loadConfig } from "../config/load";
 import { DOMAIN_MAX } from "../config/parameters";
 import { CA_CERTIFICATE } from "./support/arbitraries";
-import { parameterRules, synthVerdict, variablesOnlyDir } from "./support/plan-variables";
+import { parameterRules, planVerdict, planVerdicts, synthVerdict, variablesOnlyDir, Verdict } from "./support/plan-variables";
 import { synthToDir } from "./support/synth";
 import { describeEachCli, initOffline, runTf, runTfAsync, TfCli } from "./support/tofu";
 
@@ -134,12 +134,38 @@ describeEachCli("L1: validate with the real provider", (cli) => {
   });
 });
 
+/**
+ * The plan verdicts of `envs` (TF_VAR_ values alone) against the rules in `varsDir`, judged side by
+ * side in a few plans (planVerdicts; l1-synth-plan-agreement holds that to one plan each), keyed by
+ * each environment's JSON.
+ */
+function judgeAll(cli: TfCli, varsDir: string, envs: NodeJS.ProcessEnv[]): Map<string, Verdict> {
+  const verdicts = planVerdicts(cli, varsDir, envs);
+  return new Map(envs.map((env, index) => [JSON.stringify(env), verdicts[index]]));
+}
+
+/** CA certificates: values on several lines, each named in its test's title. */
+const CA_CERTIFICATES: [string, boolean, string][] = [
+  ["a CA certificate", true, CA_CERTIFICATE],
+  ["a CA certificate without its last line break", true, CA_CERTIFICATE.trimEnd()],
+  ["two CA certificates", true, `${CA_CERTIFICATE}\n${CA_CERTIFICATE}`],
+  ["a CA certificate with CRLF line breaks", false, CA_CERTIFICATE.replace(/\n/g, "\r\n")],
+  ["a comment before a CA certificate", false, `# my CA\n${CA_CERTIFICATE}`],
+];
+
 describeEachCli("L1: plan-time variable validation agrees with synth-time validation", (cli) => {
   let varsDir: string;
+
+  /** Each listed case's plan, judged side by side with the others (planVerdicts), by its environment. */
+  let judged: Map<string, Verdict>;
 
   beforeAll(async () => {
     // Only the variable blocks: planning them needs no provider and no network.
     varsDir = await variablesOnlyDir(cli);
+    judged = judgeAll(cli, varsDir, [
+      ...cases.map(([name, value]) => ({ [`TF_VAR_${name}`]: value })),
+      ...CA_CERTIFICATES.map(([, , value]) => ({ TF_VAR_openstack_ca_certificate: value })),
+    ]);
   });
 
   const cases: [string, string, boolean][] = [
@@ -343,11 +369,11 @@ describeEachCli("L1: plan-time variable validation agrees with synth-time valida
       if (!(error instanceof ConfigError)) throw error;
       synthMessage = error.message;
     }
-    const plan = runTf(cli, ["plan", "-input=false", "-lock=false"], varsDir, env);
-    expect({ synth: synthMessage === undefined, plan: plan.status === 0 }).toEqual({ synth: accepted, plan: accepted });
+    const plan = judged.get(JSON.stringify(env)) ?? planVerdict(cli, varsDir, env);
+    expect({ synth: synthMessage === undefined, plan: plan.accepted }).toEqual({ synth: accepted, plan: accepted });
     if (!accepted) {
       // Both sides name the same rule: the synth message carries the plan's error_message.
-      const planMessage = plan.stderr.replace(/\s+/g, " ");
+      const planMessage = plan.message;
       // A rule on a concealed value is a precondition (constructs/variables.ts).
       expect(planMessage).toMatch(/Invalid value for variable|Resource precondition failed/);
       const rule = synthMessage?.split(": ").pop();
@@ -357,14 +383,9 @@ describeEachCli("L1: plan-time variable validation agrees with synth-time valida
 
   it.each(cases)("TF_VAR_%s=%s accepted: %s", agree);
 
-  // Values on several lines, named in the test's title.
-  it.each<[string, boolean, string]>([
-    ["a CA certificate", true, CA_CERTIFICATE],
-    ["a CA certificate without its last line break", true, CA_CERTIFICATE.trimEnd()],
-    ["two CA certificates", true, `${CA_CERTIFICATE}\n${CA_CERTIFICATE}`],
-    ["a CA certificate with CRLF line breaks", false, CA_CERTIFICATE.replace(/\n/g, "\r\n")],
-    ["a comment before a CA certificate", false, `# my CA\n${CA_CERTIFICATE}`],
-  ])("TF_VAR_openstack_ca_certificate=<%s> accepted: %s", (_, accepted, value) => agree("openstack_ca_certificate", value, accepted));
+  it.each(CA_CERTIFICATES)("TF_VAR_openstack_ca_certificate=<%s> accepted: %s", (_, accepted, value) =>
+    agree("openstack_ca_certificate", value, accepted),
+  );
 
   // A plan-time rule only: the password may be given at plan time alone, so synth cannot tell.
   it.each([
@@ -391,9 +412,16 @@ describeEachCli("L1: plan-time variable validation agrees with synth-time valida
 describeEachCli("L1: issue 17 regressions, synth and plan agree", (cli) => {
   let varsDir: string;
   let privateKey: string;
+  /** Each listed case's plan, judged side by side with the others (planVerdicts), by its environment. */
+  let judged: Map<string, Verdict>;
 
   beforeAll(async () => {
     varsDir = await variablesOnlyDir(cli);
+    judged = judgeAll(
+      cli,
+      varsDir,
+      cases.map(([, env]) => env),
+    );
     const keyDir = tempDir("key");
     const keygen = spawnSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "pasted@laptop", "-f", path.join(keyDir, "id")]);
     expect(keygen.status).toBe(0);
@@ -526,13 +554,14 @@ describeEachCli("L1: issue 17 regressions, synth and plan agree", (cli) => {
 
   it.each(cases)("%s", async (_, env, rejectedBy) => {
     const synthMessage = await synth(env);
-    const planned = plan(env);
+    const planned = judged.get(JSON.stringify(env)) ?? planVerdict(cli, varsDir, env);
     expect({ synth: synthMessage === undefined, plan: planned.accepted }).toEqual({ synth: !rejectedBy, plan: !rejectedBy });
     if (rejectedBy) {
       expect(synthMessage).toContain(`${rejectedBy}`);
-      expect(planned.output).toMatch(new RegExp(`var[.]${rejectedBy}\\b|"${rejectedBy}"`));
+      // The plan's error output (planVerdict's message).
+      expect(planned.message).toMatch(new RegExp(`var[.]${rejectedBy}\\b|"${rejectedBy}"`));
       // No function error in a condition: the rule's own message, or Terraform's type conversion.
-      expect(planned.output).not.toMatch(/Error: (Invalid function argument|Error in function call|Call to function)/);
+      expect(planned.message).not.toMatch(/Error: (Invalid function argument|Error in function call|Call to function)/);
     }
   });
 
