@@ -16,6 +16,7 @@ through a shared directory. Its tests are the ``test_l4_`` ones.
 
 from __future__ import annotations
 
+import calendar
 import concurrent.futures
 import hashlib
 import json
@@ -440,6 +441,62 @@ spec: {{nodeName: {name}, containers: [{{name: db, image: postgres}}]}}
         " the pod's disruption budget." in blocked.stderr
     )
     assert blocked.stderr.endswith('error when evicting pods/"db-0" -n "default": global timeout reached: 1s\n')
+
+
+def workload_pod(name: str, node: str) -> str:
+    """A pod a StatefulSet manages, bound to ``node``."""
+    return f"""
+apiVersion: v1
+kind: Pod
+metadata:
+  name: {name}
+  namespace: default
+  ownerReferences: [{{apiVersion: apps/v1, kind: StatefulSet, name: web, uid: 7a1e, controller: true}}]
+spec: {{nodeName: {node}, containers: [{{name: web, image: nginx}}]}}
+"""
+
+
+def test_a_drain_of_a_node_that_is_not_ready_waits_for_its_evicted_pods_unless_told_to_skip(pair):
+    """
+    kubectl's drain (pkg/drain/drain.go waitForDelete, filters.go shouldSkipPod): no kubelet
+    confirms a deletion on a node that is not Ready, so the evicted pod stays, marked for deletion
+    at the end of its grace period, and kubectl waits to --timeout; with
+    --skip-wait-for-delete-timeout=1 it skips the pod a second after that, and a pod already past
+    it is not evicted again.
+    """
+    master, joiner = pair
+    install(master, "1.28/stable")
+    install(joiner, "1.28/stable")
+    assert joiner.run("microk8s", "join", url_to(master, issue(master))).returncode == 0
+    pods = workload_pod("web-0", "localhost") + "---" + workload_pod("web-1", "localhost")
+    assert master.run("microk8s", "kubectl", "apply", "-f", "-", stdin=pods).returncode == 0
+    assert joiner.run("microk8s", "stop").returncode == 0
+    assert readiness(nodes_json(master)) == {"127.0.0.2": "True", "127.0.0.1": "Unknown"}
+    drain = ["microk8s", "kubectl", "drain", "localhost", "--ignore-daemonsets", "--grace-period=0", "--timeout=2s"]
+    waited = master.run(*drain)
+    why = 'error when waiting for pod "web-0" in namespace "default" to terminate: context deadline exceeded'
+    assert waited.returncode == 1
+    assert waited.stdout == "node/localhost cordoned\nevicting pod default/web-0\nevicting pod default/web-1\n"
+    assert f'error: unable to drain node "localhost" due to error:{why}, continuing command...' in waited.stderr
+    stored = json.loads((master.snap_data / "fake" / "objects.json").read_text())
+    assert all("deletionTimestamp" in stored[f"Pod/default/web-{i}"]["metadata"] for i in (0, 1))
+    # Both deletions (a grace period of 0) are now 2 s past: kubectl's first filter leaves them out.
+    assert (
+        master.run("microk8s", "kubectl", "apply", "-f", "-", stdin=workload_pod("web-2", "localhost")).returncode == 0
+    )
+    started = int(time.time())
+    skipped = master.run(*drain[:-2], "--grace-period=1", "--timeout=30s", "--skip-wait-for-delete-timeout=1")
+    assert (skipped.returncode, skipped.stdout) == (
+        0,
+        "node/localhost already cordoned\nevicting pod default/web-2\n"
+        'pod "web-2" has DeletionTimestamp older than 1 seconds, skipping\nnode/localhost drained\n',
+    )
+    # Marked for deletion at the end of its grace period: a second after the eviction.
+    stored = json.loads((master.snap_data / "fake" / "objects.json").read_text())
+    marked = calendar.timegm(
+        time.strptime(stored["Pod/default/web-2"]["metadata"]["deletionTimestamp"], "%Y-%m-%dT%H:%M:%SZ")
+    )
+    assert marked >= started + 1
 
 
 def endpoint_ips(node: Node) -> list[str]:

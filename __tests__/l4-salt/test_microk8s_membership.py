@@ -80,6 +80,7 @@ def test_nodes_and_the_cluster_check_read_kubectl(microk8s):
             "address": "10.1.0.10",
             "addresses": ["10.1.0.10"],
             "ready": True,
+            "unreachable": False,
             "unschedulable": False,
             "version": None,
             "boot_id": None,
@@ -89,6 +90,8 @@ def test_nodes_and_the_cluster_check_read_kubectl(microk8s):
             "address": "10.1.0.100",
             "addresses": ["10.1.0.100"],
             "ready": False,
+            # Its Ready condition is Unknown: its kubelet stopped reporting.
+            "unreachable": True,
             "unschedulable": False,
             "version": None,
             "boot_id": None,

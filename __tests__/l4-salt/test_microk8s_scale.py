@@ -84,6 +84,42 @@ spec: {minAvailable: 1, selector: {matchLabels: {app: db}}}
     assert "Pod/default/db-0" in objects
 
 
+WORKLOAD_POD = """
+apiVersion: v1
+kind: Pod
+metadata:
+  name: web-0
+  namespace: default
+  ownerReferences: [{apiVersion: apps/v1, kind: StatefulSet, name: web, uid: 7a1e, controller: true}]
+spec: {nodeName: k8s-worker-1, containers: [{name: web, image: nginx}]}
+"""
+
+
+def test_a_drain_of_a_node_that_is_not_ready_stops_waiting_for_its_evicted_pods(microk8s, tmp_path):
+    """
+    A node whose kubelet is gone (a dead machine being replaced or removed) never confirms that
+    its evicted pods stopped: kubectl would wait for them to its bound. The drain evicts them as
+    always, with a grace period of a second, and stops waiting a second after it (Cluster API's
+    drain of an unreachable node); a Ready node's drain is unchanged (the test above).
+    """
+    cluster = joined_cluster(microk8s, tmp_path)
+    apply_objects(cluster.master, WORKLOAD_POD)
+    assert cluster.worker.run("stop").returncode == 0
+    master = cluster.as_master()
+    assert [n["unreachable"] for n in master.nodes() if n["name"] == "k8s-worker-1"] == [True]
+    vacated = master.vacate_node("10.1.0.101", 60)
+    # Evicted, then waited for its grace period and a second more: far from the 60 s bound.
+    assert vacated.pop("seconds") in range(0, 20)
+    assert vacated == {"outcome": "drained", "node": "k8s-worker-1", "member": None, "reason": None}
+    assert calls_of(cluster.master, "kubectl drain") == [
+        "kubectl drain k8s-worker-1 --ignore-daemonsets --delete-emptydir-data --force --timeout=60s"
+        " --grace-period=1 --skip-wait-for-delete-timeout=1"
+    ]
+    # The API server keeps the evicted pod, marked for deletion, until a kubelet confirms it.
+    objects = json.loads((cluster.master.home / "fake" / "objects.json").read_text())
+    assert "deletionTimestamp" in objects["Pod/default/web-0"]["metadata"]
+
+
 def test_a_departing_worker_is_drained_leaves_and_is_removed_and_a_second_run_finds_it_absent(microk8s, tmp_path):
     cluster = joined_cluster(microk8s, tmp_path)
     master = cluster.as_master()

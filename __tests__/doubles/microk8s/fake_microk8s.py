@@ -448,7 +448,8 @@ def kubectl_schedule(state: dict, verb: str, args: list[str]) -> int:
     code = written(state, db, answer)
     if found is None or verb != "drain":
         return code
-    return written(state, db, kubectl.drain(db.setdefault("objects", {}), found["name"], args), record=True)
+    drained = kubectl.drain(db.setdefault("objects", {}), found["name"], args, ready(found, state["cluster"]))
+    return written(state, db, drained, record=True)
 
 
 def kubectl_command(state: dict, args: list[str]) -> int:

@@ -73,12 +73,25 @@ Where each behaviour comes from (kubernetes/kubectl, k8s.io/apimachinery):
   healthy): the eviction is refused with 429, which kubectl retries every 5 s (`error when
   evicting pods/"name" -n "ns" (will retry after 5s): Cannot evict pod as it would violate the
   pod's disruption budget.`) until --timeout, then fails (`global timeout reached: <d>`). An
-  evicted pod is gone from its node; the fakes run no controller to create its replacement:
-  ``drain_pods``.
+  evicted pod is gone from its node once its kubelet confirms it; the fakes run no controller to
+  create its replacement: ``drain_pods``. On a node that is not Ready (its Ready condition Unknown:
+  these fakes' only not-Ready) no kubelet confirms: the API server keeps the evicted pod with a
+  metadata.deletionTimestamp at the end of its grace period (graceful deletion: drain's
+  --grace-period when given, else the pod's terminationGracePeriodSeconds, 30 by default), and
+  kubectl polls it every second (drain.go waitForDelete) until --timeout (`error when waiting for
+  pod "name" in namespace "ns" to terminate: context deadline exceeded`, wait/loop.go returning
+  ctx.Err()), unless --skip-wait-for-delete-timeout=N is over 0: a pod whose deletionTimestamp is
+  more than N whole seconds past is no longer waited for (`pod "name" has DeletionTimestamp older
+  than N seconds, skipping`, filters.go shouldSkipPod) and, that old before the drain, not evicted
+  again (skipDeletedFilter, the first filter). A pod being deleted counts as no healthy pod for a
+  PodDisruptionBudget (the disruption controller's countHealthyPods). Not modelled: the kubelet that
+  comes back, or the pod garbage collector once the Node is gone, deleting such a pod: it stays
+  until the test's fake is reset.
 """
 
 from __future__ import annotations
 
+import calendar
 import hashlib
 import json
 import re
@@ -523,6 +536,9 @@ UNMANAGED_FATAL = "Pods declare no controller (use --force to override)"
 UNMANAGED_WARNING = "deleting Pods that declare no controller"
 DISRUPTION_BUDGET = "Cannot evict pod as it would violate the pod's disruption budget."
 EVICTION_RETRY_SECONDS = 5
+# drain.go waitForDelete: how often kubectl reads a pod it waits for.
+DELETE_POLL_SECONDS = 1
+SKIP_MESSAGE = 'pod "{name}" has DeletionTimestamp older than {seconds} seconds, skipping'
 
 
 def _timeout_seconds(args: list[str]) -> float:
@@ -530,6 +546,29 @@ def _timeout_seconds(args: list[str]) -> float:
     value = next((a.split("=", 1)[1] for a in args if a.startswith("--timeout=")), "0s")
     units = {"h": 3600, "m": 60, "s": 1, "ms": 0.001}
     return sum(float(n) * units[u] for n, u in re.findall(r"([0-9.]+)(ms|h|m|s)", value))
+
+
+def _grace_seconds(args: list[str], pod: dict) -> int:
+    """An eviction's grace period: drain's --grace-period when 0 or more, else the pod's own (30 s by default)."""
+    given = int(next((a.split("=", 1)[1] for a in args if a.startswith("--grace-period=")), "-1"))
+    return given if given >= 0 else int(pod.get("spec", {}).get("terminationGracePeriodSeconds", 30))
+
+
+def _skip_seconds(args: list[str]) -> int:
+    """drain's --skip-wait-for-delete-timeout (whole seconds; 0, the default, never skips)."""
+    return int(next((a.split("=", 1)[1] for a in args if a.startswith("--skip-wait-for-delete-timeout=")), "0"))
+
+
+def _deleted_at(pod: dict) -> float | None:
+    """The epoch second of a pod's metadata.deletionTimestamp (RFC 3339, whole seconds), or None."""
+    stamp = pod["metadata"].get("deletionTimestamp")
+    return None if stamp is None else calendar.timegm(time.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ"))
+
+
+def _skipped(pod: dict, skip: int, now: float) -> bool:
+    """filters.go shouldSkipPod: skip is over 0 and the pod's deletionTimestamp is more than skip whole seconds past."""
+    deleted = _deleted_at(pod)
+    return skip > 0 and deleted is not None and int(now - deleted) > skip
 
 
 def _go_duration(seconds: float) -> str:
@@ -549,7 +588,11 @@ def _budget_allows(objects: dict, pod: dict) -> bool:
     """Whether the PodDisruptionBudgets selecting ``pod`` allow one more disruption (see the docstring)."""
     namespace, labels = pod["metadata"].get("namespace", "default"), pod["metadata"].get("labels") or {}
     pods = [
-        o for o in objects.values() if o.get("kind") == "Pod" and o["metadata"].get("namespace", "default") == namespace
+        o
+        for o in objects.values()
+        if o.get("kind") == "Pod"
+        and o["metadata"].get("namespace", "default") == namespace
+        and "deletionTimestamp" not in o["metadata"]
     ]
     for budget in objects.values():
         if budget.get("kind") != "PodDisruptionBudget" or budget["metadata"].get("namespace", "default") != namespace:
@@ -574,14 +617,20 @@ def calico_pod(node: str) -> str:
     return f"kube-system/calico-node-{hashlib.sha256(node.encode()).hexdigest()[:5]}"
 
 
-def drain_pods(objects: dict, node: str, args: list[str], calico: str) -> tuple[int, str, str, bool]:
+def drain_pods(
+    objects: dict, node: str, args: list[str], calico: str, ready: bool = True
+) -> tuple[int, str, str, bool]:
     """
     ``kubectl drain`` of the cordoned ``node`` (see the docstring): ``calico`` is its calico-node
-    pod, ``objects`` the cluster's API objects (kube_objects.py), whose evicted Pods go.
+    pod, ``objects`` the cluster's API objects (kube_objects.py), whose evicted Pods go, or, on a
+    node that is not ``ready`` (no kubelet confirms), stay with a deletionTimestamp.
     """
+    skip = _skip_seconds(args)
     pods = {calico: {"kind": "DaemonSet"}}
     for ref, obj in sorted(objects.items()):
         if obj.get("kind") == "Pod" and obj.get("spec", {}).get("nodeName") == node:
+            if _skipped(obj, skip, time.time()):
+                continue
             pods[f"{obj['metadata'].get('namespace', 'default')}/{obj['metadata']['name']}"] = {"pod": ref, "obj": obj}
     fatal: dict[str, list[str]] = {}
     warnings: dict[str, list[str]] = {}
@@ -626,6 +675,7 @@ def drain_pods(objects: dict, node: str, args: list[str], calico: str) -> tuple[
     out, changed = "", False
     timeout = _timeout_seconds(args)
     deadline = time.time() + timeout if timeout else float("inf")
+    terminating = []
     for name, ref in evict:
         namespace, pod_name = name.split("/", 1)
         out += f"evicting pod {name}\n"
@@ -643,7 +693,34 @@ def drain_pods(objects: dict, node: str, args: list[str], calico: str) -> tuple[
             err += f'error: unable to drain node "{node}" due to error:{why}, continuing command...\n'
             err += f"There are pending nodes to be drained:\n {node}\n{why}\n"
             return 1, out, err, changed
-        del objects[ref]
         changed = True
-        out += f"pod/{pod_name} evicted\n"
+        if ready:
+            del objects[ref]
+            out += f"pod/{pod_name} evicted\n"
+        else:
+            metadata = objects[ref]["metadata"]
+            ends = time.gmtime(time.time() + _grace_seconds(args, objects[ref]))
+            metadata.setdefault("deletionTimestamp", time.strftime("%Y-%m-%dT%H:%M:%SZ", ends))
+            terminating.append((name, ref))
+    # No kubelet confirms a deletion on a node that is not Ready: kubectl waits for each pod, every
+    # pod at once (a goroutine each), until it may skip it or --timeout ends the wait.
+    while terminating:
+        now = time.time()
+        for name, ref in [t for t in terminating if _skipped(objects[t[1]], skip, now)]:
+            out += SKIP_MESSAGE.format(name=name.split("/", 1)[1], seconds=skip) + "\n"
+            terminating.remove((name, ref))
+        if not terminating:
+            break
+        if now + DELETE_POLL_SECONDS > deadline:
+            time.sleep(max(0.0, deadline - now))
+            namespace, pod_name = terminating[0][0].split("/", 1)
+            why = (
+                f'error when waiting for pod "{pod_name}" in namespace "{namespace}" to terminate: '
+                "context deadline exceeded"
+            )
+            err += f'There are pending pods in node "{node}" when an error occurred: {why}\n'
+            err += f'error: unable to drain node "{node}" due to error:{why}, continuing command...\n'
+            err += f"There are pending nodes to be drained:\n {node}\n{why}\n"
+            return 1, out, err, changed
+        time.sleep(DELETE_POLL_SECONDS)
     return 0, out + f"node/{node} drained\n", err, changed

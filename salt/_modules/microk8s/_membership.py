@@ -151,7 +151,9 @@ def issuer(salt: dict) -> str:
 def parse_nodes(text: str) -> list[dict]:
     """
     ``[{"name", "address" (the first InternalIP), "addresses" (every InternalIP, in order), "ready",
-    "unschedulable", "version" (kubelet), "boot_id"}]`` from ``kubectl get nodes -o json``; a node
+    "unreachable", "unschedulable", "version" (kubelet), "boot_id"}]`` from ``kubectl get nodes -o
+    json``; ``unreachable``: its Ready condition is Unknown, which the node lifecycle controller
+    sets once the kubelet stops reporting (Cluster API's noderefutil IsNodeUnreachable); a node
     the cloud controller manager initialised lists every fixed IP of its server, so a dual-homed
     node has two InternalIPs (cloud-provider-openstack instances_addresses.go nodeAddresses);
     ``boot_id`` is the machine's boot id as its kubelet
@@ -174,6 +176,7 @@ def parse_nodes(text: str) -> list[dict]:
                     "address": internal[0] if internal else None,
                     "addresses": internal,
                     "ready": any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions),
+                    "unreachable": any(c.get("type") == "Ready" and c.get("status") == "Unknown" for c in conditions),
                     "unschedulable": (item.get("spec") or {}).get("unschedulable") is True,
                     "version": (node_status.get("nodeInfo") or {}).get("kubeletVersion"),
                     "boot_id": (node_status.get("nodeInfo") or {}).get("bootID"),

@@ -60,7 +60,7 @@ def drain(salt: dict, opts: dict, address: str, timeout: int, notes: str = BOOT_
     if not node["boot_id"]:
         raise CommandExecutionError(f"{node['name']} reports no boot id: nothing would tell when it has rebooted")
     _write(opts, notes, {**_recorded(opts, notes), node["name"]: node["boot_id"]})
-    _scale.drain(salt, node["name"], timeout)
+    _scale.drain(salt, node, timeout)
     return {"node": node["name"], "boot_id": node["boot_id"]}
 
 

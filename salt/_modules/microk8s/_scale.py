@@ -20,16 +20,43 @@ from . import _cli, _membership
 HA_VOTERS = 3
 
 
-def drain(salt: dict, name: str, timeout: int) -> None:
+# kubectl drain on an unreachable node: each evicted pod's grace period, and how long after its
+# deletionTimestamp kubectl stops waiting for it (Cluster API's machine_controller.go drainNode).
+UNREACHABLE_GRACE_SECONDS = 1
+UNREACHABLE_SKIP_SECONDS = 1
+
+
+def drain(salt: dict, node: dict, timeout: int) -> None:
     """
-    ``kubectl drain`` (which cordons first) of the Kubernetes node ``name``: DaemonSet pods stay
-    (calico runs on every node); emptyDir data goes; a pod no controller manages is deleted
-    (``--force``: it cannot move to another node, and a roll, a reboot or a replacement must not
-    stop on it; Kubespray's and Cluster API's drains do the same); every other pod is evicted, so
-    PodDisruptionBudgets hold: kubectl gives up after ``timeout`` seconds while one allows no
-    eviction, and Salt stops waiting a minute later. Raises Microk8sError naming the node on failure.
+    ``kubectl drain`` (which cordons first) of the Kubernetes ``node`` (``_membership.nodes``):
+    DaemonSet pods stay (calico runs on every node); emptyDir data goes; a pod no controller
+    manages is deleted (``--force``: it cannot move to another node, and a roll, a reboot or a
+    replacement must not stop on it; Kubespray's and Cluster API's drains do the same); every other
+    pod is evicted, so PodDisruptionBudgets hold: kubectl gives up after ``timeout`` seconds while
+    one allows no eviction, and Salt stops waiting a minute later. Raises Microk8sError naming the
+    node on failure.
+
+    An unreachable node (its kubelet stopped reporting: a dead or stopped machine) never confirms
+    that its evicted pods stopped: the API server keeps each one, marked for deletion at the end
+    of its grace period, and kubectl would wait for them until ``timeout`` (kubectl's drain.go
+    waitForDelete). There, as Cluster API's drain does, each eviction's grace period is
+    UNREACHABLE_GRACE_SECONDS and kubectl stops waiting UNREACHABLE_SKIP_SECONDS after it. The
+    evictions and the budgets are the same; the pods' controllers replace them as always, a
+    StatefulSet's once the old pod is gone.
     """
-    args = ("drain", name, "--ignore-daemonsets", "--delete-emptydir-data", "--force", f"--timeout={int(timeout)}s")
+    args = [
+        "drain",
+        node["name"],
+        "--ignore-daemonsets",
+        "--delete-emptydir-data",
+        "--force",
+        f"--timeout={int(timeout)}s",
+    ]
+    if node["unreachable"]:
+        args += [
+            f"--grace-period={UNREACHABLE_GRACE_SECONDS}",
+            f"--skip-wait-for-delete-timeout={UNREACHABLE_SKIP_SECONDS}",
+        ]
     _cli.run(salt, "kubectl", *args, timeout=int(timeout) + 60)
 
 
@@ -82,7 +109,7 @@ def vacate(salt: dict, address: str, timeout: int) -> dict:
         return {**result, "outcome": "no-node" if member else "absent"}
     started = time.monotonic()
     try:
-        drain(salt, node["name"], timeout)
+        drain(salt, node, timeout)
     except _cli.Microk8sError as error:
         seconds = round(time.monotonic() - started)
         return {**result, "outcome": "gave-up", "seconds": seconds, "reason": _cli.summary(error.output)}

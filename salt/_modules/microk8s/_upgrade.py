@@ -235,7 +235,7 @@ def drain(salt: dict, address: str, channel: str, timeout: int) -> dict:
     node = _membership.known_node_at(salt, address)
     if version_minor(node["version"]) == channel_minor(channel):
         return {"node": node["name"], "drained": False}
-    _scale.drain(salt, node["name"], timeout)
+    _scale.drain(salt, node, timeout)
     return {"node": node["name"], "drained": True}
 
 

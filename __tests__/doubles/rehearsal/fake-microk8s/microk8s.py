@@ -998,7 +998,8 @@ def kubectl_schedule(state: dict, data: dict, verb: str, args: list[str]) -> int
     code = written(state, data, answer, [verb, found["name"] if found else ""])
     if found is None or verb != "drain" or code:
         return code
-    drained = kubectl.drain(data.setdefault("objects", {}), found["name"], args)
+    ready = node_ready(state, health(found["address"]))
+    drained = kubectl.drain(data.setdefault("objects", {}), found["name"], args, ready)
     return written(state, data, drained, [verb, found["name"]], record=True)
 
 
