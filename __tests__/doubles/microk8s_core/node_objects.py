@@ -539,6 +539,8 @@ EVICTION_RETRY_SECONDS = 5
 # drain.go waitForDelete: how often kubectl reads a pod it waits for.
 DELETE_POLL_SECONDS = 1
 SKIP_MESSAGE = 'pod "{name}" has DeletionTimestamp older than {seconds} seconds, skipping'
+# A metadata.deletionTimestamp: RFC 3339 in whole seconds, as the API server writes it.
+TIMESTAMP = "%Y-%m-%dT%H:%M:%SZ"
 
 
 def _timeout_seconds(args: list[str]) -> float:
@@ -562,7 +564,7 @@ def _skip_seconds(args: list[str]) -> int:
 def _deleted_at(pod: dict) -> float | None:
     """The epoch second of a pod's metadata.deletionTimestamp (RFC 3339, whole seconds), or None."""
     stamp = pod["metadata"].get("deletionTimestamp")
-    return None if stamp is None else calendar.timegm(time.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ"))
+    return None if stamp is None else calendar.timegm(time.strptime(stamp, TIMESTAMP))
 
 
 def _skipped(pod: dict, skip: int, now: float) -> bool:
@@ -610,6 +612,15 @@ def _budget_allows(objects: dict, pod: dict) -> bool:
         if allowed <= 0:
             return False
     return True
+
+
+def _drain_failed(node: str, why: str) -> str:
+    """RunDrain's stderr once a pod's eviction or wait failed with ``why`` (pkg/cmd/drain/drain.go)."""
+    return (
+        f'There are pending pods in node "{node}" when an error occurred: {why}\n'
+        f'error: unable to drain node "{node}" due to error:{why}, continuing command...\n'
+        f"There are pending nodes to be drained:\n {node}\n{why}\n"
+    )
 
 
 def calico_pod(node: str) -> str:
@@ -689,10 +700,7 @@ def drain_pods(
             time.sleep(max(0.0, deadline - time.time()))
             reached = f"global timeout reached: {_go_duration(timeout)}"
             why = f'error when evicting pods/"{pod_name}" -n "{namespace}": {reached}'
-            err += f'There are pending pods in node "{node}" when an error occurred: {why}\n'
-            err += f'error: unable to drain node "{node}" due to error:{why}, continuing command...\n'
-            err += f"There are pending nodes to be drained:\n {node}\n{why}\n"
-            return 1, out, err, changed
+            return 1, out, err + _drain_failed(node, why), changed
         changed = True
         if ready:
             del objects[ref]
@@ -700,7 +708,7 @@ def drain_pods(
         else:
             metadata = objects[ref]["metadata"]
             ends = time.gmtime(time.time() + _grace_seconds(args, objects[ref]))
-            metadata.setdefault("deletionTimestamp", time.strftime("%Y-%m-%dT%H:%M:%SZ", ends))
+            metadata.setdefault("deletionTimestamp", time.strftime(TIMESTAMP, ends))
             terminating.append((name, ref))
     # No kubelet confirms a deletion on a node that is not Ready: kubectl waits for each pod, every
     # pod at once (a goroutine each), until it may skip it or --timeout ends the wait.
@@ -718,9 +726,6 @@ def drain_pods(
                 f'error when waiting for pod "{pod_name}" in namespace "{namespace}" to terminate: '
                 "context deadline exceeded"
             )
-            err += f'There are pending pods in node "{node}" when an error occurred: {why}\n'
-            err += f'error: unable to drain node "{node}" due to error:{why}, continuing command...\n'
-            err += f"There are pending nodes to be drained:\n {node}\n{why}\n"
-            return 1, out, err, changed
+            return 1, out, err + _drain_failed(node, why), changed
         time.sleep(DELETE_POLL_SECONDS)
     return 0, out + f"node/{node} drained\n", err, changed
