@@ -5,7 +5,8 @@
 # Keys are accepted one id at a time, never with --accept-all: a key from any other machine is
 # reported and left pending for an operator. Each id may come as ID=MACHINE, the id of the
 # machine (Nova server) that Terraform made for it: the script keeps, on the master, which machine
-# each key it accepted belongs to, and when Terraform has replaced that machine (-replace, a
+# each key it accepted belongs to (and each key accepted before, once its minion answers with it),
+# and when Terraform has replaced that machine (-replace, a
 # rebuilt node) it deletes the old machine's key and accepts the new one's (and deletes once the
 # new one's that the master denied as the old one went: it comes back pending). Otherwise an expected
 # id whose key was rejected, or denied (the same id came back with a different key), fails at
@@ -206,3 +207,17 @@ while :; do
   pause
 done
 echo "all ${#ids[@]} minions answer test.ping"
+
+# Keys accepted before with no machine recorded (a cluster deployed before the record existed,
+# or the Salt master's own key): each minion answered with its accepted key, so it runs on the
+# machine Terraform names (one it replaced is gone by this step and answers nothing). Recorded
+# now, a later replacement of that machine deletes the key.
+adopted=()
+for id in "${ids[@]}"; do
+  [[ -n ${machine[$id]:-} && -z $(koo_ledger_get "$id") ]] || continue
+  koo_ledger_set "$id" "${machine[$id]}"
+  adopted+=("$id ${machine[$id]}")
+done
+if ((${#adopted[@]} > 0)); then
+  echo "recorded the machine of each key accepted before: $(koo_join ", " "${adopted[@]}")"
+fi

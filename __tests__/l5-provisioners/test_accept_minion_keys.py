@@ -116,8 +116,43 @@ def test_records_the_machine_of_each_key_it_accepts(fakes, tmp_path):
     result = fakes.run("accept-minion-keys.sh", *FAST, f"{SALT}=m-salt", f"{WORKER0}=m-worker-1")
     assert result.returncode == 0, result.stderr
     assert lines(result.stdout)[0] == f"accepted minion key: {WORKER0}"
-    # Only keys this script accepted are recorded: the Salt master's was accepted before.
-    assert (tmp_path / "fakes" / "machines").read_text() == f"{WORKER0} m-worker-1\n"
+    # The Salt master's key was accepted before (its own cloud-init): recorded once its minion
+    # answered with it.
+    assert lines(result.stdout)[-1] == f"recorded the machine of each key accepted before: {SALT} m-salt"
+    assert (tmp_path / "fakes" / "machines").read_text().splitlines() == [f"{WORKER0} m-worker-1", f"{SALT} m-salt"]
+
+
+def test_records_a_key_accepted_before_once_its_minion_answers_so_a_later_replacement_deletes_it(fakes, tmp_path):
+    # A cluster deployed before the record existed (the upgrade rehearsal's dc03610): every key was
+    # accepted, none recorded. A minion that answers test.ping with its accepted key runs on the
+    # machine Terraform names: a machine it replaced is gone by this step and answers nothing.
+    (tmp_path / "fakes" / "machines").write_text(f"{BASTION} m-bastion\n")
+    fakes.update(keys=keys(accepted=[SALT, BASTION, WORKER0]), ping=everyone_answers([SALT, BASTION, WORKER0]))
+    machines = [f"{SALT}=m-salt", f"{BASTION}=m-bastion", f"{WORKER0}=m-worker-1"]
+    result = fakes.run("accept-minion-keys.sh", *FAST, *machines)
+    assert result.returncode == 0, result.stderr
+    assert lines(result.stdout) == [
+        "all 3 minion keys accepted",
+        "all 3 minions answer test.ping",
+        f"recorded the machine of each key accepted before: {SALT} m-salt, {WORKER0} m-worker-1",
+    ]
+    recorded = (tmp_path / "fakes" / "machines").read_text().splitlines()
+    assert sorted(recorded) == sorted([f"{BASTION} m-bastion", f"{SALT} m-salt", f"{WORKER0} m-worker-1"])
+    # So the next apply, with the worker's machine replaced, deletes its old key and takes the new one.
+    fakes.update(keys=keys(accepted=[SALT, BASTION, WORKER0]), arrivals={"3": {"minions_pre": [WORKER0]}})
+    replaced = fakes.run("accept-minion-keys.sh", *FAST, *machines[:2], f"{WORKER0}=m-worker-2")
+    assert replaced.returncode == 0, replaced.stderr
+    deleted = f"deleted the minion key of {WORKER0}: its machine m-worker-1 was replaced by m-worker-2"
+    assert lines(replaced.stdout)[0] == deleted
+
+
+def test_records_no_key_accepted_before_whose_minion_does_not_answer(fakes, tmp_path):
+    fakes.update(keys=keys(accepted=[SALT, WORKER0]), ping={SALT: 1})
+    machines = [f"{SALT}=m-salt", f"{WORKER0}=m-worker-2"]
+    result = fakes.run("accept-minion-keys.sh", "--timeout", SHORT, "--interval", "1", *machines)
+    assert result.returncode == 1
+    assert f"waiting for minions to answer test.ping: {WORKER0}" in result.stderr
+    assert not (tmp_path / "fakes" / "machines").exists()
 
 
 def test_deletes_the_key_of_a_machine_terraform_replaced_and_accepts_the_new_one(fakes, tmp_path):
@@ -143,7 +178,8 @@ def test_deletes_the_key_of_a_machine_terraform_replaced_and_accepts_the_new_one
     restart = ["--async", "--list", WORKER0, "cmd.run_bg", "salt-call --local service.restart salt-minion"]
     assert fakes.calls("salt")[0] == restart
     recorded = (tmp_path / "fakes" / "machines").read_text().splitlines()
-    assert sorted(recorded) == [f"{BASTION} m-bastion", f"{WORKER0} m-worker-2"]
+    # The Salt master's key, accepted before, is recorded once its minion answered.
+    assert sorted(recorded) == sorted([f"{BASTION} m-bastion", f"{WORKER0} m-worker-2", f"{SALT} m-salt"])
 
 
 def test_a_new_machines_key_denied_as_the_old_one_is_deleted_is_deleted_too_and_accepted_once_it_asks_again(
