@@ -272,7 +272,8 @@ def test_remove_node_of_a_node_kubernetes_does_not_know_exits_1(installed):
 def test_kubectl_lists_this_node_ready_while_its_agent_answers(installed):
     """kubectl get nodes -o json: Ready follows the node's agent (a powered-off host is not Ready)."""
     items = json.loads(installed.run("microk8s", "kubectl", "get", "nodes", "-o", "json").stdout)["items"]
-    assert [item["status"]["conditions"] for item in items] == [[{"type": "Ready", "status": "True"}]]
+    assert [(c["type"], c["status"]) for item in items for c in item["status"]["conditions"]] == [("Ready", "True")]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", items[0]["status"]["conditions"][0]["lastTransitionTime"])
 
 
 # --- the rehearsal's fake: releases, refresh, fingerprint, kubectl, faults, readiness --------------
@@ -717,8 +718,9 @@ def test_a_node_is_ready_only_while_it_belongs_to_this_cluster(pair):
 def test_a_node_reports_its_machines_boot_id_while_ready_and_a_rebuilt_machine_another(pair):
     """
     status.nodeInfo.bootID (the kubelet's MachineInfo setter, from /proc/sys/kernel/random/boot_id):
-    the same at every reading of one boot, none while the node is not Ready, another once the
-    machine rebuilt under the same address (a new /run) has joined again.
+    the same at every reading of one boot, the last one posted while the node is not Ready (the
+    API server keeps the status its kubelet last posted), another once the machine rebuilt under
+    the same address (a new /run) has joined again.
     """
     master, joiner = pair
     install(master, "1.28/stable")
@@ -734,12 +736,39 @@ def test_a_node_reports_its_machines_boot_id_while_ready_and_a_rebuilt_machine_a
     assert boot_ids() == first
     joiner.rebuild()
     install(joiner, "1.28/stable")
-    assert boot_ids() == {**first, "127.0.0.1": ""}
+    assert boot_ids() == first
     assert master.run("microk8s", "remove-node", "127.0.0.1", "--force").returncode == 0
     assert joiner.run("microk8s", "join", url_to(master, issue(master))).returncode == 0
     again = boot_ids()
     assert again["127.0.0.2"] == first["127.0.0.2"]
     assert re.fullmatch(r"[0-9a-f-]{36}", again["127.0.0.1"]) and again["127.0.0.1"] != first["127.0.0.1"]
+
+
+def test_the_ready_conditions_transition_time_moves_only_when_its_status_changes(pair):
+    """
+    lastTransitionTime (the kubelet's ReadyCondition setter; the node lifecycle controller's
+    tryUpdateNodeHealth when it turns the condition Unknown): npm run repair counts a node's
+    NotReady time from it (microk8s.node_health).
+    """
+    master, joiner = pair
+    install(master, "1.28/stable")
+    install(joiner, "1.28/stable")
+    assert joiner.run("microk8s", "join", url_to(master, issue(master))).returncode == 0
+
+    def conditions() -> dict:
+        return {i["status"]["addresses"][0]["address"]: i["status"]["conditions"][0] for i in nodes_json(master)}
+
+    joined = conditions()
+    assert {address: c["status"] for address, c in joined.items()} == {"127.0.0.2": "True", "127.0.0.1": "True"}
+    time.sleep(1.1)
+    assert conditions() == joined
+    lost = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    joiner.rebuild()
+    gone = conditions()
+    assert gone["127.0.0.1"]["status"] == "Unknown" and gone["127.0.0.1"]["lastTransitionTime"] >= lost
+    assert gone["127.0.0.2"] == joined["127.0.0.2"]
+    time.sleep(1.1)
+    assert conditions() == gone
 
 
 def test_leave_keeps_the_kubernetes_node_not_ready_and_the_only_copy_cannot_leave(pair):
@@ -1271,9 +1300,9 @@ def test_l4_a_boot_gives_a_new_boot_id_once_the_node_is_ready_again(l4):
     before = boot_ids()
     assert before["k8s-worker-0"][1] == "True" and len(before["k8s-worker-0"][0]) == 36
     assert joiner.run("fake-boot").returncode == 0
-    # Starting: not Ready, and no new boot id reported yet.
-    assert boot_ids()["k8s-worker-0"][1] == "Unknown"
-    assert boot_ids()["k8s-worker-0"][0] != joiner.state()["boot_id"]
+    # Starting: not Ready, and the last boot id its kubelet posted, the API server's.
+    assert boot_ids()["k8s-worker-0"] == (before["k8s-worker-0"][0], "Unknown")
+    assert joiner.state()["boot_id"] != before["k8s-worker-0"][0]
     deadline = time.monotonic() + 30
     while boot_ids()["k8s-worker-0"][1] != "True" and time.monotonic() < deadline:
         time.sleep(0.2)

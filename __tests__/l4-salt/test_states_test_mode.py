@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import json
 from pathlib import Path
 
 import pytest
@@ -29,10 +30,29 @@ def state_functions(path: Path) -> set[str]:
     return {node.name for node in tree.body if isinstance(node, ast.FunctionDef) and not node.name.startswith("_")}
 
 
+def node_status_aside(path: Path) -> bytes:
+    """
+    A file's content, and for a cluster database (``.dqlite/<cluster>.json``) without what the API
+    server keeps of each Node's status as its kubelet and the node lifecycle controller post it
+    (node_objects.observe_ready: its Ready condition's time, the last boot id). They post it
+    whether anyone reads or not; the fake records it at the first read that finds it changed.
+    """
+    if path.parent.name != ".dqlite" or path.suffix != ".json":
+        return path.read_bytes()
+    database = json.loads(path.read_text())
+    for node in database.get("nodes", []):
+        node.pop("ready_condition", None)
+        node.pop("boot_id", None)
+    return json.dumps(database, sort_keys=True).encode()
+
+
 def files_under(root: Path) -> dict[str, str]:
-    """Every file under ``root`` by path, with its content's digest; the fake's call log aside (reads write it too)."""
+    """
+    Every file under ``root`` by path, with its content's digest; the fake's call log aside (reads
+    write it too), and the Nodes' status in its databases (node_status_aside).
+    """
     return {
-        str(path.relative_to(root)): hashlib.sha256(path.read_bytes()).hexdigest()
+        str(path.relative_to(root)): hashlib.sha256(node_status_aside(path)).hexdigest()
         for path in sorted(root.rglob("*"))
         if path.is_file() and path.name != "calls.log"
     }

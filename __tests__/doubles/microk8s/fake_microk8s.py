@@ -418,15 +418,40 @@ def cloud_controllers(state: dict) -> None:
             save_database(state, db)
 
 
+def kubelet(node: dict) -> dict:
+    """The state of the microk8s at ``node``'s address, {} when none runs there."""
+    link = CLUSTER / node["address"]
+    return load(link.resolve()) if link.exists() else {}
+
+
 def node_item(state: dict, node: dict) -> dict:
     """One Node as the API server returns it (node_objects.item), Ready by its node's state here."""
-    link = CLUSTER / node["address"]
-    kubelet = load(link.resolve()) if link.exists() else None
+    running = kubelet(node)
     is_ready = ready(node, state["cluster"])
-    # The kubelet reports its version and boot id with its status; the last one reported stays otherwise.
-    kubelet_version = version(kubelet) if is_ready else node.get("version") or version(kubelet or state)
-    boot_id = (kubelet or {}).get("boot_id") if is_ready else node.get("boot_id")
+    # The kubelet reports its version and boot id with its status; the last ones reported stay
+    # otherwise (observe_ready keeps the boot id).
+    kubelet_version = version(running) if is_ready else node.get("version") or version(running or state)
+    boot_id = running.get("boot_id") if is_ready else node.get("boot_id")
     return node_objects.item(node, is_ready, kubelet_version, boot_id or "")
+
+
+def get_nodes(state: dict, name: str | None = None) -> int:
+    """
+    kubectl get nodes -o json, or get node ``name``: the Nodes as the API server holds them, each
+    Ready condition's change (node_objects.observe_ready) written to the database first.
+    """
+    with database_locked(state):
+        db = database(state)
+        read = [node for node in db["nodes"] if name in (None, node["name"])]
+        observed = [
+            node_objects.observe_ready(node, ready(node, state["cluster"]), kubelet(node).get("boot_id"))
+            for node in read
+        ]
+        if any(observed):
+            save_database(state, db)
+    if name is not None:
+        return kubectl.get_node(db["nodes"], name, lambda n: node_item(state, n))
+    return kubectl.get_nodes(db["nodes"], lambda n: node_item(state, n))
 
 
 def written(state: dict, db: dict, answer: tuple[int, str, str, bool], record: bool = False) -> int:
@@ -464,9 +489,9 @@ def kubectl_command(state: dict, args: list[str]) -> int:
         return kubectl.unavailable(args)
     cloud_controllers(state)
     if args[:2] in (["get", "nodes"], ["get", "node"]) and len(kubectl.operands(args)) == 3:
-        return kubectl.get_node(database(state)["nodes"], kubectl.operands(args)[2], lambda n: node_item(state, n))
+        return get_nodes(state, kubectl.operands(args)[2])
     if args[:2] == ["get", "nodes"]:
-        return kubectl.get_nodes(database(state)["nodes"], lambda n: node_item(state, n))
+        return get_nodes(state)
     edit = args[:1] in (["label"], ["taint"]) or (args[:1] in (["annotate"], ["patch"]) and kubectl.node_word(args[1:]))
     if edit:
         with database_locked(state):

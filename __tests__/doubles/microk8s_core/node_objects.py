@@ -98,6 +98,9 @@ import re
 import time
 
 EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+# A metav1.Time (a deletionTimestamp, a condition's lastTransitionTime): RFC 3339 in whole
+# seconds, as the API server writes it.
+TIMESTAMP = "%Y-%m-%dT%H:%M:%SZ"
 # k8s.io/apimachinery pkg/api/validate/content/kube.go and dns.go: label keys and values.
 _KEY_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
 _VALUE_FMT = f"({_KEY_FMT})?"
@@ -210,12 +213,45 @@ def status_addresses(entry: dict) -> list[dict]:
     return [{"type": "InternalIP", "address": address} for address in internal_ips(entry)]
 
 
+def observe_ready(entry: dict, ready: bool, boot_id: str | None = None, now: float | None = None) -> bool:
+    """
+    Records what the API server keeps of the node's status in ``entry``, True when it changed
+    the entry (which the caller writes to the database):
+
+    - ``ready_condition`` (``{"status", "since"}``): the Ready condition, its lastTransitionTime
+      moved to ``now`` when its status changes. The kubelet sets it when it posts a new status
+      (pkg/kubelet/nodestatus/setters.go, ReadyCondition), the node lifecycle controller when it
+      turns the condition Unknown because the kubelet stopped posting
+      (pkg/controller/nodelifecycle/node_lifecycle_controller.go, tryUpdateNodeHealth:
+      ``LastTransitionTime = nowTimestamp``).
+    - ``boot_id``: while Ready, the boot id the kubelet posts (setters.go, MachineInfo); the
+      API server keeps the last one posted once the kubelet stops.
+
+    Not modelled: the controller's grace period (node-monitor-grace-period, 40 s) and its monitor
+    period (5 s). Here the condition turns Unknown at the first read of the node after its
+    kubelet stopped, which may be up to 40 s earlier than the controller would turn it, or later
+    when nothing reads the node for a while.
+    """
+    changed = False
+    status = "True" if ready else "Unknown"
+    if (entry.get("ready_condition") or {}).get("status") != status:
+        stamp = time.strftime(TIMESTAMP, time.gmtime(time.time() if now is None else now))
+        entry["ready_condition"] = {"status": status, "since": stamp}
+        changed = True
+    if ready and boot_id and entry.get("boot_id") != boot_id:
+        entry["boot_id"] = boot_id
+        changed = True
+    return changed
+
+
 def item(entry: dict, ready: bool, kubelet_version: str, boot_id: str) -> dict:
     """
     One Node as the API server returns it: its metadata, spec and status.addresses (above), the
-    Ready condition (Unknown once its kubelet stopped posting: the node lifecycle controller), and
-    the kubelet's version and its machine's boot id (core/v1 NodeSystemInfo) as last reported.
+    Ready condition (Unknown once its kubelet stopped posting: the node lifecycle controller)
+    with its lastTransitionTime as ``observe_ready`` recorded it, and the kubelet's version and
+    its machine's boot id (core/v1 NodeSystemInfo) as last reported.
     """
+    observe_ready(entry, ready, boot_id)
     return {
         "apiVersion": "v1",
         "kind": "Node",
@@ -223,7 +259,13 @@ def item(entry: dict, ready: bool, kubelet_version: str, boot_id: str) -> dict:
         "spec": spec(entry),
         "status": {
             "addresses": status_addresses(entry),
-            "conditions": [{"type": "Ready", "status": "True" if ready else "Unknown"}],
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": entry["ready_condition"]["status"],
+                    "lastTransitionTime": entry["ready_condition"]["since"],
+                }
+            ],
             "nodeInfo": {"kubeletVersion": f"v{kubelet_version}", "bootID": boot_id},
         },
     }
@@ -539,8 +581,6 @@ EVICTION_RETRY_SECONDS = 5
 # drain.go waitForDelete: how often kubectl reads a pod it waits for.
 DELETE_POLL_SECONDS = 1
 SKIP_MESSAGE = 'pod "{name}" has DeletionTimestamp older than {seconds} seconds, skipping'
-# A metadata.deletionTimestamp: RFC 3339 in whole seconds, as the API server writes it.
-TIMESTAMP = "%Y-%m-%dT%H:%M:%SZ"
 
 
 def _timeout_seconds(args: list[str]) -> float:

@@ -967,14 +967,13 @@ def node_ready(state: dict, answer: dict) -> bool:
     )
 
 
-def node_item(state: dict, entry: dict) -> dict:
-    """One Node as the API server returns it (node_objects.item), Ready by the node's agent."""
-    answer = health(entry["address"])
+def node_item(state: dict, entry: dict, answer: dict) -> dict:
+    """One Node as the API server returns it (node_objects.item), Ready by its agent's ``answer`` (/health)."""
     is_ready = node_ready(state, answer)
-    # The kubelet reports its version and boot id with its status; the last version reported stays
-    # otherwise (the fake keeps no boot id for a node that is not Ready: it reports none).
+    # The kubelet reports its version and boot id with its status; the last ones reported stay
+    # otherwise (observe_ready keeps the boot id).
     kubelet_version = answer["version"] if is_ready else entry.get("version") or DEFAULT_VERSION
-    boot = answer.get("boot_id", "") if is_ready else ""
+    boot = answer.get("boot_id", "") if is_ready else entry.get("boot_id", "")
     return node_objects.item(entry, is_ready, kubelet_version, boot)
 
 
@@ -1032,10 +1031,8 @@ def kubectl_command(state: dict, args: list[str]) -> int:
         AS_READ.clear()
         AS_READ.update(json.loads(json.dumps(data)))
     nodes = kubectl.node_word(args[1:])
-    if args[:1] == ["get"] and nodes and len(kubectl.operands(args)) == 3:
-        return kubectl.get_node(data["nodes"], kubectl.operands(args)[2], lambda entry: node_item(state, entry))
     if args[:1] == ["get"] and nodes:
-        return kubectl.get_nodes(data["nodes"], lambda entry: node_item(state, entry))
+        return get_nodes(state, data, args)
     if args[:1] in (["label"], ["taint"]) or (args[:1] in (["annotate"], ["patch"]) and nodes):
         name, answer = kubectl.edit(data["nodes"], args[0], args[1:])
         return written(state, data, answer, [args[0], name or ""])
@@ -1044,6 +1041,31 @@ def kubectl_command(state: dict, args: list[str]) -> int:
     if args[:1] == ["patch"]:
         return kubectl.not_reproduced(args)
     return kubectl_schedule(state, data, args[0], args[1:])
+
+
+def get_nodes(state: dict, data: dict, args: list[str]) -> int:
+    """
+    kubectl get nodes -o json, or get node NAME: the Nodes as the API server holds them, each
+    Ready condition's change (node_objects.observe_ready) written through the leader first.
+    """
+    names = kubectl.operands(args)[2:3]
+    answers = {
+        entry["name"]: health(entry["address"]) for entry in data["nodes"] if not names or entry["name"] in names
+    }
+    read = [entry for entry in data["nodes"] if entry["name"] in answers]
+    observed = [
+        node_objects.observe_ready(
+            entry, node_ready(state, answers[entry["name"]]), answers[entry["name"]].get("boot_id")
+        )
+        for entry in read
+    ]
+    if any(observed):
+        if not update(state, data):
+            return kubectl.unavailable(args)
+    item = lambda entry: node_item(state, entry, answers[entry["name"]])  # noqa: E731
+    if names:
+        return kubectl.get_node(data["nodes"], names[0], item)
+    return kubectl.get_nodes(data["nodes"], item)
 
 
 def kubectl_objects(state: dict, data: dict, verb: str, args: list[str], manifest: str | None) -> int:
