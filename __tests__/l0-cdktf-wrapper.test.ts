@@ -146,7 +146,7 @@ describe("npm run roll (scripts/roll.js) chooses the nodes and their order", () 
 
 describe("npm run repair (scripts/repair.js) chooses the nodes to replace, within its limits", () => {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const { nodeHealth, repairPlan, parseRepairArgs } = require("../scripts/repair.js");
+  const { nodeHealth, withKubernetes, repairPlan, parseRepairArgs, NOT_READY_FOR } = require("../scripts/repair.js");
   /** `show -json` of a plan, as OpenTofu and Terraform write it, with these power states and these servers deleted. */
   const shown = (states: Record<string, string>, deleted: string[] = []) => ({
     resource_drift: deleted.map((address) => ({ address, change: { actions: ["delete"] } })),
@@ -196,15 +196,88 @@ describe("npm run repair (scripts/repair.js) chooses the nodes to replace, withi
 
   it("never replaces two voters in one run: the other two keep the quorum", () => {
     expect(() => plan({ "k8s-master": "error", "k8s-worker-1": "shutoff" }, [], 3)).toThrow(
-      "2 of the dqlite voters are unhealthy (k8s-master, k8s-worker-1): without a majority of voters the cluster's database has lost its quorum, which a new machine cannot restore; nothing is replaced",
+      "2 of the dqlite voters are unhealthy or NotReady (k8s-master, k8s-worker-1): replacing one would leave fewer than a majority of voters, " +
+        "and without one the cluster's database has lost its quorum, which a new machine cannot restore; nothing is replaced",
     );
   });
 
-  it("takes --max, --dry-run and --auto-approve, and refuses anything else", () => {
-    expect(parseRepairArgs([])).toEqual({ max: 1, dryRun: false, autoApprove: false });
-    expect(parseRepairArgs(["--max", "3", "--dry-run", "--auto-approve"])).toEqual({ max: 3, dryRun: true, autoApprove: true });
-    expect(parseRepairArgs(["--max=2"])).toEqual({ max: 2, dryRun: false, autoApprove: false });
+  /** Kubernetes' view (microk8s.node_health through a voter) where `notReady` gives these nodes' NotReady seconds (null: no time). */
+  const view = (notReady: Record<string, number | null>, unreachable = true) => ({
+    from: "k8s-master.example.org",
+    nodes: new Map(
+      machines.map((m) => [
+        m.host,
+        {
+          name: m.host,
+          ready: !(m.host in notReady),
+          unreachable: m.host in notReady && unreachable,
+          not_ready_seconds: m.host in notReady ? notReady[m.host] : 0,
+        },
+      ]),
+    ),
+  });
+  const judged = (states: Record<string, string>, notReady: Record<string, number | null>, unreachable = true) =>
+    withKubernetes(nodeHealth(machines, shown(states)), view(notReady, unreachable), NOT_READY_FOR);
+
+  it("finds a node NotReady for --not-ready-for seconds on a running server, and waits for one under it", () => {
+    expect(NOT_READY_FOR).toBe(300);
+    const health = judged(
+      { "k8s-worker-0": "shutoff" },
+      { "k8s-worker-0": 999, "k8s-worker-2": 300, "pool-gpu-0": 299, "k8s-master": null },
+    );
+    expect(health.map((n: any) => [n.host, n.problem ?? n.state])).toEqual([
+      ["k8s-master", "its server is ACTIVE, NotReady (its kubelet stopped reporting) since a time Kubernetes does not give: not judged"],
+      // The server's own failure is the reason given; Kubernetes is not asked about it.
+      ["k8s-worker-0", "its server is SHUTOFF"],
+      ["k8s-worker-1", "its server is ACTIVE, Ready"],
+      ["k8s-worker-2", "NotReady for 300 s (its kubelet stopped reporting), its server running"],
+      ["pool-gpu-0", "its server is ACTIVE, NotReady for 299 s (its kubelet stopped reporting), under --not-ready-for 300"],
+    ]);
+    expect(
+      withKubernetes(nodeHealth(machines, shown({})), view({ "k8s-worker-2": 301 }, false), 300)
+        .map((n: any) => n.problem)
+        .filter(Boolean),
+    ).toEqual(["NotReady for 301 s (its kubelet reports it not Ready), its server running"]);
+    // A node Kubernetes does not know (a machine not joined yet) is the deploy's, not the repair's.
+    const unknown = { from: "x", nodes: new Map() };
+    expect(withKubernetes(nodeHealth(machines, shown({})), unknown, 300)[3]).toMatchObject({
+      problem: undefined,
+      state: "its server is ACTIVE; Kubernetes has no node k8s-worker-2 (npm run deploy joins it)",
+    });
+    expect(repairPlan(judged({}, { "k8s-worker-2": 400 }), { max: 1 }).map((n: any) => n.host)).toEqual(["k8s-worker-2"]);
+  });
+
+  it("never replaces a voter while another voter is NotReady, even under the bound: the two left would not be a majority", () => {
+    expect(() => repairPlan(judged({ "k8s-master": "error" }, { "k8s-worker-1": 20 }), { max: 1 })).toThrow(
+      "2 of the dqlite voters are unhealthy or NotReady (k8s-master, k8s-worker-1): replacing one",
+    );
+    expect(() => repairPlan(judged({}, { "k8s-worker-0": 400, "k8s-master": null }), { max: 1 })).toThrow(
+      "2 of the dqlite voters are unhealthy or NotReady (k8s-master, k8s-worker-0): replacing one",
+    );
+    // A worker is replaced all the same, and a voter NotReady alone waits without blocking anything.
+    expect(repairPlan(judged({ "k8s-worker-2": "error" }, { "k8s-worker-1": 20 }), { max: 1 }).map((n: any) => n.host)).toEqual([
+      "k8s-worker-2",
+    ]);
+  });
+
+  it("takes --max, --not-ready-for, --dry-run and --auto-approve, and refuses anything else", () => {
+    const defaults = { max: 1, notReadyFor: 300, dryRun: false, autoApprove: false };
+    expect(parseRepairArgs([])).toEqual(defaults);
+    expect(parseRepairArgs(["--max", "3", "--dry-run", "--auto-approve"])).toEqual({
+      ...defaults,
+      max: 3,
+      dryRun: true,
+      autoApprove: true,
+    });
+    expect(parseRepairArgs(["--max=2", "--not-ready-for=600"])).toEqual({ ...defaults, max: 2, notReadyFor: 600 });
     expect(() => parseRepairArgs(["--max", "0"])).toThrow('--max needs a whole number of nodes from 1 to 999, got "0"');
-    expect(() => parseRepairArgs(["--nodes", "a"])).toThrow('unknown argument "--nodes" (use --max N, --dry-run, --auto-approve)');
+    for (const bad of ["0", "5m", "86401", "-1"]) {
+      expect(() => parseRepairArgs(["--not-ready-for", bad])).toThrow(
+        `--not-ready-for needs a whole number of seconds from 1 to 86400, got ${JSON.stringify(bad)}`,
+      );
+    }
+    expect(() => parseRepairArgs(["--nodes", "a"])).toThrow(
+      'unknown argument "--nodes" (use --max N, --not-ready-for SECONDS, --dry-run, --auto-approve)',
+    );
   });
 });

@@ -5,14 +5,13 @@
  * re-planned and changed by real OpenTofu (and Terraform for the plan) with the real OpenStack
  * provider against the OpenStack API double.
  */
-import * as path from "node:path";
 import YAML from "yaml";
 import { NOBLE_IMAGE, type OpenStackDouble, WIKI_IMAGE } from "./doubles/openstack/server";
 import type { StateServer } from "./doubles/http-state/server";
 import { GITLAB_STATE, useCloud } from "./support/cloud";
 import type { CloudTarget } from "./support/target";
 import { planJson } from "./support/plan";
-import { describeEachCli, RunResult, runAsync, TfCli, tfClis, tfEnv } from "./support/tofu";
+import { describeEachCli, repairRun as runRepair, RunResult, TfCli, tfClis } from "./support/tofu";
 import { WITHOUT_PROVISIONERS, Workspace, workspace as makeWorkspace } from "./support/workspace";
 
 const ZONES = ["az1", "az2", "az3"];
@@ -73,24 +72,9 @@ function planned(plan: any, type: string): any[] {
   return plan.planned_values.root_module.resources.filter((r: any) => r.type === type);
 }
 
-/**
- * `npm run repair` after its synth: scripts/repair.js's repair() in the workspace's stack with its
- * CLI, in a process of its own (the double answers in this one). Its lines go to stderr.
- */
+/** `npm run repair` in the workspace's stack with its CLI (support/tofu.ts). */
 function repairRun(ws: Workspace, args: string[]): Promise<RunResult> {
-  const script =
-    `const { repair, parseRepairArgs, RepairError } = require(${JSON.stringify(path.join(__dirname, "..", "scripts", "repair.js"))});\n` +
-    "try {\n" +
-    "  process.exitCode = repair({ cli: process.argv[1], stackDir: process.cwd(), env: process.env, options: parseRepairArgs(process.argv.slice(2)) });\n" +
-    "} catch (error) {\n" +
-    "  if (!(error instanceof RepairError)) throw error;\n" +
-    "  console.error(`kube-on-os: repair: ${error.message}`);\n" +
-    "  process.exitCode = 1;\n" +
-    "}\n";
-  return runAsync(process.execPath, ["-e", script, ws.cli.path, ...args], {
-    cwd: ws.dir,
-    env: tfEnv({ ...ws.env, TF_CLI_ARGS: "-no-color" }),
-  });
+  return runRepair(ws.cli, ws.dir, ws.env, args);
 }
 
 function pillarOf(ws: Workspace): Promise<any> {
@@ -319,6 +303,11 @@ describe("L3: two pools over zones: apply, re-plan with no changes, change the p
         "(npm run roll -- --nodes replaces them by hand)",
     });
     const dry = await repairRun(ws, ["--max", "3", "--dry-run"]);
+    // No Salt on these machines: the servers' states alone judge the nodes.
+    expect(dry.stderr).toContain(
+      "kube-on-os: repair: Kubernetes' view: run_provisioners is false: no Salt runs on the machines to ask; " +
+        "the nodes whose servers run are judged by their servers alone",
+    );
     expect(dry.stderr).toContain(
       "kube-on-os: repair: would replace k8s-worker-2, k8s-gpu-0, k8s-web-1 (npm run roll -- --nodes k8s-worker-2,k8s-gpu-0,k8s-web-1); --dry-run replaces nothing",
     );

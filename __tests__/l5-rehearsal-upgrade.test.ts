@@ -20,7 +20,7 @@ import { highstates, rehearsedCluster, scriptLines, stepsRun } from "./support/r
 import type { ApplyOutcome } from "../tools/rehearsal/results";
 import { REF_APPLIES, restartSilentMinions } from "../tools/rehearsal/from-ref";
 import { synthToDir } from "./support/synth";
-import { RunResult, runTfAsync, tofuBinary } from "./support/tofu";
+import { repairRun, RunResult, runTfAsync, tofuBinary } from "./support/tofu";
 import { MACHINE_TYPES } from "./support/upgrade";
 import { applyChange, ChangeReport, changeLines, changeReport, planChange, PlannedChange, previewChange } from "../tools/rehearsal/change";
 
@@ -121,6 +121,8 @@ const available = rehearsalAvailable();
     };
     let startedBefore: Awaited<ReturnType<typeof started>>;
     let startedAfter: Awaited<ReturnType<typeof started>>;
+    /** Today's synthesized stack. */
+    let todayDir: string;
     const tofu = (dir: string, args: string[], extra: NodeJS.ProcessEnv = {}) =>
       runTfAsync({ name: "tofu", path: tofuBinary() }, args, dir, { ...env, ...extra });
     const channel = async () => (await rehearsal.cloud.host(MASTER).exec("snap list microk8s")).stdout.split("\n")[1]?.split(/\s+/)[3];
@@ -168,6 +170,7 @@ const available = rehearsalAvailable();
 
       // Today's stack, synthesized as `npm run deploy` does, on the same state.
       const today = await synthToDir(fs.mkdtempSync(path.join(rehearsal.dir, "synth-")), env);
+      todayDir = today;
       const initToday = await tofu(today, ["init", "-input=false"]);
       if (initToday.status !== 0) throw new Error(`tofu init of today's stack failed:\n${initToday.stderr}`);
       // As `npm run rehearse -- --from dc03610` rehearses it (tools/rehearsal/change.ts): the
@@ -264,6 +267,17 @@ const available = rehearsalAvailable();
       expect(rehearsal.cloud.hostNames()).toEqual(HOSTS);
       expect(cluster.servers()).toEqual(before.servers);
       expect(volumes()).toEqual(before.volumes);
+      // dc03610 recorded no key's machine; once each minion answered, today's step 4 did, so a
+      // later replacement deletes the old key (the repair below).
+      const recorded = scriptLines(upgraded.stdout).find((line) => line.startsWith("AcceptMinionKeys: recorded the machine of each key "));
+      expect(
+        recorded
+          ?.split(": ")
+          .at(-1)
+          ?.split(", ")
+          .map((entry) => entry.split(" ")[0])
+          .sort(),
+      ).toEqual(HOSTS);
     });
 
     it("reports what the upgrade did beside its preview, each claim as the cluster shows it", async () => {
@@ -369,6 +383,101 @@ const available = rehearsalAvailable();
       expect({ status: again.status, stderr: again.stderr }).toEqual({ status: 0, stderr: "" });
       expect(again.stdout).toMatch(/^Apply complete! Resources: 0 added, 0 changed, 0 destroyed\.$/m);
       expect(stepsRun(again.stdout)).toEqual([]);
+    });
+
+    /**
+     * `npm run repair` (issue 39) on the upgraded cluster, after the tests above: each node
+     * judged by Kubernetes through a voter and the Salt master; then a voter's host stopped under
+     * its ACTIVE server (a hung hypervisor Nova does not notice), which is replaced once it has
+     * been NotReady for --not-ready-for seconds.
+     */
+    describe("npm run repair, with a voter's host stopped", () => {
+      const DEAD = "k8s-worker-1";
+      /** The bound of the repair that replaces it: the node has been NotReady for longer by then. */
+      const BOUND = ["--not-ready-for", "5"];
+      const cli = { name: "tofu" as const, path: tofuBinary() };
+      let healthy: RunResult;
+      let waiting: RunResult;
+      let repaired: RunResult;
+      let serversBefore: Map<string, string>;
+
+      beforeAll(async () => {
+        healthy = await repairRun(cli, todayDir, env, ["--dry-run"]);
+        serversBefore = cluster.servers();
+        await rehearsal.cloud.host(id(DEAD)).stop();
+        waiting = await repairRun(cli, todayDir, env, ["--dry-run", "--not-ready-for", "600"]);
+        await new Promise((resolve) => setTimeout(resolve, 6_000));
+        repaired = await repairRun(cli, todayDir, env, [...BOUND, "--auto-approve"]);
+      }, 1_200_000);
+
+      /** The repair's own lines (stderr), without the prefix. */
+      const said = (result: RunResult) =>
+        result.stderr
+          .split("\n")
+          .filter((line) => line.startsWith("kube-on-os: "))
+          .map((line) => line.slice(12));
+
+      it("reads every node Ready through a voter and the Salt master, and replaces nothing", () => {
+        expect({ status: healthy.status, said: said(healthy) }).toEqual({
+          status: 0,
+          said: [
+            `repair: Kubernetes' view, from ${MASTER}: 3 nodes`,
+            ...NODES.map((node) => `repair: ${node}: its server is ACTIVE, Ready`),
+            "repair: all 3 Kubernetes nodes are healthy; nothing to replace",
+          ],
+        });
+      });
+
+      it("waits for a node NotReady under --not-ready-for, then replaces it on a new machine, drained first", async () => {
+        expect({ status: waiting.status, said: said(waiting).filter((line) => line.includes(DEAD) || line.includes("nothing")) }).toEqual({
+          status: 0,
+          said: [
+            expect.stringMatching(
+              new RegExp(
+                `^repair: ${DEAD}: its server is ACTIVE, NotReady for \\d+ s \\(its kubelet stopped reporting\\), under --not-ready-for 600$`,
+              ),
+            ),
+            `repair: nothing to replace yet: ${DEAD} is NotReady, under --not-ready-for 600`,
+          ],
+        });
+        expect({ status: repaired.status, said: said(repaired), last: scriptLines(repaired.stdout).slice(-6) }).toEqual({
+          status: 0,
+          said: [
+            `repair: Kubernetes' view, from ${MASTER}: 3 nodes`,
+            "repair: k8s-master: its server is ACTIVE, Ready",
+            "repair: k8s-worker-0: its server is ACTIVE, Ready",
+            expect.stringMatching(
+              new RegExp(`^repair: ${DEAD}: NotReady for \\d+ s \\(its kubelet stopped reporting\\), its server running$`),
+            ),
+            `repair: replacing ${DEAD}, one at a time`,
+            `roll: 1 Kubernetes node, one at a time: ${DEAD}`,
+            expect.stringMatching(new RegExp(`^roll 1/1: ${DEAD} \\(a dqlite voter\\): drained, its machine replaced, rejoined `)),
+            `roll 1/1: ${DEAD} is back on a new machine`,
+            "roll: 1 node on new machines",
+          ],
+          last: expect.anything(),
+        });
+        // Drained first, without waiting on the dead node's pods (an unreachable node's drain).
+        expect(scriptLines(repaired.stdout)).toContainEqual(
+          expect.stringMatching(
+            new RegExp(
+              `^NodeDrain\\[1\\]: drained node ${DEAD} \\([0-9.]+\\) on ${MASTER.replace(".", "\\.")} before its machine is deleted$`,
+            ),
+          ),
+        );
+        const after = cluster.servers();
+        expect(after.get(DEAD)).not.toBe(serversBefore.get(DEAD));
+        expect(new Map([...after].filter(([host]) => host !== DEAD))).toEqual(
+          new Map([...serversBefore].filter(([host]) => host !== DEAD)),
+        );
+        expect(await cluster.readyNodes()).toEqual(NODES);
+        expect(await cluster.voters()).toBe(3);
+        expect(await cluster.cordoned()).toEqual([]);
+        // Two voters kept the quorum throughout, and no Ready voter was removed.
+        for (const record of ["quorum.log", "voter-removals.log"]) {
+          expect([record, Object.entries(cluster.fakeRecords(record)).filter(([, log]) => log !== "")]).toEqual([record, []]);
+        }
+      });
     });
   },
 );

@@ -166,13 +166,14 @@ function hostKeyOptions(dir, name, address, key) {
 }
 
 /**
- * Runs the preview on the Salt master through the bastion: `{ status, report, said }`, `report`
- * being preview.sh's JSON (undefined when it wrote none) and `said` its lines.
+ * Runs `command` on the Salt master through the bastion, as the chain logs in (the deployer's
+ * ssh-agent and nothing of ~/.ssh/config), `input` on its stdin: `{ status, stdout, said }`,
+ * `said` being its stderr's lines. `live` is the prior state's salt_preview output, `hostKeys`
+ * ssh_host_keys.
  */
-function runOnMaster({ live, hostKeys, archive, minions, env }) {
+function onMaster({ live, hostKeys, command, input, env }) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "kube-on-os-ssh-"));
   try {
-    // The deployer's ssh-agent and nothing of ~/.ssh/config, as the chain logs in.
     const common = [
       "-F",
       "/dev/null",
@@ -193,7 +194,6 @@ function runOnMaster({ live, hostKeys, archive, minions, env }) {
       "%h:%p",
       `${live.user}@${live.bastion}`,
     ];
-    const command = `sudo rm -rf -- ${REMOTE} && install -d -m 0700 ${REMOTE} && tar -xzf - -C ${REMOTE} && exec bash ${REMOTE}/run.sh ${SALT_TIMEOUT} ${minions.join(" ")}`;
     const ssh = spawnSync(
       "ssh",
       [
@@ -204,19 +204,46 @@ function runOnMaster({ live, hostKeys, archive, minions, env }) {
         `${live.user}@${live.salt_master.address}`,
         command,
       ],
-      { input: archive, env, encoding: "utf8", maxBuffer: 256 * 1024 * 1024 },
+      { input: input ?? "", env, encoding: "utf8", maxBuffer: 256 * 1024 * 1024 },
     );
     if (ssh.error) throw new PreviewError(`could not run ssh (${ssh.error.message}): install an OpenSSH client`);
-    let report;
-    try {
-      report = JSON.parse(ssh.stdout);
-    } catch {
-      report = undefined;
-    }
-    return { status: ssh.status, report, said: ssh.stderr.split("\n").filter((line) => line.trim() !== "") };
+    return { status: ssh.status, stdout: ssh.stdout, said: ssh.stderr.split("\n").filter((line) => line.trim() !== "") };
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * Why an `onMaster` run that printed nothing usable failed, in one line naming the Salt master
+ * and how it was reached: its last line, but for ssh's lines on the connection the failure
+ * closed; `unreachable` when ssh itself failed (status 255).
+ */
+function masterFailure(live, ran) {
+  const where = `the Salt master ${live.salt_master.id} (${live.salt_master.address}) through the bastion ${live.bastion} as ${live.user}`;
+  const closed = /^(kex_exchange_identification|ssh_exchange_identification|Connection closed by)/;
+  const why =
+    ran.said
+      .filter((line) => !closed.test(line.trim()))
+      .at(-1)
+      ?.trim() ?? `exit status ${ran.status}`;
+  const unreachable = ran.status === 255;
+  return { unreachable, line: unreachable ? `cannot reach ${where}: ${why}` : `failed on ${where}: ${why}` };
+}
+
+/**
+ * Runs the preview on the Salt master: `{ status, report, said }`, `report` being preview.sh's
+ * JSON (undefined when it wrote none) and `said` its lines.
+ */
+function runOnMaster({ live, hostKeys, archive, minions, env }) {
+  const command = `sudo rm -rf -- ${REMOTE} && install -d -m 0700 ${REMOTE} && tar -xzf - -C ${REMOTE} && exec bash ${REMOTE}/run.sh ${SALT_TIMEOUT} ${minions.join(" ")}`;
+  const ran = onMaster({ live, hostKeys, command, input: archive, env });
+  let report;
+  try {
+    report = JSON.parse(ran.stdout);
+  } catch {
+    report = undefined;
+  }
+  return { ...ran, report };
 }
 
 /**
@@ -255,16 +282,8 @@ function preview({ plan, stackDir, report, env = process.env, log = (line) => co
     );
     const ran = runOnMaster({ live, hostKeys: read.hostKeys, archive: candidateArchive(stackDir, read.pillar), minions: decided.ask, env });
     if (ran.report === undefined) {
-      const where = `the Salt master ${live.salt_master.id} (${live.salt_master.address}) through the bastion ${live.bastion} as ${live.user}`;
-      // The last line says why, but for ssh's lines on the connection that the failure closed.
-      const closed = /^(kex_exchange_identification|ssh_exchange_identification|Connection closed by)/;
-      const why =
-        ran.said
-          .filter((line) => !closed.test(line.trim()))
-          .at(-1)
-          ?.trim() ?? `exit status ${ran.status}`;
-      const line = ran.status === 255 ? `cannot reach ${where}: ${why}` : `failed on ${where}: ${why}`;
-      status = ran.status === 255 ? "unreachable" : "failed";
+      const { unreachable, line } = masterFailure(live, ran);
+      status = unreachable ? "unreachable" : "failed";
       if (mode === "warn") {
         say(`warning: ${line} (KUBE_ON_OS_SALT_PREVIEW=warn)`);
       } else {
@@ -320,4 +339,4 @@ if (require.main === module) {
   }
 }
 
-module.exports = { preview, readPlan, previewPlan, known, PreviewError, UNKNOWN };
+module.exports = { preview, readPlan, previewPlan, known, onMaster, masterFailure, PreviewError, UNKNOWN };

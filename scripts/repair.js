@@ -1,30 +1,43 @@
 // `npm run repair`: replaces the Kubernetes nodes whose machines have failed, without a person
 // naming them (issue 39; docs/decisions.md, "Nodes heal by a command that rolls them"). A node is
-// unhealthy when its server is gone, in ERROR or SHUTOFF, as a plan's refresh reads them.
+// unhealthy when its server is gone, in ERROR or SHUTOFF, as a plan's refresh reads them, or when
+// Kubernetes has had it NotReady for --not-ready-for seconds or more (default 300) on a server
+// that runs, as a voter reports through the Salt master (microk8s.node_health).
 // The unhealthy nodes are rolled onto new machines by `npm run roll`'s code (scripts/roll.js): one
 // apply each, drained first, the workers before the voters, the master last.
 //
-//   npm run repair [-- [--max N] [--dry-run] [--auto-approve]]
+//   npm run repair [-- [--max N] [--not-ready-for SECONDS] [--dry-run] [--auto-approve]]
 //
 // The limits are those of Cluster API's MachineHealthCheck: when more than --max nodes (default 1)
 // are unhealthy, the cause is wider than a machine (the cloud, its network) and nothing is
-// replaced; never more than one dqlite voter in a run, so the other two keep the quorum.
-// --dry-run says what it would replace and replaces nothing.
+// replaced; never a dqlite voter while another voter is unhealthy or NotReady, so the other two
+// keep the quorum. --dry-run says what it would replace and replaces nothing.
 "use strict";
 
 const fs = require("node:fs");
 const os = require("node:os");
 const path = require("node:path");
+const { masterFailure, onMaster, readPlan } = require("./preview");
 const { lastLines, nodeMachines, roll, rollOrder, RollError, stackCli } = require("./roll");
 
 class RepairError extends Error {}
 
 /** What a server's refreshed power_state (the provider's lower-cased Nova status) says of its node. */
 const FAILED_STATES = { error: "its server is in ERROR", shutoff: "its server is SHUTOFF" };
+/**
+ * Seconds a node may be NotReady on a running server before it is replaced: the 5 minutes of
+ * Cluster API's MachineHealthCheck examples (Ready Unknown or False, `timeout: 300s`), which is
+ * also when Kubernetes starts evicting the pods of an unreachable node (the NoExecute taint's
+ * default toleration, 300 s).
+ */
+const NOT_READY_FOR = 300;
+/** Seconds Salt waits for each voter asked for Kubernetes' view (then find_job's 10 s). */
+const VIEW_TIMEOUT = 20;
 
-/** `{ max, dryRun, autoApprove }` from the repair's arguments; a RepairError names what is wrong. */
+/** `{ max, notReadyFor, dryRun, autoApprove }` from the repair's arguments; a RepairError names what is wrong. */
 function parseRepairArgs(args) {
-  const options = { max: 1, dryRun: false, autoApprove: false };
+  const options = { max: 1, notReadyFor: NOT_READY_FOR, dryRun: false, autoApprove: false };
+  const usage = "use --max N, --not-ready-for SECONDS, --dry-run, --auto-approve";
   for (let i = 0; i < args.length; i++) {
     const [flag, inline] = args[i].split(/=(.*)/s, 2);
     if (flag === "--max") {
@@ -32,11 +45,69 @@ function parseRepairArgs(args) {
       if (given === undefined || !/^[1-9][0-9]{0,2}$/.test(given))
         throw new RepairError(`--max needs a whole number of nodes from 1 to 999, got ${JSON.stringify(given ?? "")}`);
       options.max = Number(given);
+    } else if (flag === "--not-ready-for") {
+      const given = inline ?? args[++i];
+      if (given === undefined || !/^[1-9][0-9]{0,5}$/.test(given) || Number(given) > 86400)
+        throw new RepairError(`--not-ready-for needs a whole number of seconds from 1 to 86400, got ${JSON.stringify(given ?? "")}`);
+      options.notReadyFor = Number(given);
     } else if (flag === "--dry-run" && inline === undefined) options.dryRun = true;
     else if (flag === "--auto-approve" && inline === undefined) options.autoApprove = true;
-    else throw new RepairError(`unknown argument ${JSON.stringify(args[i])} (use --max N, --dry-run, --auto-approve)`);
+    else throw new RepairError(`unknown argument ${JSON.stringify(args[i])} (${usage})`);
   }
   return options;
+}
+
+/**
+ * Kubernetes' view of the nodes: `{ from, nodes }`, `nodes` a Map from node name to
+ * microk8s.node_health's entry as the first of `voters` (minion ids, the master first) to answer
+ * reports it, each asked in turn through the Salt master (a voter whose machine is dead would
+ * hold a joint call to Salt's timeout); or `{ unavailable }`, a line saying why there is none.
+ * `read` is preview's readPlan of the repair's plan.
+ */
+function kubernetesView({ read, voters, env }) {
+  if (!read.runProvisioners) return { unavailable: "run_provisioners is false: no Salt runs on the machines to ask" };
+  if (read.live === undefined) {
+    return { unavailable: "the state has no salt_preview output (a cluster applied before it existed): npm run deploy once adds it" };
+  }
+  if (voters.length === 0) return { unavailable: "no dqlite voter's server runs to ask" };
+  const silent = [];
+  for (const id of voters) {
+    const command = `sudo salt --out=json --static --timeout=${VIEW_TIMEOUT} ${id} microk8s.node_health`;
+    const ran = onMaster({ live: read.live, hostKeys: read.hostKeys, command, env });
+    let answer;
+    try {
+      answer = JSON.parse(ran.stdout)[id];
+    } catch {
+      // No JSON: the master was not reached, or its Salt did not run.
+      return { unavailable: masterFailure(read.live, ran).line };
+    }
+    if (Array.isArray(answer)) return { from: id, nodes: new Map(answer.map((node) => [node.name, node])) };
+    silent.push(`${id}: ${String(answer ?? "no answer").split("\n")[0]}`);
+  }
+  return { unavailable: `no dqlite voter answered microk8s.node_health (${silent.join("; ")})` };
+}
+
+/**
+ * What Kubernetes (`view`, kubernetesView's) says of `node` (a nodeHealth entry whose server
+ * runs): `{ problem }` once it has been NotReady for `notReadyFor` seconds or more, else
+ * `{ state }`; `notReady` whenever it is not Ready, for the voters' rule.
+ */
+function judgeNode(node, view, notReadyFor) {
+  const known = view.nodes.get(node.host);
+  if (known === undefined) return { state: `${node.state}; Kubernetes has no node ${node.host} (npm run deploy joins it)` };
+  if (known.ready) return { state: `${node.state}, Ready` };
+  const how = known.unreachable ? "its kubelet stopped reporting" : "its kubelet reports it not Ready";
+  const seconds = known.not_ready_seconds;
+  if (seconds === null || seconds === undefined) {
+    return { notReady: true, state: `${node.state}, NotReady (${how}) since a time Kubernetes does not give: not judged` };
+  }
+  if (seconds >= notReadyFor) return { notReady: true, problem: `NotReady for ${seconds} s (${how}), its server running` };
+  return { notReady: true, state: `${node.state}, NotReady for ${seconds} s (${how}), under --not-ready-for ${notReadyFor}` };
+}
+
+/** `health` (nodeHealth's) with Kubernetes' judgement (judgeNode) of each node whose server runs. */
+function withKubernetes(health, view, notReadyFor) {
+  return health.map((node) => (node.runs ? { ...node, ...judgeNode(node, view, notReadyFor) } : node));
 }
 
 /**
@@ -56,13 +127,19 @@ function nodeHealth(machines, shown) {
     if (gone.has(node.address)) return { ...node, problem: "its server is gone" };
     if (!states.has(node.address)) return { ...node, state: "has no server in the state yet: npm run deploy creates it" };
     const state = states.get(node.address);
-    return { ...node, problem: FAILED_STATES[state], state: `its server is ${String(state).toUpperCase()}` };
+    return {
+      ...node,
+      problem: FAILED_STATES[state],
+      runs: FAILED_STATES[state] === undefined,
+      state: `its server is ${String(state).toUpperCase()}`,
+    };
   });
 }
 
 /**
  * The unhealthy nodes to replace, in the roll's order, or a RepairError that says why none may
- * be: more than `max` unhealthy, or more than one of them a dqlite voter.
+ * be: more than `max` unhealthy, or an unhealthy dqlite voter while another voter is unhealthy
+ * or NotReady.
  */
 function repairPlan(health, { max }) {
   const unhealthy = health.filter((node) => node.problem !== undefined);
@@ -74,11 +151,12 @@ function repairPlan(health, { max }) {
         `network's, not a machine's, so nothing is replaced (npm run roll -- --nodes replaces them by hand)`,
     );
   }
-  const voters = unhealthy.filter((node) => node.voter);
-  if (voters.length > 1) {
+  const down = health.filter((node) => node.voter && (node.problem !== undefined || node.notReady));
+  if (down.some((node) => node.problem !== undefined) && down.length > 1) {
     throw new RepairError(
-      `${voters.length} of the dqlite voters are unhealthy (${voters.map((node) => node.host).join(", ")}): without a majority ` +
-        `of voters the cluster's database has lost its quorum, which a new machine cannot restore; nothing is replaced`,
+      `${down.length} of the dqlite voters are unhealthy or NotReady (${down.map((node) => node.host).join(", ")}): ` +
+        `replacing one would leave fewer than a majority of voters, and without one the cluster's database has lost its quorum, ` +
+        `which a new machine cannot restore; nothing is replaced`,
     );
   }
   return rollOrder(health, { nodes: unhealthy.map((node) => node.host) });
@@ -117,11 +195,23 @@ function repair({ cli, stackDir, env, options, log = (line) => console.error(`ku
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
-  const health = nodeHealth(machines, shown);
+  let health = nodeHealth(machines, shown);
+  const voters = health.filter((node) => node.runs && node.voter && node.fqdn).map((node) => node.fqdn);
+  const view = kubernetesView({ read: readPlan(shown), voters, env });
+  if (view.unavailable) {
+    log(`repair: Kubernetes' view: ${view.unavailable}; the nodes whose servers run are judged by their servers alone`);
+  } else {
+    log(`repair: Kubernetes' view, from ${view.from}: ${view.nodes.size} nodes`);
+    health = withKubernetes(health, view, options.notReadyFor);
+  }
   for (const node of health) log(`repair: ${node.host}: ${node.problem ?? node.state}`);
   const chosen = repairing(() => repairPlan(health, options));
   if (chosen.length === 0) {
-    log(`repair: all ${health.length} Kubernetes nodes are healthy; nothing to replace`);
+    const waiting = health.filter((node) => node.notReady).map((node) => node.host);
+    if (waiting.length > 0) {
+      const are = waiting.length === 1 ? "is" : "are";
+      log(`repair: nothing to replace yet: ${waiting.join(", ")} ${are} NotReady, under --not-ready-for ${options.notReadyFor}`);
+    } else log(`repair: all ${health.length} Kubernetes nodes are healthy; nothing to replace`);
     return 0;
   }
   const hosts = chosen.map((node) => node.host);
@@ -133,4 +223,4 @@ function repair({ cli, stackDir, env, options, log = (line) => console.error(`ku
   return roll({ cli, stackDir, env, machines, options: { nodes: hosts, from: undefined, autoApprove: options.autoApprove }, log });
 }
 
-module.exports = { repair, repairPlan, nodeHealth, parseRepairArgs, RepairError };
+module.exports = { repair, repairPlan, nodeHealth, withKubernetes, kubernetesView, parseRepairArgs, RepairError, NOT_READY_FOR };

@@ -6,6 +6,7 @@ node's member, never a Ready one on a joiner's word.
 
 from __future__ import annotations
 
+import calendar
 import importlib
 import json
 
@@ -81,6 +82,7 @@ def test_nodes_and_the_cluster_check_read_kubectl(microk8s):
             "addresses": ["10.1.0.10"],
             "ready": True,
             "unreachable": False,
+            "ready_changed": "2026-12-07T09:58:41Z",
             "unschedulable": False,
             "version": None,
             "boot_id": None,
@@ -92,6 +94,7 @@ def test_nodes_and_the_cluster_check_read_kubectl(microk8s):
             "ready": False,
             # Its Ready condition is Unknown: its kubelet stopped reporting.
             "unreachable": True,
+            "ready_changed": "2026-12-07T10:00:00Z",
             "unschedulable": False,
             "version": None,
             "boot_id": None,
@@ -100,6 +103,30 @@ def test_nodes_and_the_cluster_check_read_kubectl(microk8s):
     assert microk8s.cluster_check(1) == {"ready": ["k8s-master"], "expected": 1}
     with pytest.raises(CommandExecutionError, match=r"^only 1 of 3 nodes are Ready: k8s-master$"):
         microk8s.cluster_check()
+
+
+def test_node_health_counts_how_long_each_node_has_not_been_ready_by_its_condition(microk8s):
+    # npm run repair's bound: from the Ready condition's lastTransitionTime, by this node's clock.
+    kubectl = ("kubectl", "get", "nodes", "-o", "json")
+    microk8s.__salt__ = {"cmd.run_all": fake_cli({kubectl: ok(fixture("kubectl-nodes.json"))})}
+    membership = importlib.import_module("microk8s._membership")
+    now = calendar.timegm((2026, 12, 7, 10, 5, 7, 0, 0, 0))
+    assert membership.health(microk8s.__salt__, now=now) == [
+        {"name": "k8s-master", "addresses": ["10.1.0.10"], "ready": True, "unreachable": False, "not_ready_seconds": 0},
+        {
+            "name": "k8s-worker-0",
+            "addresses": ["10.1.0.100"],
+            "ready": False,
+            "unreachable": True,
+            "not_ready_seconds": 307,
+        },
+    ]
+    # The module's function counts by the clock now: the worker has been Unknown since the fixture's time.
+    assert [node["not_ready_seconds"] >= 307 for node in microk8s.node_health()] == [False, True]
+    # A condition without a time (no API server writes one) gives no count, never a guess.
+    undated = fixture("kubectl-nodes.json").replace(', "lastTransitionTime": "2026-12-07T10:00:00Z"', "")
+    microk8s.__salt__ = {"cmd.run_all": fake_cli({kubectl: ok(undated)})}
+    assert [node["not_ready_seconds"] for node in membership.health(microk8s.__salt__, now=now)] == [0, None]
 
 
 def roles_of(microk8s, settings: dict) -> dict:

@@ -66,6 +66,7 @@ PUBLIC = {
     "node_roles": "()",
     "members": "()",
     "nodes": "()",
+    "node_health": "()",
     "issuer": "()",
     "membership": "()",
     "leave": "()",

@@ -1,4 +1,5 @@
 import { spawnSync } from "node:child_process";
+import * as path from "node:path";
 import { runAsync, RunResult, tofuBinary } from "../../tools/rehearsal/run";
 
 export type { RunResult };
@@ -80,6 +81,26 @@ export function runTfAsync(
 /** runTofu without blocking the event loop (see runAsync). */
 export function runTofuAsync(args: string[], cwd: string, env: NodeJS.ProcessEnv = {}, input = ""): Promise<RunResult> {
   return runTfAsync({ name: "tofu", path: tofuBinary() }, args, cwd, env, input);
+}
+
+/** `npm run repair`'s code (scripts/repair.js), its refusals one line on stderr as the npm script prints them. */
+const REPAIR =
+  `const { repair, parseRepairArgs, RepairError } = require(${JSON.stringify(path.join(__dirname, "..", "..", "scripts", "repair.js"))});\n` +
+  "try {\n" +
+  "  process.exitCode = repair({ cli: process.argv[1], stackDir: process.cwd(), env: process.env, options: parseRepairArgs(process.argv.slice(2)) });\n" +
+  "} catch (error) {\n" +
+  "  if (!(error instanceof RepairError)) throw error;\n" +
+  "  console.error(`kube-on-os: repair: ${error.message}`);\n" +
+  "  process.exitCode = 1;\n" +
+  "}\n";
+
+/**
+ * `npm run repair -- ARGS` after its synth: scripts/repair.js's repair() with `cli` in the
+ * synthesized stack `dir`, in a process of its own (a double may answer in this one). Its lines go
+ * to stderr, each apply's output to stdout.
+ */
+export function repairRun(cli: TfCli, dir: string, env: NodeJS.ProcessEnv, args: string[]): Promise<RunResult> {
+  return runAsync(process.execPath, ["-e", REPAIR, cli.path, ...args], { cwd: dir, env: tfEnv({ ...env, TF_CLI_ARGS: "-no-color" }) });
 }
 
 /** `init` without a backend: offline, from the mirror, needing no state server. */

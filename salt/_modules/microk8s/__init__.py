@@ -200,6 +200,16 @@ def nodes() -> list[dict]:
     return _sub("_membership").nodes(__salt__)
 
 
+def node_health() -> list[dict]:
+    """
+    Each Kubernetes node's readiness for ``npm run repair`` (scripts/repair.js): ``[{"name",
+    "addresses", "ready", "unreachable", "not_ready_seconds"}]``, ``not_ready_seconds`` since its
+    Ready condition last changed (0 while Ready; None when the condition has no time).
+    CLI Example: ``salt k8s-master.* microk8s.node_health``
+    """
+    return _sub("_membership").health(__salt__)
+
+
 def issuer() -> str:
     """
     The voter that issues join tokens: the first voter in pillar order (the master first) whose

@@ -6,6 +6,7 @@ a node out (``remove-node``, ``leave``).
 
 from __future__ import annotations
 
+import calendar
 import ipaddress
 import json
 import time
@@ -151,9 +152,10 @@ def issuer(salt: dict) -> str:
 def parse_nodes(text: str) -> list[dict]:
     """
     ``[{"name", "address" (the first InternalIP), "addresses" (every InternalIP, in order), "ready",
-    "unreachable", "unschedulable", "version" (kubelet), "boot_id"}]`` from ``kubectl get nodes -o
-    json``; ``unreachable``: its Ready condition is Unknown, which the node lifecycle controller
-    sets once the kubelet stops reporting (Cluster API's noderefutil IsNodeUnreachable); a node
+    "unreachable", "ready_changed", "unschedulable", "version" (kubelet), "boot_id"}]`` from
+    ``kubectl get nodes -o json``; ``unreachable``: its Ready condition is Unknown, which the node
+    lifecycle controller sets once the kubelet stops reporting (Cluster API's noderefutil
+    IsNodeUnreachable); ``ready_changed``: that condition's lastTransitionTime (None without one); a node
     the cloud controller manager initialised lists every fixed IP of its server, so a dual-homed
     node has two InternalIPs (cloud-provider-openstack instances_addresses.go nodeAddresses);
     ``boot_id`` is the machine's boot id as its kubelet
@@ -170,13 +172,15 @@ def parse_nodes(text: str) -> list[dict]:
             node_status = item.get("status") or {}
             internal = [a["address"] for a in node_status.get("addresses") or [] if a.get("type") == "InternalIP"]
             conditions = node_status.get("conditions") or []
+            condition = next((c for c in conditions if c.get("type") == "Ready"), {})
             result.append(
                 {
                     "name": item["metadata"]["name"],
                     "address": internal[0] if internal else None,
                     "addresses": internal,
-                    "ready": any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions),
-                    "unreachable": any(c.get("type") == "Ready" and c.get("status") == "Unknown" for c in conditions),
+                    "ready": condition.get("status") == "True",
+                    "unreachable": condition.get("status") == "Unknown",
+                    "ready_changed": condition.get("lastTransitionTime"),
                     "unschedulable": (item.get("spec") or {}).get("unschedulable") is True,
                     "version": (node_status.get("nodeInfo") or {}).get("kubeletVersion"),
                     "boot_id": (node_status.get("nodeInfo") or {}).get("bootID"),
@@ -189,6 +193,34 @@ def parse_nodes(text: str) -> list[dict]:
 
 def nodes(salt: dict) -> list[dict]:
     return parse_nodes(_cli.run(salt, "kubectl", "get", "nodes", "-o", "json"))
+
+
+def not_ready_seconds(node: dict, now: float) -> int | None:
+    """
+    How long ``node`` (of ``parse_nodes``) has not been Ready at ``now``: 0 while it is, else the
+    whole seconds since its Ready condition last changed (metav1.Time, RFC 3339 in UTC to the
+    second); None when the condition gives no time to count from.
+    """
+    if node["ready"]:
+        return 0
+    try:
+        changed = calendar.timegm(time.strptime(node["ready_changed"], "%Y-%m-%dT%H:%M:%SZ"))
+    except (TypeError, ValueError):
+        return None
+    return max(0, int(now - changed))
+
+
+def health(salt: dict, now: float | None = None) -> list[dict]:
+    """
+    Each Kubernetes node's readiness, as ``npm run repair`` judges it: ``[{"name", "addresses",
+    "ready", "unreachable", "not_ready_seconds"}]`` (``not_ready_seconds`` by this node's clock,
+    which the controller that set the condition shares).
+    """
+    now = time.time() if now is None else now
+    keep = ("name", "addresses", "ready", "unreachable")
+    return [
+        {**{key: node[key] for key in keep}, "not_ready_seconds": not_ready_seconds(node, now)} for node in nodes(salt)
+    ]
 
 
 def node_of(known: list[dict], node_id: str | None, address: str) -> dict | None:
