@@ -146,7 +146,7 @@ describe("npm run roll (scripts/roll.js) chooses the nodes and their order", () 
 
 describe("npm run repair (scripts/repair.js) chooses the nodes to replace, within its limits", () => {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const { nodeHealth, withKubernetes, repairPlan, parseRepairArgs, NOT_READY_FOR } = require("../scripts/repair.js");
+  const { nodeHealth, withKubernetes, kubernetesView, repairPlan, parseRepairArgs, NOT_READY_FOR } = require("../scripts/repair.js");
   /** `show -json` of a plan, as OpenTofu and Terraform write it, with these power states and these servers deleted. */
   const shown = (states: Record<string, string>, deleted: string[] = []) => ({
     resource_drift: deleted.map((address) => ({ address, change: { actions: ["delete"] } })),
@@ -258,6 +258,19 @@ describe("npm run repair (scripts/repair.js) chooses the nodes to replace, withi
     expect(repairPlan(judged({ "k8s-worker-2": "error" }, { "k8s-worker-1": 20 }), { max: 1 }).map((n: any) => n.host)).toEqual([
       "k8s-worker-2",
     ]);
+  });
+
+  it("says in one line why Kubernetes' view is missing", () => {
+    const live = { bastion: "127.0.0.1", user: "debian", salt_master: { id: "salt.lab.example", address: "127.0.0.1" } };
+    const read = { runProvisioners: true, live, hostKeys: {} };
+    const view = (over: object, voters = ["k8s-master.lab.example"], env: NodeJS.ProcessEnv = process.env) =>
+      kubernetesView({ read: { ...read, ...over }, voters, env }).unavailable;
+    expect(view({ runProvisioners: false })).toBe("run_provisioners is false: no Salt runs on the machines to ask");
+    expect(view({ live: undefined })).toBe(
+      "the state has no salt_preview output (a cluster applied before it existed): npm run deploy once adds it",
+    );
+    expect(view({}, [])).toBe("no dqlite voter's server runs to ask");
+    expect(view({}, undefined, { PATH: "/nonexistent" })).toMatch(/^could not run ssh \(.*ENOENT.*\): install an OpenSSH client$/);
   });
 
   it("takes --max, --not-ready-for, --dry-run and --auto-approve, and refuses anything else", () => {

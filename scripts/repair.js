@@ -17,7 +17,7 @@
 const fs = require("node:fs");
 const os = require("node:os");
 const path = require("node:path");
-const { masterFailure, onMaster, readPlan } = require("./preview");
+const { masterFailure, onMaster, PreviewError, readPlan } = require("./preview");
 const { lastLines, nodeMachines, roll, rollOrder, RollError, stackCli } = require("./roll");
 
 class RepairError extends Error {}
@@ -73,7 +73,13 @@ function kubernetesView({ read, voters, env }) {
   const silent = [];
   for (const id of voters) {
     const command = `sudo salt --out=json --static --timeout=${VIEW_TIMEOUT} ${id} microk8s.node_health`;
-    const ran = onMaster({ live: read.live, hostKeys: read.hostKeys, command, env });
+    let ran;
+    try {
+      ran = onMaster({ live: read.live, hostKeys: read.hostKeys, command, env });
+    } catch (error) {
+      if (error instanceof PreviewError) return { unavailable: error.message };
+      throw error;
+    }
     let answer;
     try {
       answer = JSON.parse(ran.stdout)[id];
