@@ -1312,6 +1312,27 @@ def test_l4_a_boot_gives_a_new_boot_id_once_the_node_is_ready_again(l4):
     assert after["k8s-master"] == before["k8s-master"]
 
 
+def test_l4_a_kubelet_that_posts_its_node_not_ready_shows_ready_false_not_unknown(l4):
+    """
+    fake/faults.json "not_ready": the kubelet runs and posts its node not Ready, so the condition is
+    False, with the boot id it posts (setters.go ReadyCondition; Unknown is the node lifecycle
+    controller's, for a kubelet that stopped posting), and changes when the fault goes.
+    """
+    master, joiner = l4
+    assert joiner.run("join", l4_url(master), "--worker").returncode == 0
+
+    def worker() -> dict:
+        items = json.loads(master.run("kubectl", "get", "nodes", "-o", "json").stdout)["items"]
+        return next(i["status"] for i in items if i["metadata"]["name"] == "k8s-worker-0")
+
+    assert worker()["conditions"][0]["status"] == "True"
+    write_faults(joiner.home, {"not_ready": True})
+    posted = worker()
+    assert (posted["conditions"][0]["status"], posted["nodeInfo"]["bootID"]) == ("False", joiner.state()["boot_id"])
+    write_faults(joiner.home, {})
+    assert worker()["conditions"][0]["status"] == "True"
+
+
 def test_l4_cordon_drain_uncordon(l4):
     master, joiner = l4
     assert joiner.run("join", l4_url(master), "--worker").returncode == 0

@@ -29,14 +29,20 @@ def test_a_rebooted_node_counts_as_back_only_when_ready_with_a_new_boot_id(micro
     assert str(raised.value) == (
         "the node at 10.1.0.101 is not back from its reboot after 0 s; last: k8s-worker-1 has not rebooted, Ready"
     )
-    # Booted, services still starting: not Ready.
-    (cluster.worker.home / "fake").mkdir(exist_ok=True)
-    (cluster.worker.home / "fake" / "faults.json").write_text(json.dumps({"restart_seconds": 60}))
+    # Booted, its services still starting: no kubelet posts yet, so the API server still holds the
+    # boot id the node was drained with, not Ready.
+    faults = cluster.worker.home / "fake" / "faults.json"
+    faults.parent.mkdir(exist_ok=True)
+    faults.write_text(json.dumps({"restart_seconds": 60}))
+    assert cluster.worker.run("fake-boot").returncode == 0
+    with pytest.raises(CommandExecutionError, match=r"; last: k8s-worker-1 has not rebooted, not Ready$"):
+        master.wait_node_rebooted("10.1.0.101", 0, 0)
+    # Its kubelet posts the new boot id with the node not Ready yet (its network starting).
+    faults.write_text(json.dumps({"restart_seconds": 0, "not_ready": True}))
     assert cluster.worker.run("fake-boot").returncode == 0
     with pytest.raises(CommandExecutionError, match=r"; last: k8s-worker-1 rebooted, not Ready$"):
         master.wait_node_rebooted("10.1.0.101", 0, 0)
-    (cluster.worker.home / "fake" / "faults.json").write_text(json.dumps({"restart_seconds": 0}))
-    assert cluster.worker.run("fake-boot").returncode == 0
+    faults.write_text(json.dumps({"restart_seconds": 0}))
     back = master.wait_node_rebooted("10.1.0.101", 30, 0)
     assert back == {"node": "k8s-worker-1", "boot_id": cluster.worker.state()["boot_id"]}
     assert back["boot_id"] != booted

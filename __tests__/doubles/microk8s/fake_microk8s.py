@@ -59,7 +59,7 @@ Faults a test injects through $FAKE_MICROK8S_DIR/fake/faults.json (faults.py):
   then finds that change done;
 - ``refresh_fails``: N: the next N refreshes to another channel fail in their change (the new
   revision's services do not start) and are undone: the snap keeps its channel (snapd.py);
-- ``not_ready``: while set, a running node's kubelet reports it not Ready.
+- ``not_ready``: while set, a running node's kubelet posts it not Ready (its Ready condition False).
 
 Not microk8s commands: ``microk8s fake-auto-refresh`` is snapd's auto-refresh (snapd.py), and
 ``microk8s fake-boot``, for the harness's ``systemctl reboot`` (__tests__/harness/fake_systemctl.py),
@@ -383,21 +383,27 @@ def remove_node_command(state: dict, args: list[str]) -> int:
     return emit(answer)
 
 
-def ready(node: dict, cluster: str) -> bool:
+def ready_status(node: dict, cluster: str) -> str:
     """
-    A kubelet posts its node's status to the API server of the cluster it joined (its kubeconfig,
-    written by join.py); the node lifecycle controller turns Ready to Unknown when those posts
-    stop. So a node is Ready while its microk8s runs (not restarting) and its node is still a
-    member of this cluster: a machine rebuilt at the same address runs a cluster of its own.
+    The node's Ready condition: a kubelet posts its node's status to the API server of the
+    cluster it joined (its kubeconfig, written by join.py), and the node lifecycle controller
+    turns Ready to Unknown when those posts stop. So "True" while its microk8s runs (not
+    restarting) and its node is still a member of this cluster (a machine rebuilt at the same
+    address runs a cluster of its own); "False" while fake/faults.json "not_ready" is set: a
+    kubelet that runs and posts its node not Ready (its container network not ready yet, say);
+    else "Unknown".
     """
     link = CLUSTER / node["address"]
     if not link.exists():
-        return False
+        return "Unknown"
     other = load(link.resolve())
-    # fake/faults.json "not_ready": a kubelet that runs but reports its node not Ready (its
-    # container network not ready yet, say), until the setting goes.
-    posting = not faults.setting(link.resolve(), "not_ready", False)
-    return other["running"] and not snapd.restarting(other) and other["cluster"] == cluster and posting
+    if not other["running"] or snapd.restarting(other) or other["cluster"] != cluster:
+        return "Unknown"
+    return "False" if faults.setting(link.resolve(), "not_ready", False) else "True"
+
+
+def ready(node: dict, cluster: str) -> bool:
+    return ready_status(node, cluster) == "True"
 
 
 def cloud_controllers(state: dict) -> None:
@@ -427,12 +433,13 @@ def kubelet(node: dict) -> dict:
 def node_item(state: dict, node: dict) -> dict:
     """One Node as the API server returns it (node_objects.item), Ready by its node's state here."""
     running = kubelet(node)
-    is_ready = ready(node, state["cluster"])
-    # The kubelet reports its version and boot id with its status; the last ones reported stay
+    status = ready_status(node, state["cluster"])
+    posting = status != "Unknown"
+    # The kubelet posts its version and boot id with its status; the last ones posted stay
     # otherwise (observe_ready keeps the boot id).
-    kubelet_version = version(running) if is_ready else node.get("version") or version(running or state)
-    boot_id = running.get("boot_id") if is_ready else node.get("boot_id")
-    return node_objects.item(node, is_ready, kubelet_version, boot_id or "")
+    kubelet_version = version(running) if posting else node.get("version") or version(running or state)
+    boot_id = running.get("boot_id") if posting else node.get("boot_id")
+    return node_objects.item(node, status, kubelet_version, boot_id or "")
 
 
 def get_nodes(state: dict, name: str | None = None) -> int:
@@ -444,7 +451,7 @@ def get_nodes(state: dict, name: str | None = None) -> int:
         db = database(state)
         read = [node for node in db["nodes"] if name in (None, node["name"])]
         observed = [
-            node_objects.observe_ready(node, ready(node, state["cluster"]), kubelet(node).get("boot_id"))
+            node_objects.observe_ready(node, ready_status(node, state["cluster"]), kubelet(node).get("boot_id"))
             for node in read
         ]
         if any(observed):
@@ -473,7 +480,9 @@ def kubectl_schedule(state: dict, verb: str, args: list[str]) -> int:
     code = written(state, db, answer)
     if found is None or verb != "drain":
         return code
-    drained = kubectl.drain(db.setdefault("objects", {}), found["name"], args, ready(found, state["cluster"]))
+    # A kubelet that still posts (Ready True or False) deletes the evicted pods; none confirms once it stopped.
+    posting = ready_status(found, state["cluster"]) != "Unknown"
+    drained = kubectl.drain(db.setdefault("objects", {}), found["name"], args, posting)
     return written(state, db, drained, record=True)
 
 

@@ -115,9 +115,12 @@ def schedule(nodes: list[dict], verb: str, args: list[str]) -> tuple[dict | None
     return found, (0, f"node/{name} {done}\n", "", True)
 
 
-def drain(objects: dict, name: str, args: list[str], ready: bool = True) -> tuple[int, str, str, bool]:
-    """drain's pods, once the node is cordoned (node_objects.drain_pods); a node not ``ready`` confirms no deletion."""
-    return node_objects.drain_pods(objects, name, args, node_objects.calico_pod(name), ready)
+def drain(objects: dict, name: str, args: list[str], posting: bool = True) -> tuple[int, str, str, bool]:
+    """
+    drain's pods, once the node is cordoned (node_objects.drain_pods); a node whose kubelet is no
+    longer ``posting`` (Ready Unknown) confirms no deletion.
+    """
+    return node_objects.drain_pods(objects, name, args, node_objects.calico_pod(name), posting)
 
 
 def objects(stored: dict, verb: str, args: list[str], manifest: Callable[[], str]) -> tuple[int, str, str, bool]:

@@ -213,10 +213,11 @@ def status_addresses(entry: dict) -> list[dict]:
     return [{"type": "InternalIP", "address": address} for address in internal_ips(entry)]
 
 
-def observe_ready(entry: dict, ready: bool, boot_id: str | None = None, now: float | None = None) -> bool:
+def observe_ready(entry: dict, status: str, boot_id: str | None = None, now: float | None = None) -> bool:
     """
     Records what the API server keeps of the node's status in ``entry``, True when it changed
-    the entry (which the caller writes to the database):
+    the entry (which the caller writes to the database). ``status`` is the Ready condition's:
+    "True", "False" (a kubelet that posts its node not Ready) or "Unknown" (no kubelet posts).
 
     - ``ready_condition`` (``{"status", "since"}``): the Ready condition, its lastTransitionTime
       moved to ``now`` when its status changes. The kubelet sets it when it posts a new status
@@ -224,7 +225,7 @@ def observe_ready(entry: dict, ready: bool, boot_id: str | None = None, now: flo
       turns the condition Unknown because the kubelet stopped posting
       (pkg/controller/nodelifecycle/node_lifecycle_controller.go, tryUpdateNodeHealth:
       ``LastTransitionTime = nowTimestamp``).
-    - ``boot_id``: while Ready, the boot id the kubelet posts (setters.go, MachineInfo); the
+    - ``boot_id``: while a kubelet posts, the boot id it posts (setters.go, MachineInfo); the
       API server keeps the last one posted once the kubelet stops.
 
     Not modelled: the controller's grace period (node-monitor-grace-period, 40 s) and its monitor
@@ -233,25 +234,24 @@ def observe_ready(entry: dict, ready: bool, boot_id: str | None = None, now: flo
     when nothing reads the node for a while.
     """
     changed = False
-    status = "True" if ready else "Unknown"
     if (entry.get("ready_condition") or {}).get("status") != status:
         stamp = time.strftime(TIMESTAMP, time.gmtime(time.time() if now is None else now))
         entry["ready_condition"] = {"status": status, "since": stamp}
         changed = True
-    if ready and boot_id and entry.get("boot_id") != boot_id:
+    if status != "Unknown" and boot_id and entry.get("boot_id") != boot_id:
         entry["boot_id"] = boot_id
         changed = True
     return changed
 
 
-def item(entry: dict, ready: bool, kubelet_version: str, boot_id: str) -> dict:
+def item(entry: dict, status: str, kubelet_version: str, boot_id: str) -> dict:
     """
     One Node as the API server returns it: its metadata, spec and status.addresses (above), the
-    Ready condition (Unknown once its kubelet stopped posting: the node lifecycle controller)
-    with its lastTransitionTime as ``observe_ready`` recorded it, and the kubelet's version and
-    its machine's boot id (core/v1 NodeSystemInfo) as last reported.
+    Ready condition (``status``, observe_ready's) with its lastTransitionTime as ``observe_ready``
+    recorded it, and the kubelet's version and its machine's boot id (core/v1 NodeSystemInfo) as
+    last posted.
     """
-    observe_ready(entry, ready, boot_id)
+    observe_ready(entry, status, boot_id)
     return {
         "apiVersion": "v1",
         "kind": "Node",
@@ -669,12 +669,13 @@ def calico_pod(node: str) -> str:
 
 
 def drain_pods(
-    objects: dict, node: str, args: list[str], calico: str, ready: bool = True
+    objects: dict, node: str, args: list[str], calico: str, posting: bool = True
 ) -> tuple[int, str, str, bool]:
     """
     ``kubectl drain`` of the cordoned ``node`` (see the docstring): ``calico`` is its calico-node
     pod, ``objects`` the cluster's API objects (kube_objects.py), whose evicted Pods go, or, on a
-    node that is not ``ready`` (no kubelet confirms), stay with a deletionTimestamp.
+    node whose kubelet no longer ``posting`` (Ready Unknown: no kubelet confirms a deletion), stay
+    with a deletionTimestamp.
     """
     skip = _skip_seconds(args)
     pods = {calico: {"kind": "DaemonSet"}}
@@ -742,7 +743,7 @@ def drain_pods(
             why = f'error when evicting pods/"{pod_name}" -n "{namespace}": {reached}'
             return 1, out, err + _drain_failed(node, why), changed
         changed = True
-        if ready:
+        if posting:
             del objects[ref]
             out += f"pod/{pod_name} evicted\n"
         else:
@@ -750,7 +751,7 @@ def drain_pods(
             ends = time.gmtime(time.time() + _grace_seconds(args, objects[ref]))
             metadata.setdefault("deletionTimestamp", time.strftime(TIMESTAMP, ends))
             terminating.append((name, ref))
-    # No kubelet confirms a deletion on a node that is not Ready: kubectl waits for each pod, every
+    # No kubelet confirms a deletion on a node whose kubelet stopped: kubectl waits for each pod, every
     # pod at once (a goroutine each), until it may skip it or --timeout ends the wait.
     while terminating:
         now = time.time()

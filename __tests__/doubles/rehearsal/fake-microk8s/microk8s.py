@@ -967,6 +967,11 @@ def node_ready(state: dict, answer: dict) -> bool:
     )
 
 
+def ready_status(state: dict, answer: dict) -> str:
+    """The Ready condition's status from the node's agent's /health ``answer`` (its kubelet posts only while Ready)."""
+    return "True" if node_ready(state, answer) else "Unknown"
+
+
 def node_item(state: dict, entry: dict, answer: dict) -> dict:
     """One Node as the API server returns it (node_objects.item), Ready by its agent's ``answer`` (/health)."""
     is_ready = node_ready(state, answer)
@@ -974,7 +979,7 @@ def node_item(state: dict, entry: dict, answer: dict) -> dict:
     # otherwise (observe_ready keeps the boot id).
     kubelet_version = answer["version"] if is_ready else entry.get("version") or DEFAULT_VERSION
     boot = answer.get("boot_id", "") if is_ready else entry.get("boot_id", "")
-    return node_objects.item(entry, is_ready, kubelet_version, boot)
+    return node_objects.item(entry, ready_status(state, answer), kubelet_version, boot)
 
 
 def written(state: dict, data: dict, answer: tuple[int, str, str, bool], args: list[str], record: bool = False) -> int:
@@ -997,8 +1002,9 @@ def kubectl_schedule(state: dict, data: dict, verb: str, args: list[str]) -> int
     code = written(state, data, answer, [verb, found["name"] if found else ""])
     if found is None or verb != "drain" or code:
         return code
-    ready = node_ready(state, health(found["address"]))
-    drained = kubectl.drain(data.setdefault("objects", {}), found["name"], args, ready)
+    # The fake's kubelet posts while its node is Ready, and then deletes the evicted pods.
+    posting = node_ready(state, health(found["address"]))
+    drained = kubectl.drain(data.setdefault("objects", {}), found["name"], args, posting)
     return written(state, data, drained, [verb, found["name"]], record=True)
 
 
@@ -1055,7 +1061,9 @@ def get_nodes(state: dict, data: dict, args: list[str]) -> int:
     read = [entry for entry in data["nodes"] if entry["name"] in answers]
     observed = [
         node_objects.observe_ready(
-            entry, node_ready(state, answers[entry["name"]]), answers[entry["name"]].get("boot_id")
+            entry,
+            ready_status(state, answers[entry["name"]]),
+            answers[entry["name"]].get("boot_id"),
         )
         for entry in read
     ]
