@@ -20,8 +20,9 @@
 //   TF_VAR_quota_usage, so that the plan compares the deployment's needs with what is free.
 // - `roll`: synthesizes, then replaces the Kubernetes nodes' machines one apply at a time with the
 //   chosen CLI (scripts/roll.js).
-// - `repair`: synthesizes, then rolls the nodes whose servers are gone, in ERROR or SHUTOFF, within
-//   its limits (scripts/repair.js).
+// - `repair`: synthesizes, then rolls the nodes whose servers are gone, in ERROR or SHUTOFF, or
+//   that Kubernetes has had NotReady past --not-ready-for on a running server, within its limits
+//   (scripts/repair.js).
 // - `diff`: after the plan, the Salt preview (scripts/preview.js): what the candidate Salt tree
 //   and pillar would change on each host the plan keeps, from the plan cdktf saved (`plan`, in the
 //   stack's directory); its report is salt-preview.json beside it.

@@ -430,10 +430,11 @@ def kubelet(node: dict) -> dict:
     return load(link.resolve()) if link.exists() else {}
 
 
-def node_item(state: dict, node: dict) -> dict:
-    """One Node as the API server returns it (node_objects.item), Ready by its node's state here."""
-    running = kubelet(node)
-    status = ready_status(node, state["cluster"])
+def node_item(state: dict, node: dict, status: str, running: dict) -> dict:
+    """
+    One Node as the API server returns it (node_objects.item): ``status`` its Ready condition
+    (ready_status), ``running`` the state of the microk8s at its address (kubelet).
+    """
     posting = status != "Unknown"
     # The kubelet posts its version and boot id with its status; the last ones posted stay
     # otherwise (observe_ready keeps the boot id).
@@ -449,16 +450,23 @@ def get_nodes(state: dict, name: str | None = None) -> int:
     """
     with database_locked(state):
         db = database(state)
-        read = [node for node in db["nodes"] if name in (None, node["name"])]
+        # Each node's status and kubelet, read once for the record and the answer.
+        seen = {
+            node["name"]: (ready_status(node, state["cluster"]), kubelet(node))
+            for node in db["nodes"]
+            if name in (None, node["name"])
+        }
         observed = [
-            node_objects.observe_ready(node, ready_status(node, state["cluster"]), kubelet(node).get("boot_id"))
-            for node in read
+            node_objects.observe_ready(node, seen[node["name"]][0], seen[node["name"]][1].get("boot_id"))
+            for node in db["nodes"]
+            if node["name"] in seen
         ]
         if any(observed):
             save_database(state, db)
+    item = lambda n: node_item(state, n, *seen[n["name"]])  # noqa: E731
     if name is not None:
-        return kubectl.get_node(db["nodes"], name, lambda n: node_item(state, n))
-    return kubectl.get_nodes(db["nodes"], lambda n: node_item(state, n))
+        return kubectl.get_node(db["nodes"], name, item)
+    return kubectl.get_nodes(db["nodes"], item)
 
 
 def written(state: dict, db: dict, answer: tuple[int, str, str, bool], record: bool = False) -> int:

@@ -974,12 +974,13 @@ def ready_status(state: dict, answer: dict) -> str:
 
 def node_item(state: dict, entry: dict, answer: dict) -> dict:
     """One Node as the API server returns it (node_objects.item), Ready by its agent's ``answer`` (/health)."""
-    is_ready = node_ready(state, answer)
-    # The kubelet reports its version and boot id with its status; the last ones reported stay
+    status = ready_status(state, answer)
+    posting = status != "Unknown"
+    # The kubelet posts its version and boot id with its status; the last ones posted stay
     # otherwise (observe_ready keeps the boot id).
-    kubelet_version = answer["version"] if is_ready else entry.get("version") or DEFAULT_VERSION
-    boot = answer.get("boot_id", "") if is_ready else entry.get("boot_id", "")
-    return node_objects.item(entry, ready_status(state, answer), kubelet_version, boot)
+    kubelet_version = answer["version"] if posting else entry.get("version") or DEFAULT_VERSION
+    boot = answer.get("boot_id", "") if posting else entry.get("boot_id", "")
+    return node_objects.item(entry, status, kubelet_version, boot)
 
 
 def written(state: dict, data: dict, answer: tuple[int, str, str, bool], args: list[str], record: bool = False) -> int:
@@ -1002,8 +1003,8 @@ def kubectl_schedule(state: dict, data: dict, verb: str, args: list[str]) -> int
     code = written(state, data, answer, [verb, found["name"] if found else ""])
     if found is None or verb != "drain" or code:
         return code
-    # The fake's kubelet posts while its node is Ready, and then deletes the evicted pods.
-    posting = node_ready(state, health(found["address"]))
+    # A kubelet that still posts deletes the evicted pods; none confirms once it stopped.
+    posting = ready_status(state, health(found["address"])) != "Unknown"
     drained = kubectl.drain(data.setdefault("objects", {}), found["name"], args, posting)
     return written(state, data, drained, [verb, found["name"]], record=True)
 
